@@ -1,0 +1,117 @@
+/** Functional differentiation: grad, valueAndGrad, vjp, customGradient. Built on GradientTape. */
+import { recorders, withoutRecorders } from "../core/context.js";
+import { GradientError, ShapeError } from "../core/errors.js";
+import { Tensor, makeTensor } from "../core/tensor.js";
+import { Variable } from "../core/variable.js";
+import type { OpDef } from "../ops/registry.js";
+import { zerosLikeTensor } from "../ops/fill.js";
+import { GradientTape } from "./tape.js";
+import { leaves, mapStructure, type Structure } from "./structure.js";
+
+export type Argnums = number | number[] | "all";
+
+export interface GradOptions {
+  /** Which positional arguments to differentiate (default 0). */
+  argnums?: Argnums;
+}
+
+function toLeafTensor(x: unknown): unknown {
+  if (typeof x === "number") return makeTensor("grad", x);
+  return x;
+}
+
+function selected(argnums: Argnums, n: number): number[] {
+  if (argnums === "all") return Array.from({ length: n }, (_, i) => i);
+  const list = typeof argnums === "number" ? [argnums] : argnums;
+  for (const i of list) if (i < 0 || i >= n) throw new GradientError(`argnums ${i} is out of range for a call with ${n} arguments`, "grad");
+  return list;
+}
+
+function checkScalar(y: unknown, op: string): Tensor {
+  if (!(y instanceof Tensor)) throw new GradientError(`the function must return a tensor, got ${typeof y}`, op);
+  if (y.size !== 1) throw new ShapeError(`the function must return a scalar (size-1) tensor to take its gradient, got shape [${y.shape.join(", ")}]; use vjp for non-scalar outputs`, op);
+  return y;
+}
+
+/**
+ * valueAndGrad(f)(...args) -> [f(...args), gradients]. Gradients have the structure of
+ * the selected argument (or a list of them when argnums is a list or "all").
+ */
+export function valueAndGrad<Args extends any[]>(f: (...args: Args) => Tensor, options: GradOptions = {}) {
+  const argnums = options.argnums ?? 0;
+  return (...rawArgs: Args): [Tensor, any] => {
+    const args = rawArgs.map((a) => mapStructure(a as Structure<unknown>, toLeafTensor)) as Args;
+    const which = selected(argnums, args.length);
+    const tape = new GradientTape();
+    const y = tape.record(() => {
+      for (const i of which) for (const leaf of leaves(args[i] as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);
+      return checkScalar(f(...args), "grad");
+    });
+    const grads = tape.gradient(y, which.map((i) => args[i]) as Structure<Tensor>) as unknown[];
+    return [y, typeof argnums === "number" ? grads[0] : grads];
+  };
+}
+
+/** grad(f)(...args): the gradient of a scalar-valued f with respect to the chosen arguments. */
+export function grad<Args extends any[]>(f: (...args: Args) => Tensor, options: GradOptions = {}) {
+  const vg = valueAndGrad(f, options);
+  return (...args: Args): any => vg(...args)[1];
+}
+
+/**
+ * vjp(f, ...primals) -> [outputs, backward]: backward(cotangents) returns the cotangent of
+ * every primal. Outputs may be a tensor or a nested structure of tensors.
+ */
+export function vjp<Out extends Structure<Tensor>>(f: (...args: any[]) => Out, ...primals: any[]): [Out, (cotangent: Structure<Tensor>) => any[]] {
+  const args = primals.map((a) => mapStructure(a as Structure<unknown>, toLeafTensor));
+  const tape = new GradientTape({ persistent: true });
+  const out = tape.record(() => {
+    for (const a of args) for (const leaf of leaves(a as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);
+    return f(...args);
+  });
+  const backward = (cotangent: Structure<Tensor>): any[] => {
+    const outs = leaves(out as Structure<Tensor>);
+    const cts = leaves(cotangent);
+    if (outs.length !== cts.length) throw new GradientError(`cotangent has ${cts.length} tensors but the function returned ${outs.length}`, "vjp");
+    return tape.gradient(outs, args as Structure<Tensor>, { outputGradient: cts }) as any[];
+  };
+  return [out, backward];
+}
+
+export interface CustomGradientResult {
+  value: Tensor | Tensor[];
+  /** Receives the cotangent(s) of value; returns one gradient per tensor input (null = zero). */
+  grad: (...cotangents: Tensor[]) => Tensor | null | (Tensor | null)[];
+}
+
+/**
+ * customGradient(f): f computes a value and supplies its own gradient. The forward runs
+ * without recording; tapes record one entry whose VJP is f's grad function.
+ */
+export function customGradient<Args extends Tensor[]>(f: (...inputs: Args) => CustomGradientResult) {
+  return (...inputs: Args): any => {
+    const active = recorders.slice();
+    const result = withoutRecorders(null, () => f(...inputs));
+    const outputs = Array.isArray(result.value) ? result.value : [result.value];
+    if (active.length > 0) {
+      const def: OpDef = {
+        name: "customGradient",
+        family: "ad",
+        inputs: inputs.map((_, i) => `x${i}`),
+        infer: () => outputs.map((o) => ({ shape: o.shape, dtype: o.dtype })),
+        kernel: () => outputs.map((o) => o.concrete()),
+        vjp: (_ctx, cts) => {
+          const g = result.grad(...cts.map((c, i) => c ?? zerosLikeTensor(outputs[i]!)));
+          const list = Array.isArray(g) ? g : [g];
+          if (list.length !== inputs.length) {
+            throw new GradientError(`the custom gradient returned ${list.length} gradients for ${inputs.length} inputs`, "customGradient");
+          }
+          return list;
+        },
+      };
+      const realInputs = inputs.map((x) => (x instanceof Variable ? x.peek() : x));
+      for (const r of active) r.recordOp(def, realInputs, {}, outputs);
+    }
+    return result.value;
+  };
+}

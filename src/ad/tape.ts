@@ -1,0 +1,193 @@
+/**
+ * GradientTape: records differentiable op calls on watched tensors and computes gradients
+ * by running the registry's VJP rules in reverse. VJPs are ordinary op calls, so a tape
+ * that is recording while another computes a gradient records the gradient computation
+ * itself: nesting gives higher-order derivatives.
+ */
+import { pushRecorder, removeRecorder, withoutRecorders, type OpRecorder } from "../core/context.js";
+import { GradientError } from "../core/errors.js";
+import { Tensor } from "../core/tensor.js";
+import { Variable, variableReadObservers, type VariableReadObserver } from "../core/variable.js";
+import { isFloat } from "../core/dtype.js";
+import type { OpDef } from "../ops/registry.js";
+import { add } from "../ops/binary.js";
+import { cast } from "../ops/cast.js";
+import { onesLikeTensor, zerosLikeTensor } from "../ops/fill.js";
+import { mapStructure, type Structure } from "./structure.js";
+
+interface Entry {
+  def: OpDef;
+  inputs: Tensor[];
+  attrs: unknown;
+  outputs: Tensor[];
+}
+
+export interface GradientTapeOptions {
+  /** Allow several gradient() calls (the tape keeps its record). */
+  persistent?: boolean;
+  /** Watch variables read while recording (default true). */
+  watchAccessedVariables?: boolean;
+}
+
+export type UnconnectedGradients = "zero" | "none";
+
+export class GradientTape implements OpRecorder, VariableReadObserver {
+  readonly persistent: boolean;
+  readonly watchAccessedVariables: boolean;
+  private readonly tracked = new Set<number>();
+  private readonly entries: Entry[] = [];
+  /** Value tensors read from each variable while recording. */
+  private readonly variableReads = new Map<Variable, Set<Tensor>>();
+  private recording = false;
+  private used = false;
+
+  constructor(options: GradientTapeOptions = {}) {
+    this.persistent = options.persistent ?? false;
+    this.watchAccessedVariables = options.watchAccessedVariables ?? true;
+  }
+
+  /** Starts recording (prefer `record(fn)`, which always stops). */
+  start(): this {
+    if (this.recording) throw new GradientError("tape is already recording", "GradientTape");
+    this.recording = true;
+    pushRecorder(this);
+    variableReadObservers.push(this);
+    return this;
+  }
+
+  stop(): this {
+    if (!this.recording) return this;
+    this.recording = false;
+    removeRecorder(this);
+    const i = variableReadObservers.lastIndexOf(this);
+    if (i >= 0) variableReadObservers.splice(i, 1);
+    return this;
+  }
+
+  /** Records everything `fn` computes on watched tensors; returns fn's result. */
+  record<T>(fn: (tape: this) => T): T {
+    this.start();
+    try {
+      return fn(this);
+    } finally {
+      this.stop();
+    }
+  }
+
+  /** Runs `fn` without this tape recording it. */
+  stopRecording<T>(fn: () => T): T {
+    return withoutRecorders([this], fn);
+  }
+
+  /** Marks tensors (or variables) as sources to differentiate with respect to. */
+  watch(...xs: (Tensor | Tensor[])[]): void {
+    for (const x of xs.flat()) {
+      if (x instanceof Variable) this.onVariableRead(x, x.peek(), true);
+      else if (x instanceof Tensor) this.tracked.add(x.id);
+      else throw new GradientError(`watch() takes tensors or variables, got ${typeof x}`, "GradientTape.watch");
+    }
+  }
+
+  /** The variables read while recording. */
+  watchedVariables(): Variable[] {
+    return [...this.variableReads.keys()];
+  }
+
+  onVariableRead(v: Variable, value: Tensor, explicit = false): void {
+    if (!explicit && (!this.watchAccessedVariables || !v.trainable)) return;
+    this.tracked.add(value.id);
+    let reads = this.variableReads.get(v);
+    if (!reads) this.variableReads.set(v, (reads = new Set()));
+    reads.add(value);
+  }
+
+  /** OpRecorder: keeps the call if it is differentiable and touches a tracked tensor. */
+  recordOp(def: OpDef, inputs: Tensor[], attrs: unknown, outputs: Tensor[]): void {
+    if (def.vjp === undefined) return;
+    let touches = false;
+    for (let i = 0; i < inputs.length; i++) {
+      if (this.tracked.has(inputs[i]!.id)) {
+        touches = true;
+        break;
+      }
+    }
+    if (!touches) return;
+    this.entries.push({ def, inputs, attrs, outputs });
+    for (let i = 0; i < outputs.length; i++) if (isFloat(outputs[i]!.dtype)) this.tracked.add(outputs[i]!.id);
+  }
+
+  /**
+   * d(target)/d(sources). `sources` may be a tensor, a variable, or a nested array/object of
+   * them; the result has the same structure. `outputGradient` seeds the target's cotangent
+   * (default ones, i.e. the gradient of sum(target)).
+   */
+  gradient<S extends Structure<Tensor>>(
+    target: Tensor | Tensor[],
+    sources: S,
+    options: { outputGradient?: Tensor | Tensor[]; unconnected?: UnconnectedGradients } = {},
+  ): Structure<Tensor | null> & any {
+    if (this.used && !this.persistent) {
+      throw new GradientError("gradient() was already called on this non-persistent tape; create it with { persistent: true } to call it again", "GradientTape.gradient");
+    }
+    this.used = true;
+    const targets = Array.isArray(target) ? target : [target];
+    const seeds = options.outputGradient === undefined ? null : Array.isArray(options.outputGradient) ? options.outputGradient : [options.outputGradient];
+    const unconnected = options.unconnected ?? "zero";
+    return withoutRecorders([this], () => {
+      const sourceIds = new Set<number>();
+      mapStructure(sources, (s) => {
+        for (const t of this.sourceTensors(s)) sourceIds.add(t.id);
+        return null;
+      });
+      const cts = this.backprop(targets, seeds, sourceIds);
+      return mapStructure(sources, (s) => {
+        let g: Tensor | null = null;
+        for (const t of this.sourceTensors(s)) {
+          const c = cts.get(t.id);
+          if (c) g = g ? add(g, c) : c;
+        }
+        if (g === null) return unconnected === "zero" ? zerosLikeTensor(s instanceof Variable ? s.peek() : s) : null;
+        return g.dtype === s.dtype ? g : cast(g, s.dtype);
+      });
+    });
+  }
+
+  private sourceTensors(s: Tensor): Tensor[] {
+    if (!(s instanceof Tensor)) throw new GradientError(`sources must be tensors or variables, got ${typeof s}`, "GradientTape.gradient");
+    if (s instanceof Variable) return [...(this.variableReads.get(s) ?? [])];
+    return [s];
+  }
+
+  private backprop(targets: Tensor[], seeds: Tensor[] | null, sourceIds: Set<number>): Map<number, Tensor> {
+    // Forward sweep: which entries depend on a source (others need no cotangent).
+    const reach = new Set(sourceIds);
+    const relevant = new Array<boolean>(this.entries.length).fill(false);
+    for (let e = 0; e < this.entries.length; e++) {
+      const entry = this.entries[e]!;
+      if (entry.inputs.some((t) => reach.has(t.id))) {
+        relevant[e] = true;
+        for (const o of entry.outputs) reach.add(o.id);
+      }
+    }
+    const cts = new Map<number, Tensor>();
+    const accumulate = (t: Tensor, g: Tensor): void => {
+      const prev = cts.get(t.id);
+      cts.set(t.id, prev ? add(prev, g) : g);
+    };
+    targets.forEach((t, i) => accumulate(t, seeds ? seeds[i]! : onesLikeTensor(t)));
+    for (let e = this.entries.length - 1; e >= 0; e--) {
+      if (!relevant[e]) continue;
+      const entry = this.entries[e]!;
+      const outCts = entry.outputs.map((o) => cts.get(o.id) ?? null);
+      if (outCts.every((c) => c === null)) continue;
+      const filled = entry.outputs.length === 1 ? outCts : outCts.map((c, i) => c ?? zerosLikeTensor(entry.outputs[i]!));
+      const inCts = entry.def.vjp!({ inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs }, filled);
+      for (let i = 0; i < entry.inputs.length; i++) {
+        const g = inCts[i];
+        const x = entry.inputs[i]!;
+        if (g && reach.has(x.id) && isFloat(x.dtype)) accumulate(x, g);
+      }
+    }
+    return cts;
+  }
+}

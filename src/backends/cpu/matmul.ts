@@ -1,0 +1,106 @@
+// Batched matrix multiply for the CPU backend.
+// float32: operands are copied into the shared wasm memory and multiplied by the SIMD sgemm
+// (wasm/sgemm.ts), split over worker threads when the problem is big; tiny products and
+// float64 use plain TS loops.
+import type { TypedArray } from "../../core/dtype.js";
+import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
+import { sgemmBatch } from "./worker-pool.js";
+
+/** Below this many multiply-adds per product (m*n*k), the copy into wasm is not worth it. */
+export const WASM_MIN_MNK = 24 * 24 * 24;
+
+/**
+ * For each output batch i: out[i] (m x n) = op(A_i) @ op(B_i), where A_i starts at a[aOffsets[i]]
+ * and B_i at b[bOffsets[i]]; op = transpose when transA/transB. A_i is m x k (k x m if transA),
+ * B_i is k x n (n x k if transB), all row-major contiguous. out is contiguous batch*m*n.
+ * dtype is "float32" (wasm SIMD path, multithreaded when big) or "float64" (TS loops).
+ */
+export function matmul(dtype: "float32" | "float64", a: TypedArray, aOffsets: ArrayLike<number>,
+                       b: TypedArray, bOffsets: ArrayLike<number>, out: TypedArray,
+                       m: number, k: number, n: number, transA: boolean, transB: boolean): void {
+  const batch = aOffsets.length;
+  if (batch === 0 || m === 0 || n === 0) return;
+  if (dtype === "float32" && m * n * k >= WASM_MIN_MNK) {
+    const rt = getWasmRuntime();
+    if (rt !== null) {
+      try {
+        matmulWasm(rt, a, aOffsets, b, bOffsets, out, m, k, n, transA, transB);
+        return;
+      } catch {
+        // fall through to the TS loops (e.g. kernel memory exhausted)
+      }
+    }
+  }
+  for (let i = 0; i < batch; i++) {
+    matmulLoop(a, aOffsets[i], b, bOffsets[i], out, i * m * n, m, k, n, transA, transB);
+  }
+}
+
+function matmulWasm(rt: WasmRuntime, a: TypedArray, aOffsets: ArrayLike<number>, b: TypedArray,
+                    bOffsets: ArrayLike<number>, out: TypedArray, m: number, k: number, n: number,
+                    transA: boolean, transB: boolean): void {
+  const batch = aOffsets.length;
+  rt.reset();
+  const aPtrs = copyIn(rt, a, aOffsets, m * k);
+  const bPtrs = copyIn(rt, b, bOffsets, k * n);
+  const c = rt.alloc(batch * m * n * 4);
+  const cPtrs: number[] = [];
+  for (let i = 0; i < batch; i++) cPtrs.push(c + i * m * n * 4);
+  sgemmBatch(rt, aPtrs, bPtrs, cPtrs, m, n, k, transA ? m : k, transB ? k : n, n, transA, transB);
+  const f = rt.f32();
+  out.set(f.subarray(c >>> 2, (c >>> 2) + batch * m * n));
+}
+
+/** Copies the matrices at `offsets` (each `size` long) into the arena; returns their addresses. */
+function copyIn(rt: WasmRuntime, src: TypedArray, offsets: ArrayLike<number>, size: number): number[] {
+  let lo = Infinity, hi = -Infinity;
+  for (let i = 0; i < offsets.length; i++) { lo = Math.min(lo, offsets[i]); hi = Math.max(hi, offsets[i]); }
+  const ptrs: number[] = [];
+  if (hi + size - lo <= offsets.length * size * 2) {
+    // one contiguous copy of the covered range (also handles broadcast/repeated offsets)
+    const p = rt.alloc((hi + size - lo) * 4);
+    rt.f32().set(src.subarray(lo, hi + size), p >>> 2);
+    for (let i = 0; i < offsets.length; i++) ptrs.push(p + (offsets[i] - lo) * 4);
+  } else {
+    const seen = new Map<number, number>();
+    for (let i = 0; i < offsets.length; i++) {
+      let p = seen.get(offsets[i]);
+      if (p === undefined) {
+        p = rt.alloc(size * 4);
+        rt.f32().set(src.subarray(offsets[i], offsets[i] + size), p >>> 2);
+        seen.set(offsets[i], p);
+      }
+      ptrs.push(p);
+    }
+  }
+  return ptrs;
+}
+
+/** out[o..] = op(A) op(B) with plain loops (i-k-j order, or dot products when B is transposed). */
+function matmulLoop(a: TypedArray, ao: number, b: TypedArray, bo: number, out: TypedArray, oo: number,
+                    m: number, k: number, n: number, transA: boolean, transB: boolean): void {
+  const sai = transA ? 1 : k, sap = transA ? m : 1; // A(i,p) = a[ao + i*sai + p*sap]
+  if (transB) {
+    // B(p,j) = b[bo + j*k + p]: contiguous in p, so take dot products
+    for (let i = 0; i < m; i++) {
+      const ar = ao + i * sai;
+      for (let j = 0; j < n; j++) {
+        const br = bo + j * k;
+        let s = 0;
+        for (let p = 0; p < k; p++) s += a[ar + p * sap] * b[br + p];
+        out[oo + i * n + j] = s;
+      }
+    }
+    return;
+  }
+  for (let i = 0; i < m; i++) {
+    const row = oo + i * n;
+    out.fill(0, row, row + n);
+    const ar = ao + i * sai;
+    for (let p = 0; p < k; p++) {
+      const av = a[ar + p * sap];
+      const br = bo + p * n;
+      for (let j = 0; j < n; j++) out[row + j] += av * b[br + j];
+    }
+  }
+}

@@ -1,0 +1,201 @@
+// Worker threads that run sgemm tasks on the shared wasm memory.
+//
+// Protocol (all words in one shared Int32Array `ctl`; worker w >= 1 owns block w):
+//   main:   writes the job (task table address, per-thread start/count), sets CLAIM[w] = g,
+//           GEN[w] = g and notifies GEN[w]; then runs its own tasks (thread 0).
+//   worker: wakes on GEN[w], takes ownership with CAS(CLAIM[w], g -> -g), runs its tasks,
+//           stores DONE[w] = g and notifies.
+//   main:   for each worker, waits briefly for the claim; if the worker has not woken (busy
+//           machine, dead worker), revokes with CAS(CLAIM[w], g -> 0) and runs that share itself.
+//           Exactly one side wins the CAS, so every task runs exactly once and nothing hangs.
+// A task is 12 int32 words: sgemm(a, b, c, m, n, k, lda, ldb, ldc, transA, transB) (+1 pad);
+// the executing thread passes its own packing workspace.
+import { Worker } from "node:worker_threads";
+import type { WasmRuntime } from "./wasm-runtime.js";
+
+export const TASK_WORDS = 12;
+const BLOCK = 8; // words per thread block in ctl
+const GEN = 0, CLAIM = 1, DONE = 2, START = 3, COUNT = 4, ERR = 5;
+const TABLE = 0; // in block 0 (the main thread's block)
+const CLAIM_WAIT_MS = 20;
+
+/** Below this many flops (2*m*n*k summed over the batch) everything runs on the main thread. */
+export const PARALLEL_MIN_FLOPS = 2 * 96 * 96 * 96;
+
+const WORKER_SOURCE = `
+const { workerData } = require("node:worker_threads");
+const { module, memory, control, tid, ws } = workerData;
+const ctl = new Int32Array(control);
+const B = ${BLOCK} * tid;
+const exp = new WebAssembly.Instance(module, { env: { memory } }).exports;
+let last = Atomics.load(ctl, B + ${GEN});
+for (;;) {
+  Atomics.wait(ctl, B + ${GEN}, last);
+  const g = Atomics.load(ctl, B + ${GEN});
+  if (g === last) continue;
+  last = g;
+  if (Atomics.compareExchange(ctl, B + ${CLAIM}, g, -g) !== g) continue; // revoked by main
+  try {
+    const t = new Int32Array(memory.buffer);
+    const start = Atomics.load(ctl, B + ${START}), count = Atomics.load(ctl, B + ${COUNT});
+    const table = Atomics.load(ctl, ${TABLE}) >>> 2;
+    for (let i = start; i < start + count; i++) {
+      const o = table + i * ${TASK_WORDS};
+      exp.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8], t[o + 9], t[o + 10], ws);
+    }
+  } catch (e) {
+    Atomics.store(ctl, B + ${ERR}, 1);
+  }
+  Atomics.store(ctl, B + ${DONE}, g);
+  Atomics.notify(ctl, B + ${DONE});
+}
+`;
+
+class Pool {
+  readonly ctl: Int32Array;
+  readonly workers: (Worker | null)[] = [null]; // index 0 = main thread
+  private gen = 0;
+
+  constructor(readonly rt: WasmRuntime) {
+    this.ctl = new Int32Array(new SharedArrayBuffer(BLOCK * 4 * rt.maxThreads));
+    for (let tid = 1; tid < rt.maxThreads; tid++) {
+      const w = new Worker(WORKER_SOURCE, {
+        eval: true,
+        workerData: { module: rt.module, memory: rt.memory, control: this.ctl.buffer, tid, ws: rt.ws(tid) },
+      });
+      w.unref();
+      const drop = () => { this.workers[tid] = null; };
+      w.on("error", drop);
+      w.on("exit", drop);
+      this.workers.push(w);
+    }
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  /** Runs the task table; thread t runs entries [starts[t], starts[t] + counts[t]). */
+  run(table: number, starts: number[], counts: number[]): void {
+    const ctl = this.ctl;
+    const g = (this.gen = (this.gen % 0x3fffffff) + 1);
+    Atomics.store(ctl, TABLE, table);
+    for (let t = 1; t < starts.length; t++) {
+      const b = t * BLOCK;
+      if (this.workers[t] === null || counts[t] === 0) continue;
+      Atomics.store(ctl, b + START, starts[t]);
+      Atomics.store(ctl, b + COUNT, counts[t]);
+      Atomics.store(ctl, b + ERR, 0);
+      Atomics.store(ctl, b + CLAIM, g);
+      Atomics.store(ctl, b + GEN, g);
+      Atomics.notify(ctl, b + GEN);
+    }
+    runRange(this.rt, table, starts[0], counts[0], 0);
+    let failed = false;
+    for (let t = 1; t < starts.length; t++) {
+      if (counts[t] === 0) continue;
+      const b = t * BLOCK;
+      if (this.workers[t] === null) { runRange(this.rt, table, starts[t], counts[t], 0); continue; }
+      if (Atomics.load(ctl, b + CLAIM) === g) Atomics.wait(ctl, b + CLAIM, g, CLAIM_WAIT_MS);
+      if (Atomics.compareExchange(ctl, b + CLAIM, g, 0) === g) {
+        runRange(this.rt, table, starts[t], counts[t], 0); // worker never woke: do it here
+        continue;
+      }
+      while (Atomics.load(ctl, b + DONE) !== g) Atomics.wait(ctl, b + DONE, Atomics.load(ctl, b + DONE), 1000);
+      if (Atomics.load(ctl, b + ERR) !== 0) failed = true;
+    }
+    if (failed) throw new Error("stagecraft: wasm worker task failed");
+  }
+}
+
+function runRange(rt: WasmRuntime, table: number, start: number, count: number, tid: number): void {
+  const t = rt.i32(), ws = rt.ws(tid), o0 = table >>> 2;
+  for (let i = start; i < start + count; i++) {
+    const o = o0 + i * TASK_WORDS;
+    rt.exports.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7],
+      t[o + 8], t[o + 9], t[o + 10], ws);
+  }
+}
+
+let pool: Pool | null | undefined;
+
+function getPool(rt: WasmRuntime): Pool | null {
+  if (pool !== undefined) return pool;
+  pool = null;
+  if (rt.maxThreads > 1) {
+    try { pool = new Pool(rt); } catch { pool = null; }
+  }
+  return pool;
+}
+
+/** How many threads to split a job of `flops` floating-point operations over. */
+export function threadsFor(rt: WasmRuntime, flops: number): number {
+  if (flops < PARALLEL_MIN_FLOPS || rt.maxThreads < 2) return 1;
+  const p = getPool(rt);
+  return p === null ? 1 : p.size;
+}
+
+/**
+ * Runs `count` sgemm tasks stored at byte address `table` (TASK_WORDS int32 each), split over
+ * `threads` threads as contiguous ranges given by `starts`/`counts` (length = threads).
+ * Falls back to running everything on the main thread if the pool is unavailable or fails.
+ */
+export function runTasks(rt: WasmRuntime, table: number, starts: number[], counts: number[]): void {
+  const p = starts.length > 1 ? getPool(rt) : null;
+  if (p !== null && starts.length <= p.size) {
+    try {
+      p.run(table, starts, counts);
+      return;
+    } catch {
+      pool = null; // give up on threads; results are recomputed below
+    }
+  }
+  let total = 0;
+  for (const c of counts) total += c;
+  runRange(rt, table, starts[0] ?? 0, total, 0);
+}
+
+/**
+ * C_i = op(A_i) op(B_i) for i < aPtrs.length (byte addresses in wasm memory, all the same
+ * shape and leading dimensions). Splits the batch over threads when it divides evenly,
+ * otherwise splits every product's rows (or columns, when m < n) into one chunk per thread.
+ */
+export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cPtrs: number[],
+                           m: number, n: number, k: number, lda: number, ldb: number, ldc: number,
+                           transA: boolean, transB: boolean): void {
+  const batch = aPtrs.length;
+  const T = Math.min(threadsFor(rt, 2 * m * n * k * batch), rt.maxThreads);
+  const perBatch = T > 1 && batch % T !== 0 ? T : 1;
+  const table = rt.alloc(batch * perBatch * TASK_WORDS * 4);
+  const w = rt.i32();
+  const ta = transA ? 1 : 0, tb = transB ? 1 : 0;
+  let o = table >>> 2;
+  const put = (a: number, b: number, c: number, mm: number, nn: number) => {
+    w[o] = a; w[o + 1] = b; w[o + 2] = c; w[o + 3] = mm; w[o + 4] = nn; w[o + 5] = k;
+    w[o + 6] = lda; w[o + 7] = ldb; w[o + 8] = ldc; w[o + 9] = ta; w[o + 10] = tb; w[o + 11] = 0;
+    o += TASK_WORDS;
+  };
+  if (perBatch === 1) {
+    for (let i = 0; i < batch; i++) put(aPtrs[i], bPtrs[i], cPtrs[i], m, n);
+  } else if (m >= n) {
+    const rows = Math.ceil(m / T / 4) * 4; // multiples of the microkernel height
+    for (let t = 0; t < T; t++) {
+      const r0 = Math.min(m, t * rows), r1 = Math.min(m, r0 + rows);
+      const aOff = (transA ? r0 : r0 * lda) * 4;
+      for (let i = 0; i < batch; i++) put(aPtrs[i] + aOff, bPtrs[i], cPtrs[i] + r0 * ldc * 4, r1 - r0, n);
+    }
+  } else {
+    const cols = Math.ceil(n / T / 8) * 8; // multiples of the microkernel width
+    for (let t = 0; t < T; t++) {
+      const j0 = Math.min(n, t * cols), j1 = Math.min(n, j0 + cols);
+      const bOff = (transB ? j0 * ldb : j0) * 4;
+      for (let i = 0; i < batch; i++) put(aPtrs[i], bPtrs[i] + bOff, cPtrs[i] + j0 * 4, m, j1 - j0);
+    }
+  }
+  const total = batch * perBatch, starts: number[] = [], counts: number[] = [];
+  for (let t = 0; t < T; t++) {
+    const s = Math.floor((t * total) / T), e = Math.floor(((t + 1) * total) / T);
+    starts.push(s); counts.push(e - s);
+  }
+  runTasks(rt, table, starts, counts);
+}

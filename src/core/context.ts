@@ -1,0 +1,65 @@
+/**
+ * The context stack decides what an op call does: run a kernel now (eager), or record a
+ * node in a graph under construction (staging). Gradient tapes observe op calls through
+ * the recorder list, independently of which handler ran them.
+ */
+import type { Tensor } from "./tensor.js";
+import type { OpDef } from "../ops/registry.js";
+
+export interface OpHandler {
+  /** Runs or records `def` on already-converted tensor inputs; returns its outputs. */
+  run(def: OpDef, inputs: Tensor[], attrs: any): Tensor[];
+}
+
+export interface OpRecorder {
+  /** Called after every op; a recorder keeps what it needs to differentiate it. */
+  recordOp(def: OpDef, inputs: Tensor[], attrs: any, outputs: Tensor[]): void;
+}
+
+const handlers: OpHandler[] = [];
+/** Active recorders (gradient tapes), innermost last. */
+export const recorders: OpRecorder[] = [];
+
+let eagerHandler: OpHandler | null = null;
+
+export function setEagerHandler(h: OpHandler): void {
+  eagerHandler = h;
+}
+
+export function currentHandler(): OpHandler {
+  return handlers.length > 0 ? handlers[handlers.length - 1]! : eagerHandler!;
+}
+
+/** Runs `fn` with `h` as the innermost handler. */
+export function withHandler<T>(h: OpHandler, fn: () => T): T {
+  handlers.push(h);
+  try {
+    return fn();
+  } finally {
+    handlers.pop();
+  }
+}
+
+export function pushRecorder(r: OpRecorder): void {
+  recorders.push(r);
+}
+export function removeRecorder(r: OpRecorder): void {
+  const i = recorders.lastIndexOf(r);
+  if (i >= 0) recorders.splice(i, 1);
+}
+
+/** Runs `fn` with no recorder active (for tape.stopRecording and gradient computations). */
+export function withoutRecorders<T>(only: OpRecorder[] | null, fn: () => T): T {
+  const removed: [number, OpRecorder][] = [];
+  for (let i = recorders.length - 1; i >= 0; i--) {
+    if (only === null || only.includes(recorders[i]!)) {
+      removed.push([i, recorders[i]!]);
+      recorders.splice(i, 1);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    for (let k = removed.length - 1; k >= 0; k--) recorders.splice(removed[k]![0], 0, removed[k]![1]);
+  }
+}

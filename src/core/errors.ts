@@ -1,0 +1,86 @@
+/**
+ * Typed errors. Every error raised on bad user input names the op, the offending
+ * shapes/dtypes/values, and the caller's own file:line:column (the first stack frame
+ * outside Stagecraft's sources).
+ */
+import { fileURLToPath } from "node:url";
+import * as path from "node:path";
+
+const LIB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+function isLibraryFrame(file: string): boolean {
+  let f = file;
+  if (f.startsWith("file://")) {
+    try {
+      f = fileURLToPath(f);
+    } catch {
+      return false;
+    }
+  }
+  return f.startsWith(LIB_ROOT + path.sep) || f.startsWith("node:") || f.includes("/node_modules/tsx/");
+}
+
+export interface SourceLocation {
+  file: string;
+  line: number;
+  column: number;
+}
+
+const FRAME_RE = /\(?((?:file:\/\/)?[^\s()]+):(\d+):(\d+)\)?\s*$/;
+
+/** The first stack frame outside the library: where the user called us from. */
+export function userLocation(stack: string | undefined = deepStack()): SourceLocation | null {
+  if (!stack) return null;
+  for (const line of stack.split("\n").slice(1)) {
+    const m = FRAME_RE.exec(line.trim());
+    if (!m) continue;
+    const file = m[1]!;
+    if (isLibraryFrame(file)) continue;
+    return { file: file.startsWith("file://") ? fileURLToPath(file) : file, line: Number(m[2]), column: Number(m[3]) };
+  }
+  return null;
+}
+
+export function formatLocation(loc: SourceLocation | null): string {
+  if (!loc) return "";
+  const rel = path.relative(process.cwd(), loc.file);
+  const shown = rel && !rel.startsWith("..") ? rel : loc.file;
+  return `${shown}:${loc.line}:${loc.column}`;
+}
+
+/** A stack deep enough to get past the library's own frames. */
+export function deepStack(): string | undefined {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 100;
+  const stack = new Error().stack;
+  Error.stackTraceLimit = limit;
+  return stack;
+}
+
+export class StagecraftError extends Error {
+  /** The op that raised the error, if any. */
+  readonly op: string | undefined;
+  /** Where in the user's code the failing call was made. */
+  readonly location: SourceLocation | null;
+  constructor(message: string, op?: string, location?: SourceLocation | null) {
+    const loc = location === undefined ? userLocation(deepStack()) : location;
+    const where = formatLocation(loc);
+    super(`${op ? `${op}: ` : ""}${message}${where ? ` (at ${where})` : ""}`);
+    this.name = new.target.name;
+    this.op = op;
+    this.location = loc;
+  }
+}
+
+/** Incompatible or invalid shapes, bad axes, non-integer dimensions. */
+export class ShapeError extends StagecraftError {}
+/** Unsupported or mismatched dtypes. */
+export class DtypeError extends StagecraftError {}
+/** Out-of-range indices or values. */
+export class IndexError extends StagecraftError {}
+/** Invalid values or arguments that are not about shape or dtype. */
+export class ValueError extends StagecraftError {}
+/** NaN or Inf found by checkNumerics. */
+export class NumericsError extends StagecraftError {}
+/** Misuse of gradient tapes and differentiation APIs. */
+export class GradientError extends StagecraftError {}

@@ -1,0 +1,181 @@
+/**
+ * The Tensor handle. In eager mode it owns concrete storage; while a function is being
+ * staged it stands for a symbolic value (`symbol`) in the graph under construction.
+ * The same op call does either, decided by the context stack (core/context.ts).
+ *
+ * Methods (`a.add(b)` etc.) are attached in ops/methods.ts, next to the op functions.
+ */
+import { type DType, type TypedArray, allocStorage, isDType, DEFAULT_FLOAT } from "./dtype.js";
+import { type Shape, sizeOf, fmtShape, checkShape } from "./shape.js";
+import { DtypeError, ShapeError, StagecraftError, ValueError } from "./errors.js";
+import { formatTensor } from "./format.js";
+
+let nextId = 1;
+
+/** Raised when a symbolic (staged) tensor's value is read at trace time. */
+export class SymbolicValueError extends StagecraftError {}
+
+export class Tensor {
+  /** Unique id, used by tapes and graph builders. */
+  readonly id: number = nextId++;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly device: string;
+  /** @internal Concrete storage, or null for a symbolic tensor. */
+  _data: TypedArray | null;
+  /** @internal The symbolic value in a graph under construction (owned by staging/). */
+  symbol: unknown;
+
+  constructor(data: TypedArray | null, shape: Shape, dtype: DType, device = "cpu", symbol: unknown = null) {
+    this._data = data;
+    this.shape = shape;
+    this.dtype = dtype;
+    this.device = device;
+    this.symbol = symbol;
+  }
+
+  get rank(): number {
+    return this.shape.length;
+  }
+  get size(): number {
+    return sizeOf(this.shape);
+  }
+  get isSymbolic(): boolean {
+    return this._data === null;
+  }
+
+  /** @internal The concrete storage; throws a clear error for symbolic tensors. */
+  concrete(what = "read the value of"): TypedArray {
+    if (this._data === null) {
+      throw new SymbolicValueError(
+        `cannot ${what} a symbolic tensor (shape ${fmtShape(this.shape)}, ${this.dtype}) while a function is being staged: ` +
+          `its value exists only when the graph runs. Use sc.cond/sc.whileLoop (or AutoGraph's native if/while) for ` +
+          `data-dependent control flow, or sc.hostCall to run JavaScript on the value at run time`,
+      );
+    }
+    return this._data;
+  }
+
+  /** The flat values (a copy is not made: do not mutate). int64 values are returned as numbers. */
+  dataSync(): TypedArray {
+    return this.concrete("call dataSync() on");
+  }
+
+  /** The values as (nested) JS arrays; bool as booleans. */
+  arraySync(): any {
+    const data = this.concrete("call arraySync() on");
+    const isBool = this.dtype === "bool";
+    const shape = this.shape;
+    if (shape.length === 0) return isBool ? data[0] !== 0 : data[0];
+    const build = (dim: number, offset: number, stride: number): any[] => {
+      const n = shape[dim]!;
+      const inner = stride / n;
+      const out = new Array(n);
+      if (dim === shape.length - 1) {
+        for (let i = 0; i < n; i++) out[i] = isBool ? data[offset + i] !== 0 : data[offset + i];
+      } else {
+        for (let i = 0; i < n; i++) out[i] = build(dim + 1, offset + i * inner, inner);
+      }
+      return out;
+    };
+    return build(0, 0, this.size);
+  }
+
+  /** The single value of a size-1 tensor. */
+  item(): number | boolean {
+    const data = this.concrete("call item() on");
+    if (data.length !== 1) {
+      throw new ShapeError(`item() needs a tensor with exactly one element, got shape ${fmtShape(this.shape)}`, "item");
+    }
+    return this.dtype === "bool" ? data[0] !== 0 : data[0]!;
+  }
+
+  toString(): string {
+    if (this._data === null) return `Tensor(<symbolic>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
+    return formatTensor(this._data, this.shape, this.dtype);
+  }
+
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
+}
+
+export type NestedArray = number | boolean | NestedArray[];
+export type TensorLike = Tensor | number | boolean | NestedArray | TypedArray;
+
+/** Shape and flat values of a nested JS array; throws ShapeError when ragged. */
+function flatten(op: string, value: NestedArray): { shape: number[]; flat: (number | boolean)[] } {
+  const shape: number[] = [];
+  let probe: NestedArray = value;
+  while (Array.isArray(probe)) {
+    shape.push(probe.length);
+    if (probe.length === 0) break;
+    probe = probe[0]!;
+  }
+  const flat: (number | boolean)[] = [];
+  const walk = (v: NestedArray, dim: number, path: number[]): void => {
+    if (dim === shape.length) {
+      if (Array.isArray(v)) {
+        throw new ShapeError(`ragged nested array: element at [${path.join("][")}] is an array but expected a scalar (inferred shape ${fmtShape(shape)})`, op);
+      }
+      if (typeof v !== "number" && typeof v !== "boolean") {
+        throw new ValueError(`element at [${path.join("][")}] is ${typeof v} (${String(v)}), expected a number or boolean`, op);
+      }
+      flat.push(v);
+      return;
+    }
+    if (!Array.isArray(v) || v.length !== shape[dim]) {
+      const got = Array.isArray(v) ? `length ${v.length}` : `a scalar`;
+      throw new ShapeError(`ragged nested array: element at [${path.join("][")}] has ${got}, expected length ${shape[dim]} (inferred shape ${fmtShape(shape)})`, op);
+    }
+    for (let i = 0; i < v.length; i++) walk(v[i]!, dim + 1, [...path, i]);
+  };
+  walk(value, 0, []);
+  return { shape, flat };
+}
+
+function isTypedArray(v: unknown): v is TypedArray {
+  return ArrayBuffer.isView(v) && !(v instanceof DataView);
+}
+
+/** Creates a concrete tensor from a JS value (number, boolean, nested array, typed array). */
+export function makeTensor(op: string, value: TensorLike, shape?: Shape, dtype?: DType): Tensor {
+  if (dtype !== undefined && !isDType(dtype)) throw new DtypeError(`unknown dtype ${JSON.stringify(dtype)}`, op);
+  if (value instanceof Tensor) {
+    if (shape || (dtype && dtype !== value.dtype)) throw new ValueError(`got a Tensor; use reshape/cast to change its shape or dtype`, op);
+    return value;
+  }
+  let flat: ArrayLike<number | boolean>;
+  let inferredShape: number[];
+  let inferredDtype: DType;
+  if (isTypedArray(value)) {
+    flat = value as ArrayLike<number>;
+    inferredShape = [value.length];
+    inferredDtype =
+      value instanceof Float64Array ? "float64" : value instanceof Int32Array ? "int32" : value instanceof Uint8Array ? "uint8" : "float32";
+  } else if (typeof value === "number" || typeof value === "boolean") {
+    flat = [value];
+    inferredShape = [];
+    inferredDtype = typeof value === "boolean" ? "bool" : DEFAULT_FLOAT;
+  } else if (Array.isArray(value)) {
+    const f = flatten(op, value);
+    flat = f.flat;
+    inferredShape = f.shape;
+    inferredDtype = f.flat.length > 0 && f.flat.every((x) => typeof x === "boolean") ? "bool" : DEFAULT_FLOAT;
+  } else {
+    throw new ValueError(`cannot make a tensor from ${value === null ? "null" : typeof value}`, op);
+  }
+  const d = dtype ?? inferredDtype;
+  let finalShape = inferredShape;
+  if (shape !== undefined) {
+    finalShape = checkShape(op, shape);
+    if (sizeOf(finalShape) !== flat.length) {
+      throw new ShapeError(`${flat.length} values cannot have shape ${fmtShape(finalShape)} (size ${sizeOf(finalShape)})`, op);
+    }
+  }
+  const data = allocStorage(d, flat.length);
+  if (d === "bool") for (let i = 0; i < flat.length; i++) data[i] = flat[i] ? 1 : 0;
+  else if (d === "int64") for (let i = 0; i < flat.length; i++) data[i] = Math.trunc(Number(flat[i]));
+  else for (let i = 0; i < flat.length; i++) data[i] = Number(flat[i]);
+  return new Tensor(data, finalShape, d);
+}

@@ -1,0 +1,96 @@
+/** Binary elementwise ops with NumPy broadcasting; gradients are summed back to each input's shape. */
+import type { Tensor, TensorLike } from "../core/tensor.js";
+import { installMethods } from "./methods.js";
+import { callElementwise, defineElementwise, type DtypeRule } from "./define-elementwise.js";
+import type { OpDef } from "./registry.js";
+import { sumTo } from "./reduce.js";
+import { cast } from "./cast.js";
+import { greaterEqual, less, greater } from "./compare.js";
+import { floor, log, neg, square } from "./unary.js";
+import { where } from "./where.js";
+
+type Grads = [Tensor | null, Tensor | null];
+type BinaryRule = (a: Tensor, b: Tensor, y: Tensor, dy: Tensor) => Grads;
+
+function binary(name: string, expr: string, dtype: DtypeRule, rule?: BinaryRule, intExpr?: string): OpDef {
+  return defineElementwise({
+    name,
+    family: "binary",
+    inputs: ["a", "b"],
+    expr,
+    ...(intExpr ? { intExpr } : {}),
+    dtype,
+    ...(rule
+      ? {
+          vjp: (ctx, cts) => {
+            const [a, b] = ctx.inputs as [Tensor, Tensor];
+            const [ga, gb] = rule(a, b, ctx.outputs[0]!, cts[0]!);
+            return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
+          },
+        }
+      : {}),
+  });
+}
+
+export const addOp = binary("add", "a + b", "same", (_a, _b, _y, dy) => [dy, dy]);
+export const subOp = binary("sub", "a - b", "same", (_a, _b, _y, dy) => [dy, neg(dy)]);
+export const mulOp = binary("mul", "a * b", "same", (a, b, _y, dy) => [mul(dy, b), mul(dy, a)]);
+export const divOp = binary("div", "a / b", "float", (_a, b, y, dy) => {
+  const ga = div(dy, b);
+  return [ga, neg(mul(ga, y))];
+});
+export const floorDivOp = binary("floorDiv", "Math.floor(a / b)", "numeric", () => [null, null]);
+export const modOp = binary("mod", "a - Math.floor(a / b) * b", "numeric", (a, b, _y, dy) => [dy, neg(mul(dy, floor(div(a, b))))]);
+export const powOp = binary("pow", "Math.pow(a, b)", "same", (a, b, y, dy) => {
+  const ga = mul(dy, mul(b, pow(a, sub(b, 1))));
+  // d/db a^b = a^b log a, defined for a > 0; 0 elsewhere (as JAX/TF do for a == 0).
+  const positive = greater(a, 0);
+  const safeA = where(positive, a, 1);
+  const gb = where(positive, mul(dy, mul(y, log(safeA))), 0);
+  return [ga, gb];
+});
+export const maximumOp = binary("maximum", "(a !== a || b !== b) ? NaN : (a >= b ? a : b)", "same", (a, b, _y, dy) => {
+  const takeA = cast(greaterEqual(a, b), dy.dtype);
+  return [mul(dy, takeA), sub(dy, mul(dy, takeA))];
+});
+export const minimumOp = binary("minimum", "(a !== a || b !== b) ? NaN : (a <= b ? a : b)", "same", (a, b, _y, dy) => {
+  const takeB = cast(less(b, a), dy.dtype);
+  return [sub(dy, mul(dy, takeB)), mul(dy, takeB)];
+});
+export const atan2Op = binary("atan2", "Math.atan2(a, b)", "float", (a, b, _y, dy) => {
+  const denom = add(square(a), square(b));
+  return [div(mul(dy, b), denom), neg(div(mul(dy, a), denom))];
+});
+export const squaredDifferenceOp = binary("squaredDifference", "(a - b) * (a - b)", "same", (a, b, _y, dy) => {
+  const g = mul(mul(sub(a, b), 2), dy);
+  return [g, neg(g)];
+});
+
+export const add = (a: TensorLike, b: TensorLike): Tensor => callElementwise(addOp, a, b);
+export const sub = (a: TensorLike, b: TensorLike): Tensor => callElementwise(subOp, a, b);
+export const mul = (a: TensorLike, b: TensorLike): Tensor => callElementwise(mulOp, a, b);
+export const div = (a: TensorLike, b: TensorLike): Tensor => callElementwise(divOp, a, b);
+export const floorDiv = (a: TensorLike, b: TensorLike): Tensor => callElementwise(floorDivOp, a, b);
+export const mod = (a: TensorLike, b: TensorLike): Tensor => callElementwise(modOp, a, b);
+export const pow = (a: TensorLike, b: TensorLike): Tensor => callElementwise(powOp, a, b);
+export const maximum = (a: TensorLike, b: TensorLike): Tensor => callElementwise(maximumOp, a, b);
+export const minimum = (a: TensorLike, b: TensorLike): Tensor => callElementwise(minimumOp, a, b);
+export const atan2 = (a: TensorLike, b: TensorLike): Tensor => callElementwise(atan2Op, a, b);
+export const squaredDifference = (a: TensorLike, b: TensorLike): Tensor => callElementwise(squaredDifferenceOp, a, b);
+
+declare module "../core/tensor.js" {
+  interface Tensor {
+    add(b: TensorLike): Tensor;
+    sub(b: TensorLike): Tensor;
+    mul(b: TensorLike): Tensor;
+    div(b: TensorLike): Tensor;
+    floorDiv(b: TensorLike): Tensor;
+    mod(b: TensorLike): Tensor;
+    pow(b: TensorLike): Tensor;
+    maximum(b: TensorLike): Tensor;
+    minimum(b: TensorLike): Tensor;
+    atan2(b: TensorLike): Tensor;
+    squaredDifference(b: TensorLike): Tensor;
+  }
+}
+installMethods({ add, sub, mul, div, floorDiv, mod, pow, maximum, minimum, atan2, squaredDifference });

@@ -1,0 +1,46 @@
+/** Comparisons and logical ops: bool results, not differentiable. */
+import type { Tensor, TensorLike } from "../core/tensor.js";
+import { installMethods } from "./methods.js";
+import { callElementwise, defineElementwise } from "./define-elementwise.js";
+
+function compare(name: string, expr: string, dtype: "bool" | "logical" = "bool", inputs = ["a", "b"]) {
+  return defineElementwise({ name, family: "compare", inputs, expr, dtype });
+}
+
+export const equalOp = compare("equal", "a === b");
+export const notEqualOp = compare("notEqual", "a !== b");
+export const lessOp = compare("less", "a < b");
+export const lessEqualOp = compare("lessEqual", "a <= b");
+export const greaterOp = compare("greater", "a > b");
+export const greaterEqualOp = compare("greaterEqual", "a >= b");
+export const logicalAndOp = compare("logicalAnd", "(a && b) ? 1 : 0", "logical");
+export const logicalOrOp = compare("logicalOr", "(a || b) ? 1 : 0", "logical");
+export const logicalXorOp = compare("logicalXor", "(a !== b) ? 1 : 0", "logical");
+export const logicalNotOp = compare("logicalNot", "a ? 0 : 1", "logical", ["x"]);
+
+export const equal = (a: TensorLike, b: TensorLike): Tensor => callElementwise(equalOp, a, b);
+export const notEqual = (a: TensorLike, b: TensorLike): Tensor => callElementwise(notEqualOp, a, b);
+export const less = (a: TensorLike, b: TensorLike): Tensor => callElementwise(lessOp, a, b);
+export const lessEqual = (a: TensorLike, b: TensorLike): Tensor => callElementwise(lessEqualOp, a, b);
+export const greater = (a: TensorLike, b: TensorLike): Tensor => callElementwise(greaterOp, a, b);
+export const greaterEqual = (a: TensorLike, b: TensorLike): Tensor => callElementwise(greaterEqualOp, a, b);
+export const logicalAnd = (a: TensorLike, b: TensorLike): Tensor => callElementwise(logicalAndOp, a, b);
+export const logicalOr = (a: TensorLike, b: TensorLike): Tensor => callElementwise(logicalOrOp, a, b);
+export const logicalXor = (a: TensorLike, b: TensorLike): Tensor => callElementwise(logicalXorOp, a, b);
+export const logicalNot = (x: TensorLike): Tensor => callElementwise(logicalNotOp, x);
+
+declare module "../core/tensor.js" {
+  interface Tensor {
+    equal(b: TensorLike): Tensor;
+    notEqual(b: TensorLike): Tensor;
+    less(b: TensorLike): Tensor;
+    lessEqual(b: TensorLike): Tensor;
+    greater(b: TensorLike): Tensor;
+    greaterEqual(b: TensorLike): Tensor;
+    logicalAnd(b: TensorLike): Tensor;
+    logicalOr(b: TensorLike): Tensor;
+    logicalXor(b: TensorLike): Tensor;
+    logicalNot(): Tensor;
+  }
+}
+installMethods({ equal, notEqual, less, lessEqual, greater, greaterEqual, logicalAnd, logicalOr, logicalXor, logicalNot });

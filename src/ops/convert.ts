@@ -1,0 +1,58 @@
+/** Conversion of op arguments (tensors, variables, JS numbers and arrays) to tensors. */
+import { Tensor, makeTensor, type TensorLike } from "../core/tensor.js";
+import { Variable } from "../core/variable.js";
+import { type DType, weakScalarDtype, allocStorage, DEFAULT_FLOAT, promoteTypes } from "../core/dtype.js";
+import { ValueError } from "../core/errors.js";
+
+const scalarCache = new Map<string, Tensor>();
+
+/** A (cached, immutable) scalar tensor. */
+export function scalarOf(value: number, dtype: DType): Tensor {
+  const key = dtype + ":" + (Object.is(value, -0) ? "-0" : String(value));
+  let t = scalarCache.get(key);
+  if (t === undefined) {
+    const data = allocStorage(dtype, 1);
+    data[0] = dtype === "bool" ? (value ? 1 : 0) : value;
+    t = new Tensor(data, [], dtype);
+    if (scalarCache.size < 4096) scalarCache.set(key, t);
+  }
+  return t;
+}
+
+/** Converts one argument; Variables are read (which lets tapes watch them). */
+export function toTensor(x: TensorLike, op: string, dtype?: DType): Tensor {
+  if (x instanceof Tensor) return x instanceof Variable ? x.read() : x;
+  if (typeof x === "number") return scalarOf(x, dtype ?? DEFAULT_FLOAT);
+  if (typeof x === "boolean") return scalarOf(x ? 1 : 0, dtype ?? "bool");
+  if (x === null || x === undefined) throw new ValueError(`expected a tensor, got ${x}`, op);
+  return makeTensor(op, x, undefined, dtype);
+}
+
+/**
+ * Converts the operands of an op where JS numbers are weakly typed: a number takes the
+ * dtype of the tensor operands (see promoteTypes / weakScalarDtype in core/dtype.ts).
+ */
+export function toTensorsWeak(args: readonly TensorLike[], op: string): Tensor[] {
+  const out = new Array<Tensor>(args.length);
+  let strong: DType | null = null;
+  let hasWeak = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (typeof a === "number" || typeof a === "boolean") {
+      hasWeak = true;
+      continue;
+    }
+    const t = toTensor(a, op);
+    out[i] = t;
+    strong = strong === null ? t.dtype : promoteTypes(strong, t.dtype);
+  }
+  if (hasWeak) {
+    for (let i = 0; i < args.length; i++) {
+      if (out[i] !== undefined) continue;
+      const a = args[i] as number | boolean;
+      const d = strong === null ? (typeof a === "boolean" ? "bool" : DEFAULT_FLOAT) : weakScalarDtype(a, strong);
+      out[i] = scalarOf(typeof a === "boolean" ? (a ? 1 : 0) : a, d);
+    }
+  }
+  return out;
+}

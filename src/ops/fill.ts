@@ -1,0 +1,44 @@
+/** Constant-filled tensors (zeros, ones, full) and their *Like variants. */
+import { allocStorage, DEFAULT_FLOAT, isDType, type DType } from "../core/dtype.js";
+import { DtypeError } from "../core/errors.js";
+import { checkShape, sizeOf } from "../core/shape.js";
+import { Tensor } from "../core/tensor.js";
+import { applyOp1, defineOp } from "./registry.js";
+
+export interface FillAttrs {
+  shape: number[];
+  dtype: DType;
+  value: number;
+}
+
+/** A constant; an op (not raw storage) so that staging records it as a node. */
+export const fillOp = defineOp<FillAttrs>({
+  name: "fill",
+  family: "creation",
+  inputs: [],
+  infer(_inputs, attrs) {
+    if (!isDType(attrs.dtype)) throw new DtypeError(`unknown dtype ${JSON.stringify(attrs.dtype)}`, "fill");
+    return [{ shape: attrs.shape, dtype: attrs.dtype }];
+  },
+  kernel(_inputs, attrs) {
+    const out = allocStorage(attrs.dtype, sizeOf(attrs.shape));
+    const v = attrs.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
+    if (v !== 0) out.fill(v);
+    return [out];
+  },
+});
+
+export function full(shape: number[], value: number | boolean, dtype?: DType): Tensor {
+  const s = checkShape("full", shape);
+  const d = dtype ?? (typeof value === "boolean" ? "bool" : DEFAULT_FLOAT);
+  return applyOp1(fillOp, [], { shape: s.slice(), dtype: d, value: Number(value) });
+}
+export const zeros = (shape: number[], dtype: DType = DEFAULT_FLOAT): Tensor => full(shape, 0, dtype);
+export const ones = (shape: number[], dtype: DType = DEFAULT_FLOAT): Tensor => full(shape, 1, dtype);
+
+export function zerosLikeTensor(x: Tensor, dtype?: DType): Tensor {
+  return full(x.shape as number[], 0, dtype ?? x.dtype);
+}
+export function onesLikeTensor(x: Tensor, dtype?: DType): Tensor {
+  return full(x.shape as number[], 1, dtype ?? x.dtype);
+}

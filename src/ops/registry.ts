@@ -1,0 +1,99 @@
+/**
+ * The op registry: every op is declared once, here-shaped, and every layer reads the same
+ * declaration: eager execution (kernel), tracing (infer), the tape and the graph AD
+ * transform (vjp), the optimizer and executors (elementwise template), and exporters (onnx).
+ */
+import type { DType, TypedArray } from "../core/dtype.js";
+import type { Tensor } from "../core/tensor.js";
+import { Tensor as TensorClass } from "../core/tensor.js";
+import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
+import { ValueError } from "../core/errors.js";
+
+export interface TensorType {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+}
+
+/** What a VJP rule sees of the forward call. */
+export interface VjpContext<A> {
+  inputs: Tensor[];
+  outputs: Tensor[];
+  attrs: A;
+}
+
+/**
+ * An elementwise op's scalar template, shared by the generated eager kernel and (later) the
+ * fusing executor: a JS expression over the operand names `a`, `b`, `c`.
+ */
+export interface ElementwiseTemplate {
+  expr: string;
+  /** Expression used when the output dtype is integer (e.g. floor division), if different. */
+  intExpr?: string;
+}
+
+export interface OpDef<A = any> {
+  readonly name: string;
+  /** Input names, for graphs and error messages; a variadic op has one name and `variadic`. */
+  readonly inputs: readonly string[];
+  readonly variadic?: boolean;
+  /** Shape and dtype rule; validates and throws typed errors. */
+  infer(inputs: readonly TensorType[], attrs: A): TensorType[];
+  /** CPU kernel: concrete inputs -> storage of each output (types from infer). */
+  kernel(inputs: Tensor[], attrs: A, outs: TensorType[]): TypedArray[];
+  /**
+   * Vector-Jacobian product, written with registry ops so it is itself differentiable and
+   * stageable. Returns one cotangent per input (null = zero / not differentiable).
+   * Absent for ops whose outputs are not differentiable (comparisons, argMax, ...).
+   */
+  vjp?(ctx: VjpContext<A>, cotangents: (Tensor | null)[]): (Tensor | null)[];
+  /** Side effects (random with state, printing, assignment): never pruned or folded. */
+  readonly stateful?: boolean;
+  /** Set for elementwise ops: the fusion template. */
+  readonly elementwise?: ElementwiseTemplate;
+  /** Family, for documentation and sweeps: "unary", "binary", "reduce", ... */
+  readonly family: string;
+  /** Slot filled by the ONNX layer. */
+  onnx?: unknown;
+}
+
+const registry = new Map<string, OpDef>();
+
+export function defineOp<A>(def: OpDef<A>): OpDef<A> {
+  if (registry.has(def.name)) throw new Error(`op ${def.name} is declared twice`);
+  registry.set(def.name, def as OpDef);
+  return def;
+}
+
+export function getOp(name: string): OpDef {
+  const d = registry.get(name);
+  if (!d) throw new ValueError(`no op named ${JSON.stringify(name)} in the registry`);
+  return d;
+}
+
+export function listOps(): OpDef[] {
+  return [...registry.values()];
+}
+
+/** Applies an op to tensor inputs through the current handler, then notifies tapes. */
+export function applyOp<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor[] {
+  const outputs = currentHandler().run(def, inputs, attrs);
+  if (recorders.length > 0) {
+    for (let i = 0; i < recorders.length; i++) recorders[i]!.recordOp(def, inputs, attrs, outputs);
+  }
+  return outputs;
+}
+
+export function applyOp1<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor {
+  return applyOp(def, inputs, attrs)[0]!;
+}
+
+/** Eager execution: infer, run the kernel, wrap the storage. */
+setEagerHandler({
+  run(def, inputs, attrs) {
+    const types = def.infer(inputs, attrs);
+    const data = def.kernel(inputs, attrs, types);
+    const outs = new Array<Tensor>(types.length);
+    for (let i = 0; i < types.length; i++) outs[i] = new TensorClass(data[i]!, types[i]!.shape, types[i]!.dtype);
+    return outs;
+  },
+});

@@ -1,0 +1,160 @@
+/** Unary elementwise ops. Each: template, dtype rule, VJP written with registry ops. */
+import type { Tensor, TensorLike } from "../core/tensor.js";
+import { installMethods } from "./methods.js";
+import { callElementwise, callElementwiseWithAttrs, defineElementwise, unaryVjp, type DtypeRule, type UnaryVjp } from "./define-elementwise.js";
+import { add, div, mul, sub } from "./binary.js";
+import { greater } from "./compare.js";
+import { cast } from "./cast.js";
+
+const SQRT_2_OVER_PI_HALF = 0.3989422804014327; // 1/sqrt(2*pi)
+const TWO_OVER_SQRT_PI = 1.1283791670955126;
+
+function unary(name: string, expr: string, dtype: DtypeRule, vjp?: UnaryVjp | "zero") {
+  return defineElementwise({
+    name,
+    family: "unary",
+    inputs: ["x"],
+    expr,
+    dtype,
+    ...(vjp === "zero" ? { vjp: () => [null] } : vjp ? { vjp: unaryVjp(vjp) } : {}),
+  });
+}
+
+/** 1 where x > 0 else 0, in x's dtype (the derivative of relu). */
+function step(x: Tensor): Tensor {
+  return cast(greater(x, 0), x.dtype);
+}
+
+export const negOp = unary("neg", "-a", "numeric", (_x, _y, dy) => neg(dy));
+export const absOp = unary("abs", "Math.abs(a)", "numeric", (x, _y, dy) => mul(dy, sign(x)));
+export const signOp = unary("sign", "Math.sign(a)", "numeric", "zero");
+export const expOp = unary("exp", "Math.exp(a)", "float", (_x, y, dy) => mul(dy, y));
+export const logOp = unary("log", "Math.log(a)", "float", (x, _y, dy) => div(dy, x));
+export const log1pOp = unary("log1p", "Math.log1p(a)", "float", (x, _y, dy) => div(dy, add(x, 1)));
+export const expm1Op = unary("expm1", "Math.expm1(a)", "float", (_x, y, dy) => mul(dy, add(y, 1)));
+export const sqrtOp = unary("sqrt", "Math.sqrt(a)", "float", (_x, y, dy) => div(mul(dy, 0.5), y));
+export const rsqrtOp = unary("rsqrt", "1 / Math.sqrt(a)", "float", (x, y, dy) => mul(dy, div(mul(y, -0.5), x)));
+export const squareOp = unary("square", "a * a", "same", (x, _y, dy) => mul(dy, mul(x, 2)));
+export const reciprocalOp = unary("reciprocal", "1 / a", "float", (_x, y, dy) => neg(mul(dy, mul(y, y))));
+export const sinOp = unary("sin", "Math.sin(a)", "float", (x, _y, dy) => mul(dy, cos(x)));
+export const cosOp = unary("cos", "Math.cos(a)", "float", (x, _y, dy) => neg(mul(dy, sin(x))));
+export const tanOp = unary("tan", "Math.tan(a)", "float", (_x, y, dy) => mul(dy, add(mul(y, y), 1)));
+export const asinOp = unary("asin", "Math.asin(a)", "float", (x, _y, dy) => mul(dy, rsqrt(sub(1, mul(x, x)))));
+export const acosOp = unary("acos", "Math.acos(a)", "float", (x, _y, dy) => neg(mul(dy, rsqrt(sub(1, mul(x, x))))));
+export const atanOp = unary("atan", "Math.atan(a)", "float", (x, _y, dy) => div(dy, add(mul(x, x), 1)));
+export const sinhOp = unary("sinh", "Math.sinh(a)", "float", (x, _y, dy) => mul(dy, cosh(x)));
+export const coshOp = unary("cosh", "Math.cosh(a)", "float", (x, _y, dy) => mul(dy, sinh(x)));
+export const tanhOp = unary("tanh", "Math.tanh(a)", "float", (_x, y, dy) => mul(dy, sub(1, mul(y, y))));
+export const sigmoidOp = unary("sigmoid", "sigmoid(a)", "float", (_x, y, dy) => mul(dy, mul(y, sub(1, y))));
+export const reluOp = unary("relu", "a > 0 ? a : 0", "numeric", (x, _y, dy) => mul(dy, step(x)));
+export const softplusOp = unary("softplus", "softplus(a)", "float", (x, _y, dy) => mul(dy, sigmoid(x)));
+export const erfOp = unary("erf", "erf(a)", "float", (x, _y, dy) => mul(dy, mul(exp(neg(mul(x, x))), TWO_OVER_SQRT_PI)));
+export const geluOp = unary("gelu", "0.5 * a * (1 + erf(a * 0.7071067811865476))", "float", (x, _y, dy) => {
+  const cdf = mul(add(erf(mul(x, Math.SQRT1_2)), 1), 0.5);
+  const pdf = mul(exp(mul(mul(x, x), -0.5)), SQRT_2_OVER_PI_HALF);
+  return mul(dy, add(cdf, mul(x, pdf)));
+});
+export const floorOp = unary("floor", "Math.floor(a)", "numeric", "zero");
+export const ceilOp = unary("ceil", "Math.ceil(a)", "numeric", "zero");
+export const roundOp = unary("round", "roundHalfEven(a)", "numeric", "zero");
+export const isNaNOp = unary("isNaN", "a !== a", "bool");
+export const isFiniteOp = unary("isFinite", "Number.isFinite(a)", "bool");
+
+export const leakyReluOp = defineElementwise({
+  name: "leakyRelu",
+  family: "unary",
+  inputs: ["x"],
+  expr: "a > 0 ? a : a * $alpha",
+  dtype: "float",
+  vjp: (ctx, cts) => {
+    const x = ctx.inputs[0]!;
+    const s = step(x);
+    const alpha = (ctx.attrs as { alpha: number }).alpha;
+    return [mul(cts[0]!, add(s, mul(sub(1, s), alpha)))];
+  },
+});
+export const eluOp = defineElementwise({
+  name: "elu",
+  family: "unary",
+  inputs: ["x"],
+  expr: "a > 0 ? a : $alpha * Math.expm1(a)",
+  dtype: "float",
+  vjp: (ctx, cts) => {
+    const x = ctx.inputs[0]!;
+    const s = step(x);
+    const alpha = (ctx.attrs as { alpha: number }).alpha;
+    // derivative: 1 for x > 0, alpha * exp(x) otherwise (= y + alpha)
+    return [mul(cts[0]!, add(s, mul(sub(1, s), mul(exp(x), alpha))))];
+  },
+});
+
+export const neg = (x: TensorLike): Tensor => callElementwise(negOp, x);
+export const abs = (x: TensorLike): Tensor => callElementwise(absOp, x);
+export const sign = (x: TensorLike): Tensor => callElementwise(signOp, x);
+export const exp = (x: TensorLike): Tensor => callElementwise(expOp, x);
+export const log = (x: TensorLike): Tensor => callElementwise(logOp, x);
+export const log1p = (x: TensorLike): Tensor => callElementwise(log1pOp, x);
+export const expm1 = (x: TensorLike): Tensor => callElementwise(expm1Op, x);
+export const sqrt = (x: TensorLike): Tensor => callElementwise(sqrtOp, x);
+export const rsqrt = (x: TensorLike): Tensor => callElementwise(rsqrtOp, x);
+export const square = (x: TensorLike): Tensor => callElementwise(squareOp, x);
+export const reciprocal = (x: TensorLike): Tensor => callElementwise(reciprocalOp, x);
+export const sin = (x: TensorLike): Tensor => callElementwise(sinOp, x);
+export const cos = (x: TensorLike): Tensor => callElementwise(cosOp, x);
+export const tan = (x: TensorLike): Tensor => callElementwise(tanOp, x);
+export const asin = (x: TensorLike): Tensor => callElementwise(asinOp, x);
+export const acos = (x: TensorLike): Tensor => callElementwise(acosOp, x);
+export const atan = (x: TensorLike): Tensor => callElementwise(atanOp, x);
+export const sinh = (x: TensorLike): Tensor => callElementwise(sinhOp, x);
+export const cosh = (x: TensorLike): Tensor => callElementwise(coshOp, x);
+export const tanh = (x: TensorLike): Tensor => callElementwise(tanhOp, x);
+export const sigmoid = (x: TensorLike): Tensor => callElementwise(sigmoidOp, x);
+export const relu = (x: TensorLike): Tensor => callElementwise(reluOp, x);
+export const softplus = (x: TensorLike): Tensor => callElementwise(softplusOp, x);
+export const erf = (x: TensorLike): Tensor => callElementwise(erfOp, x);
+export const gelu = (x: TensorLike): Tensor => callElementwise(geluOp, x);
+export const floor = (x: TensorLike): Tensor => callElementwise(floorOp, x);
+export const ceil = (x: TensorLike): Tensor => callElementwise(ceilOp, x);
+export const round = (x: TensorLike): Tensor => callElementwise(roundOp, x);
+export const isNaN = (x: TensorLike): Tensor => callElementwise(isNaNOp, x);
+export const isFinite = (x: TensorLike): Tensor => callElementwise(isFiniteOp, x);
+export const leakyRelu = (x: TensorLike, alpha = 0.2): Tensor => callElementwiseWithAttrs(leakyReluOp, { alpha }, x);
+export const elu = (x: TensorLike, alpha = 1): Tensor => callElementwiseWithAttrs(eluOp, { alpha }, x);
+
+declare module "../core/tensor.js" {
+  interface Tensor {
+    neg(): Tensor;
+    abs(): Tensor;
+    sign(): Tensor;
+    exp(): Tensor;
+    log(): Tensor;
+    log1p(): Tensor;
+    expm1(): Tensor;
+    sqrt(): Tensor;
+    rsqrt(): Tensor;
+    square(): Tensor;
+    reciprocal(): Tensor;
+    sin(): Tensor;
+    cos(): Tensor;
+    tan(): Tensor;
+    asin(): Tensor;
+    acos(): Tensor;
+    atan(): Tensor;
+    sinh(): Tensor;
+    cosh(): Tensor;
+    tanh(): Tensor;
+    sigmoid(): Tensor;
+    relu(): Tensor;
+    softplus(): Tensor;
+    erf(): Tensor;
+    gelu(): Tensor;
+    floor(): Tensor;
+    ceil(): Tensor;
+    round(): Tensor;
+    isNaN(): Tensor;
+    isFinite(): Tensor;
+    leakyRelu(alpha?: number): Tensor;
+    elu(alpha?: number): Tensor;
+  }
+}
+installMethods({ neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, square, reciprocal, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, sigmoid, relu, softplus, erf, gelu, floor, ceil, round, isNaN, isFinite, leakyRelu, elu });
