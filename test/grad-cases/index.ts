@@ -1,0 +1,9 @@
+/** All gradient cases, one file per op family. */
+import type { GradCase } from "./types.js";
+import { cases as elementwise } from "./elementwise.js";
+import { cases as reduce } from "./reduce.js";
+import { cases as shape } from "./shape.js";
+import { cases as linalg } from "./linalg.js";
+import { cases as nn } from "./nn.js";
+
+export const allCases: GradCase[] = [...elementwise, ...reduce, ...shape, ...linalg, ...nn];
