@@ -18,9 +18,24 @@ const BLOCK = 8; // words per thread block in ctl
 const GEN = 0, CLAIM = 1, DONE = 2, START = 3, COUNT = 4, ERR = 5;
 const TABLE = 0; // in block 0 (the main thread's block)
 const CLAIM_WAIT_MS = 20;
+const SPIN = 20000; // polls (~tens of microseconds) before falling back to Atomics.wait
 
-/** Below this many flops (2*m*n*k summed over the batch) everything runs on the main thread. */
-export const PARALLEL_MIN_FLOPS = 2 * 96 * 96 * 96;
+function spinWhile(ctl: Int32Array, i: number, v: number): void {
+  for (let n = 0; n < SPIN && Atomics.load(ctl, i) === v; n++);
+}
+function spinUntil(ctl: Int32Array, i: number, v: number): void {
+  for (let n = 0; n < SPIN && Atomics.load(ctl, i) !== v; n++);
+}
+
+/**
+ * Below this many flops (2*m*n*k summed over the batch) everything runs on the main thread.
+ * Measured on a 2-core VM: waking a sleeping worker costs ~40us, so splitting only pays from
+ * ~160^3 products; right after a parallel job the worker is still spinning (WORKER_SPIN_MS)
+ * and splitting already pays from ~48^3.
+ */
+export const PARALLEL_MIN_FLOPS = 2 * 160 * 160 * 160;
+export const PARALLEL_MIN_FLOPS_WARM = 2 * 48 * 48 * 48;
+const WORKER_SPIN_MS = 0.25;
 
 const WORKER_SOURCE = `
 const { workerData } = require("node:worker_threads");
@@ -30,11 +45,15 @@ const B = ${BLOCK} * tid;
 const exp = new WebAssembly.Instance(module, { env: { memory } }).exports;
 let last = Atomics.load(ctl, B + ${GEN});
 for (;;) {
+  // spin briefly first: a futex wake-up costs tens of microseconds on a VM
+  const until = performance.now() + ${WORKER_SPIN_MS};
+  while (Atomics.load(ctl, B + ${GEN}) === last && performance.now() < until);
   Atomics.wait(ctl, B + ${GEN}, last);
   const g = Atomics.load(ctl, B + ${GEN});
   if (g === last) continue;
   last = g;
   if (Atomics.compareExchange(ctl, B + ${CLAIM}, g, -g) !== g) continue; // revoked by main
+  Atomics.notify(ctl, B + ${CLAIM});
   try {
     const t = new Int32Array(memory.buffer);
     const start = Atomics.load(ctl, B + ${START}), count = Atomics.load(ctl, B + ${COUNT});
@@ -96,11 +115,15 @@ class Pool {
       if (counts[t] === 0) continue;
       const b = t * BLOCK;
       if (this.workers[t] === null) { runRange(this.rt, table, starts[t], counts[t], 0); continue; }
+      spinWhile(ctl, b + CLAIM, g);
       if (Atomics.load(ctl, b + CLAIM) === g) Atomics.wait(ctl, b + CLAIM, g, CLAIM_WAIT_MS);
       if (Atomics.compareExchange(ctl, b + CLAIM, g, 0) === g) {
         runRange(this.rt, table, starts[t], counts[t], 0); // worker never woke: do it here
+        stats.revoked++;
         continue;
       }
+      stats.workerShares++;
+      spinUntil(ctl, b + DONE, g);
       while (Atomics.load(ctl, b + DONE) !== g) Atomics.wait(ctl, b + DONE, Atomics.load(ctl, b + DONE), 1000);
       if (Atomics.load(ctl, b + ERR) !== 0) failed = true;
     }
@@ -118,6 +141,12 @@ function runRange(rt: WasmRuntime, table: number, start: number, count: number, 
 }
 
 let pool: Pool | null | undefined;
+const stats = { parallelJobs: 0, workerShares: 0, revoked: 0 };
+
+/** Counters for tests and benchmarks: jobs split over threads, shares run by workers/revoked. */
+export function poolStats(): { threads: number; parallelJobs: number; workerShares: number; revoked: number } {
+  return { threads: pool ? pool.size : 1, ...stats };
+}
 
 function getPool(rt: WasmRuntime): Pool | null {
   if (pool !== undefined) return pool;
@@ -128,11 +157,21 @@ function getPool(rt: WasmRuntime): Pool | null {
   return pool;
 }
 
+let threadLimit = Infinity;
+let lastParallelEnd = -Infinity;
+
+/** Caps the threads used per kernel call (main thread included); e.g. 1 for single-threaded. */
+export function setThreadLimit(n: number): void {
+  threadLimit = Math.max(1, Math.floor(n));
+}
+
 /** How many threads to split a job of `flops` floating-point operations over. */
 export function threadsFor(rt: WasmRuntime, flops: number): number {
-  if (flops < PARALLEL_MIN_FLOPS || rt.maxThreads < 2) return 1;
+  if (rt.maxThreads < 2 || threadLimit < 2) return 1;
+  const warm = performance.now() - lastParallelEnd < WORKER_SPIN_MS * 0.8;
+  if (flops < (warm ? PARALLEL_MIN_FLOPS_WARM : PARALLEL_MIN_FLOPS)) return 1;
   const p = getPool(rt);
-  return p === null ? 1 : p.size;
+  return p === null ? 1 : Math.min(p.size, threadLimit);
 }
 
 /**
@@ -145,6 +184,8 @@ export function runTasks(rt: WasmRuntime, table: number, starts: number[], count
   if (p !== null && starts.length <= p.size) {
     try {
       p.run(table, starts, counts);
+      lastParallelEnd = performance.now();
+      stats.parallelJobs++;
       return;
     } catch {
       pool = null; // give up on threads; results are recomputed below

@@ -1,0 +1,2 @@
+/** Linear algebra: matmul (batch broadcasting, transpose flags), dot, outer, einsum. */
+export {};

@@ -1,0 +1,79 @@
+/** Adam (Kingma & Ba, 2015), with optional decoupled weight decay (AdamW) and AMSGrad. */
+import type { Tensor } from "../core/tensor.js";
+import type { Variable } from "../core/variable.js";
+import { add, div, maximum, mul, sub } from "../ops/binary.js";
+import { sqrt, square } from "../ops/unary.js";
+import { checkHyper, Optimizer, type OptimizerOptions } from "./optimizer.js";
+
+export interface AdamOptions extends OptimizerOptions {
+  /** Default 0.001. */
+  learningRate?: OptimizerOptions["learningRate"];
+  /** Decay of the first-moment estimate, in [0, 1). Default 0.9. */
+  beta1?: number;
+  /** Decay of the second-moment estimate, in [0, 1). Default 0.999. */
+  beta2?: number;
+  /** Added to the denominator, > 0. Default 1e-8 (the paper's; Keras uses 1e-7). */
+  epsilon?: number;
+  /**
+   * Decoupled weight decay (AdamW, Loshchilov & Hutter): each step first does
+   * `w -= lr * weightDecay * w`. Default 0 (plain Adam).
+   */
+  weightDecay?: number;
+  /** Use the running maximum of the second moment (AMSGrad). Default false. */
+  amsgrad?: boolean;
+}
+
+/**
+ * Adam, as in Algorithm 1 of the paper. With gradient g, step t (1-based), slots m and v
+ * (zeros at first):
+ *
+ *     m = beta1 * m + (1 - beta1) * g
+ *     v = beta2 * v + (1 - beta2) * g^2
+ *     w -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)
+ *
+ * epsilon is added to the bias-corrected sqrt(v̂), as in the paper, PyTorch and optax.
+ * With weightDecay > 0 this is AdamW: `w *= 1 - lr * weightDecay` before the Adam update.
+ * With amsgrad, v̂ uses the running maximum of v (slot "vMax").
+ */
+export class Adam extends Optimizer {
+  readonly beta1: number;
+  readonly beta2: number;
+  readonly epsilon: number;
+  readonly weightDecay: number;
+  readonly amsgrad: boolean;
+  readonly slotNames: readonly string[];
+
+  constructor(options: AdamOptions = {}) {
+    super("Adam", options, 0.001);
+    this.beta1 = checkHyper("Adam", "beta1", options.beta1 ?? 0.9, 0, 1, false, true);
+    this.beta2 = checkHyper("Adam", "beta2", options.beta2 ?? 0.999, 0, 1, false, true);
+    this.epsilon = checkHyper("Adam", "epsilon", options.epsilon ?? 1e-8, 0, Infinity, true);
+    this.weightDecay = checkHyper("Adam", "weightDecay", options.weightDecay ?? 0, 0, Infinity);
+    this.amsgrad = options.amsgrad ?? false;
+    this.slotNames = this.amsgrad ? ["m", "v", "vMax"] : ["m", "v"];
+  }
+
+  protected updateOne(variable: Variable, value: Tensor, grad: Tensor, lr: number, t: number): Tensor {
+    const { beta1, beta2 } = this;
+    const m = add(mul(this.slot(variable, "m", value), beta1), mul(grad, 1 - beta1));
+    const v = add(mul(this.slot(variable, "v", value), beta2), mul(square(grad), 1 - beta2));
+    this.setSlot(variable, "m", m);
+    this.setSlot(variable, "v", v);
+    let vUsed = v;
+    if (this.amsgrad) {
+      vUsed = maximum(this.slot(variable, "vMax", value), v);
+      this.setSlot(variable, "vMax", vUsed);
+    }
+    const stepSize = lr / (1 - Math.pow(beta1, t));
+    const invSqrtBc2 = 1 / Math.sqrt(1 - Math.pow(beta2, t));
+    const denom = add(mul(sqrt(vUsed), invSqrtBc2), this.epsilon);
+    const w = this.weightDecay > 0 ? mul(value, 1 - lr * this.weightDecay) : value;
+    return sub(w, mul(div(m, denom), stepSize));
+  }
+}
+
+/** `new Adam(options)` as a function. */
+export const adam = (options: AdamOptions = {}): Adam => new Adam(options);
+
+/** AdamW: Adam with decoupled weight decay, default weightDecay 0.01 (as PyTorch). */
+export const adamw = (options: AdamOptions = {}): Adam => new Adam({ weightDecay: 0.01, ...options });
