@@ -109,8 +109,8 @@ export async function benchMatmul(): Promise<Row[]> {
 const isMain = process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/").split("/").pop() ?? "");
 if (isMain) {
   const rows = await benchMatmul();
-  console.log("benchmark".padEnd(36) + "peer".padEnd(14) + "ours".padStart(9) + "theirs".padStart(9) + "  unit     ratio");
+  console.log("benchmark".padEnd(40) + "peer".padEnd(14) + "ours".padStart(9) + "theirs".padStart(9) + "  unit     ratio");
   for (const r of rows) {
-    console.log(r.name.padEnd(36) + r.peer.padEnd(14) + r.ours.toFixed(1).padStart(9) + r.theirs.toFixed(1).padStart(9) + "  " + r.unit.padEnd(8) + r.ratio.toFixed(2).padStart(6) + "x");
+    console.log(r.name.padEnd(40) + r.peer.padEnd(14) + r.ours.toFixed(1).padStart(9) + r.theirs.toFixed(1).padStart(9) + "  " + r.unit.padEnd(8) + r.ratio.toFixed(2).padStart(6) + "x");
   }
 }

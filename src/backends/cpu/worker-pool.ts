@@ -29,11 +29,11 @@ function spinUntil(ctl: Int32Array, i: number, v: number): void {
 
 /**
  * Below this many flops (2*m*n*k summed over the batch) everything runs on the main thread.
- * Measured on a 2-core VM: waking a sleeping worker costs ~40us, so splitting only pays from
- * ~160^3 products; right after a parallel job the worker is still spinning (WORKER_SPIN_MS)
- * and splitting already pays from ~48^3.
+ * Measured on a 2-core VM: waking a sleeping worker costs 40-300us, so splitting only pays
+ * reliably from ~180^3 products; right after a parallel job the worker is still spinning
+ * (WORKER_SPIN_MS) and splitting already pays from ~48^3.
  */
-export const PARALLEL_MIN_FLOPS = 2 * 160 * 160 * 160;
+export const PARALLEL_MIN_FLOPS = 2 * 180 * 180 * 180;
 export const PARALLEL_MIN_FLOPS_WARM = 2 * 48 * 48 * 48;
 const WORKER_SPIN_MS = 0.25;
 
