@@ -180,8 +180,8 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
       const entry = this.entries[e]!;
       const outCts = entry.outputs.map((o) => cts.get(o.id) ?? null);
       if (outCts.every((c) => c === null)) continue;
-      const filled = entry.outputs.length === 1 ? outCts : outCts.map((c, i) => c ?? zerosLikeTensor(entry.outputs[i]!));
-      const inCts = entry.def.vjp!({ inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs }, filled);
+      // Outputs without a cotangent pass null (zero): multi-output VJPs skip that work.
+      const inCts = entry.def.vjp!({ inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs }, outCts);
       for (let i = 0; i < entry.inputs.length; i++) {
         const g = inCts[i];
         const x = entry.inputs[i]!;

@@ -5,10 +5,17 @@
  */
 import type { Tensor } from "./tensor.js";
 import type { OpDef } from "../ops/registry.js";
+import type { Variable } from "./variable.js";
 
 export interface OpHandler {
   /** Runs or records `def` on already-converted tensor inputs; returns its outputs. */
   run(def: OpDef, inputs: Tensor[], attrs: any): Tensor[];
+  /** Staging: the value of a variable at this point of the graph (a read node). */
+  readVariable?(v: Variable): Tensor;
+  /** Staging: records an assignment of `value` to `v`. */
+  assignVariable?(v: Variable, value: Tensor): void;
+  /** Staging: called before a variable is created while this handler is active (may refuse). */
+  createVariable?(name: string): void;
 }
 
 export interface OpRecorder {
@@ -28,6 +35,21 @@ export function setEagerHandler(h: OpHandler): void {
 
 export function currentHandler(): OpHandler {
   return handlers.length > 0 ? handlers[handlers.length - 1]! : eagerHandler!;
+}
+
+/** True while some function is being staged (a handler other than eager is active). */
+export function isTracing(): boolean {
+  return handlers.length > 0;
+}
+
+/** Runs `fn` eagerly, outside any graph being built (sc.initScope). */
+export function withEagerContext<T>(fn: () => T): T {
+  const saved = handlers.splice(0, handlers.length);
+  try {
+    return fn();
+  } finally {
+    handlers.splice(0, handlers.length, ...saved);
+  }
 }
 
 /** Runs `fn` with `h` as the innermost handler. */

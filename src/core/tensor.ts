@@ -9,6 +9,7 @@ import { type DType, type TypedArray, allocStorage, isDType, DEFAULT_FLOAT } fro
 import { type Shape, sizeOf, fmtShape, checkShape } from "./shape.js";
 import { DtypeError, ShapeError, StagecraftError, ValueError } from "./errors.js";
 import { formatTensor } from "./format.js";
+import { currentDevice } from "./device.js";
 
 let nextId = 1;
 
@@ -26,7 +27,7 @@ export class Tensor {
   /** @internal The symbolic value in a graph under construction (owned by staging/). */
   symbol: unknown;
 
-  constructor(data: TypedArray | null, shape: Shape, dtype: DType, device = "cpu", symbol: unknown = null) {
+  constructor(data: TypedArray | null, shape: Shape, dtype: DType, device = currentDevice(), symbol: unknown = null) {
     this._data = data;
     this.shape = shape;
     this.dtype = dtype;

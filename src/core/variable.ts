@@ -7,6 +7,7 @@ import { Tensor, makeTensor, type TensorLike } from "./tensor.js";
 import { DtypeError, ShapeError } from "./errors.js";
 import { fmtShape, shapesEqual } from "./shape.js";
 import type { DType } from "./dtype.js";
+import { currentHandler } from "./context.js";
 
 export interface VariableReadObserver {
   onVariableRead(v: Variable, value: Tensor): void;
@@ -30,16 +31,29 @@ export class Variable extends Tensor {
     this.trainable = options.trainable ?? true;
   }
 
+  /** @internal The stored value, ignoring any staging context (executors use this). */
+  get storedValue(): Tensor {
+    return this.current;
+  }
+
+  /** @internal Replaces the stored value directly (executors running assign nodes). */
+  setStoredValue(value: Tensor): void {
+    this.current = value;
+    this._data = value._data;
+  }
+
   /** The current value; tapes that are recording watch it. */
   read(): Tensor {
-    const v = this.current;
+    const h = currentHandler();
+    const v = h.readVariable ? h.readVariable(this) : this.current;
     for (let i = 0; i < variableReadObservers.length; i++) variableReadObservers[i]!.onVariableRead(this, v);
     return v;
   }
 
   /** The current value without notifying tapes (for optimizers and checkpoints). */
   peek(): Tensor {
-    return this.current;
+    const h = currentHandler();
+    return h.readVariable ? h.readVariable(this) : this.current;
   }
 
   /** @internal Replaces the value; shape and dtype must stay the same. */
@@ -49,6 +63,11 @@ export class Variable extends Tensor {
     }
     if (!shapesEqual(value.shape, this.shape)) {
       throw new ShapeError(`variable ${this.name} has shape ${fmtShape(this.shape)}, cannot assign a value of shape ${fmtShape(value.shape)}`, op);
+    }
+    const h = currentHandler();
+    if (h.assignVariable) {
+      h.assignVariable(this, value);
+      return this;
     }
     this.current = value;
     this._data = value._data;
@@ -61,6 +80,7 @@ export class Variable extends Tensor {
 }
 
 export function variable(init: TensorLike, options: { name?: string; trainable?: boolean; dtype?: DType } = {}): Variable {
+  currentHandler().createVariable?.(options.name ?? "variable");
   const t = init instanceof Tensor ? (init instanceof Variable ? init.peek() : init) : makeTensor("variable", init, undefined, options.dtype);
   if (t.isSymbolic) {
     throw new ShapeError("a variable's initial value must be concrete; create variables eagerly (sc.initScope in staged code)", "variable");

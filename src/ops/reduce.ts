@@ -1,13 +1,29 @@
-/** Reductions over axes with keepDims. */
-import { allocStorage, type DType } from "../core/dtype.js";
-import { DtypeError } from "../core/errors.js";
-import { broadcastReductionAxes, normalizeAxes, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
+/**
+ * Reductions over axes with keepDims: sum, mean, prod, max, min, argMax, argMin, logSumExp,
+ * any, all, variance; and the scan cumsum.
+ *
+ * Every reduction takes `axis` (a number, a list of numbers, or null/undefined for all axes;
+ * negative axes count from the end) and `keepDims`. Empty reductions give the identity
+ * (sum 0, prod 1, any false, all true, logSumExp -Infinity) or NaN (mean, variance); max, min,
+ * argMax and argMin of an empty group raise ValueError, as in NumPy.
+ *
+ * Dtypes: sum/prod/cumsum promote bool and uint8 to int32; mean, logSumExp and variance of
+ * integers give float32; max/min keep the dtype; argMax/argMin give int32; any/all give bool.
+ */
+import { allocStorage, DEFAULT_FLOAT, isFloat, type DType, type TypedArray } from "../core/dtype.js";
+import { DtypeError, ValueError } from "../core/errors.js";
+import { broadcastReductionAxes, fmtShape, normalizeAxes, normalizeAxis, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
-import { reduceAxes, type Combine } from "../backends/cpu/reduce.js";
+import { argReduce, cumsum3, logSumExpAxes, reduceAxes, varianceAxes, type Combine } from "../backends/cpu/reduce.js";
 import { applyOp1, defineOp, type OpDef, type TensorType } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { installMethods } from "./methods.js";
 import { broadcastTo, reshape } from "./shape.js";
+import { div, mul, sub } from "./binary.js";
+import { exp } from "./unary.js";
+import { equal, logicalAnd } from "./compare.js";
+import { where } from "./where.js";
+import { cast } from "./cast.js";
 
 export interface ReduceAttrs {
   /** Sorted, normalized axes. */
@@ -32,11 +48,33 @@ export function keptShape(shape: Shape, axes: readonly number[]): number[] {
   return reducedShape(shape, axes, true);
 }
 
+/** Number of elements each output of a reduction over `axes` combines. */
+export function reductionCount(shape: Shape, axes: readonly number[]): number {
+  let n = 1;
+  for (const a of axes) n *= shape[a]!;
+  return n;
+}
+
+/** A CPU kernel for a reduction: fills `out` (the kept dims, row-major) from `x`. */
+export type ReduceKernel = (x: TypedArray, shape: Shape, axes: readonly number[], out: TypedArray) => void;
+
+export interface ReductionOptions {
+  /** Raise ValueError when a non-empty output would reduce an empty group (max, min). */
+  requireNonEmpty?: boolean;
+}
+
+function checkNonEmpty(op: string, shape: Shape, axes: readonly number[]): void {
+  if (reductionCount(shape, axes) === 0 && sizeOf(reducedShape(shape, axes, false)) > 0) {
+    throw new ValueError(`cannot reduce an empty group: the input of shape ${fmtShape(shape)} has size 0 along axes ${JSON.stringify(axes)} and ${op} has no identity`, op);
+  }
+}
+
 export function defineReduction(
   name: string,
-  combine: Combine,
+  combine: Combine | ReduceKernel,
   outDtype: (d: DType, op: string) => DType,
   vjp?: OpDef<ReduceAttrs>["vjp"],
+  options: ReductionOptions = {},
 ): OpDef<ReduceAttrs> {
   return defineOp<ReduceAttrs>({
     name,
@@ -44,13 +82,15 @@ export function defineReduction(
     inputs: ["x"],
     infer(inputs, attrs): TensorType[] {
       const x = inputs[0]!;
+      if (options.requireNonEmpty) checkNonEmpty(name, x.shape, attrs.axes);
       return [{ shape: reducedShape(x.shape, attrs.axes, attrs.keepDims), dtype: outDtype(x.dtype, name) }];
     },
     kernel(inputs, attrs, outs) {
       const x = inputs[0]!;
       const o = outs[0]!;
       const out = allocStorage(o.dtype, sizeOf(o.shape));
-      reduceAxes(combine, x.concrete(), x.shape, attrs.axes, out, (n) => allocStorage(o.dtype === "bool" ? "bool" : "float64", n));
+      if (typeof combine === "string") reduceAxes(combine, x.concrete(), x.shape, attrs.axes, out);
+      else combine(x.concrete(), x.shape, attrs.axes, out);
       return [out];
     },
     ...(vjp ? { vjp } : {}),
@@ -58,21 +98,278 @@ export function defineReduction(
 }
 
 export function reduceAttrs(op: string, x: Tensor, axis: AxisArg, keepDims: boolean): ReduceAttrs {
+  if (keepDims !== undefined && typeof keepDims !== "boolean") {
+    throw new ValueError(`keepDims must be a boolean, got ${String(keepDims)}`, op);
+  }
   return { axes: normalizeAxes(op, axis, x.rank), keepDims: !!keepDims };
 }
 
 const sumDtype = (d: DType): DType => (d === "bool" || d === "uint8" ? "int32" : d);
+const floatDtype = (d: DType): DType => (isFloat(d) ? d : DEFAULT_FLOAT);
+const sameDtype = (d: DType): DType => d;
+
+/** The cotangent of a reduction's output, reshaped so it broadcasts against the input. */
+function keptCotangent(ct: Tensor, x: Tensor, axes: readonly number[]): Tensor {
+  return reshape(ct, keptShape(x.shape, axes));
+}
+
+// ---------------------------------------------------------------------------------------
+// sum, mean, prod
 
 export const sumOp = defineReduction("sum", "sum", sumDtype, (ctx, cts) => {
   const x = ctx.inputs[0]!;
-  const g = reshape(cts[0]!, keptShape(x.shape, ctx.attrs.axes));
-  return [broadcastTo(g, x.shape)];
+  return [broadcastTo(keptCotangent(cts[0]!, x, ctx.attrs.axes), x.shape)];
 });
 
 export function sum(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
   const t = toTensor(x, "sum");
   return applyOp1(sumOp, [t], reduceAttrs("sum", t, axis, keepDims));
 }
+
+const meanKernel: ReduceKernel = (x, shape, axes, out) => {
+  reduceAxes("sum", x, shape, axes, out);
+  const n = reductionCount(shape, axes);
+  for (let i = 0; i < out.length; i++) out[i] = out[i]! / n;
+};
+
+export const meanOp = defineReduction("mean", meanKernel, floatDtype, (ctx, cts) => {
+  const x = ctx.inputs[0]!;
+  const n = reductionCount(x.shape, ctx.attrs.axes);
+  return [broadcastTo(div(keptCotangent(cts[0]!, x, ctx.attrs.axes), n), x.shape)];
+});
+
+/** Arithmetic mean; integers give float32; an empty reduction gives NaN. */
+export function mean(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
+  const t = toTensor(x, "mean");
+  return applyOp1(meanOp, [t], reduceAttrs("mean", t, axis, keepDims));
+}
+
+/**
+ * d prod / d x_i = product of the other elements of x_i's group, computed without dividing by
+ * zero: with no zero in the group it is prod / x_i; with exactly one zero it is the product of
+ * the non-zero elements at the zero and 0 elsewhere; with two or more zeros it is 0.
+ * First derivatives are exact everywhere. Second derivatives are exact away from zeros; at an
+ * exact zero the mixed partials d^2 prod / (d x_zero d x_j) are returned as 0.
+ */
+export const prodOp = defineReduction("prod", "prod", sumDtype, (ctx, cts) => {
+  const x = ctx.inputs[0]!;
+  const axes = ctx.attrs.axes;
+  const isZero = equal(x, 0);
+  const safe = where(isZero, 1, x);
+  const prodNonZero = prod(safe, axes, true);
+  const zeros = sum(isZero, axes, true);
+  const noZero = equal(zeros, 0);
+  const oneZero = logicalAnd(equal(zeros, 1), isZero);
+  const local = where(noZero, div(prodNonZero, safe), where(oneZero, prodNonZero, 0));
+  return [mul(local, keptCotangent(cts[0]!, x, axes))];
+});
+
+/** Product; bool/uint8 give int32; an empty reduction gives 1. */
+export function prod(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
+  const t = toTensor(x, "prod");
+  return applyOp1(prodOp, [t], reduceAttrs("prod", t, axis, keepDims));
+}
+
+// ---------------------------------------------------------------------------------------
+// max, min
+
+/** Gradient of max/min: the cotangent split evenly between the elements equal to the result. */
+function extremumVjp(ctx: { inputs: Tensor[]; outputs: Tensor[]; attrs: ReduceAttrs }, cts: (Tensor | null)[]): (Tensor | null)[] {
+  const x = ctx.inputs[0]!;
+  const axes = ctx.attrs.axes;
+  const y = keptCotangent(ctx.outputs[0]!, x, axes);
+  const mask = cast(equal(x, y), x.dtype);
+  const count = sum(mask, axes, true);
+  return [mul(mask, div(keptCotangent(cts[0]!, x, axes), count))];
+}
+
+export const maxOp = defineReduction("max", "max", sameDtype, extremumVjp, { requireNonEmpty: true });
+export const minOp = defineReduction("min", "min", sameDtype, extremumVjp, { requireNonEmpty: true });
+
+/** Maximum; NaN propagates; the gradient is shared evenly between tied maxima. */
+export function max(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
+  const t = toTensor(x, "max");
+  return applyOp1(maxOp, [t], reduceAttrs("max", t, axis, keepDims));
+}
+
+/** Minimum; NaN propagates; the gradient is shared evenly between tied minima. */
+export function min(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
+  const t = toTensor(x, "min");
+  return applyOp1(minOp, [t], reduceAttrs("min", t, axis, keepDims));
+}
+
+// ---------------------------------------------------------------------------------------
+// argMax, argMin
+
+export interface ArgReduceAttrs {
+  /** Normalized axis, or null for the index into the flattened tensor. */
+  axis: number | null;
+  keepDims: boolean;
+}
+
+function argShape(shape: Shape, attrs: ArgReduceAttrs): number[] {
+  if (attrs.axis === null) return attrs.keepDims ? shape.map(() => 1) : [];
+  return reducedShape(shape, [attrs.axis], attrs.keepDims);
+}
+
+function defineArgReduction(name: string, kind: "max" | "min"): OpDef<ArgReduceAttrs> {
+  return defineOp<ArgReduceAttrs>({
+    name,
+    family: "reduce",
+    inputs: ["x"],
+    infer(inputs, attrs) {
+      const x = inputs[0]!;
+      checkNonEmpty(name, x.shape, attrs.axis === null ? x.shape.map((_, i) => i) : [attrs.axis]);
+      return [{ shape: argShape(x.shape, attrs), dtype: "int32" }];
+    },
+    kernel(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const out = new Int32Array(sizeOf(outs[0]!.shape));
+      let outer = 1,
+        red = x.size,
+        inner = 1;
+      if (attrs.axis !== null) {
+        red = x.shape[attrs.axis]!;
+        for (let i = 0; i < attrs.axis; i++) outer *= x.shape[i]!;
+        for (let i = attrs.axis + 1; i < x.rank; i++) inner *= x.shape[i]!;
+      }
+      if (out.length > 0) argReduce(kind, x.concrete(), outer, red, inner, out);
+      return [out];
+    },
+  });
+}
+
+export const argMaxOp = defineArgReduction("argMax", "max");
+export const argMinOp = defineArgReduction("argMin", "min");
+
+function argAttrs(op: string, x: Tensor, axis: number | null | undefined, keepDims: boolean): ArgReduceAttrs {
+  if (Array.isArray(axis)) throw new ValueError(`takes a single axis (or null for the flattened tensor), got ${JSON.stringify(axis)}`, op);
+  if (keepDims !== undefined && typeof keepDims !== "boolean") throw new ValueError(`keepDims must be a boolean, got ${String(keepDims)}`, op);
+  return { axis: axis === null || axis === undefined ? null : normalizeAxis(op, axis, x.rank), keepDims: !!keepDims };
+}
+
+/**
+ * Index (int32) of the maximum along `axis` (null/undefined: into the flattened tensor).
+ * Ties give the first occurrence; NaN counts as the maximum. Not differentiable.
+ */
+export function argMax(x: TensorLike, axis: number | null = null, keepDims = false): Tensor {
+  const t = toTensor(x, "argMax");
+  return applyOp1(argMaxOp, [t], argAttrs("argMax", t, axis, keepDims));
+}
+
+/** Index (int32) of the minimum along `axis`; ties give the first occurrence; NaN counts as the minimum. */
+export function argMin(x: TensorLike, axis: number | null = null, keepDims = false): Tensor {
+  const t = toTensor(x, "argMin");
+  return applyOp1(argMinOp, [t], argAttrs("argMin", t, axis, keepDims));
+}
+
+// ---------------------------------------------------------------------------------------
+// logSumExp, variance
+
+export const logSumExpOp = defineReduction("logSumExp", logSumExpAxes, floatDtype, (ctx, cts) => {
+  const x = ctx.inputs[0]!;
+  const axes = ctx.attrs.axes;
+  const y = keptCotangent(ctx.outputs[0]!, x, axes);
+  return [mul(keptCotangent(cts[0]!, x, axes), exp(sub(x, y)))];
+});
+
+/** log(sum(exp(x))), computed stably (shifted by the max); its gradient is softmax(x) * dy. */
+export function logSumExp(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
+  const t = toTensor(x, "logSumExp");
+  checkNotBool("logSumExp", t.dtype);
+  return applyOp1(logSumExpOp, [t], reduceAttrs("logSumExp", t, axis, keepDims));
+}
+
+export const varianceOp = defineReduction("variance", varianceAxes, floatDtype, (ctx, cts) => {
+  const x = ctx.inputs[0]!;
+  const axes = ctx.attrs.axes;
+  const n = reductionCount(x.shape, axes);
+  const centered = sub(x, mean(x, axes, true));
+  return [mul(keptCotangent(cts[0]!, x, axes), mul(centered, 2 / n))];
+});
+
+/** Population variance (mean of squared deviations from the mean); integers give float32. */
+export function variance(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
+  const t = toTensor(x, "variance");
+  checkNotBool("variance", t.dtype);
+  return applyOp1(varianceOp, [t], reduceAttrs("variance", t, axis, keepDims));
+}
+
+// ---------------------------------------------------------------------------------------
+// any, all
+
+export const anyOp = defineReduction("any", "any", () => "bool");
+export const allOp = defineReduction("all", "all", () => "bool");
+
+/** True where any element of the group is non-zero (NaN counts as true). */
+export function any(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
+  const t = toTensor(x, "any");
+  return applyOp1(anyOp, [t], reduceAttrs("any", t, axis, keepDims));
+}
+
+/** True where every element of the group is non-zero (NaN counts as true). */
+export function all(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
+  const t = toTensor(x, "all");
+  return applyOp1(allOp, [t], reduceAttrs("all", t, axis, keepDims));
+}
+
+// ---------------------------------------------------------------------------------------
+// cumsum
+
+export interface CumsumAttrs {
+  /** Normalized axis. */
+  axis: number;
+  exclusive: boolean;
+  reverse: boolean;
+}
+
+export interface CumsumOptions {
+  /** Each output excludes its own element (starts from 0). */
+  exclusive?: boolean;
+  /** Accumulate from the end of the axis. */
+  reverse?: boolean;
+}
+
+export const cumsumOp = defineOp<CumsumAttrs>({
+  name: "cumsum",
+  family: "reduce",
+  inputs: ["x"],
+  infer(inputs) {
+    const x = inputs[0]!;
+    return [{ shape: x.shape, dtype: sumDtype(x.dtype) }];
+  },
+  kernel(inputs, attrs, outs) {
+    const x = inputs[0]!;
+    const out = allocStorage(outs[0]!.dtype, x.size);
+    let outer = 1,
+      inner = 1;
+    for (let i = 0; i < attrs.axis; i++) outer *= x.shape[i]!;
+    for (let i = attrs.axis + 1; i < x.rank; i++) inner *= x.shape[i]!;
+    if (out.length > 0) cumsum3(x.concrete(), out, outer, x.shape[attrs.axis]!, inner, attrs.exclusive, attrs.reverse);
+    return [out];
+  },
+  vjp(ctx, cts) {
+    const { axis, exclusive, reverse } = ctx.attrs;
+    return [cumsum(cts[0]!, axis, { exclusive, reverse: !reverse })];
+  },
+});
+
+/**
+ * Cumulative sum along `axis` (null/undefined: over the flattened tensor, giving 1-D, as in
+ * NumPy). `exclusive`: each output leaves out its own element; `reverse`: from the end.
+ */
+export function cumsum(x: TensorLike, axis: number | null = null, options: CumsumOptions = {}): Tensor {
+  let t = toTensor(x, "cumsum");
+  if (Array.isArray(axis)) throw new ValueError(`takes a single axis, got ${JSON.stringify(axis)}`, "cumsum");
+  if (axis === null || axis === undefined) {
+    if (t.rank !== 1) t = reshape(t, [t.size]);
+    axis = 0;
+  }
+  const a = normalizeAxis("cumsum", axis, t.rank);
+  return applyOp1(cumsumOp, [t], { axis: a, exclusive: !!options.exclusive, reverse: !!options.reverse });
+}
+
+// ---------------------------------------------------------------------------------------
 
 /** Sums `x` down to `shape` (the inverse of broadcasting; used by gradients). */
 export function sumTo(x: Tensor, shape: Shape): Tensor {
@@ -86,9 +383,24 @@ export function checkNumericDtype(op: string, d: DType): void {
   if (d === "bool") throw new DtypeError(`does not accept bool inputs`, op);
 }
 
+function checkNotBool(op: string, d: DType): void {
+  if (d === "bool") throw new DtypeError(`does not accept bool inputs (cast to a number type first)`, op);
+}
+
 declare module "../core/tensor.js" {
   interface Tensor {
     sum(axis?: AxisArg, keepDims?: boolean): Tensor;
+    mean(axis?: AxisArg, keepDims?: boolean): Tensor;
+    prod(axis?: AxisArg, keepDims?: boolean): Tensor;
+    max(axis?: AxisArg, keepDims?: boolean): Tensor;
+    min(axis?: AxisArg, keepDims?: boolean): Tensor;
+    argMax(axis?: number | null, keepDims?: boolean): Tensor;
+    argMin(axis?: number | null, keepDims?: boolean): Tensor;
+    logSumExp(axis?: AxisArg, keepDims?: boolean): Tensor;
+    variance(axis?: AxisArg, keepDims?: boolean): Tensor;
+    any(axis?: AxisArg, keepDims?: boolean): Tensor;
+    all(axis?: AxisArg, keepDims?: boolean): Tensor;
+    cumsum(axis?: number | null, options?: CumsumOptions): Tensor;
   }
 }
-installMethods({ sum });
+installMethods({ sum, mean, prod, max, min, argMax, argMin, logSumExp, variance, any, all, cumsum });

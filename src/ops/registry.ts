@@ -8,6 +8,12 @@ import type { Tensor } from "../core/tensor.js";
 import { Tensor as TensorClass } from "../core/tensor.js";
 import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
 import { ValueError } from "../core/errors.js";
+import { currentDevice } from "../core/device.js";
+
+/** Moves a tensor to another device (all devices share host memory today: the storage is shared). */
+export function copyToDevice(t: Tensor, device: string): Tensor {
+  return new TensorClass(t.concrete(), t.shape, t.dtype, device);
+}
 
 export interface TensorType {
   readonly dtype: DType;
@@ -90,6 +96,8 @@ export function applyOp1<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor {
 /** Eager execution: infer, run the kernel, wrap the storage. */
 setEagerHandler({
   run(def, inputs, attrs) {
+    const dev = currentDevice();
+    for (let i = 0; i < inputs.length; i++) if (inputs[i]!.device !== dev) inputs[i] = copyToDevice(inputs[i]!, dev);
     const types = def.infer(inputs, attrs);
     const data = def.kernel(inputs, attrs, types);
     const outs = new Array<Tensor>(types.length);

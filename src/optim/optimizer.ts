@@ -27,6 +27,7 @@ import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { GradientTape } from "../ad/tape.js";
 import { zerosLikeTensor } from "../ops/fill.js";
+import "../ops/variable-updates.js";
 
 /** A constant learning rate, or a schedule: the rate for a given step (0 for the first step). */
 export type LearningRate = number | ((step: number) => number);
@@ -118,7 +119,7 @@ export abstract class Optimizer {
         const v = variables[i]!;
         const gt = g instanceof Variable ? g.peek() : g;
         const t = (this.counts.get(v) ?? 0) + 1;
-        v.setValue(this.updateOne(v, v.peek(), gt, lr, t), op);
+        v.assign(this.updateOne(v, v.peek(), gt, lr, t));
         this.counts.set(v, t);
       }
     });

@@ -5,5 +5,6 @@ import { cases as reduce } from "./reduce.js";
 import { cases as shape } from "./shape.js";
 import { cases as linalg } from "./linalg.js";
 import { cases as nn } from "./nn.js";
+import { cases as host } from "./host.js";
 
-export const allCases: GradCase[] = [...elementwise, ...reduce, ...shape, ...linalg, ...nn];
+export const allCases: GradCase[] = [...elementwise, ...reduce, ...shape, ...linalg, ...nn, ...host];

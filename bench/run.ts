@@ -1,0 +1,96 @@
+// `npm run bench`: every benchmark in one process, printed as one table of ratios against
+// peers measured in the same run (ratio > 1 means Stagecraft is better: faster or higher
+// throughput), and written to bench/results.json (machine, node version, rows).
+// `npm run bench -- dispatch` runs only the named suites and updates only their rows.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
+import { fileURLToPath } from "node:url";
+import { benchDispatch, type Row } from "./dispatch.js";
+
+interface Suite {
+  name: string;
+  file: string;
+  run: () => Promise<Row[]>;
+}
+
+const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
+
+const suites: Suite[] = [
+  { name: "dispatch", file: "dispatch.ts", run: benchDispatch },
+  {
+    name: "matmul",
+    file: "matmul.ts",
+    run: async () => {
+      const mod = (await import("./matmul.js")) as { benchMatmul?: () => Promise<Row[]> };
+      if (typeof mod.benchMatmul !== "function") throw new Error("bench/matmul.ts does not export benchMatmul()");
+      return mod.benchMatmul();
+    },
+  },
+];
+
+function fmt(x: number): string {
+  if (!Number.isFinite(x)) return String(x);
+  const a = Math.abs(x);
+  return a >= 100 ? x.toFixed(1) : a >= 1 ? x.toFixed(2) : x.toFixed(3);
+}
+
+function printTable(rows: Row[]): void {
+  const w = Math.max(9, ...rows.map((r) => r.name.length)) + 2;
+  const p = Math.max(4, ...rows.map((r) => r.peer.length)) + 2;
+  console.log("benchmark".padEnd(w) + "peer".padEnd(p) + "ours".padStart(10) + "theirs".padStart(10) + "  unit      " + "ratio".padStart(7));
+  for (const r of rows) {
+    console.log(r.name.padEnd(w) + r.peer.padEnd(p) + fmt(r.ours).padStart(10) + fmt(r.theirs).padStart(10) + "  " + r.unit.padEnd(8) + (r.ratio.toFixed(2) + "x").padStart(9));
+  }
+}
+
+const machine = {
+  cpu: cpus()[0]?.model ?? "unknown",
+  cores: cpus().length,
+  memoryGiB: Math.round(totalmem() / 2 ** 30),
+  node: process.version,
+  platform: `${process.platform}-${process.arch}`,
+};
+console.log(`Stagecraft benchmarks on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, node ${machine.node}`);
+
+type SuiteRow = Row & { suite: string; measured: string };
+const rows: SuiteRow[] = [];
+const ran = new Set<string>();
+const failures: string[] = [];
+const only = process.argv.slice(2);
+for (const s of suites) {
+  if (only.length > 0 && !only.includes(s.name)) continue;
+  if (!existsSync(here(s.file))) {
+    console.log(`(skipping ${s.name}: bench/${s.file} is not there)`);
+    continue;
+  }
+  const t = performance.now();
+  try {
+    const r = await s.run();
+    rows.push(...r.map((row) => ({ suite: s.name, measured: new Date().toISOString(), ...row })));
+    ran.add(s.name);
+    console.log(`${s.name}: ${r.length} rows in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  } catch (e) {
+    failures.push(`${s.name}: ${(e as Error).stack ?? String(e)}`);
+    console.error(`${s.name} FAILED: ${(e as Error).message}`);
+  }
+}
+console.log("");
+printTable(rows);
+// Rows of suites that did not run this time (a subset was asked for, or one failed) are kept.
+const resultsPath = here("results.json");
+let kept: SuiteRow[] = [];
+if (existsSync(resultsPath)) {
+  try {
+    const old = JSON.parse(readFileSync(resultsPath, "utf8")) as { rows?: SuiteRow[] };
+    kept = (old.rows ?? []).filter((r) => typeof r.suite === "string" && !ran.has(r.suite));
+  } catch {
+    kept = [];
+  }
+}
+const all = [...rows, ...kept].sort((a, b) => suites.findIndex((s) => s.name === a.suite) - suites.findIndex((s) => s.name === b.suite));
+writeFileSync(resultsPath, JSON.stringify({ date: new Date().toISOString(), machine, rows: all }, null, 2) + "\n");
+console.log(`\nwrote bench/results.json`);
+if (failures.length > 0) {
+  console.error(`\n${failures.length} benchmark suite(s) failed:\n${failures.join("\n")}`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,46 @@
+/**
+ * Devices. Every tensor knows its device; ops run on the device of the innermost
+ * `device(name, fn)` scope (default: the first registered), and inputs that live elsewhere
+ * are copied there transparently. Only the CPU exists today: the abstraction keeps the
+ * rest of the code from assuming it.
+ */
+import { ValueError } from "./errors.js";
+
+export interface DeviceInfo {
+  /** Full name, e.g. "cpu:0". */
+  name: string;
+  /** Kind of backend, e.g. "cpu". */
+  kind: string;
+  description: string;
+}
+
+const devices: DeviceInfo[] = [{ name: "cpu:0", kind: "cpu", description: "CPU (TypeScript kernels, WebAssembly SIMD, worker threads)" }];
+const scope: string[] = [];
+
+export function listDevices(): DeviceInfo[] {
+  return devices.map((d) => ({ ...d }));
+}
+
+/** Resolves "cpu", "cpu:0", "/device:CPU:0" to a registered device name. */
+export function resolveDevice(name: string): string {
+  const n = name.toLowerCase().replace(/^\/?device:/, "");
+  const full = n.includes(":") ? n : `${n}:0`;
+  const d = devices.find((x) => x.name === full);
+  if (!d) throw new ValueError(`unknown device ${JSON.stringify(name)}; available: ${devices.map((x) => x.name).join(", ")}`, "device");
+  return d.name;
+}
+
+/** The device new tensors are placed on. */
+export function currentDevice(): string {
+  return scope.length > 0 ? scope[scope.length - 1]! : devices[0]!.name;
+}
+
+/** Runs `fn` with ops placed on device `name`. */
+export function device<T>(name: string, fn: () => T): T {
+  scope.push(resolveDevice(name));
+  try {
+    return fn();
+  } finally {
+    scope.pop();
+  }
+}

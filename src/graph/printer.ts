@@ -1,0 +1,166 @@
+/**
+ * The readable text form of graphs. Values are numbered canonically per function: the
+ * graph's inputs first, then each node's outputs in order; a region's values continue the
+ * count right after the outputs of the node that owns it (textual order), so the numbering
+ * does not depend on the global value ids. Unknown dimensions print as `?`.
+ *
+ *   graph f(%0 arg0: float32[2, 3], %1 capture_0: float32[3]) -> (output_0: float32[?, 3]) {
+ *     %2: float32[2, 3] = add(%0, %1)
+ *     %3: float32[?, 3] = sum(%2) {axes: [0], keepDims: false}
+ *     return %3
+ *   }
+ */
+import type { FunctionLibrary, Graph, Node, Value, ValueType } from "./ir.js";
+
+/**
+ * Canonical numbers of every value defined in `g` and its regions (inputs, then node outputs,
+ * then the node's regions, depth first). A value defined twice keeps its first number.
+ */
+export function numberValues(g: Graph): Map<Value, number> {
+  const numbers = new Map<Value, number>();
+  let next = 0;
+  const def = (v: Value) => {
+    if (!numbers.has(v)) numbers.set(v, next++);
+  };
+  const walk = (graph: Graph) => {
+    for (const v of graph.inputs) def(v);
+    for (const n of graph.nodes) {
+      for (const v of n.outputs) def(v);
+      for (const r of n.regions) walk(r);
+    }
+  };
+  walk(g);
+  return numbers;
+}
+
+export function formatDim(d: number): string {
+  return d < 0 ? "?" : String(d);
+}
+
+/** `float32[2, ?]`; a scalar is `float32[]`. */
+export function formatType(t: ValueType): string {
+  return `${t.dtype}[${t.shape.map(formatDim).join(", ")}]`;
+}
+
+const IDENT = /^[A-Za-z_$][\w$]*$/;
+
+function isPlainObject(x: unknown): x is Record<string, unknown> {
+  if (x === null || typeof x !== "object") return false;
+  const p = Object.getPrototypeOf(x);
+  return p === Object.prototype || p === null;
+}
+
+function isVariableLike(x: unknown): x is { name: string; variableId: number } {
+  return x !== null && typeof x === "object" && typeof (x as { variableId?: unknown }).variableId === "number" && typeof (x as { name?: unknown }).name === "string";
+}
+
+export function formatNumber(n: number): string {
+  return Object.is(n, -0) ? "-0" : String(n);
+}
+
+/** Compact, JS-like text of an attribute value (Variables print as their name). */
+export function formatAttrValue(x: unknown): string {
+  if (x === undefined) return "undefined";
+  if (x === null) return "null";
+  if (typeof x === "number") return formatNumber(x);
+  if (typeof x === "string") return JSON.stringify(x);
+  if (typeof x === "boolean") return String(x);
+  if (typeof x === "bigint") return `${x}n`;
+  if (Array.isArray(x)) return `[${x.map(formatAttrValue).join(", ")}]`;
+  if (ArrayBuffer.isView(x) && !(x instanceof DataView)) {
+    const arr = x as unknown as ArrayLike<number>;
+    return `${x.constructor.name}[${Array.from(arr, (v) => formatNumber(Number(v))).join(", ")}]`;
+  }
+  if (isVariableLike(x)) return x.name;
+  if (isPlainObject(x)) return formatAttrs(x);
+  if (typeof x === "function") return `<function ${x.name || "anonymous"}>`;
+  return `<${(x as object).constructor?.name ?? "object"}>`;
+}
+
+function formatKey(k: string): string {
+  return IDENT.test(k) ? k : JSON.stringify(k);
+}
+
+/** `{axes: [0], keepDims: false}`. */
+export function formatAttrs(attrs: Record<string, unknown>): string {
+  const keys = Object.keys(attrs);
+  if (keys.length === 0) return "{}";
+  return `{${keys.map((k) => `${formatKey(k)}: ${formatAttrValue(attrs[k])}`).join(", ")}}`;
+}
+
+function regionLabel(node: Node, i: number): string {
+  if (node.op === "cond") return i === 0 ? "then" : i === 1 ? "else" : `region${i}`;
+  if (node.op === "while") return i === 0 ? "cond" : i === 1 ? "body" : `region${i}`;
+  return `region${i}`;
+}
+
+function formatName(name: string): string {
+  return IDENT.test(name) ? name : JSON.stringify(name);
+}
+
+class Printer {
+  readonly lines: string[] = [];
+  constructor(private readonly numbers: Map<Value, number>) {}
+
+  ref(v: Value): string {
+    const n = this.numbers.get(v);
+    return n === undefined ? `%<undefined #${v.id}>` : `%${n}`;
+  }
+
+  header(keyword: string, g: Graph): string {
+    const ins = g.inputs.map((v, i) => `${this.ref(v)} ${formatName(g.inputNames[i] ?? v.name ?? `input_${i}`)}: ${formatType(v.type)}`);
+    const outs = g.outputs.map((v, i) => `${formatName(g.outputNames[i] ?? `output_${i}`)}: ${formatType(v.type)}`);
+    return `${keyword}${keyword ? " " : ""}${formatName(g.name)}(${ins.join(", ")}) -> (${outs.join(", ")}) {`;
+  }
+
+  body(g: Graph, indent: string): void {
+    for (const node of g.nodes) this.node(node, indent);
+    this.lines.push(`${indent}return${g.outputs.length > 0 ? " " : ""}${g.outputs.map((v) => this.ref(v)).join(", ")}`);
+  }
+
+  node(node: Node, indent: string): void {
+    const lhs =
+      node.outputs.length === 0 ? "" : `${node.outputs.map((v) => `${this.ref(v)}: ${formatType(v.type)}`).join(", ")} = `;
+    let attrs = node.attrs ?? {};
+    let op = formatName(node.op);
+    if (node.op === "call" && typeof attrs.callee === "string") {
+      op = `call @${formatName(attrs.callee)}`;
+      const { callee: _callee, ...rest } = attrs;
+      attrs = rest;
+    }
+    const attrText = Object.keys(attrs).length > 0 ? ` ${formatAttrs(attrs)}` : "";
+    const head = `${indent}${lhs}${op}(${node.inputs.map((v) => this.ref(v)).join(", ")})${attrText}`;
+    if (node.regions.length === 0) {
+      this.lines.push(head);
+      return;
+    }
+    this.lines.push(`${head} {`);
+    node.regions.forEach((r, i) => {
+      this.lines.push(`${indent}  ${this.header(regionLabel(node, i), r)}`);
+      this.body(r, indent + "    ");
+      this.lines.push(`${indent}  }`);
+    });
+    this.lines.push(`${indent}}`);
+  }
+}
+
+function printWith(keyword: string, g: Graph): string {
+  const p = new Printer(numberValues(g));
+  p.lines.push(p.header(keyword, g));
+  p.body(g, "  ");
+  p.lines.push("}");
+  return p.lines.join("\n");
+}
+
+/** The graph as readable text (see the module comment for the format). */
+export function printGraph(g: Graph): string {
+  return printWith("graph", g);
+}
+
+/** `root` (if given) followed by every other function of the library, separated by blank lines. */
+export function printLibrary(lib: FunctionLibrary, root?: Graph): string {
+  const parts: string[] = [];
+  if (root) parts.push(printGraph(root));
+  for (const [, g] of lib.functions) if (g !== root) parts.push(printWith("function", g));
+  return parts.join("\n\n");
+}

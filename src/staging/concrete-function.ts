@@ -1,0 +1,76 @@
+/**
+ * A concrete function: one traced graph for one input signature, with its captures, its
+ * function library, and how to rebuild the caller's output structure. Calling it runs the
+ * graph on an executor (compiled once per concrete input shapes).
+ */
+import type { Tensor } from "../core/tensor.js";
+import type { FunctionLibrary, Graph } from "../graph/ir.js";
+import type { Capture } from "./trace-context.js";
+import { printGraph } from "../graph/printer.js";
+import { toSExpr } from "../graph/sexpr.js";
+import { interpret } from "../exec/interpreter.js";
+import { mapStructure, type Structure } from "../ad/structure.js";
+
+/** A tensor output of the function, by index into the graph's outputs. */
+export class OutputLeaf {
+  constructor(readonly index: number) {}
+}
+/** A JS value the function returned (fixed at trace time). */
+export class ConstantLeaf {
+  constructor(readonly value: unknown) {}
+}
+
+/** Output structure: tensor leaves become OutputLeaf, JS values ConstantLeaf. */
+export type OutputTemplate = Structure<OutputLeaf | ConstantLeaf>;
+
+export type Executor = (graph: Graph, inputs: Tensor[], library: FunctionLibrary) => Tensor[];
+
+let defaultExecutor: Executor = (g, inputs, library) => interpret(g, inputs, { library });
+
+/** @internal Installs the default executor (exec/compile.ts registers the compiled one). */
+export function setDefaultExecutor(e: Executor): void {
+  defaultExecutor = e;
+}
+
+export class ConcreteFunction {
+  constructor(
+    readonly graph: Graph,
+    readonly library: FunctionLibrary,
+    readonly captures: Capture[],
+    readonly outputTemplate: OutputTemplate,
+    /** Number of graph inputs that are the caller's tensor arguments (captures follow). */
+    readonly numArgInputs: number,
+  ) {}
+
+  get name(): string {
+    return this.graph.name;
+  }
+
+  /** Runs the graph on the caller's tensor arguments; returns the flat outputs. */
+  callFlat(args: Tensor[], executor: Executor = defaultExecutor): Tensor[] {
+    const inputs = args.concat(this.captureValues());
+    return executor(this.graph, inputs, this.library);
+  }
+
+  /** The current values of the captured inputs (a variable input reads its value now). */
+  captureValues(): Tensor[] {
+    return this.captures.map((c) => (c.variable ? c.variable.storedValue : c.tensor));
+  }
+
+  /** Rebuilds the function's return structure from flat outputs. */
+  structureOutputs(flat: Tensor[]): any {
+    return mapStructure(this.outputTemplate, (leaf) => (leaf instanceof OutputLeaf ? flat[leaf.index] : leaf.value));
+  }
+
+  /** The graph (and the functions it calls) as readable text. */
+  toString(): string {
+    const parts = [printGraph(this.graph)];
+    for (const g of this.library.functions.values()) if (g !== this.graph) parts.push(printGraph(g));
+    return parts.join("\n\n");
+  }
+
+  /** The graph and its library as S-expressions (graph/sexpr.ts reads them back). */
+  toSExpr(): string {
+    return toSExpr(this.graph, this.library);
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * Replays a graph through the op API: every node is issued again to the current handler
+ * (eager kernels, another trace, and any recording tapes). This turns a graph back into a
+ * JavaScript function, which is how staged gradients and graph inlining reuse everything
+ * else: the tape differentiates a replay, a trace of a replay copies a graph.
+ */
+import type { Tensor } from "../core/tensor.js";
+import type { Variable } from "../core/variable.js";
+import { ValueError } from "../core/errors.js";
+import { applyOp, getOp } from "../ops/registry.js";
+import type { FunctionLibrary, Graph } from "../graph/ir.js";
+import { cond, whileLoop } from "./control-flow.js";
+
+export function replay(graph: Graph, library: FunctionLibrary, inputs: Tensor[]): Tensor[] {
+  if (inputs.length !== graph.inputs.length) {
+    throw new ValueError(`graph ${graph.name} takes ${graph.inputs.length} inputs, got ${inputs.length}`, "replay");
+  }
+  const values = new Map<number, Tensor>();
+  graph.inputs.forEach((v, i) => values.set(v.id, inputs[i]!));
+  for (const node of graph.nodes) {
+    const args = node.inputs.map((v) => values.get(v.id)!);
+    let outs: Tensor[];
+    switch (node.op) {
+      case "readVariable":
+        outs = [(node.attrs.variable as Variable).read()];
+        break;
+      case "assignVariable":
+        (node.attrs.variable as Variable).assign(args[0]!);
+        outs = [];
+        break;
+      case "call":
+        outs = replay(library.get(node.attrs.callee as string), library, args);
+        break;
+      case "cond": {
+        const [pred, ...operands] = args;
+        const [thenG, elseG] = node.regions as [Graph, Graph];
+        outs = cond(pred!, () => replay(thenG, library, operands), () => replay(elseG, library, operands));
+        break;
+      }
+      case "while": {
+        const n = node.attrs.numLoopVars as number;
+        const inv = args.slice(n);
+        const [condG, bodyG] = node.regions as [Graph, Graph];
+        const max = node.attrs.maxIterations as number | undefined;
+        outs = whileLoop(
+          (...vars) => replay(condG, library, [...vars, ...inv])[0]!,
+          (...vars) => replay(bodyG, library, [...vars, ...inv]),
+          args.slice(0, n),
+          max === undefined ? {} : { maxIterations: max },
+        );
+        break;
+      }
+      default:
+        outs = applyOp(getOp(node.op), args, node.attrs);
+    }
+    node.outputs.forEach((v, i) => values.set(v.id, outs[i]!));
+  }
+  return graph.outputs.map((v) => values.get(v.id)!);
+}
