@@ -218,3 +218,19 @@ test("devices: listDevices, device scopes, tensors know their device", () => {
   assert.equal(t.device, "cpu:0");
   assert.throws(() => sc.device("gpu:3", () => 0), sc.ValueError);
 });
+
+test("scan threads a carry over the leading axis, eagerly and staged", () => {
+  const xs = sc.tensor([[1, 2], [3, 4], [5, 6]]);
+  const step = (carry: sc.Tensor[], x: sc.Tensor): [sc.Tensor[], sc.Tensor] => {
+    const s = carry[0]!.add(x);
+    return [[s], s.mul(10)];
+  };
+  const [[c], ys] = sc.scan(step, [sc.zeros([2])], xs);
+  assert.deepEqual(c!.arraySync(), [9, 12]);
+  assert.deepEqual(ys.arraySync(), [[10, 20], [40, 60], [90, 120]]);
+  const staged = sc.stage((x: sc.Tensor) => sc.scan(step, [sc.zeros([2])], x));
+  const [[c2], ys2] = staged(xs);
+  assert.deepEqual(c2!.arraySync(), [9, 12]);
+  assert.deepEqual(ys2.arraySync(), ys.arraySync());
+  assert.ok(staged.concrete(xs).graph.nodes.some((n) => n.op === "while"));
+});

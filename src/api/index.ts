@@ -8,7 +8,7 @@ export { GradientTape, type GradientTapeOptions } from "../ad/tape.js";
 export { grad, valueAndGrad, vjp, customGradient, type GradOptions, type CustomGradientResult } from "../ad/functional.js";
 export { stage, type StageOptions, type StagedFunction } from "../staging/stage.js";
 export { spec, TensorSpec } from "../staging/signature.js";
-export { cond, whileLoop, type WhileOptions } from "../staging/control-flow.js";
+export { cond, whileLoop, scan, type WhileOptions } from "../staging/control-flow.js";
 export { hostCall, print, initScope } from "../staging/host.js";
 export { ConcreteFunction } from "../staging/concrete-function.js";
 export { StagingError } from "../staging/trace-context.js";

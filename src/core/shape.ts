@@ -1,7 +1,24 @@
 /** Shapes, strides, axes and NumPy broadcasting. */
 import { ShapeError } from "./errors.js";
 
+/**
+ * A shape. While a function is staged with `inputSignature` null dims, a dimension may be
+ * unknown: UNKNOWN (-1). Shape rules treat an unknown dim as compatible with any size and
+ * propagate it; executors re-run the rules with concrete shapes, so kernels never see it.
+ */
 export type Shape = readonly number[];
+
+export const UNKNOWN = -1;
+
+export function hasUnknownDims(shape: Shape): boolean {
+  for (let i = 0; i < shape.length; i++) if (shape[i]! < 0) return true;
+  return false;
+}
+
+/** Dimension equality where an unknown dim matches anything. */
+export function dimsCompatible(a: number, b: number): boolean {
+  return a === b || a < 0 || b < 0;
+}
 
 export function sizeOf(shape: Shape): number {
   let n = 1;
@@ -55,6 +72,7 @@ export function broadcastShapes(op: string, a: Shape, b: Shape): number[] {
     const db = i < n - b.length ? 1 : b[i - (n - b.length)]!;
     if (da === db || db === 1) out[i] = da;
     else if (da === 1) out[i] = db;
+    else if (da < 0 || db < 0) out[i] = da < 0 ? db : da; // an unknown dim (staging) matches any size
     else throw new ShapeError(`shapes ${fmtShape(a)} and ${fmtShape(b)} cannot be broadcast together (dimension ${i}: ${da} vs ${db})`, op);
   }
   return out;

@@ -8,10 +8,14 @@ import { Tensor } from "../core/tensor.js";
 import { currentHandler, withHandler } from "../core/context.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
-import type { Graph, Value, ValueType } from "../graph/ir.js";
+import type { Value, ValueType } from "../graph/ir.js";
 import { leaves, mapStructure, type Structure } from "../ad/structure.js";
 import { TraceContext, type SymbolRef } from "./trace-context.js";
-import { toTensor } from "../ops/convert.js";
+import { scalarOf, toTensor } from "../ops/convert.js";
+import { expandDims, gather, reshape, scatterAdd, stack, unstack } from "../ops/shape.js";
+import { add } from "../ops/binary.js";
+import { less } from "../ops/compare.js";
+import { full } from "../ops/fill.js";
 
 function activeTrace(): TraceContext | null {
   const h = currentHandler();
@@ -177,4 +181,51 @@ function checkBody(out: unknown, prev: { dtype: string; shape: readonly number[]
   });
 }
 
-export type { Graph };
+
+/**
+ * scan(fn, init, xs): loops over the leading axis of `xs`, threading a carry:
+ *   [carry, y_i] = fn(carry, xs[i]);  returns [finalCarry, stack(y_0 .. y_{n-1})].
+ * `carry` is an array of tensors. Eagerly it runs the loop; staged it becomes a while loop
+ * whose outputs are accumulated into a preallocated buffer.
+ */
+export function scan(fn: (carry: Tensor[], x: Tensor) => [Tensor[], Tensor], init: Tensor[], xs: Tensor): [Tensor[], Tensor] {
+  const xsT = toTensor(xs, "scan");
+  if (xsT.rank < 1) throw new ShapeError(`xs must have a leading axis to scan over, got shape ${fmtShape(xsT.shape)}`, "scan");
+  const carry0 = init.map((c) => toTensor(c, "scan"));
+  const ctx = activeTrace();
+  if (!ctx) {
+    let carry = carry0;
+    const ys: Tensor[] = [];
+    for (const x of unstack(xsT, 0)) {
+      const [next, y] = fn(carry, x);
+      carry = checkBody(next, carry, {});
+      ys.push(toTensor(y, "scan"));
+    }
+    if (ys.length === 0) throw new ShapeError("cannot scan over an empty leading axis eagerly (the output shape is unknown)", "scan");
+    return [carry, stack(ys, 0)];
+  }
+  const n = xsT.shape[0]!;
+  if (n < 0) throw new ShapeError(`scan needs a known length for the leading axis of xs while staging, got ${fmtShape(xsT.shape)}`, "scan");
+  // One probe trace (discarded) tells the type of y, which sizes the output buffer.
+  const probe = traceRegion(ctx, "scan_probe", [...carry0.map((c) => ({ dtype: c.dtype, shape: c.shape })), { dtype: xsT.dtype, shape: xsT.shape.slice(1) }], (...xs2) =>
+    fn(xs2.slice(0, carry0.length), xs2[carry0.length]!),
+  );
+  const yProbe = toTensor(probe.result[1], "scan");
+  const buffer0 = zerosLikeShape([n, ...yProbe.shape], yProbe.dtype);
+  const outs = whileLoop(
+    (i) => less(i, n),
+    (i, ...rest) => {
+      const carry = rest.slice(0, carry0.length);
+      const buf = rest[carry0.length]!;
+      const [next, y] = fn(carry, gather(xsT, i!, 0));
+      const idx = reshape(i!, [1]);
+      return [add(i!, 1), ...next, scatterAdd(buf, idx, expandDims(toTensor(y, "scan"), 0), 0)];
+    },
+    [scalarOf(0, "int32"), ...carry0, buffer0],
+  );
+  return [outs.slice(1, 1 + carry0.length), outs[1 + carry0.length]!];
+}
+
+function zerosLikeShape(shape: number[], dtype: Tensor["dtype"]): Tensor {
+  return full(shape, 0, dtype);
+}
