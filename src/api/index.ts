@@ -13,3 +13,8 @@ export { hostCall, print, initScope } from "../staging/host.js";
 export { ConcreteFunction } from "../staging/concrete-function.js";
 export { StagingError } from "../staging/trace-context.js";
 export { listDevices, device, type DeviceInfo } from "../core/device.js";
+export { printGraph, printLibrary } from "../graph/printer.js";
+export { toSExpr, parseSExpr } from "../graph/sexpr.js";
+export { graphsEqual } from "../graph/equal.js";
+export { verifyGraph, GraphVerificationError } from "../graph/verify.js";
+export { Graph, Node, Value, FunctionLibrary } from "../graph/ir.js";

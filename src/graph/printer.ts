@@ -63,7 +63,7 @@ export function formatAttrValue(x: unknown): string {
   if (x === undefined) return "undefined";
   if (x === null) return "null";
   if (typeof x === "number") return formatNumber(x);
-  if (typeof x === "string") return JSON.stringify(x);
+  if (typeof x === "string") return quote(x);
   if (typeof x === "boolean") return String(x);
   if (typeof x === "bigint") return `${x}n`;
   if (Array.isArray(x)) return `[${x.map(formatAttrValue).join(", ")}]`;
@@ -77,8 +77,13 @@ export function formatAttrValue(x: unknown): string {
   return `<${(x as object).constructor?.name ?? "object"}>`;
 }
 
+/** A JSON string literal, with the line separators U+2028/U+2029 escaped as well. */
+function quote(s: string): string {
+  return JSON.stringify(s).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
 function formatKey(k: string): string {
-  return IDENT.test(k) ? k : JSON.stringify(k);
+  return IDENT.test(k) ? k : quote(k);
 }
 
 /** `{axes: [0], keepDims: false}`. */
@@ -95,7 +100,7 @@ function regionLabel(node: Node, i: number): string {
 }
 
 function formatName(name: string): string {
-  return IDENT.test(name) ? name : JSON.stringify(name);
+  return IDENT.test(name) ? name : quote(name);
 }
 
 class Printer {
@@ -107,10 +112,12 @@ class Printer {
     return n === undefined ? `%<undefined #${v.id}>` : `%${n}`;
   }
 
-  header(keyword: string, g: Graph): string {
+  /** `graph f(...) -> (...) {`; a region's label stands alone when it is also its name. */
+  header(keyword: string, g: Graph, region = false): string {
     const ins = g.inputs.map((v, i) => `${this.ref(v)} ${formatName(g.inputNames[i] ?? v.name ?? `input_${i}`)}: ${formatType(v.type)}`);
     const outs = g.outputs.map((v, i) => `${formatName(g.outputNames[i] ?? `output_${i}`)}: ${formatType(v.type)}`);
-    return `${keyword}${keyword ? " " : ""}${formatName(g.name)}(${ins.join(", ")}) -> (${outs.join(", ")}) {`;
+    const title = region && keyword === g.name ? keyword : `${keyword} ${formatName(g.name)}`;
+    return `${title}(${ins.join(", ")}) -> (${outs.join(", ")}) {`;
   }
 
   body(g: Graph, indent: string): void {
@@ -136,7 +143,7 @@ class Printer {
     }
     this.lines.push(`${head} {`);
     node.regions.forEach((r, i) => {
-      this.lines.push(`${indent}  ${this.header(regionLabel(node, i), r)}`);
+      this.lines.push(`${indent}  ${this.header(regionLabel(node, i), r, true)}`);
       this.body(r, indent + "    ");
       this.lines.push(`${indent}  }`);
     });

@@ -34,8 +34,13 @@ import { formatNumber, numberValues } from "./printer.js";
 
 const NAME_ATOM = /^[A-Za-z_$][\w$.\-]*$/;
 
+/** A JSON string literal, with the line separators U+2028/U+2029 escaped as well. */
+function quote(s: string): string {
+  return JSON.stringify(s).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
 function writeName(name: string): string {
-  return NAME_ATOM.test(name) ? name : JSON.stringify(name);
+  return NAME_ATOM.test(name) ? name : quote(name);
 }
 
 function isPlainObject(x: unknown): x is Record<string, unknown> {
@@ -65,9 +70,9 @@ function writeAttrValue(x: unknown, where: string): string {
   if (x === null) return "null";
   if (typeof x === "boolean") return String(x);
   if (typeof x === "number") return formatNumber(x);
-  if (typeof x === "string") return JSON.stringify(x);
+  if (typeof x === "string") return quote(x);
   if (Array.isArray(x)) return x.length === 0 ? "(list)" : `(list ${x.map((v, i) => writeAttrValue(v, `${where}[${i}]`)).join(" ")})`;
-  if (isVariableLike(x)) return `(variable ${JSON.stringify(x.name)} ${x.variableId})`;
+  if (isVariableLike(x)) return `(variable ${quote(x.name)} ${x.variableId})`;
   if (ArrayBuffer.isView(x)) {
     const name = x.constructor.name;
     if (TYPED_ARRAYS[name] !== x.constructor) throw new ValueError(`attribute ${where} is a ${name}, which has no S-expression form`, "toSExpr", null);
@@ -464,7 +469,7 @@ class Reader {
     const library = new FunctionLibrary();
     let root: Graph | null = null;
     for (const [i, item] of top.items.slice(1).entries()) {
-      const l = expectList(item, "(graph ...) or (function ...)", top);
+      const l = expectList(item, i === 0 ? "(graph ...) or (function ...)" : "(function ...)", top);
       const head = l.items[0];
       const kw = head && head.kind === "atom" ? head.text : "";
       if (kw === "graph" && i === 0) root = this.graph(l, null);

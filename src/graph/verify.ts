@@ -186,11 +186,36 @@ class Verifier {
     });
   }
 
+  /** hostCall's attributes, checked before its shape rule reads them. */
+  private hostCallAttrs(node: Node, where: string): void {
+    const attrs = node.attrs ?? {};
+    if (typeof attrs.fnId !== "number") this.fail(where, `attrs.fnId must be a number, got ${JSON.stringify(attrs.fnId)}`);
+    const outs = attrs.outputs;
+    const ok = Array.isArray(outs) && outs.every((o: unknown) => o !== null && typeof o === "object" && typeof (o as ValueType).dtype === "string" && Array.isArray((o as ValueType).shape));
+    if (!ok) this.fail(where, `attrs.outputs must be an array of {dtype, shape} output specs, got ${JSON.stringify(outs)}`);
+  }
+
+  /** print's items: text, or the index of one of its inputs. */
+  private printAttrs(node: Node, where: string): void {
+    const items = (node.attrs ?? {}).items;
+    if (!Array.isArray(items)) this.fail(where, "attrs.items must be an array of {text} and {input} items");
+    items.forEach((it: unknown, i) => {
+      const item = it as { text?: unknown; input?: unknown } | null;
+      const ok =
+        item !== null &&
+        typeof item === "object" &&
+        (typeof item.text === "string" || (typeof item.input === "number" && Number.isInteger(item.input) && item.input >= 0 && item.input < node.inputs.length));
+      if (!ok) this.fail(where, `print item ${i} must be {text: string} or {input: k} with k < ${node.inputs.length}, got ${JSON.stringify(it)}`);
+    });
+  }
+
   private node(node: Node, where: string, enclosing: Graph[]): void {
     const attrs = node.attrs ?? {};
     if (!STRUCTURAL_OPS.has(node.op)) {
       const def = registryOp(node.op);
       if (!def) this.fail(where, `unknown op ${JSON.stringify(node.op)} (neither a registry op nor a structural op: ${[...STRUCTURAL_OPS].join(", ")})`);
+      if (node.op === "hostCall") this.hostCallAttrs(node, where);
+      else if (node.op === "print") this.printAttrs(node, where);
       this.registryNode(node, def, where);
       return;
     }
@@ -281,32 +306,8 @@ class Verifier {
         }
         return;
       }
-      case "hostCall": {
-        this.regions(node, 0, [], where, enclosing);
-        if (typeof attrs.fnId !== "number") this.fail(where, `attrs.fnId must be a number, got ${JSON.stringify(attrs.fnId)}`);
-        const def = registryOp("hostCall");
-        if (def) this.registryNode(node, def, where);
-        return;
-      }
-      case "print": {
-        this.regions(node, 0, [], where, enclosing);
-        const items = attrs.items;
-        if (!Array.isArray(items)) this.fail(where, "attrs.items must be an array of {text} and {input} items");
-        items.forEach((it: unknown, i) => {
-          const item = it as { text?: unknown; input?: unknown } | null;
-          const ok =
-            item !== null &&
-            typeof item === "object" &&
-            (typeof item.text === "string" || (typeof item.input === "number" && Number.isInteger(item.input) && item.input >= 0 && item.input < node.inputs.length));
-          if (!ok) this.fail(where, `print item ${i} must be {text: string} or {input: k} with k < ${node.inputs.length}, got ${JSON.stringify(it)}`);
-        });
-        if (node.outputs.length !== 0) this.fail(where, `print has no outputs, got ${node.outputs.length}`);
-        const def = registryOp("print");
-        if (def) this.registryNode(node, def, where);
-        return;
-      }
       default:
-        // Other structural ops (assert): no regions; their attributes are their executors' business.
+        // Structural ops added later: no regions; their attributes are their executors' business.
         this.regions(node, 0, [], where, enclosing);
     }
   }
