@@ -18,3 +18,4 @@ export { toSExpr, parseSExpr } from "../graph/sexpr.js";
 export { graphsEqual } from "../graph/equal.js";
 export { verifyGraph, GraphVerificationError } from "../graph/verify.js";
 export { Graph, Node, Value, FunctionLibrary } from "../graph/ir.js";
+export * as optim from "../optim/index.js";

@@ -13,7 +13,8 @@ function fmtNumber(v: number, dtype: DType, precision: number): string {
   if (Number.isInteger(v) && Math.abs(v) < 1e16) return `${v}.`;
   const a = Math.abs(v);
   if (a !== 0 && (a < 1e-4 || a >= 1e16)) return v.toExponential(precision);
-  return String(Number(v.toFixed(precision)));
+  const rounded = Number(v.toFixed(precision));
+  return Number.isInteger(rounded) ? `${rounded}.` : String(rounded);
 }
 
 export function formatTensor(data: TypedArray, shape: Shape, dtype: DType): string {

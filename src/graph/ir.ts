@@ -80,16 +80,23 @@ export class Graph {
   }
 }
 
+const usedNames = new Map<string, number>();
+
+/** A process-unique function name: `base` the first time, then `base_1`, `base_2`, ... */
+export function uniqueGraphName(base: string): string {
+  const n = usedNames.get(base);
+  usedNames.set(base, (n ?? 0) + 1);
+  return n === undefined ? base : `${base}_${n}`;
+}
+
 /** Functions a graph may call (by name); calls may be recursive. */
 export class FunctionLibrary {
   readonly functions = new Map<string, Graph>();
-  private counter = 0;
 
+  /** Adds a function; names are unique per process (see uniqueGraphName), so never renamed. */
   add(g: Graph): string {
-    if (this.functions.has(g.name)) {
-      if (this.functions.get(g.name) === g) return g.name;
-      g.name = `${g.name}_${++this.counter}`;
-    }
+    const existing = this.functions.get(g.name);
+    if (existing !== undefined && existing !== g) throw new Error(`two different functions are named ${g.name} in one library`);
     this.functions.set(g.name, g);
     return g.name;
   }

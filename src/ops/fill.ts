@@ -1,7 +1,7 @@
 /** Constant-filled tensors (zeros, ones, full) and their *Like variants. */
 import { allocStorage, DEFAULT_FLOAT, isDType, type DType } from "../core/dtype.js";
 import { DtypeError } from "../core/errors.js";
-import { checkShape, sizeOf } from "../core/shape.js";
+import { checkShape, hasUnknownDims, sizeOf } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
 
@@ -36,9 +36,36 @@ export function full(shape: number[], value: number | boolean, dtype?: DType): T
 export const zeros = (shape: number[], dtype: DType = DEFAULT_FLOAT): Tensor => full(shape, 0, dtype);
 export const ones = (shape: number[], dtype: DType = DEFAULT_FLOAT): Tensor => full(shape, 1, dtype);
 
+interface FillLikeAttrs {
+  dtype: DType;
+  value: number;
+}
+
+/**
+ * A constant with the shape of its input, known only at run time (used while staging with
+ * unknown dims); the input's values are not read, so it has no gradient.
+ */
+export const fillLikeOp = defineOp<FillLikeAttrs>({
+  name: "fillLike",
+  family: "creation",
+  inputs: ["x"],
+  infer: (inputs, attrs) => [{ shape: inputs[0]!.shape, dtype: attrs.dtype }],
+  kernel(inputs, attrs) {
+    const out = allocStorage(attrs.dtype, sizeOf(inputs[0]!.shape));
+    const v = attrs.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
+    if (v !== 0) out.fill(v);
+    return [out];
+  },
+});
+
+function fillLike(x: Tensor, value: number, dtype: DType): Tensor {
+  if (!hasUnknownDims(x.shape)) return full(x.shape as number[], value, dtype);
+  return applyOp1(fillLikeOp, [x], { dtype, value });
+}
+
 export function zerosLikeTensor(x: Tensor, dtype?: DType): Tensor {
-  return full(x.shape as number[], 0, dtype ?? x.dtype);
+  return fillLike(x, 0, dtype ?? x.dtype);
 }
 export function onesLikeTensor(x: Tensor, dtype?: DType): Tensor {
-  return full(x.shape as number[], 1, dtype ?? x.dtype);
+  return fillLike(x, 1, dtype ?? x.dtype);
 }

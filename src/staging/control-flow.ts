@@ -5,10 +5,10 @@
  * operands of the node (the same list, in the same order, for every region).
  */
 import { Tensor } from "../core/tensor.js";
-import { currentHandler, withHandler } from "../core/context.js";
+import { currentHandler, recorders, withHandler, withoutRecorders } from "../core/context.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
-import type { Value, ValueType } from "../graph/ir.js";
+import type { Graph, Value, ValueType } from "../graph/ir.js";
 import { leaves, mapStructure, type Structure } from "../ad/structure.js";
 import { TraceContext, type SymbolRef } from "./trace-context.js";
 import { scalarOf, toTensor } from "../ops/convert.js";
@@ -16,6 +16,7 @@ import { expandDims, gather, reshape, scatterAdd, stack, unstack } from "../ops/
 import { add } from "../ops/binary.js";
 import { less } from "../ops/compare.js";
 import { full } from "../ops/fill.js";
+import { recordCondGradient, whileWithGradient } from "./structural-gradients.js";
 
 function activeTrace(): TraceContext | null {
   const h = currentHandler();
@@ -35,7 +36,7 @@ function truthy(pred: Tensor | boolean | number, op: string): boolean {
 
 /** Runs `fn` in a child context of `parent` whose inputs are placeholders of `types`. */
 function traceRegion<T>(parent: TraceContext, name: string, types: ValueType[], fn: (...xs: Tensor[]) => T): { ctx: TraceContext; result: T } {
-  const ctx = new TraceContext(name, parent.library, parent, false, parent.functionName);
+  const ctx = new TraceContext(name, parent.library, parent, false, parent.functionName, parent.variablesAsInputs, true);
   const xs = types.map((t, i) => ctx.placeholder(t, `${name}_in${i}`));
   try {
     const result = withHandler(ctx, () => fn(...xs));
@@ -123,6 +124,7 @@ export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn
   const operands = unifyCaptures([t.ctx, e.ctx], 0);
   const outs = ctx.addStructural("cond", [pred, ...operands], {}, types, [t.ctx.graph, e.ctx.graph]);
   ctx.variableValues.clear();
+  if (recorders.length > 0) recordCondGradient(pred, operands, outs, t.ctx.graph, e.ctx.graph, ctx.library, (p, a, b) => cond(p, a, b));
   let k = 0;
   return mapStructure(t.result, (x) => (x instanceof Tensor ? outs[k++]! : x)) as T;
 }
@@ -152,6 +154,45 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
     const inv = options.shapeInvariants?.[i];
     return { dtype: v.dtype, shape: inv ? inv.map((d) => (d === null ? -1 : d)) : v.shape };
   });
+  const traced = traceLoop(ctx, types, condFn, bodyFn, options);
+  const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max } : {}) };
+  if (recorders.length === 0) {
+    const outs = ctx.addStructural("while", [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
+    ctx.variableValues.clear();
+    return outs;
+  }
+  // A tape records: emit the loop augmented for its gradient instead (structural-gradients.ts).
+  return whileWithGradient({
+    ctx,
+    init,
+    invariants: traced.invariants,
+    types,
+    condG: traced.condG,
+    bodyG: traced.bodyG,
+    whileLoop: (c, b, vars) => whileLoop(c, b, vars),
+    traceRegion: (regionTypes, fn) =>
+      withoutRecorders(null, () => {
+        const r = traceRegion(ctx, "vjp_probe", regionTypes, fn);
+        r.ctx.graph.setOutputs(r.result.map((t) => r.ctx.valueOf(t)));
+        return { graph: r.ctx.graph, ctx: r.ctx };
+      }),
+    emit(augTypes, augInit, augCond, augBody) {
+      const aug = traceLoop(ctx, augTypes, augCond, augBody, {});
+      const outs = ctx.addStructural("while", [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);
+      ctx.variableValues.clear();
+      return outs;
+    },
+  });
+}
+
+/** Traces a loop's condition and body as regions over `types` (+ their shared captures). */
+function traceLoop(
+  ctx: TraceContext,
+  types: ValueType[],
+  condFn: (...vars: Tensor[]) => Tensor | boolean,
+  bodyFn: (...vars: Tensor[]) => Tensor[],
+  options: WhileOptions,
+): { condG: Graph; bodyG: Graph; invariants: Tensor[] } {
   const c = traceRegion(ctx, "cond", types, (...xs) => condFn(...xs));
   const predT = c.result instanceof Tensor ? c.result : toTensor(c.result, "whileLoop");
   if (predT.dtype !== "bool" || predT.size !== 1) throw new DtypeError(`the condition must return a bool scalar, got ${predT.dtype}${fmtShape(predT.shape)}`, "whileLoop");
@@ -159,10 +200,8 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
   const b = traceRegion(ctx, "body", types, (...xs) => bodyFn(...xs));
   const next = checkBody(b.result, types.map((t) => ({ dtype: t.dtype, shape: t.shape }) as Tensor), options, true);
   b.ctx.graph.setOutputs(next.map((x) => b.ctx.valueOf(x)));
-  const invariants = unifyCaptures([c.ctx, b.ctx], init.length);
-  const outs = ctx.addStructural("while", [...init, ...invariants], { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max } : {}) }, types, [c.ctx.graph, b.ctx.graph]);
-  ctx.variableValues.clear();
-  return outs;
+  const invariants = unifyCaptures([c.ctx, b.ctx], types.length);
+  return { condG: c.ctx.graph, bodyG: b.ctx.graph, invariants };
 }
 
 function checkBody(out: unknown, prev: { dtype: string; shape: readonly number[] }[], options: WhileOptions, symbolic = false): Tensor[] {

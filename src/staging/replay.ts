@@ -10,6 +10,9 @@ import { ValueError } from "../core/errors.js";
 import { applyOp, getOp } from "../ops/registry.js";
 import type { FunctionLibrary, Graph } from "../graph/ir.js";
 import { cond, whileLoop } from "./control-flow.js";
+import { currentHandler } from "../core/context.js";
+import { TraceContext } from "./trace-context.js";
+import { emitCall } from "./structural-gradients.js";
 
 export function replay(graph: Graph, library: FunctionLibrary, inputs: Tensor[]): Tensor[] {
   if (inputs.length !== graph.inputs.length) {
@@ -28,9 +31,13 @@ export function replay(graph: Graph, library: FunctionLibrary, inputs: Tensor[])
         (node.attrs.variable as Variable).assign(args[0]!);
         outs = [];
         break;
-      case "call":
-        outs = replay(library.get(node.attrs.callee as string), library, args);
+      case "call": {
+        const callee = library.get(node.attrs.callee as string);
+        // While tracing, a call stays a call (recursion stays finite, and its gradient is the
+        // callee's VJP function); eagerly the callee's ops run, so tapes see them.
+        outs = currentHandler() instanceof TraceContext ? emitCall({ graph: callee, library }, args, node.outputs.map((v) => v.type)) : replay(callee, library, args);
         break;
+      }
       case "cond": {
         const [pred, ...operands] = args;
         const [thenG, elseG] = node.regions as [Graph, Graph];
@@ -46,7 +53,11 @@ export function replay(graph: Graph, library: FunctionLibrary, inputs: Tensor[])
           (...vars) => replay(condG, library, [...vars, ...inv])[0]!,
           (...vars) => replay(bodyG, library, [...vars, ...inv]),
           args.slice(0, n),
-          max === undefined ? {} : { maxIterations: max },
+          {
+            ...(max === undefined ? {} : { maxIterations: max }),
+            // The node's declared loop types (unknown dims stay unknown, e.g. gradient stacks).
+            shapeInvariants: node.outputs.map((v) => v.type.shape.map((d) => (d < 0 ? null : d))),
+          },
         );
         break;
       }

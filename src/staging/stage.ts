@@ -10,6 +10,7 @@ import { TraceContext } from "./trace-context.js";
 import { ConcreteFunction, ConstantLeaf, OutputLeaf, type OutputTemplate } from "./concrete-function.js";
 import { describeChange, signatureOf, type LeafInfo, type Signature } from "./signature.js";
 import { recordStagedCall } from "./staged-gradient.js";
+import { emitCall } from "./structural-gradients.js";
 
 export interface StageOptions {
   /** Per positional argument: sc.spec(shape, dtype) (null dims = any size), or nested structures of specs. */
@@ -114,16 +115,8 @@ export function stage<A extends unknown[], R>(fn: (...args: A) => R, options: St
 }
 
 /** Emits a call node to `cf` in the graph being built by `ctx`. */
-export function callFromTrace(ctx: TraceContext, cf: ConcreteFunction, args: Tensor[]): unknown {
-  for (const g of cf.library.functions.values()) ctx.library.add(g);
-  const callee = ctx.library.add(cf.graph);
-  const outs = ctx.addStructural(
-    "call",
-    [...args, ...cf.captures.map((c) => c.tensor)],
-    { callee },
-    cf.graph.outputs.map((v) => v.type),
-  );
-  ctx.variableValues.clear();
+export function callFromTrace(_ctx: TraceContext, cf: ConcreteFunction, args: Tensor[]): unknown {
+  const outs = emitCall({ graph: cf.graph, library: cf.library }, [...args, ...cf.captureValues()], cf.graph.outputs.map((v) => v.type));
   return cf.structureOutputs(outs);
 }
 

@@ -9,7 +9,7 @@ import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import type { OpHandler } from "../core/context.js";
 import type { OpDef } from "../ops/registry.js";
-import { Graph, type FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
+import { Graph, uniqueGraphName, type FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
 
 /** What a symbolic tensor's `symbol` holds. */
 export interface SymbolRef {
@@ -46,8 +46,11 @@ export class TraceContext implements OpHandler {
     readonly functionName = name,
     /** Read variables through graph inputs (captures) instead of readVariable nodes. */
     readonly variablesAsInputs = false,
+    /** A region (branch or loop body) of an enclosing graph, rather than a function. */
+    readonly isRegion = false,
   ) {
-    this.graph = new Graph(name);
+    // Function graphs get process-unique names: libraries refer to them by name.
+    this.graph = new Graph(isRegion ? name : uniqueGraphName(name));
   }
 
   symbolic(value: Value): Tensor {
@@ -100,6 +103,12 @@ export class TraceContext implements OpHandler {
   readVariable(v: Variable): Tensor {
     const known = this.variableValues.get(v);
     if (known) return known;
+    if (this.variablesAsInputs && this.isRegion && this.parent) {
+      // A region reads the enclosing function's variable input (captured as an operand).
+      const outer = this.parent.readVariable(v);
+      this.variableValues.set(v, outer);
+      return outer;
+    }
     if (this.variablesAsInputs) {
       const value = this.graph.addInput({ dtype: v.dtype, shape: v.shape }, `variable_${this.captures.length}`);
       this.captures.push({ tensor: v.storedValue, value, variable: v });
