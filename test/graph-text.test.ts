@@ -434,9 +434,10 @@ test("staged graphs print and round-trip: ops, cond, whileLoop, variables and ca
   assert.equal(
     printGraph(cf.graph),
     [
-      "graph staged(%0 arg0: float32[2], %1 capture_0: float32[]) -> (output_0: float32[2]) {",
-      "  %2: float32[2] = relu(%0)",
-      "  %3: float32[2] = add(%2, %1)",
+      "graph staged(%0 arg0: float32[2]) -> (output_0: float32[2]) {",
+      "  %1: float32[2] = relu(%0)",
+      '  %2: float32[] = fill() {shape: [], dtype: "float32", value: 1}',
+      "  %3: float32[2] = add(%1, %2)",
       "  return %3",
       "}",
     ].join("\n"),

@@ -3,11 +3,18 @@ import { Tensor, makeTensor, type TensorLike } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { type DType, weakScalarDtype, allocStorage, DEFAULT_FLOAT, promoteTypes } from "../core/dtype.js";
 import { ValueError } from "../core/errors.js";
+import { isTracing } from "../core/context.js";
+import { applyOp1 } from "./registry.js";
+import { fillOp } from "./fill.js";
 
 const scalarCache = new Map<string, Tensor>();
 
-/** A (cached, immutable) scalar tensor. */
+/**
+ * A scalar tensor for a JS value: a cached immutable eager tensor, or, while a function is
+ * staged, a constant node (so graphs hold their constants rather than capturing them).
+ */
 export function scalarOf(value: number, dtype: DType): Tensor {
+  if (isTracing()) return applyOp1(fillOp, [], { shape: [], dtype, value });
   const key = dtype + ":" + (Object.is(value, -0) ? "-0" : String(value));
   let t = scalarCache.get(key);
   if (t === undefined) {

@@ -169,7 +169,7 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
     types,
     condG: traced.condG,
     bodyG: traced.bodyG,
-    whileLoop: (c, b, vars) => whileLoop(c, b, vars),
+    whileLoop: (c, b, vars, shapeInvariants) => whileLoop(c, b, vars, { shapeInvariants }),
     traceRegion: (regionTypes, fn) =>
       withoutRecorders(null, () => {
         const r = traceRegion(ctx, "vjp_probe", regionTypes, fn);

@@ -108,6 +108,19 @@ function buildSplit(cf: ConcreteFunction): Split {
   return { forward, numOutputs: outs.length, fullVjp, backward, backwardInputs };
 }
 
+/** The forward and backward graphs the tape uses for calls of `cf` (for inspection and tests). */
+export function gradientGraphs(cf: ConcreteFunction): { forward: ConcreteFunction; backward: ConcreteFunction } {
+  let split = splits.get(cf);
+  if (!split) splits.set(cf, (split = buildSplit(cf)));
+  const cts = split.forward.graph.outputs.slice(0, split.numOutputs).map((v) => placeholderLike(v.type));
+  const extra = split.backwardInputs.map((b) => ("saved" in b ? placeholderLike(split!.forward.graph.outputs[split!.numOutputs + b.saved]!.type) : b.tensor));
+  return { forward: split.forward, backward: split.backward.concrete(...cts, ...extra) };
+}
+
+function placeholderLike(t: { dtype: Tensor["dtype"]; shape: readonly number[] }): Tensor {
+  return zerosLikeTensor(new Tensor(null, t.shape.map((d) => Math.max(d, 1)), t.dtype));
+}
+
 /**
  * Runs `cf` on `args` and records it on the active tapes as one entry whose VJP calls the
  * staged backward function.

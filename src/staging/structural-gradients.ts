@@ -80,7 +80,7 @@ export function recordCondGradient(pred: Tensor, operands: Tensor[], outs: Tenso
 }
 
 type CondFn = (pred: Tensor, a: () => Tensor[], b: () => Tensor[]) => Tensor[];
-type WhileFn = (c: (...v: Tensor[]) => Tensor, b: (...v: Tensor[]) => Tensor[], init: Tensor[]) => Tensor[];
+type WhileFn = (c: (...v: Tensor[]) => Tensor, b: (...v: Tensor[]) => Tensor[], init: Tensor[], shapeInvariants: (number | null)[][]) => Tensor[];
 type RegionTracer = (types: ValueType[], fn: (...xs: Tensor[]) => Tensor[]) => { graph: Graph; ctx: TraceContext };
 
 /** Which of a body's loop variables its VJP reads (liveness on a discarded probe trace). */
@@ -158,6 +158,8 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
         return [j1, ...g.slice(0, n), ...acc.map((a, i) => add(a, g[n + i]!))];
       },
       [count, ...ctVars, ...accum0],
+      // Cotangents keep the loop variables' declared types (a stack's length varies).
+      [[], ...types.map((t) => t.shape.map((d) => (d < 0 ? null : d))), ...invariants.map((x) => x.shape.map((d) => (d < 0 ? null : d)))],
     );
     return [...res.slice(1, 1 + n), ...res.slice(1 + n)];
   });
