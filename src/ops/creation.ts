@@ -1,10 +1,11 @@
-/** Creation: tensor, scalar, arange, linspace, eye, zerosLike, onesLike, oneHot. */
-import { allocStorage, DEFAULT_FLOAT, type DType } from "../core/dtype.js";
+/** Creation: tensor, scalar, arange, linspace, eye, fullLike, zerosLike, onesLike, oneHot. */
+import { allocStorage, DEFAULT_FLOAT, isDType, type DType } from "../core/dtype.js";
+import { hasUnknownDims } from "../core/shape.js";
 import { DtypeError, IndexError, ValueError } from "../core/errors.js";
 import { makeTensor, Tensor, type TensorLike } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
-import { zerosLikeTensor, onesLikeTensor } from "./fill.js";
+import { fillLikeOp, full, zerosLikeTensor, onesLikeTensor } from "./fill.js";
 
 export { full, zeros, ones } from "./fill.js";
 
@@ -16,6 +17,19 @@ export function tensor(value: TensorLike, dtype?: DType, shape?: number[]): Tens
 export function scalar(value: number | boolean, dtype?: DType): Tensor {
   if (typeof value !== "number" && typeof value !== "boolean") throw new ValueError(`scalar() takes a number or boolean, got ${typeof value}`, "scalar");
   return makeTensor("scalar", value, undefined, dtype);
+}
+
+/**
+ * A tensor of x's shape filled with `value` (dtype: `dtype`, else x's). While a function is
+ * staged it follows x's shape when the graph runs, unknown (null inputSignature) dims included.
+ */
+export function fullLike(x: TensorLike, value: number | boolean, dtype?: DType): Tensor {
+  const t = toTensor(x, "fullLike");
+  if (dtype !== undefined && !isDType(dtype)) throw new DtypeError(`unknown dtype ${JSON.stringify(dtype)}`, "fullLike");
+  if (typeof value !== "number" && typeof value !== "boolean") throw new ValueError(`value must be a number or boolean, got ${typeof value}`, "fullLike");
+  const d = dtype ?? t.dtype;
+  if (!hasUnknownDims(t.shape)) return full(t.shape as number[], value, d);
+  return applyOp1(fillLikeOp, [t], { dtype: d, value: Number(value) });
 }
 
 export const zerosLike = (x: TensorLike, dtype?: DType): Tensor => zerosLikeTensor(toTensor(x, "zerosLike"), dtype);

@@ -14,7 +14,7 @@
  */
 import { promoteTypes, type DType, type TypedArray } from "../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
-import { broadcastStrides, fmtShape, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
+import { broadcastStrides, dimsCompatible, fmtShape, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { matmul as matmulKernel } from "../backends/cpu/matmul.js";
 import { applyOp1, defineOp } from "./registry.js";
@@ -23,7 +23,7 @@ import { installMethods } from "./methods.js";
 import { cast } from "./cast.js";
 import { mul } from "./binary.js";
 import { sum, sumTo } from "./reduce.js";
-import { broadcastTo, reshape, transpose } from "./shape.js";
+import { broadcastTo, expandDims, reshape, squeeze, transpose } from "./shape.js";
 import { eye } from "./creation.js";
 
 // ---------------------------------------------------------------------------------------
@@ -59,7 +59,7 @@ function matmulShape(a: Shape, b: Shape, tA: boolean, tB: boolean, shownA: Shape
   const ka = tA ? a[ra - 2]! : a[ra - 1]!;
   const kb = tB ? b[rb - 1]! : b[rb - 2]!;
   const n = tB ? b[rb - 2]! : b[rb - 1]!;
-  if (ka !== kb) {
+  if (!dimsCompatible(ka, kb)) {
     throw new ShapeError(
       `inner dimensions do not match: ${fmtShape(shownA)} @ ${fmtShape(shownB)}${flagsText(tA, tB)} contracts ${ka} with ${kb}`,
       "matmul",
@@ -77,6 +77,7 @@ function broadcastBatch(a: Shape, b: Shape, shownA: Shape, shownB: Shape): numbe
     const db = i < n - b.length ? 1 : b[i - (n - b.length)]!;
     if (da === db || db === 1) out[i] = da;
     else if (da === 1) out[i] = db;
+    else if (da < 0 || db < 0) out[i] = da < 0 ? db : da; // an unknown dim (staging) matches any size
     else {
       throw new ShapeError(
         `batch dimensions ${fmtShape(a)} and ${fmtShape(b)} of ${fmtShape(shownA)} and ${fmtShape(shownB)} cannot be broadcast together`,
@@ -215,13 +216,13 @@ export function matmul(a: TensorLike, b: TensorLike, options: MatmulOptions = {}
   const aShape = aVec ? [1, A.shape[0]!] : A.shape;
   const bShape = bVec ? [B.shape[0]!, 1] : B.shape;
   const outShape = matmulShape(aShape, bShape, tA, tB, shownA, shownB); // validates with the user's shapes
-  if (aVec) A = reshape(A, aShape);
-  if (bVec) B = reshape(B, bShape);
+  // Vector promotion with expandDims/squeeze (not reshape): no static sizes, so unknown dims work.
+  if (aVec) A = expandDims(A, 0);
+  if (bVec) B = expandDims(B, 1);
   const y = applyOp1(matmulOp, [A, B], { transposeA: tA, transposeB: tB });
   if (!aVec && !bVec) return y;
   const r = outShape.length;
-  const squeezed = outShape.filter((_, i) => !((aVec && i === r - 2) || (bVec && i === r - 1)));
-  return reshape(y, squeezed);
+  return squeeze(y, [...(aVec ? [r - 2] : []), ...(bVec ? [r - 1] : [])]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ export function dot(a: TensorLike, b: TensorLike): Tensor {
   if (A.rank === 0 || B.rank === 0) return mul(A, B);
   const ka = A.shape[A.rank - 1]!;
   const kb = B.rank === 1 ? B.shape[0]! : B.shape[B.rank - 2]!;
-  if (ka !== kb) {
+  if (!dimsCompatible(ka, kb)) {
     throw new ShapeError(`shapes ${fmtShape(A.shape)} and ${fmtShape(B.shape)} are not aligned: ${ka} (last axis of a) != ${kb} (${B.rank === 1 ? "only" : "second-to-last"} axis of b)`, "dot");
   }
   if (A.rank <= 2 && B.rank <= 2) return matmul(A, B);
@@ -254,7 +255,7 @@ export function dot(a: TensorLike, b: TensorLike): Tensor {
 export function outer(a: TensorLike, b: TensorLike): Tensor {
   const A = toTensor(a, "outer");
   const B = toTensor(b, "outer");
-  return mul(reshape(A, [A.size, 1]), reshape(B, [1, B.size]));
+  return mul(reshape(A, [-1, 1]), reshape(B, [1, -1]));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -355,7 +356,11 @@ export function einsum(equation: string, ...operands: TensorLike[]): Tensor {
       const s = op.t.shape[d]!;
       const prev = sizes.get(l);
       if (prev === undefined || prev === s) sizes.set(l, s);
-      else if (isEllipsisLabel(l) && (prev === 1 || s === 1)) sizes.set(l, Math.max(prev, s));
+      else if (prev < 0 || s < 0) {
+        // An unknown size (staging) matches any; a known one tells the size, except that an
+        // ellipsis dim of 1 may broadcast to the unknown one.
+        sizes.set(l, isEllipsisLabel(l) && (prev === 1 || s === 1) ? -1 : Math.max(prev, s));
+      } else if (isEllipsisLabel(l) && (prev === 1 || s === 1)) sizes.set(l, Math.max(prev, s));
       else {
         const what = isEllipsisLabel(l) ? `the ellipsis dimensions cannot be broadcast (${prev} vs ${s})` : `label ${JSON.stringify(l)} has sizes ${prev} and ${s}`;
         throw new ShapeError(`equation ${JSON.stringify(equation)}: ${what} (${shapesText()})`, "einsum");
@@ -421,7 +426,14 @@ function takeDiagonals(op: Operand): Operand {
       if (j >= 0) [p, q] = [i, j];
     }
     if (p < 0) return { t, labels };
-    const n = t.shape[p]!;
+    const n = t.shape[p]! >= 0 ? t.shape[p]! : t.shape[q]!;
+    if (n < 0) {
+      throw new ShapeError(
+        `taking the diagonal of label ${JSON.stringify(labels[p])} needs its size, but both axes ${p} and ${q} of shape ${fmtShape(t.shape)} are unknown (-1) ` +
+          `while the function is staged with null inputSignature dimensions; give the inputSignature a concrete size for them`,
+        "einsum",
+      );
+    }
     const maskShape = t.shape.map((_, d) => (d === p || d === q ? n : 1));
     const mask = reshape(eye(n, n, t.dtype), maskShape);
     t = sum(mul(t, mask), q);
@@ -444,7 +456,17 @@ function permuteTo(op: Operand, order: Label[]): Tensor {
   return transpose(op.t, order.map((l) => op.labels.indexOf(l)));
 }
 
-const prodOf = (shape: Shape, labels: Label[], all: Label[]): number => labels.reduce((p, l) => p * shape[all.indexOf(l)]!, 1);
+/** Product of the label sizes; -1 when one is unknown (staging). */
+const prodOf = (shape: Shape, labels: Label[], all: Label[]): number =>
+  labels.reduce((p, l) => (p < 0 || shape[all.indexOf(l)]! < 0 ? -1 : p * shape[all.indexOf(l)]!), 1);
+
+/**
+ * reshape, skipped when the shape is already right: within einsum, equal shapes (unknown dims
+ * included) come from the same labels, so no reshape (which allows one unknown dim) is needed.
+ */
+function reshapeIfNeeded(t: Tensor, shape: number[]): Tensor {
+  return shapesEqual(t.shape, shape) ? t : reshape(t, shape);
+}
 
 /** Contracts two operands (each label appearing once in each), keeping labels in `keep`. */
 function contract(a: Operand, b: Operand, keep: Set<Label>): Operand {
@@ -457,13 +479,17 @@ function contract(a: Operand, b: Operand, keep: Set<Label>): Operand {
   let A = a.t,
     B = b.t;
   // A contracted (ellipsis) dim of size 1 on one side and n on the other: sum the other side.
+  // (An unknown size, while staging, is taken to match a known size other than 1; summing a
+  // side whose size is unknown against a 1 is right whether it is 1 or not.)
   for (const l of contracted) {
     const da = a.labels.indexOf(l),
       db = b.labels.indexOf(l);
-    if (A.shape[da] !== B.shape[db]) {
-      if (A.shape[da] === 1) B = sum(B, db, true);
-      else A = sum(A, da, true);
-    }
+    const na = A.shape[da]!,
+      nb = B.shape[db]!;
+    if (na === nb) continue;
+    if (na === 1) B = sum(B, db, true);
+    else if (nb === 1) A = sum(A, da, true);
+    else if (na >= 0 && nb >= 0) A = sum(A, da, true);
   }
   a = { t: A, labels: a.labels };
   b = { t: B, labels: b.labels };
@@ -472,8 +498,8 @@ function contract(a: Operand, b: Operand, keep: Set<Label>): Operand {
     // Broadcast multiply: A as [batch, freeA, 1...], B as [batch, 1..., freeB].
     const ta = permuteTo(a, [...batch, ...freeA]);
     const tb = permuteTo(b, [...batch, ...freeB]);
-    const ra = reshape(ta, [...ta.shape, ...freeB.map(() => 1)]);
-    const rb = reshape(tb, [...batch.map((l) => sizeIn(b, l)), ...freeA.map(() => 1), ...freeB.map((l) => sizeIn(b, l))]);
+    const ra = expandDims(ta, freeB.map((_, i) => ta.rank + i));
+    const rb = expandDims(tb, freeA.map((_, i) => batch.length + i));
     return { t: mul(ra, rb), labels: [...batch, ...freeA, ...freeB] };
   }
   // One matmul: A as [batch, M, K] (or [batch, K, M] with transposeA), B as [batch, K, N] (or [batch, N, K]).
@@ -490,11 +516,11 @@ function contract(a: Operand, b: Operand, keep: Set<Label>): Operand {
   const M = prodOf(a.t.shape, freeA, a.labels);
   const N = prodOf(b.t.shape, freeB, b.labels);
   const K = prodOf(a.t.shape, contracted, a.labels);
-  const ma = reshape(pa, [...batchA, ...(tA ? [K, M] : [M, K])]);
-  const mb = reshape(pb, [...batchB, ...(tB ? [N, K] : [K, N])]);
+  const ma = reshapeIfNeeded(pa, [...batchA, ...(tA ? [K, M] : [M, K])]);
+  const mb = reshapeIfNeeded(pb, [...batchB, ...(tB ? [N, K] : [K, N])]);
   const y = applyOp1(matmulOp, [ma, mb], { transposeA: tA, transposeB: tB });
   const outBatch = y.shape.slice(0, batch.length);
-  const r = reshape(y, [...outBatch, ...freeA.map((l) => sizeIn(a, l)), ...freeB.map((l) => sizeIn(b, l))]);
+  const r = reshapeIfNeeded(y, [...outBatch, ...freeA.map((l) => sizeIn(a, l)), ...freeB.map((l) => sizeIn(b, l))]);
   return { t: r, labels: [...batch, ...freeA, ...freeB] };
 }
 

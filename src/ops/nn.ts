@@ -20,7 +20,7 @@
  */
 import { allocStorage, isFloat, type DType, type TypedArray } from "../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
-import { fmtShape, normalizeAxis, sizeOf, shapesEqual, type Shape } from "../core/shape.js";
+import { dimsCompatible, fmtShape, hasUnknownDims, normalizeAxis, sizeOf, type Shape } from "../core/shape.js";
 import { Tensor, type TensorLike } from "../core/tensor.js";
 import * as convKernels from "../backends/cpu/conv.js";
 import * as poolKernels from "../backends/cpu/pool.js";
@@ -31,8 +31,9 @@ import { installMethods } from "./methods.js";
 import { exp } from "./unary.js";
 import { add, mul, sub } from "./binary.js";
 import { sum } from "./reduce.js";
-import { reshape, scatterAdd } from "./shape.js";
-import { arange, full } from "./creation.js";
+import { expandDims, reshape, scatterAdd, transpose } from "./shape.js";
+import { arange, full, oneHot } from "./creation.js";
+import { where } from "./where.js";
 import { cast } from "./cast.js";
 
 // ---- softmax / logSoftmax -------------------------------------------------------------------
@@ -159,23 +160,35 @@ function checkRank4(op: string, what: string, shape: Shape, layout: string): voi
 }
 
 function checkSpatial(op: string, x: Shape): void {
-  if (x[2]! < 1 || x[3]! < 1) throw new ShapeError(`input x has shape ${fmtShape(x)}: its spatial dimensions (H, W) must be at least 1`, op);
+  const small = (d: number) => d >= 0 && d < 1; // an unknown size (staging, -1) is checked when the graph runs
+  if (small(x[2]!) || small(x[3]!)) throw new ShapeError(`input x has shape ${fmtShape(x)}: its spatial dimensions (H, W) must be at least 1`, op);
 }
 
 /** Effective extent of a dilated kernel. */
 const effective = (k: number, d: number): number => d * (k - 1) + 1;
 
 /** Output size of a strided window over a padded dimension (the window must fit). */
-const windows = (size: number, before: number, after: number, keff: number, s: number): number => Math.floor((size + before + after - keff) / s) + 1;
+const windows = (size: number, before: number, after: number, keff: number, s: number): number =>
+  size < 0 ? -1 : Math.floor((size + before + after - keff) / s) + 1;
+
+/** The ShapeError of an op that needs a spatial (or other) size that is unknown while staging. */
+function unknownSizeError(op: string, what: string, shape: Shape): ShapeError {
+  return new ShapeError(
+    `${what} needs the size of every dimension it uses, but the input has shape ${fmtShape(shape)}, where -1 is a size unknown while the ` +
+      `function is staged with null inputSignature dimensions; give the inputSignature concrete sizes for them`,
+    op,
+  );
+}
 
 /**
  * Resolves a padding spec to explicit [top, left, bottom, right]. "same" pads (as TensorFlow)
  * so that the output has ceil(in / stride) elements, the extra element (if any) after.
  */
-function resolvePads(op: string, padding: Padding2d | undefined, inHW: Pair, keff: Pair, strides: Pair): Pads {
+function resolvePads(op: string, padding: Padding2d | undefined, inHW: Pair, keff: Pair, strides: Pair, xShape: Shape): Pads {
   const p = padding ?? "valid";
   if (p === "valid") return [0, 0, 0, 0];
   if (p === "same") {
+    if (inHW[0] < 0 || inHW[1] < 0) throw unknownSizeError(op, `padding "same" (whose pads depend on the input's height and width)`, xShape);
     const [t, b] = samePads(inHW[0], keff[0], strides[0]);
     const [l, r] = samePads(inHW[1], keff[1], strides[1]);
     return [t, l, b, r];
@@ -216,7 +229,7 @@ function checkPairAttr(op: string, what: string, v: readonly number[], min: numb
 /** Throws unless the (dilated) kernel fits the padded input in both spatial dimensions. */
 function checkKernelFits(op: string, H: number, W: number, pads: Pads, keff: Pair, xShape: Shape, kernelDesc: string): void {
   const ph = H + pads[0] + pads[2], pw = W + pads[1] + pads[3];
-  if (keff[0] > ph || keff[1] > pw) {
+  if ((H >= 0 && keff[0] > ph) || (W >= 0 && keff[1] > pw)) {
     throw new ShapeError(
       `${kernelDesc} (effective size ${keff[0]}x${keff[1]}) is larger than the padded input ` +
         `(${ph}x${pw}: input shape ${fmtShape(xShape)}, pads [top, left, bottom, right] = ${JSON.stringify(pads)})`,
@@ -301,27 +314,38 @@ function conv2dShape(op: string, x: Shape, w: Shape, a: Conv2dAttrs, wName = "fi
   const [N, C, H, W] = x as [number, number, number, number];
   const [O, Cg, kH, kW] = w as [number, number, number, number];
   const g = a.groups;
-  if (Cg * g !== C) {
+  if (C >= 0 && Cg >= 0 && Cg * g !== C) {
     throw new ShapeError(
       `channel mismatch: input x has shape ${fmtShape(x)} (${C} channels) but ${wName} has shape ${fmtShape(w)}, ` +
         `which with groups=${g} expects ${Cg * g} input channels (${Cg} per group)`,
       op,
     );
   }
-  if (O % g !== 0) throw new ShapeError(`${wName} has shape ${fmtShape(w)}: its ${O} output channels are not divisible by groups=${g}`, op);
+  if (O >= 0 && O % g !== 0) throw new ShapeError(`${wName} has shape ${fmtShape(w)}: its ${O} output channels are not divisible by groups=${g}`, op);
   checkSpatial(op, x);
+  if (kH < 0 || kW < 0) throw unknownSizeError(op, `the output size (which depends on the kernel size)`, w);
   const keff: Pair = [effective(kH, a.dilations[0]), effective(kW, a.dilations[1])];
   checkKernelFits(op, H, W, a.pads, keff, x, `kernel ${kH}x${kW} with dilations ${JSON.stringify(a.dilations)}`);
   return [N, O, windows(H, a.pads[0], a.pads[2], keff[0], a.strides[0]), windows(W, a.pads[1], a.pads[3], keff[1], a.strides[1])];
 }
 
 /** Leftover rows/columns a strided conv2d of `x` skipped at the bottom/right: conv2dTranspose's outputPadding to get x's size back. */
-function leftover(x: Shape, kH: number, kW: number, a: Conv2dAttrs): Pair {
-  const r = (size: number, before: number, after: number, keff: number, s: number) => (size + before + after - keff) % s;
+function leftover(x: Shape, kH: number, kW: number, a: Conv2dAttrs, op = "conv2d"): Pair {
+  const r = (size: number, before: number, after: number, keff: number, s: number) => {
+    if (s === 1) return 0;
+    if (size < 0) throw unknownSizeError(op, `the gradient of a strided ${op} (which depends on the input's height and width)`, x);
+    return (size + before + after - keff) % s;
+  };
   return [
     r(x[2]!, a.pads[0], a.pads[2], effective(kH, a.dilations[0]), a.strides[0]),
     r(x[3]!, a.pads[1], a.pads[3], effective(kW, a.dilations[1]), a.strides[1]),
   ];
+}
+
+/** [kH, kW] of a filter, for gradient attributes (which need them known). */
+function filterSizeOf(op: string, w: Shape): Pair {
+  if (w[2]! < 0 || w[3]! < 0) throw unknownSizeError(op, `the gradient (whose attributes hold the filter's kH and kW)`, w);
+  return [w[2]!, w[3]!];
 }
 
 const convOnly = (a: Conv2dAttrs): Conv2dAttrs => ({ strides: a.strides, pads: a.pads, dilations: a.dilations, groups: a.groups });
@@ -349,7 +373,7 @@ export const conv2dOp: OpDef<Conv2dAttrs> = defineOp<Conv2dAttrs>({
     const [x, w] = ctx.inputs as [Tensor, Tensor];
     const dy = cts[0]!;
     const a = convOnly(ctx.attrs);
-    const [kH, kW] = [w.shape[2]!, w.shape[3]!];
+    const [kH, kW] = filterSizeOf("conv2d", w.shape);
     return [
       applyOp1(conv2dTransposeOp, [dy, w], { ...a, outputPadding: leftover(x.shape, kH, kW, a) }),
       applyOp1(conv2dBackpropFilterOp, [x, dy], { ...a, filterSize: [kH, kW] }),
@@ -372,14 +396,14 @@ export const conv2dTransposeOp: OpDef<Conv2dTransposeAttrs> = defineOp<Conv2dTra
     const [N, C, H, W] = x.shape as [number, number, number, number];
     const [Wc, Og, kH, kW] = w.shape as [number, number, number, number];
     const g = attrs.groups;
-    if (Wc !== C) {
+    if (!dimsCompatible(Wc, C)) {
       throw new ShapeError(
         `channel mismatch: input x has shape ${fmtShape(x.shape)} (${C} channels) but filter w has shape ${fmtShape(w.shape)} ` +
           `(layout [inC, outC/groups, kH, kW], groups=${g}), whose first dimension expects ${Wc} input channels`,
         op,
       );
     }
-    if (C % g !== 0) throw new ShapeError(`input x has shape ${fmtShape(x.shape)}: its ${C} channels are not divisible by groups=${g}`, op);
+    if (C >= 0 && C % g !== 0) throw new ShapeError(`input x has shape ${fmtShape(x.shape)}: its ${C} channels are not divisible by groups=${g}`, op);
     for (let i = 0; i < 2; i++) {
       if (attrs.outputPadding[i]! >= attrs.strides[i]!) {
         throw new ValueError(`outputPadding ${JSON.stringify(attrs.outputPadding)} must be smaller than strides ${JSON.stringify(attrs.strides)}`, op);
@@ -387,16 +411,18 @@ export const conv2dTransposeOp: OpDef<Conv2dTransposeAttrs> = defineOp<Conv2dTra
     }
     checkSpatial(op, x.shape);
     const p = attrs.pads, s = attrs.strides;
-    const oH = (H - 1) * s[0] - p[0] - p[2] + effective(kH, attrs.dilations[0]) + attrs.outputPadding[0];
-    const oW = (W - 1) * s[1] - p[1] - p[3] + effective(kW, attrs.dilations[1]) + attrs.outputPadding[1];
-    if (oH < 1 || oW < 1) {
+    if (kH < 0 || kW < 0) throw unknownSizeError(op, `the output size (which depends on the kernel size)`, w.shape);
+    // An unknown input size (staging) gives an unknown output size.
+    const oH = H < 0 ? -1 : (H - 1) * s[0] - p[0] - p[2] + effective(kH, attrs.dilations[0]) + attrs.outputPadding[0];
+    const oW = W < 0 ? -1 : (W - 1) * s[1] - p[1] - p[3] + effective(kW, attrs.dilations[1]) + attrs.outputPadding[1];
+    if ((H >= 0 && oH < 1) || (W >= 0 && oW < 1)) {
       throw new ShapeError(
         `the output would be ${oH}x${oW}: the padding ${JSON.stringify(p)} removes more than the transposed convolution of ` +
           `input shape ${fmtShape(x.shape)} with filter shape ${fmtShape(w.shape)} produces`,
         op,
       );
     }
-    return [{ shape: [N, Og * g, oH, oW], dtype }];
+    return [{ shape: [N, Og < 0 ? -1 : Og * g, oH, oW], dtype }];
   },
   kernel(inputs, attrs, outs) {
     const [x, w] = inputs as [Tensor, Tensor];
@@ -415,7 +441,7 @@ export const conv2dTransposeOp: OpDef<Conv2dTransposeAttrs> = defineOp<Conv2dTra
     const a = convOnly(ctx.attrs);
     return [
       applyOp1(conv2dOp, [dy, w], a),
-      applyOp1(conv2dBackpropFilterOp, [dy, x], { ...a, filterSize: [w.shape[2]!, w.shape[3]!] }),
+      applyOp1(conv2dBackpropFilterOp, [dy, x], { ...a, filterSize: filterSizeOf("conv2dTranspose", w.shape) }),
     ];
   },
 });
@@ -440,11 +466,11 @@ export const conv2dBackpropFilterOp: OpDef<Conv2dBackpropFilterAttrs> = defineOp
     checkConvAttrs(op, attrs);
     const [N, C] = x.shape as [number, number];
     const O = dy.shape[1]!;
-    if (dy.shape[0] !== N) throw new ShapeError(`x ${fmtShape(x.shape)} and dy ${fmtShape(dy.shape)} have different batch sizes`, op);
-    if (C % g !== 0) throw new ShapeError(`input x has shape ${fmtShape(x.shape)}: its ${C} channels are not divisible by groups=${g}`, op);
-    const w = [O, C / g, attrs.filterSize[0], attrs.filterSize[1]];
+    if (!dimsCompatible(dy.shape[0]!, N)) throw new ShapeError(`x ${fmtShape(x.shape)} and dy ${fmtShape(dy.shape)} have different batch sizes`, op);
+    if (C >= 0 && C % g !== 0) throw new ShapeError(`input x has shape ${fmtShape(x.shape)}: its ${C} channels are not divisible by groups=${g}`, op);
+    const w = [O, C < 0 ? -1 : C / g, attrs.filterSize[0], attrs.filterSize[1]];
     const expected = conv2dShape(op, x.shape, w, attrs, "filter");
-    if (!shapesEqual(expected, dy.shape)) {
+    if (!shapesCompatible(expected, dy.shape)) {
       throw new ShapeError(`dy has shape ${fmtShape(dy.shape)} but conv2d of x ${fmtShape(x.shape)} with a filter ${fmtShape(w)} gives ${fmtShape(expected)}`, op);
     }
     return [{ shape: w, dtype }];
@@ -489,7 +515,7 @@ function convBaseAttrs(op: string, x: Tensor, w: Tensor, opts: Conv2dOptions, ke
   if (!isInt(groups) || groups < 1) throw new ValueError(`groups must be a positive integer, got ${String(groups)}`, op);
   const [kH, kW] = kernelHW(w.shape);
   const keff: Pair = [effective(kH, dilations[0]), effective(kW, dilations[1])];
-  const pads = resolvePads(op, opts.padding, outHW ?? [x.shape[2]!, x.shape[3]!], keff, strides);
+  const pads = resolvePads(op, opts.padding, outHW ?? [x.shape[2]!, x.shape[3]!], keff, strides, x.shape);
   return { strides, pads, dilations, groups };
 }
 
@@ -526,6 +552,7 @@ export function conv2dTranspose(x: TensorLike, w: TensorLike, options: Conv2dTra
     }
     // The pads conv2d "same" would use on an input of H * stride (or, if the kernel is smaller
     // than the stride, the output padding that reaches that size).
+    if (X.shape[2]! < 0 || X.shape[3]! < 0) throw unknownSizeError(op, `padding "same" (whose pads depend on the input's height and width)`, X.shape);
     const target: Pair = [X.shape[2]! * strides[0], X.shape[3]! * strides[1]];
     attrs = convBaseAttrs(op, X, W, options, (s) => [s[2]!, s[3]!], target);
     const dil = attrs.dilations;
@@ -590,9 +617,14 @@ function checkFloat(op: string, what: string, t: TensorType): void {
   if (!isFloat(t.dtype)) throw new DtypeError(`${what} must be float32 or float64, got ${t.dtype}`, op);
 }
 
+/** Shape equality where an unknown dim (staging) matches any size. */
+function shapesCompatible(a: Shape, b: Shape): boolean {
+  return a.length === b.length && a.every((d, i) => dimsCompatible(d, b[i]!));
+}
+
 function checkSame(op: string, a: TensorType, b: TensorType, an: string, bn: string, expected: Shape): void {
   if (a.dtype !== b.dtype) throw new DtypeError(`${an} and ${bn} must have the same dtype, got ${a.dtype} and ${b.dtype}`, op);
-  if (!shapesEqual(b.shape, expected)) throw new ShapeError(`${bn} has shape ${fmtShape(b.shape)}, expected ${fmtShape(expected)} (from ${an} ${fmtShape(a.shape)})`, op);
+  if (!shapesCompatible(b.shape, expected)) throw new ShapeError(`${bn} has shape ${fmtShape(b.shape)}, expected ${fmtShape(expected)} (from ${an} ${fmtShape(a.shape)})`, op);
 }
 
 export const maxPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
@@ -682,6 +714,7 @@ export const avgPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
   },
   vjp(ctx, cts) {
     const x = ctx.inputs[0]!;
+    if (x.shape[2]! < 0 || x.shape[3]! < 0) throw unknownSizeError("avgPool2d", `the gradient (whose attributes hold the input's height and width)`, x.shape);
     return [applyOp1(avgPool2dGradOp, [cts[0]!], { ...poolOnly(ctx.attrs), inputSize: [x.shape[2]!, x.shape[3]!] })];
   },
 });
@@ -699,7 +732,7 @@ export const avgPool2dGradOp: OpDef<AvgPool2dGradAttrs> = defineOp<AvgPool2dGrad
     checkPairAttr(op, "inputSize", attrs.inputSize, 0);
     const xShape = [dy.shape[0]!, dy.shape[1]!, attrs.inputSize[0], attrs.inputSize[1]];
     const expected = poolShape(op, xShape, attrs);
-    if (!shapesEqual(expected, dy.shape)) {
+    if (!shapesCompatible(expected, dy.shape)) {
       throw new ShapeError(`dy has shape ${fmtShape(dy.shape)}, but pooling an input of shape ${fmtShape(xShape)} gives ${fmtShape(expected)}`, op);
     }
     return [{ shape: xShape, dtype: dy.dtype }];
@@ -721,7 +754,7 @@ function poolAttrs(op: string, x: Tensor, opts: Pool2dOptions): Pool2dAttrs {
   checkRank4(op, "input x", x.shape, "N, C, H, W");
   const kernelSize = intPair(op, "kernelSize", opts.kernelSize, 1);
   const strides = intPair(op, "strides", opts.strides ?? kernelSize, 1);
-  const pads = resolvePads(op, opts.padding, [x.shape[2]!, x.shape[3]!], kernelSize, strides);
+  const pads = resolvePads(op, opts.padding, [x.shape[2]!, x.shape[3]!], kernelSize, strides, x.shape);
   return { kernelSize, strides, pads };
 }
 
@@ -769,7 +802,8 @@ export interface SortOptions {
  * indices and updates have `shape` except along the axis; positions must be distinct per slice).
  * Expressed as one flat scatterAdd, so it is differentiable (its VJP is a gather).
  */
-function scatterAlongAxis(updates: Tensor, indices: Tensor, axis: number, shape: Shape): Tensor {
+function scatterAlongAxis(op: string, updates: Tensor, indices: Tensor, axis: number, shape: Shape): Tensor {
+  if (hasUnknownDims(shape)) return scatterAlongAxisOneHot(op, updates, indices, axis, shape);
   const [outer, n, inner] = splitAt(shape, axis);
   const m = indices.shape[axis]!;
   // flat position of each update: (o * n + indices[o, j, i]) * inner + i
@@ -777,6 +811,26 @@ function scatterAlongAxis(updates: Tensor, indices: Tensor, axis: number, shape:
   const flat = add(base, mul(reshape(cast(indices, "int32"), [outer, m, inner]), inner));
   const out = scatterAdd(full([sizeOf(shape)], 0, updates.dtype), reshape(flat, [-1]), reshape(updates, [-1]), 0);
   return reshape(out, shape);
+}
+
+/**
+ * scatterAlongAxis without static sizes (for unknown dims while staging; only the size of `axis`
+ * must be known): out[..., p] = sum over j of (indices[..., j] == p ? updates[..., j] : 0), with
+ * the axis moved last, through a one-hot mask of the positions.
+ */
+function scatterAlongAxisOneHot(op: string, updates: Tensor, indices: Tensor, axis: number, shape: Shape): Tensor {
+  const n = shape[axis]!;
+  if (n < 0) throw unknownSizeError(op, `the gradient along axis ${axis}`, shape);
+  const r = shape.length;
+  const perm = Array.from({ length: r }, (_, i) => i).filter((i) => i !== axis);
+  perm.push(axis);
+  const inv = new Array<number>(r);
+  perm.forEach((p, i) => (inv[p] = i));
+  const idx = transpose(indices, perm);
+  const upd = transpose(updates, perm);
+  const mask = oneHot(idx, n, "bool"); // [..., m, n]
+  const out = sum(where(mask, expandDims(upd, -1), 0), -2); // [..., n]
+  return transpose(out, inv);
 }
 
 export const topKOp: OpDef<TopKAttrs> = defineOp<TopKAttrs>({
@@ -788,7 +842,7 @@ export const topKOp: OpDef<TopKAttrs> = defineOp<TopKAttrs>({
     if (x.shape.length === 0) throw new ShapeError(`needs a tensor of rank >= 1, got a scalar`, "topK");
     const n = x.shape[x.shape.length - 1]!;
     if (!isInt(attrs.k) || attrs.k < 0) throw new ValueError(`k must be a non-negative integer, got ${String(attrs.k)}`, "topK");
-    if (attrs.k > n) throw new ShapeError(`k = ${attrs.k} is larger than the last dimension (${n}) of shape ${fmtShape(x.shape)}`, "topK");
+    if (n >= 0 && attrs.k > n) throw new ShapeError(`k = ${attrs.k} is larger than the last dimension (${n}) of shape ${fmtShape(x.shape)}`, "topK");
     const shape = [...x.shape.slice(0, -1), attrs.k];
     return [{ shape, dtype: x.dtype }, { shape, dtype: "int32" }];
   },
@@ -804,7 +858,7 @@ export const topKOp: OpDef<TopKAttrs> = defineOp<TopKAttrs>({
   vjp(ctx, cts) {
     // dx[..., indices[..., j]] = dvalues[..., j]
     const x = ctx.inputs[0]!;
-    return [scatterAlongAxis(cts[0]!, ctx.outputs[1]!, x.rank - 1, x.shape)];
+    return [scatterAlongAxis("topK", cts[0]!, ctx.outputs[1]!, x.rank - 1, x.shape)];
   },
 });
 
@@ -828,7 +882,7 @@ export const sortOp: OpDef<SortAttrs> = defineOp<SortAttrs>({
     // y[i] = x[perm[i]] along the axis, so dx[perm[i]] = dy[i].
     const x = ctx.inputs[0]!;
     const perm = applyOp1(argsortOp, [x], ctx.attrs);
-    return [scatterAlongAxis(cts[0]!, perm, ctx.attrs.axis, x.shape)];
+    return [scatterAlongAxis("sort", cts[0]!, perm, ctx.attrs.axis, x.shape)];
   },
 });
 

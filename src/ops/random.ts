@@ -9,7 +9,8 @@
  */
 import { allocStorage, DEFAULT_FLOAT, isFloat, type DType } from "../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
-import { checkShape, sizeOf } from "../core/shape.js";
+import { checkShape, fmtShape, sizeOf } from "../core/shape.js";
+import { isTracing } from "../core/context.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
@@ -65,6 +66,23 @@ function resolveKey(o: DrawOptions): [number, number] {
   const k = o.key ?? (o.seed !== undefined ? key(o.seed) : nextGlobalKey());
   return [k.k0, k.k1];
 }
+
+/**
+ * Validates a draw's shape. While a function is staged with null inputSignature dimensions,
+ * sizes read from tensors are -1 (unknown); a draw needs every size, so that is a clear error.
+ */
+function drawShape(op: string, shape: number[], hint: string): number[] {
+  if (Array.isArray(shape) && isTracing() && shape.some((d) => typeof d === "number" && d < 0)) {
+    throw new ShapeError(
+      `shape ${fmtShape(shape)} has an unknown (negative) dimension: while a function is staged with null inputSignature dimensions, ` +
+        `sizes read from tensors are -1, and ${op} needs every size to draw; ${hint}`,
+      op,
+    );
+  }
+  return checkShape(op, shape).slice();
+}
+
+const CONCRETE_HINT = "give the inputSignature concrete sizes for those dimensions";
 
 function floatDtype(op: string, d: DType | undefined): DType {
   const dt = d ?? DEFAULT_FLOAT;
@@ -194,7 +212,7 @@ export function uniform(shape: number[], options: DrawOptions & { minval?: numbe
   const minval = options.minval ?? 0;
   const maxval = options.maxval ?? 1;
   if (!(maxval >= minval)) throw new ValueError(`maxval (${maxval}) must be >= minval (${minval})`, "random.uniform");
-  const s = checkShape("random.uniform", shape).slice();
+  const s = drawShape("random.uniform", shape, CONCRETE_HINT);
   return applyOp1(randomUniformOp, [], { shape: s, dtype: floatDtype("random.uniform", options.dtype), key: resolveKey(options), minval, maxval });
 }
 
@@ -202,7 +220,7 @@ export function uniform(shape: number[], options: DrawOptions & { minval?: numbe
 export function normal(shape: number[], options: DrawOptions & { mean?: number; stddev?: number } = {}): Tensor {
   const stddev = options.stddev ?? 1;
   if (!(stddev >= 0)) throw new ValueError(`stddev must be >= 0, got ${stddev}`, "random.normal");
-  const s = checkShape("random.normal", shape).slice();
+  const s = drawShape("random.normal", shape, CONCRETE_HINT);
   return applyOp1(randomNormalOp, [], { shape: s, dtype: floatDtype("random.normal", options.dtype), key: resolveKey(options), mean: options.mean ?? 0, stddev });
 }
 
@@ -210,7 +228,7 @@ export function normal(shape: number[], options: DrawOptions & { mean?: number; 
 export function bernoulli(p: TensorLike, shape?: number[], options: Omit<DrawOptions, "dtype"> = {}): Tensor {
   let pt = toTensor(p, "random.bernoulli", typeof p === "number" ? "float64" : undefined);
   if (shape !== undefined) {
-    checkShape("random.bernoulli", shape);
+    drawShape("random.bernoulli", shape, `${CONCRETE_HINT}, or pass probabilities shaped like the tensor instead of a shape (bernoulli(fullLike(x, p)))`);
     pt = broadcastTo(pt, shape);
   }
   const data = pt.isSymbolic ? null : pt.dataSync();

@@ -11,14 +11,15 @@
  * integers give float32; max/min keep the dtype; argMax/argMin give int32; any/all give bool.
  */
 import { allocStorage, DEFAULT_FLOAT, isFloat, type DType, type TypedArray } from "../core/dtype.js";
-import { DtypeError, ValueError } from "../core/errors.js";
-import { broadcastReductionAxes, fmtShape, normalizeAxes, normalizeAxis, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
+import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
+import { broadcastReductionAxes, fmtShape, hasUnknownDims, normalizeAxes, normalizeAxis, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { argReduce, cumsum3, logSumExpAxes, reduceAxes, varianceAxes, type Combine } from "../backends/cpu/reduce.js";
 import { applyOp1, defineOp, type OpDef, type TensorType } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { installMethods } from "./methods.js";
-import { broadcastTo, reshape } from "./shape.js";
+import { broadcastLike, broadcastTo, expandDims, reshape, squeeze } from "./shape.js";
+import { fullLike } from "./creation.js";
 import { div, mul, sub } from "./binary.js";
 import { exp } from "./unary.js";
 import { equal, logicalAnd } from "./compare.js";
@@ -64,6 +65,8 @@ export interface ReductionOptions {
 }
 
 function checkNonEmpty(op: string, shape: Shape, axes: readonly number[]): void {
+  // With unknown dims (staging) this is decided with the concrete shape when the graph runs.
+  if (hasUnknownDims(shape)) return;
   if (reductionCount(shape, axes) === 0 && sizeOf(reducedShape(shape, axes, false)) > 0) {
     throw new ValueError(`cannot reduce an empty group: the input of shape ${fmtShape(shape)} has size 0 along axes ${JSON.stringify(axes)} and ${op} has no identity`, op);
   }
@@ -108,9 +111,27 @@ const sumDtype = (d: DType): DType => (d === "bool" || d === "uint8" ? "int32" :
 const floatDtype = (d: DType): DType => (isFloat(d) ? d : DEFAULT_FLOAT);
 const sameDtype = (d: DType): DType => d;
 
-/** The cotangent of a reduction's output, reshaped so it broadcasts against the input. */
-function keptCotangent(ct: Tensor, x: Tensor, axes: readonly number[]): Tensor {
-  return reshape(ct, keptShape(x.shape, axes));
+/**
+ * The cotangent (or value) of a reduction's output with the reduced axes kept as size 1, so it
+ * broadcasts against the input. expandDims needs no static sizes, so this works with unknown dims.
+ */
+function keptCotangent(ct: Tensor, attrs: ReduceAttrs): Tensor {
+  return attrs.keepDims ? ct : expandDims(ct, attrs.axes);
+}
+
+/** `t` (kept dims) broadcast to x's shape; with unknown dims (staging) against x itself. */
+function broadcastBack(t: Tensor, x: Tensor): Tensor {
+  return hasUnknownDims(x.shape) ? broadcastLike(t, x) : broadcastTo(t, x.shape);
+}
+
+/**
+ * The number of elements each output of a reduction of x over `axes` combines, as a JS number,
+ * or, when a reduced axis has an unknown size (staging), as a scalar-per-group tensor of dtype
+ * `dtype` computed when the graph runs.
+ */
+function countOf(x: Tensor, axes: readonly number[], dtype: DType): number | Tensor {
+  if (axes.every((a) => x.shape[a]! >= 0)) return reductionCount(x.shape, axes);
+  return sum(fullLike(x, 1, dtype), axes.slice(), true);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -118,7 +139,7 @@ function keptCotangent(ct: Tensor, x: Tensor, axes: readonly number[]): Tensor {
 
 export const sumOp = defineReduction("sum", "sum", sumDtype, (ctx, cts) => {
   const x = ctx.inputs[0]!;
-  return [broadcastTo(keptCotangent(cts[0]!, x, ctx.attrs.axes), x.shape)];
+  return [broadcastBack(keptCotangent(cts[0]!, ctx.attrs), x)];
 });
 
 export function sum(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
@@ -134,8 +155,9 @@ const meanKernel: ReduceKernel = (x, shape, axes, out) => {
 
 export const meanOp = defineReduction("mean", meanKernel, floatDtype, (ctx, cts) => {
   const x = ctx.inputs[0]!;
-  const n = reductionCount(x.shape, ctx.attrs.axes);
-  return [broadcastTo(div(keptCotangent(cts[0]!, x, ctx.attrs.axes), n), x.shape)];
+  const ct = cts[0]!;
+  const n = countOf(x, ctx.attrs.axes, ct.dtype);
+  return [broadcastBack(div(keptCotangent(ct, ctx.attrs), n), x)];
 });
 
 /** Arithmetic mean; integers give float32; an empty reduction gives NaN. */
@@ -161,7 +183,7 @@ export const prodOp = defineReduction("prod", "prod", sumDtype, (ctx, cts) => {
   const noZero = equal(zeros, 0);
   const oneZero = logicalAnd(equal(zeros, 1), isZero);
   const local = where(noZero, div(prodNonZero, safe), where(oneZero, prodNonZero, 0));
-  return [mul(local, keptCotangent(cts[0]!, x, axes))];
+  return [mul(local, keptCotangent(cts[0]!, ctx.attrs))];
 });
 
 /** Product; bool/uint8 give int32; an empty reduction gives 1. */
@@ -177,10 +199,10 @@ export function prod(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
 function extremumVjp(ctx: { inputs: Tensor[]; outputs: Tensor[]; attrs: ReduceAttrs }, cts: (Tensor | null)[]): (Tensor | null)[] {
   const x = ctx.inputs[0]!;
   const axes = ctx.attrs.axes;
-  const y = keptCotangent(ctx.outputs[0]!, x, axes);
+  const y = keptCotangent(ctx.outputs[0]!, ctx.attrs);
   const mask = cast(equal(x, y), x.dtype);
   const count = sum(mask, axes, true);
-  return [mul(mask, div(keptCotangent(cts[0]!, x, axes), count))];
+  return [mul(mask, div(keptCotangent(cts[0]!, ctx.attrs), count))];
 }
 
 export const maxOp = defineReduction("max", "max", sameDtype, extremumVjp, { requireNonEmpty: true });
@@ -268,9 +290,8 @@ export function argMin(x: TensorLike, axis: number | null = null, keepDims = fal
 
 export const logSumExpOp = defineReduction("logSumExp", logSumExpAxes, floatDtype, (ctx, cts) => {
   const x = ctx.inputs[0]!;
-  const axes = ctx.attrs.axes;
-  const y = keptCotangent(ctx.outputs[0]!, x, axes);
-  return [mul(keptCotangent(cts[0]!, x, axes), exp(sub(x, y)))];
+  const y = keptCotangent(ctx.outputs[0]!, ctx.attrs);
+  return [mul(keptCotangent(cts[0]!, ctx.attrs), exp(sub(x, y)))];
 });
 
 /** log(sum(exp(x))), computed stably (shifted by the max); its gradient is softmax(x) * dy. */
@@ -283,9 +304,11 @@ export function logSumExp(x: TensorLike, axis?: AxisArg, keepDims = false): Tens
 export const varianceOp = defineReduction("variance", varianceAxes, floatDtype, (ctx, cts) => {
   const x = ctx.inputs[0]!;
   const axes = ctx.attrs.axes;
-  const n = reductionCount(x.shape, axes);
+  const ct = cts[0]!;
+  const n = countOf(x, axes, ct.dtype);
   const centered = sub(x, mean(x, axes, true));
-  return [mul(keptCotangent(cts[0]!, x, axes), mul(centered, 2 / n))];
+  // 2 / n as one factor, as a JS number or (unknown n) a tensor: the same rounding either way.
+  return [mul(keptCotangent(ct, ctx.attrs), mul(centered, typeof n === "number" ? 2 / n : div(2, n)))];
 });
 
 /** Population variance (mean of squared deviations from the mean); integers give float32. */
@@ -362,7 +385,7 @@ export function cumsum(x: TensorLike, axis: number | null = null, options: Cumsu
   let t = toTensor(x, "cumsum");
   if (Array.isArray(axis)) throw new ValueError(`takes a single axis, got ${JSON.stringify(axis)}`, "cumsum");
   if (axis === null || axis === undefined) {
-    if (t.rank !== 1) t = reshape(t, [t.size]);
+    if (t.rank !== 1) t = reshape(t, [-1]);
     axis = 0;
   }
   const a = normalizeAxis("cumsum", axis, t.rank);
@@ -371,11 +394,30 @@ export function cumsum(x: TensorLike, axis: number | null = null, options: Cumsu
 
 // ---------------------------------------------------------------------------------------
 
-/** Sums `x` down to `shape` (the inverse of broadcasting; used by gradients). */
+/**
+ * Sums `x` down to `shape` (the inverse of broadcasting; used by gradients). While staging
+ * with unknown dims, an unknown dim of `shape` against an unknown dim of x is taken to be the
+ * same size (not broadcast); against a known size other than 1 it is ambiguous (it may have been
+ * 1 and broadcast), which is a ShapeError rather than a gradient of the wrong shape.
+ */
 export function sumTo(x: Tensor, shape: Shape): Tensor {
   if (shapesEqual(x.shape, shape)) return x;
+  const off = x.rank - shape.length;
+  shape.forEach((n, d) => {
+    const m = x.shape[d + off]!;
+    if (n < 0 && m >= 0 && m !== 1) {
+      throw new ShapeError(
+        `cannot tell whether a gradient of shape ${fmtShape(x.shape)} must be summed down to ${fmtShape(shape)}: dimension ${d} is unknown (-1, a null ` +
+          `inputSignature dimension) and was broadcast against size ${m}, so it may have been 1. Give the inputSignature a concrete size for it`,
+        "sumTo",
+      );
+    }
+  });
   const axes = broadcastReductionAxes(shape, x.shape);
-  const s = axes.length > 0 ? sum(x, axes, true) : x;
+  let s = axes.length > 0 ? sum(x, axes, true) : x;
+  if (shapesEqual(s.shape, shape)) return s;
+  // The leading (broadcast) axes now have size 1: squeeze them (no static sizes needed).
+  if (off > 0) s = squeeze(s, Array.from({ length: off }, (_, i) => i));
   return shapesEqual(s.shape, shape) ? s : reshape(s, shape);
 }
 

@@ -9,11 +9,20 @@
  * Index tensors (gather, gatherND, scatterAdd) are int32/int64/uint8; negative indices are
  * NOT wrapped: an index outside 0..n-1 is an IndexError naming the index, where it is in the
  * index tensor, and the valid range.
+ *
+ * Unknown dims (staging with null inputSignature dims, shape entries -1): shape rules accept
+ * them, propagate -1 where an output size depends on one, and leave size checks to the run-time
+ * re-check with concrete shapes. Attributes keep a symbolic form the rules resolve against the
+ * concrete shape (reshape's and split's -1, slice bounds as given, sliceGrad's -1 on whole
+ * axes); where that is impossible (squeeze() without axes, split into n pieces or unstack of an
+ * unknown axis, broadcastTo an unknown shape) the op function throws a ShapeError saying so.
  */
 import { DtypeError, IndexError, ShapeError, ValueError } from "../core/errors.js";
 import {
   checkShape,
+  dimsCompatible,
   fmtShape,
+  hasUnknownDims,
   shapesEqual,
   sizeOf,
   broadcastShapes,
@@ -21,6 +30,7 @@ import {
   stridesOf,
   type Shape,
 } from "../core/shape.js";
+import { isTracing } from "../core/context.js";
 import { Tensor, makeTensor, type TensorLike } from "../core/tensor.js";
 import { allocStorage, isFloat, promoteTypes, type DType, type TypedArray } from "../core/dtype.js";
 import { applyOp, applyOp1, defineOp, type OpDef, type TensorType } from "./registry.js";
@@ -29,6 +39,7 @@ import { installMethods } from "./methods.js";
 import { sum, sumTo } from "./reduce.js";
 import { cast } from "./cast.js";
 import { full } from "./fill.js";
+import { fullLike } from "./creation.js";
 import { where } from "./where.js";
 import { mul } from "./binary.js";
 import { greater, less, logicalOr } from "./compare.js";
@@ -37,7 +48,31 @@ import { copyIndexMapped, copyStrided, transposeInto } from "../backends/cpu/tra
 import { gatherAxis, gatherNDInto, scatterAddAxis } from "../backends/cpu/gather.js";
 
 export interface ReshapeAttrs {
+  /**
+   * Target shape. One entry may be -1 (inferred from the input's size): op functions resolve
+   * it when the input's size is known, and keep it when the input has unknown dims (staging
+   * with null inputSignature dims), so that infer resolves it against the concrete shape.
+   */
   shape: number[];
+}
+
+/** Output shape of reshaping `inShape` to `target` (one -1 allowed); validates sizes when they are known. */
+function reshapeShape(inShape: Shape, target: unknown): number[] {
+  const s = checkShape("reshape", target, true).slice();
+  const inferAt = s.indexOf(-1);
+  if (hasUnknownDims(inShape)) return s; // re-checked (and the -1 resolved) with the concrete shape at run time
+  const size = sizeOf(inShape);
+  if (inferAt >= 0) {
+    const known = s.reduce((p, d, i) => (i === inferAt ? p : p * d), 1);
+    if (known === 0 || size % known !== 0) {
+      throw new ShapeError(`cannot reshape a tensor of shape ${fmtShape(inShape)} (size ${size}) to ${fmtShape(s)}`, "reshape");
+    }
+    s[inferAt] = size / known;
+  }
+  if (sizeOf(s) !== size) {
+    throw new ShapeError(`cannot reshape a tensor of shape ${fmtShape(inShape)} (size ${size}) to ${fmtShape(s)} (size ${sizeOf(s)})`, "reshape");
+  }
+  return s;
 }
 
 export const reshapeOp = defineOp<ReshapeAttrs>({
@@ -46,10 +81,7 @@ export const reshapeOp = defineOp<ReshapeAttrs>({
   inputs: ["x"],
   infer(inputs, attrs) {
     const x = inputs[0]!;
-    if (sizeOf(attrs.shape) !== sizeOf(x.shape)) {
-      throw new ShapeError(`cannot reshape a tensor of shape ${fmtShape(x.shape)} (size ${sizeOf(x.shape)}) to ${fmtShape(attrs.shape)} (size ${sizeOf(attrs.shape)})`, "reshape");
-    }
-    return [{ shape: attrs.shape, dtype: x.dtype }];
+    return [{ shape: reshapeShape(x.shape, attrs.shape), dtype: x.dtype }];
   },
   // Storage is immutable once created, so a reshape shares it.
   kernel(inputs) {
@@ -60,18 +92,35 @@ export const reshapeOp = defineOp<ReshapeAttrs>({
   },
 });
 
-/** Reshape; one dimension may be -1 (inferred). */
+/** Explains, for a shape argument computed from a staged tensor's shape, why it is not a real size. */
+function unknownShapeArg(op: string, what: string, shape: readonly number[], problem: string, inShape?: Shape): ShapeError {
+  const input = inShape ? ` (the input has shape ${fmtShape(inShape)})` : "";
+  return new ShapeError(
+    `${what} ${fmtShape(shape)} ${problem}${input}: while a function is staged with null inputSignature dimensions, unknown sizes read ` +
+      `as -1 (tensor.shape[i] is -1, and arithmetic on it is not a size), so ${op} cannot tell the real size. Give the inputSignature ` +
+      `a concrete size for that dimension${op === "broadcastTo" ? ", or broadcast against the other tensor itself (broadcastLike(x, y), or an elementwise op)" : op === "reshape" ? ", or use a single -1 for the one dimension to infer" : ""}`,
+    op,
+  );
+}
+
+/**
+ * Reshape; one dimension may be -1 (inferred). While staging with unknown dims, the -1 is
+ * inferred when the graph runs, so `reshape(x, [-1, 4])` of an input [?, 2, 2] gives [?, 4].
+ */
 export function reshape(x: TensorLike, shape: readonly number[]): Tensor {
   const t = toTensor(x, "reshape");
-  const s = checkShape("reshape", shape as number[], true).slice();
-  const inferAt = s.indexOf(-1);
-  if (inferAt >= 0) {
-    const known = s.reduce((p, d, i) => (i === inferAt ? p : p * d), 1);
-    if (known === 0 || t.size % known !== 0) {
-      throw new ShapeError(`cannot reshape a tensor of shape ${fmtShape(t.shape)} (size ${t.size}) to ${fmtShape(shape)}`, "reshape");
-    }
-    s[inferAt] = t.size / known;
+  if (Array.isArray(shape) && isTracing()) {
+    // Sizes read from staged tensors may be -1 (unknown): explain the errors they cause.
+    const neg = shape.filter((d) => typeof d === "number" && d < 0);
+    if (neg.some((d) => d !== -1)) throw unknownShapeArg("reshape", "shape", shape, `has a negative dimension ${neg.find((d) => d !== -1)}`, t.shape);
+    if (neg.length > 1) throw unknownShapeArg("reshape", "shape", shape, `has more than one -1`, t.shape);
   }
+  if (hasUnknownDims(t.shape)) {
+    const s = checkShape("reshape", shape as number[], true).slice();
+    if (shapesEqual(s, t.shape)) return t; // at most one -1, in the same place: the same shape
+    return applyOp1(reshapeOp, [t], { shape: s });
+  }
+  const s = reshapeShape(t.shape, shape as number[]);
   if (shapesEqual(s, t.shape)) return t;
   return applyOp1(reshapeOp, [t], { shape: s });
 }
@@ -80,17 +129,22 @@ export interface BroadcastToAttrs {
   shape: number[];
 }
 
+/** Checks that `x` broadcasts to `target` (an unknown dim of x may be 1 or the target's size). */
+function checkBroadcastTo(x: Shape, target: Shape): void {
+  const off = target.length - x.length;
+  const ok = off >= 0 && x.every((d, i) => d === 1 || dimsCompatible(d, target[i + off]!));
+  if (!ok) throw new ShapeError(`cannot broadcast shape ${fmtShape(x)} to ${fmtShape(target)}`, "broadcastTo");
+}
+
 export const broadcastToOp = defineOp<BroadcastToAttrs>({
   name: "broadcastTo",
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {
     const x = inputs[0]!;
-    const out = broadcastShapes("broadcastTo", x.shape, attrs.shape);
-    if (!shapesEqual(out, attrs.shape)) {
-      throw new ShapeError(`cannot broadcast shape ${fmtShape(x.shape)} to ${fmtShape(attrs.shape)}`, "broadcastTo");
-    }
-    return [{ shape: attrs.shape, dtype: x.dtype }];
+    const s = checkShape("broadcastTo", attrs.shape);
+    checkBroadcastTo(x.shape, s);
+    return [{ shape: s, dtype: x.dtype }];
   },
   kernel(inputs, attrs, outs) {
     const x = inputs[0]!;
@@ -103,11 +157,32 @@ export const broadcastToOp = defineOp<BroadcastToAttrs>({
   },
 });
 
+/**
+ * Broadcasts to `shape` (NumPy rules). The target must be known: while staging, a shape read
+ * from a tensor with unknown dims is refused with a clear error (use broadcastLike, or a
+ * broadcasting op, to broadcast against another tensor).
+ */
 export function broadcastTo(x: TensorLike, shape: readonly number[]): Tensor {
   const t = toTensor(x, "broadcastTo");
+  if (Array.isArray(shape) && isTracing() && shape.some((d) => typeof d === "number" && d < 0)) {
+    throw unknownShapeArg("broadcastTo", "target shape", shape, "has an unknown (negative) dimension", t.shape);
+  }
   const s = checkShape("broadcastTo", shape as number[]).slice();
   if (shapesEqual(s, t.shape)) return t;
   return applyOp1(broadcastToOp, [t], { shape: s });
+}
+
+/**
+ * `x` broadcast against the shape of `like` (NumPy rules; the result has the broadcast shape
+ * of both). Unlike broadcastTo it needs no static target shape, so it works while staging with
+ * unknown dims (gradients use it to broadcast a reduced cotangent back to the input's shape).
+ */
+export function broadcastLike(x: TensorLike, like: TensorLike): Tensor {
+  const t = toTensor(x, "broadcastLike");
+  const l = toTensor(like, "broadcastLike");
+  if (!hasUnknownDims(l.shape) && !hasUnknownDims(t.shape)) return broadcastTo(t, broadcastShapes("broadcastLike", t.shape, l.shape));
+  // where() broadcasts its three operands; selecting t either way leaves its values exact.
+  return where(fullLike(l, true, "bool"), t, t);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -147,6 +222,18 @@ function axesOf(op: string, axes: unknown, shape: Shape, extra = 0): number[] {
     seen.add(a);
   }
   return out.sort((x, y) => x - y);
+}
+
+/**
+ * The ShapeError of an op that needs the size of `axis`, unknown (-1) while a function is staged
+ * with a null inputSignature dimension there.
+ */
+function unknownAxisError(op: string, axis: number, shape: Shape, what: string): ShapeError {
+  return new ShapeError(
+    `${what} depends on the size of axis ${axis} of shape ${fmtShape(shape)}, which is unknown (-1) while the function is staged ` +
+      `with a null inputSignature dimension there; give the inputSignature a concrete size for that dimension`,
+    op,
+  );
 }
 
 function alloc(t: TensorType): TypedArray {
@@ -205,7 +292,7 @@ export function toIndexTensor(op: string, indices: TensorLike): Tensor {
 
 /** A null cotangent (zero) for output `i` of a multi-output op, made concrete. */
 function filledCts(cts: (Tensor | null)[], outputs: Tensor[]): Tensor[] {
-  return cts.map((c, i) => c ?? full(outputs[i]!.shape as number[], 0, outputs[i]!.dtype));
+  return cts.map((c, i) => c ?? fullLike(outputs[i]!, 0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -287,7 +374,7 @@ function checkSortedAxes(op: string, axes: unknown, shape: Shape, extra = 0): nu
   return norm;
 }
 
-export const expandDimsOp = defineOp<AxesAttrs>({
+export const expandDimsOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
   name: "expandDims",
   family: "shape",
   inputs: ["x"],
@@ -301,7 +388,7 @@ export const expandDimsOp = defineOp<AxesAttrs>({
   },
   kernel: (inputs) => [inputs[0]!.concrete()],
   vjp(ctx, cts) {
-    return [reshape(cts[0]!, ctx.inputs[0]!.shape)];
+    return [applyOp1(squeezeOp, [cts[0]!], { axes: ctx.attrs.axes })];
   },
 });
 
@@ -315,7 +402,7 @@ export function expandDims(x: TensorLike, axis: number | readonly number[]): Ten
   return applyOp1(expandDimsOp, [t], { axes });
 }
 
-export const squeezeOp = defineOp<AxesAttrs>({
+export const squeezeOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
   name: "squeeze",
   family: "shape",
   inputs: ["x"],
@@ -323,13 +410,14 @@ export const squeezeOp = defineOp<AxesAttrs>({
     const x = inputs[0]!;
     const axes = checkSortedAxes("squeeze", attrs.axes, x.shape);
     for (const a of axes) {
-      if (x.shape[a] !== 1) throw new ShapeError(`cannot squeeze axis ${a} of shape ${fmtShape(x.shape)}: its size is ${x.shape[a]}, not 1`, "squeeze");
+      // An unknown dim may be 1: it is checked with the concrete shape when the graph runs.
+      if (!dimsCompatible(x.shape[a]!, 1)) throw new ShapeError(`cannot squeeze axis ${a} of shape ${fmtShape(x.shape)}: its size is ${x.shape[a]}, not 1`, "squeeze");
     }
     return [{ shape: x.shape.filter((_, i) => !axes.includes(i)), dtype: x.dtype }];
   },
   kernel: (inputs) => [inputs[0]!.concrete()],
   vjp(ctx, cts) {
-    return [reshape(cts[0]!, ctx.inputs[0]!.shape)];
+    return [applyOp1(expandDimsOp, [cts[0]!], { axes: ctx.attrs.axes })];
   },
 });
 
@@ -338,12 +426,20 @@ export function squeeze(x: TensorLike, axis?: number | readonly number[] | null)
   const t = toTensor(x, "squeeze");
   let axes: number[];
   if (axis === undefined || axis === null) {
+    const unknown = t.shape.findIndex((d) => d < 0);
+    if (unknown >= 0) {
+      throw new ShapeError(
+        `squeeze() without axes cannot tell whether axis ${unknown} of shape ${fmtShape(t.shape)} has size 1: while a function is staged with ` +
+          `null inputSignature dimensions that size is unknown (-1). Name the axes to squeeze (squeeze(x, axes)), or give the inputSignature a concrete size`,
+        "squeeze",
+      );
+    }
     axes = [];
     t.shape.forEach((d, i) => d === 1 && axes.push(i));
   } else {
     axes = axesOf("squeeze", axis, t.shape);
     for (const a of axes) {
-      if (t.shape[a] !== 1) throw new ShapeError(`cannot squeeze axis ${a} of shape ${fmtShape(t.shape)}: its size is ${t.shape[a]}, not 1`, "squeeze");
+      if (!dimsCompatible(t.shape[a]!, 1)) throw new ShapeError(`cannot squeeze axis ${a} of shape ${fmtShape(t.shape)}: its size is ${t.shape[a]}, not 1`, "squeeze");
     }
   }
   if (axes.length === 0) return t;
@@ -383,19 +479,21 @@ export const concatOp = defineOp<AxisAttrs>({
     if (ref.length === 0) throw new ShapeError(`cannot concatenate scalars (input 0 has shape [])`, "concat");
     const axis = checkAttrAxis("concat", attrs.axis, ref);
     let total = 0;
+    const shape = ref.slice();
     for (let i = 0; i < inputs.length; i++) {
       const s = inputs[i]!.shape;
-      const ok = s.length === ref.length && s.every((d, k) => k === axis || d === ref[k]);
+      const ok = s.length === ref.length && s.every((d, k) => k === axis || dimsCompatible(d, shape[k]!));
       if (!ok) {
         throw new ShapeError(
           `input ${i} has shape ${fmtShape(s)} but input 0 has shape ${fmtShape(ref)}: all dimensions except axis ${axis} must match (shapes: ${inputs.map((t) => fmtShape(t.shape)).join(", ")})`,
           "concat",
         );
       }
-      total += s[axis]!;
+      // Unknown dims (staging): a known size elsewhere tells the size; an unknown piece makes the total unknown.
+      s.forEach((d, k) => k !== axis && shape[k]! < 0 && (shape[k] = d));
+      total = total < 0 || s[axis]! < 0 ? -1 : total + s[axis]!;
     }
     checkSameDtypes("concat", inputs);
-    const shape = ref.slice();
     shape[axis] = total;
     return [{ shape, dtype: inputs[0]!.dtype }];
   },
@@ -416,7 +514,12 @@ export const concatOp = defineOp<AxisAttrs>({
   },
   vjp(ctx, cts) {
     const axis = ctx.attrs.axis;
-    return split(cts[0]!, ctx.inputs.map((t) => t.shape[axis]!), axis);
+    const sizes = ctx.inputs.map((t) => t.shape[axis]!);
+    if (sizes.filter((n) => n < 0).length > 1) {
+      throw unknownAxisError("concat", axis, ctx.inputs.find((t) => t.shape[axis]! < 0)!.shape, "the gradient of concatenating two or more inputs of unknown size along it");
+    }
+    // An input of unknown size along the axis takes the rest of the cotangent (split's -1).
+    return split(cts[0]!, sizes.map((n) => (n < 0 ? -1 : n)), axis);
   },
 });
 
@@ -448,16 +551,18 @@ export const stackOp = defineOp<AxisAttrs>({
     if (inputs.length === 0) throw new ValueError(`needs at least one tensor`, "stack");
     const ref = inputs[0]!.shape;
     const axis = checkAttrAxis("stack", attrs.axis, ref, 1);
+    const shape = ref.slice();
     for (let i = 1; i < inputs.length; i++) {
-      if (!shapesEqual(inputs[i]!.shape, ref)) {
+      const s = inputs[i]!.shape;
+      if (s.length !== ref.length || !s.every((d, k) => dimsCompatible(d, shape[k]!))) {
         throw new ShapeError(
           `input ${i} has shape ${fmtShape(inputs[i]!.shape)} but input 0 has shape ${fmtShape(ref)}; stacked tensors must all have the same shape`,
           "stack",
         );
       }
+      s.forEach((d, k) => shape[k]! < 0 && (shape[k] = d));
     }
     checkSameDtypes("stack", inputs);
-    const shape = ref.slice();
     shape.splice(axis, 0, inputs.length);
     return [{ shape, dtype: inputs[0]!.dtype }];
   },
@@ -489,6 +594,7 @@ export const unstackOp = defineOp<AxisAttrs>({
   infer(inputs, attrs) {
     const x = inputs[0]!;
     const axis = checkAttrAxis("unstack", attrs.axis, x.shape);
+    if (x.shape[axis]! < 0) throw unknownAxisError("unstack", axis, x.shape, "the number of outputs");
     const shape = x.shape.filter((_, i) => i !== axis);
     return Array.from({ length: x.shape[axis]! }, () => ({ shape, dtype: x.dtype }));
   },
@@ -514,11 +620,17 @@ export const unstackOp = defineOp<AxisAttrs>({
 export function unstack(x: TensorLike, axis = 0): Tensor[] {
   const t = toTensor(x, "unstack");
   if (t.rank === 0) throw new ShapeError(`cannot unstack a scalar (shape [])`, "unstack");
-  return applyOp(unstackOp, [t], { axis: axisOf("unstack", axis, t.shape) });
+  const a = axisOf("unstack", axis, t.shape);
+  if (t.shape[a]! < 0) throw unknownAxisError("unstack", a, t.shape, "the number of outputs");
+  return applyOp(unstackOp, [t], { axis: a });
 }
 
 export interface SplitAttrs {
-  /** Sizes of the pieces along `axis` (non-negative, summing to shape[axis]). */
+  /**
+   * Sizes of the pieces along `axis` (non-negative, summing to shape[axis]). One size may be
+   * -1 (the rest of the axis): op functions resolve it when the axis size is known and keep it
+   * when it is unknown (staging), so that infer resolves it against the concrete shape.
+   */
   sizes: number[];
   axis: number;
 }
@@ -530,8 +642,8 @@ export const splitOp = defineOp<SplitAttrs>({
   infer(inputs, attrs) {
     const x = inputs[0]!;
     const axis = checkAttrAxis("split", attrs.axis, x.shape);
-    checkSplitSizes(attrs.sizes, x.shape, axis);
-    return attrs.sizes.map((n) => {
+    const sizes = splitSizes(attrs.sizes, attrs.sizes, x.shape, axis);
+    return sizes.map((n) => {
       const shape = x.shape.slice();
       shape[axis] = n;
       return { shape, dtype: x.dtype };
@@ -544,9 +656,9 @@ export const splitOp = defineOp<SplitAttrs>({
     const inner = prod(x.shape, attrs.axis + 1);
     const row = x.shape[attrs.axis]! * inner;
     let off = 0;
-    return outs.map((o, k) => {
+    return outs.map((o) => {
       const out = alloc(o);
-      const chunk = attrs.sizes[k]! * inner;
+      const chunk = o.shape[attrs.axis]! * inner;
       copyStrided(src, off, [row, 1], out, 0, [chunk, 1], [outer, chunk]);
       off += chunk;
       return out;
@@ -558,19 +670,43 @@ export const splitOp = defineOp<SplitAttrs>({
   },
 });
 
-function checkSplitSizes(sizes: unknown, shape: Shape, axis: number): void {
-  if (!Array.isArray(sizes) || sizes.some((n) => typeof n !== "number" || !Number.isInteger(n) || n < 0)) {
-    throw new ShapeError(`sizes ${fmt(sizes)} must be non-negative integers`, "split");
+/**
+ * Validates split sizes (non-negative integers, at most one -1 = the rest) against axis `axis`
+ * of `shape` and returns them with the -1 resolved; an unknown axis size (staging) leaves the
+ * -1 unknown and skips the sum check (done with the concrete shape when the graph runs).
+ */
+function splitSizes(sizes: unknown, shown: unknown, shape: Shape, axis: number): number[] {
+  if (!Array.isArray(sizes)) throw new ShapeError(`expects a number of pieces or an array of sizes, got ${String(shown)}`, "split");
+  let inferAt = -1;
+  for (let i = 0; i < sizes.length; i++) {
+    const n: unknown = sizes[i];
+    if (typeof n !== "number" || !Number.isInteger(n) || n < -1) {
+      throw new ShapeError(`sizes ${fmt(shown)} has an invalid size ${String(n)} (sizes are non-negative integers, or one -1)`, "split");
+    }
+    if (n === -1) {
+      if (inferAt >= 0) throw new ShapeError(`sizes ${fmt(shown)} has more than one -1`, "split");
+      inferAt = i;
+    }
   }
-  const total = (sizes as number[]).reduce((a, b) => a + b, 0);
-  if (total !== shape[axis]) {
-    throw new ShapeError(`sizes ${fmt(sizes)} sum to ${total}, but axis ${axis} of shape ${fmtShape(shape)} has size ${shape[axis]}`, "split");
+  const out = (sizes as number[]).slice();
+  const dim = shape[axis]!;
+  if (dim < 0) return out;
+  const known = out.reduce((p, n, i) => (i === inferAt ? p : p + n), 0);
+  if (inferAt >= 0) {
+    if (known > dim) {
+      throw new ShapeError(`sizes ${fmt(shown)} already sum to ${known}, more than axis ${axis} of shape ${fmtShape(shape)} (size ${dim})`, "split");
+    }
+    out[inferAt] = dim - known;
+  } else if (known !== dim) {
+    throw new ShapeError(`sizes ${fmt(shown)} sum to ${known}, but axis ${axis} of shape ${fmtShape(shape)} has size ${dim}`, "split");
   }
+  return out;
 }
 
 /**
  * Splits along `axis` into `n` equal pieces (n must divide the dimension) or into pieces of the
- * given sizes (one size may be -1: the rest of the dimension).
+ * given sizes (one size may be -1: the rest of the dimension). While staging with an unknown
+ * size along `axis`, split by sizes (with one -1) works; `n` equal pieces needs the size.
  */
 export function split(x: TensorLike, numOrSizes: number | readonly number[], axis = 0): Tensor[] {
   const t = toTensor(x, "split");
@@ -581,30 +717,13 @@ export function split(x: TensorLike, numOrSizes: number | readonly number[], axi
   if (typeof numOrSizes === "number") {
     const n = numOrSizes;
     if (!Number.isInteger(n) || n < 1) throw new ShapeError(`the number of pieces must be a positive integer, got ${n}`, "split");
+    if (dim < 0 && n > 1) throw unknownAxisError("split", a, t.shape, `splitting into ${n} equal pieces`);
     if (dim % n !== 0) throw new ShapeError(`cannot split axis ${a} of shape ${fmtShape(t.shape)} (size ${dim}) into ${n} equal pieces`, "split");
     sizes = new Array<number>(n).fill(dim / n);
   } else {
-    if (!Array.isArray(numOrSizes)) throw new ShapeError(`expects a number of pieces or an array of sizes, got ${String(numOrSizes)}`, "split");
-    sizes = numOrSizes.slice();
-    let infer = -1;
-    for (let i = 0; i < sizes.length; i++) {
-      const s = sizes[i]!;
-      if (typeof s !== "number" || !Number.isInteger(s) || s < -1) throw new ShapeError(`sizes ${fmt(numOrSizes)} has an invalid size ${String(s)} (sizes are non-negative integers, or one -1)`, "split");
-      if (s === -1) {
-        if (infer >= 0) throw new ShapeError(`sizes ${fmt(numOrSizes)} has more than one -1`, "split");
-        infer = i;
-      }
-    }
-    if (infer >= 0) {
-      const known = sizes.reduce((p, s, i) => (i === infer ? p : p + s), 0);
-      if (known > dim) {
-        throw new ShapeError(`sizes ${fmt(numOrSizes)} already sum to ${known}, more than axis ${a} of shape ${fmtShape(t.shape)} (size ${dim})`, "split");
-      }
-      sizes[infer] = dim - known;
-    }
-    checkSplitSizes(sizes, t.shape, a);
+    sizes = splitSizes(numOrSizes, numOrSizes, t.shape, a);
   }
-  if (sizes.length === 1) return [t];
+  if (sizes.length === 1 && (dim >= 0 || sizes[0] === -1)) return [t];
   return applyOp(splitOp, [t], { sizes, axis: a });
 }
 
@@ -628,6 +747,8 @@ interface AxisRange {
 
 /** Python's slice.indices(n): clamps start/stop like a[start:stop:step]. */
 function sliceRange(b: number | null, e: number | null, step: number, n: number): AxisRange {
+  // An unknown axis size (staging): the clamped length is unknown until the graph runs.
+  if (n < 0) return { start: 0, step, len: -1 };
   let start: number;
   let stop: number;
   if (step > 0) {
@@ -639,6 +760,11 @@ function sliceRange(b: number | null, e: number | null, step: number, n: number)
   }
   const len = Math.max(0, Math.ceil((stop - start) / step));
   return { start, step, len };
+}
+
+/** Whether begin:end:step takes every element of any axis (in order, or reversed). */
+function isWholeAxis(b: number | null, e: number | null, step: number): boolean {
+  return e === null && ((step === 1 && (b === null || b === 0)) || (step === -1 && (b === null || b === -1)));
 }
 
 function sliceRanges(op: string, shape: Shape, a: SliceAttrs): AxisRange[] {
@@ -682,13 +808,36 @@ export const sliceOp: OpDef<SliceAttrs> = defineOp<SliceAttrs>({
   },
   vjp(ctx, cts) {
     const { begin, end, strides } = ctx.attrs;
-    return [applyOp1(sliceGradOp, [cts[0]!], { shape: ctx.inputs[0]!.shape.slice(), begin, end, strides })];
+    const shape = ctx.inputs[0]!.shape;
+    // An unknown dim (staging) stays -1 in sliceGrad's shape, which it can resolve from dy only
+    // where the slice takes the whole axis.
+    shape.forEach((n, d) => {
+      if (n < 0 && !isWholeAxis(begin[d]!, end[d]!, strides[d]!)) throw unknownAxisError("slice", d, shape, "the gradient of slicing part of an axis");
+    });
+    return [applyOp1(sliceGradOp, [cts[0]!], { shape: shape.slice(), begin, end, strides })];
   },
 });
 
 export interface SliceGradAttrs extends SliceAttrs {
-  /** Shape of the sliced tensor (the output's shape). */
+  /**
+   * Shape of the sliced tensor (the output's shape). An entry may be -1 (unknown while staging)
+   * on an axis the slice takes whole, where the size is dy's.
+   */
   shape: number[];
+}
+
+/** sliceGrad's output shape: attrs.shape with -1 entries (whole axes only) taken from dy. */
+function sliceGradShape(attrs: SliceGradAttrs, dy: Shape): number[] {
+  const a = attrs.shape;
+  if (!Array.isArray(a) || !a.some((n) => n === -1)) return checkShape("sliceGrad", a);
+  if (a.length !== dy.length) throw new ShapeError(`shape ${fmt(a)} must have one entry per axis of dy (shape ${fmtShape(dy)})`, "sliceGrad");
+  return a.map((n, d) => {
+    if (n !== -1) return checkShape("sliceGrad", [n])[0]!;
+    if (!isWholeAxis(attrs.begin[d] ?? null, attrs.end[d] ?? null, attrs.strides[d]!)) {
+      throw new ShapeError(`shape ${fmt(a)} has an unknown size (-1) for axis ${d}, which the slice does not take whole, so it cannot be told from dy (shape ${fmtShape(dy)})`, "sliceGrad");
+    }
+    return dy[d]!;
+  });
 }
 
 /** The transpose of slice: zeros of `shape` with `dy` written at the sliced positions. */
@@ -698,9 +847,9 @@ export const sliceGradOp: OpDef<SliceGradAttrs> = defineOp<SliceGradAttrs>({
   inputs: ["dy"],
   infer(inputs, attrs) {
     const dy = inputs[0]!;
-    const shape = checkShape("sliceGrad", attrs.shape);
+    const shape = sliceGradShape(attrs, dy.shape);
     const want = sliceRanges("sliceGrad", shape, attrs).map((r) => r.len);
-    if (!shapesEqual(want, dy.shape)) {
+    if (want.length !== dy.shape.length || !want.every((n, d) => dimsCompatible(n, dy.shape[d]!))) {
       throw new ShapeError(`dy has shape ${fmtShape(dy.shape)} but slicing ${fmtShape(shape)} gives ${fmtShape(want)}`, "sliceGrad");
     }
     return [{ shape: shape.slice(), dtype: dy.dtype }];
@@ -708,8 +857,9 @@ export const sliceGradOp: OpDef<SliceGradAttrs> = defineOp<SliceGradAttrs>({
   kernel(inputs, attrs, outs) {
     const dy = inputs[0]!;
     const out = alloc(outs[0]!);
-    const ranges = sliceRanges("sliceGrad", attrs.shape, attrs);
-    const st = stridesOf(attrs.shape);
+    const shape = outs[0]!.shape;
+    const ranges = sliceRanges("sliceGrad", shape, attrs);
+    const st = stridesOf(shape);
     let off = 0;
     const strides = ranges.map((r, d) => {
       off += r.start * st[d]!;
@@ -771,10 +921,17 @@ function parseSliceString(spec: string, shape: Shape): { begin: SliceBound[]; en
       const i = num(f[0]!, p);
       if (i === null) throw new ShapeError(`slice string ${fmt(spec)} has an empty item`, "slice");
       const n = shape[axis]!;
-      if (i < -n || i >= n) throw new IndexError(`index ${i} is out of range for axis ${axis} of shape ${fmtShape(shape)} (valid: ${-n}..${n - 1})`, "slice");
-      const k = i < 0 ? i + n : i;
-      begin.push(k);
-      end.push(k + 1);
+      if (n < 0) {
+        // Unknown size (staging): keep the index Python-style (i:i+1, or -1: to the end); an
+        // index out of range leaves an empty axis, which the squeeze rejects when the graph runs.
+        begin.push(i);
+        end.push(i === -1 ? null : i + 1);
+      } else {
+        if (i < -n || i >= n) throw new IndexError(`index ${i} is out of range for axis ${axis} of shape ${fmtShape(shape)} (valid: ${-n}..${n - 1})`, "slice");
+        const k = i < 0 ? i + n : i;
+        begin.push(k);
+        end.push(k + 1);
+      }
       strides.push(1);
       drop.push(axis);
     } else if (f.length <= 3) {
@@ -822,7 +979,9 @@ export function slice(x: TensorLike, begin: string | readonly SliceBound[], end?
     attrs.strides.push(st);
   }
   const ranges = sliceRanges("slice", t.shape, attrs);
-  const whole = ranges.every((g, d) => g.step === 1 && g.start === 0 && g.len === t.shape[d]);
+  const whole = ranges.every((g, d) =>
+    t.shape[d]! < 0 ? g.step === 1 && (attrs.begin[d] === null || attrs.begin[d] === 0) && attrs.end[d] === null : g.step === 1 && g.start === 0 && g.len === t.shape[d],
+  );
   const y = whole ? t : applyOp1(sliceOp, [t], attrs);
   return drop.length > 0 ? applyOp1(squeezeOp, [y], { axes: drop }) : y;
 }
@@ -854,7 +1013,7 @@ export const gatherOp = defineOp<AxisAttrs>({
   vjp(ctx, cts) {
     const [x, idx] = ctx.inputs as [Tensor, Tensor];
     const dy = cts[0]!;
-    return [scatterAdd(full(x.shape as number[], 0, dy.dtype), idx, dy, ctx.attrs.axis), null];
+    return [scatterAdd(fullLike(x, 0, dy.dtype), idx, dy, ctx.attrs.axis), null];
   },
 });
 
@@ -877,6 +1036,7 @@ export const gatherNDOp = defineOp<Record<string, never>>({
     const [x, idx] = inputs as [TensorType, TensorType];
     checkIndexDtype("gatherND", idx);
     const k = idx.shape[idx.shape.length - 1];
+    if (idx.shape.length > 0 && k! < 0) throw unknownAxisError("gatherND", idx.shape.length - 1, idx.shape, "the rank of the result (indices have shape [..., k])");
     if (idx.shape.length === 0 || k! > x.shape.length || k === 0) {
       throw new ShapeError(
         `indices must have shape [..., k] with 1 <= k <= rank of x; got indices ${fmtShape(idx.shape)} for x ${fmtShape(x.shape)}`,
@@ -913,11 +1073,17 @@ export const gatherNDOp = defineOp<Record<string, never>>({
     const k = idx.shape[idx.rank - 1]!;
     const lead = x.shape.slice(0, k);
     const rest = x.shape.slice(k);
+    // Staging with unknown dims: the strides need lead[1:]; the flat zeros need rest (or lead) known.
+    const bad = lead.findIndex((n, d) => n < 0 && (d > 0 || hasUnknownDims(rest)));
+    if (bad >= 0) throw unknownAxisError("gatherND", bad, x.shape, "the gradient of gatherND (a scatter into x viewed as [prod(x.shape[:k]), ...x.shape[k:]])");
     // Row-major linear index into x viewed as [prod(lead), ...rest], then a scatter-add.
     const it = idx.dtype === "int64" ? idx : cast(idx, "int32");
     const st = makeTensor("gatherND", stridesOf(lead), [k], it.dtype);
     const lin = sum(mul(it, st), -1);
-    const g = scatterAdd(full([prod(lead), ...rest], 0, dy.dtype), lin, dy, 0);
+    const zeros = hasUnknownDims(x.shape)
+      ? reshape(fullLike(x, 0, dy.dtype), [hasUnknownDims(lead) ? -1 : prod(lead), ...rest])
+      : full([prod(lead), ...rest], 0, dy.dtype);
+    const g = scatterAdd(zeros, lin, dy, 0);
     return [reshape(g, x.shape), null];
   },
 });
@@ -948,7 +1114,7 @@ export const scatterAddOp = defineOp<AxisAttrs>({
     const axis = checkAttrAxis("scatterAdd", attrs.axis, x.shape);
     if (upd.dtype !== x.dtype) throw new DtypeError(`updates have dtype ${upd.dtype} but x has dtype ${x.dtype}`, "scatterAdd");
     const want = scatterUpdatesShape(x.shape, idx.shape, axis);
-    if (!shapesEqual(upd.shape, want)) {
+    if (upd.shape.length !== want.length || !upd.shape.every((n, d) => dimsCompatible(n, want[d]!))) {
       throw new ShapeError(
         `updates have shape ${fmtShape(upd.shape)} but x ${fmtShape(x.shape)} with indices ${fmtShape(idx.shape)} along axis ${axis} needs updates of shape ${fmtShape(want)}`,
         "scatterAdd",
@@ -989,19 +1155,17 @@ export function scatterAdd(x: TensorLike, indices: TensorLike, updates: TensorLi
   if (u.dtype !== d) u = cast(u, d);
   const want = scatterUpdatesShape(t.shape, idx.shape, a);
   if (!shapesEqual(u.shape, want)) {
-    let ok = false;
-    try {
-      ok = shapesEqual(broadcastShapes("scatterAdd", u.shape, want), want);
-    } catch {
-      ok = false;
-    }
+    // An unknown dim of updates (staging) may be 1 or the wanted size.
+    const off = want.length - u.rank;
+    const ok = off >= 0 && u.shape.every((n, d) => n === 1 || dimsCompatible(n, want[d + off]!));
     if (!ok) {
       throw new ShapeError(
         `updates have shape ${fmtShape(u.shape)} but x ${fmtShape(t.shape)} with indices ${fmtShape(idx.shape)} along axis ${a} needs updates of shape ${fmtShape(want)} (or broadcastable to it)`,
         "scatterAdd",
       );
     }
-    u = broadcastTo(u, want);
+    // With unknown dims the wanted shape is that of gather(x, indices, axis).
+    u = hasUnknownDims(want) || hasUnknownDims(u.shape) ? broadcastLike(u, gather(t, idx, a)) : broadcastTo(u, want);
   }
   return applyOp1(scatterAddOp, [t, idx, u], { axis: a });
 }
@@ -1075,7 +1239,7 @@ export const padOp = defineOp<PadAttrs>({
         }
       });
     }
-    return [{ shape: x.shape.map((n, d) => n + p[d]![0] + p[d]![1]), dtype: x.dtype }];
+    return [{ shape: x.shape.map((n, d) => (n < 0 ? -1 : n + p[d]![0] + p[d]![1])), dtype: x.dtype }];
   },
   kernel(inputs, attrs, outs) {
     const x = inputs[0]!;
@@ -1100,17 +1264,29 @@ export const padOp = defineOp<PadAttrs>({
     let g = cts[0]!;
     if (mode === "constant") {
       const begin = paddings.map(([b]) => b);
-      const end = paddings.map(([b], d) => b + x.shape[d]!);
+      // An unknown size (staging) ends `after` elements before the end instead.
+      const end = paddings.map(([b, a], d) => (x.shape[d]! >= 0 ? b + x.shape[d]! : a > 0 ? -a : null));
       return [applyOp1(sliceOp, [g], { begin, end, strides: begin.map(() => 1) })];
     }
     // Non-constant padding is a gather along each axis; its transpose a scatter-add per axis.
     for (let d = x.rank - 1; d >= 0; d--) {
       const [b, a] = paddings[d]!;
       if (b === 0 && a === 0) continue;
-      const map = makeTensor("pad", padIndexMap(mode, x.shape[d]!, b, a), undefined, "int32");
+      const n = x.shape[d]!;
+      if (n < 0) throw unknownAxisError("pad", d, x.shape, `the gradient of padding in mode ${fmt(mode)}`);
+      const map = makeTensor("pad", padIndexMap(mode, n, b, a), undefined, "int32");
       const shape = g.shape.slice();
-      shape[d] = x.shape[d]!;
-      g = scatterAdd(full(shape, 0, g.dtype), map, g, d);
+      shape[d] = n;
+      let zeros: Tensor;
+      if (hasUnknownDims(shape)) {
+        // Zeros shaped like the unpadded part of g along axis d (other axes may be unknown).
+        const lo = g.shape.map(() => null as number | null);
+        const hi = lo.slice();
+        lo[d] = b;
+        hi[d] = b + n;
+        zeros = fullLike(applyOp1(sliceOp, [g], { begin: lo, end: hi, strides: lo.map(() => 1) }), 0);
+      } else zeros = full(shape, 0, g.dtype);
+      g = scatterAdd(zeros, map, g, d);
     }
     return [g];
   },
@@ -1165,7 +1341,7 @@ export const tileOp = defineOp<TileAttrs>({
       throw new ShapeError(`reps ${fmt(reps)} has fewer entries than the rank of the input (shape ${fmtShape(x.shape)})`, "tile");
     }
     const xs = tiledInputShape(x.shape, reps.length);
-    return [{ shape: xs.map((n, d) => n * reps[d]!), dtype: x.dtype }];
+    return [{ shape: xs.map((n, d) => (reps[d] === 0 ? 0 : n < 0 ? -1 : n * reps[d]!)), dtype: x.dtype }];
   },
   kernel(inputs, attrs, outs) {
     const x = inputs[0]!;
@@ -1183,8 +1359,11 @@ export const tileOp = defineOp<TileAttrs>({
     const x = ctx.inputs[0]!;
     const reps = ctx.attrs.reps;
     const xs = tiledInputShape(x.shape, reps.length);
+    if (xs.filter((n) => n < 0).length > 1) {
+      throw unknownAxisError("tile", xs.findIndex((n) => n < 0), x.shape, "the gradient of tiling more than one axis of unknown size");
+    }
     const split: number[] = [];
-    xs.forEach((n, d) => split.push(reps[d]!, n));
+    xs.forEach((n, d) => split.push(reps[d]!, n)); // an unknown n (staging) stays -1: reshape infers it
     const g = sum(reshape(cts[0]!, split), reps.map((_, d) => 2 * d));
     return [reshape(g, x.shape)];
   },
@@ -1232,7 +1411,8 @@ export const flipOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
 /** Reverses the order of elements along the given axes (default: all). */
 export function flip(x: TensorLike, axis?: number | readonly number[] | null): Tensor {
   const t = toTensor(x, "flip");
-  const axes = axesOf("flip", axis, t.shape).filter((a) => t.shape[a]! > 1);
+  // Flipping a size-0 or size-1 axis is a no-op; an unknown size (staging) may be larger.
+  const axes = axesOf("flip", axis, t.shape).filter((a) => t.shape[a]! > 1 || t.shape[a]! < 0);
   if (axes.length === 0) return t;
   return applyOp1(flipOp, [t], { axes });
 }

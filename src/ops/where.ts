@@ -1,4 +1,4 @@
-/** where(cond, a, b): elementwise select with broadcasting. */
+/** where(cond, a, b): elementwise select with broadcasting (unknown staging dims broadcast like any other). */
 import { allocStorage, promoteTypes } from "../core/dtype.js";
 import { DtypeError } from "../core/errors.js";
 import { broadcastShapesN, sizeOf } from "../core/shape.js";
@@ -7,7 +7,6 @@ import { elementwiseLoop } from "../backends/cpu/elementwise.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor, toTensorsWeak } from "./convert.js";
 import { sumTo } from "./reduce.js";
-import { zerosLikeTensor } from "./fill.js";
 
 const EXPR = "a ? b : c";
 
@@ -30,8 +29,9 @@ export const whereOp = defineOp({
   vjp(ctx, cts) {
     const [c, a, b] = ctx.inputs as [Tensor, Tensor, Tensor];
     const dy = cts[0]!;
-    const zero = zerosLikeTensor(dy);
-    return [null, sumTo(where(c, dy, zero), a.shape), sumTo(where(c, zero, dy), b.shape)];
+    // A weakly typed 0 (dy's dtype) broadcasts like zerosLike(dy) would, with no static shape:
+    // the same graph works while staging with unknown dims.
+    return [null, sumTo(where(c, dy, 0), a.shape), sumTo(where(c, 0, dy), b.shape)];
   },
 });
 
