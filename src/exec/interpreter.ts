@@ -6,7 +6,7 @@
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { withEagerContext } from "../core/context.js";
-import { getOp } from "../ops/registry.js";
+import { getOp, wrapOutputs } from "../ops/registry.js";
 import type { FunctionLibrary, Graph, Node } from "../graph/ir.js";
 import { structuralHandlers } from "./structural.js";
 
@@ -40,8 +40,7 @@ export function runNode(node: Node, args: Tensor[], env: ExecEnv): Tensor[] {
   if (structural) return structural(node, args, env, interpret);
   const def = getOp(node.op);
   const types = def.infer(args, node.attrs);
-  const data = def.kernel(args, node.attrs, types);
-  return types.map((t, i) => new Tensor(data[i]!, t.shape, t.dtype));
+  return wrapOutputs(types, def.kernel(args, node.attrs, types));
 }
 
 export type { Variable };

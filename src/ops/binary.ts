@@ -25,7 +25,7 @@ function binary(name: string, expr: string, dtype: DtypeRule, rule?: BinaryRule,
           vjp: (ctx, cts) => {
             const [a, b] = ctx.inputs as [Tensor, Tensor];
             const [ga, gb] = rule(a, b, ctx.outputs[0]!, cts[0]!);
-            return [ga && sumTo(ga, a.shape), gb && sumTo(gb, b.shape)];
+            return [ga && sumTo(ga, a), gb && sumTo(gb, b)];
           },
         }
       : {}),

@@ -187,7 +187,7 @@ export const matmulOp = defineOp<MatmulAttrs>({
       da = mm(b, dc, true, true); // (dC B)^T = B^T dC^T
       db = mm(dc, a, true, true); // (A dC)^T = dC^T A^T
     }
-    return [sumTo(da, a.shape), sumTo(db, b.shape)];
+    return [sumTo(da, a), sumTo(db, b)];
   },
 });
 

@@ -13,7 +13,7 @@
 import { allocStorage, DEFAULT_FLOAT, isFloat, type DType, type TypedArray } from "../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { broadcastReductionAxes, fmtShape, hasUnknownDims, normalizeAxes, normalizeAxis, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
-import type { Tensor, TensorLike } from "../core/tensor.js";
+import { Tensor, type TensorLike } from "../core/tensor.js";
 import { argReduce, cumsum3, logSumExpAxes, reduceAxes, varianceAxes, type Combine } from "../backends/cpu/reduce.js";
 import { applyOp1, defineOp, type OpDef, type TensorType } from "./registry.js";
 import { toTensor } from "./convert.js";
@@ -400,19 +400,31 @@ export function cumsum(x: TensorLike, axis: number | null = null, options: Cumsu
  * same size (not broadcast); against a known size other than 1 it is ambiguous (it may have been
  * 1 and broadcast), which is a ShapeError rather than a gradient of the wrong shape.
  */
-export function sumTo(x: Tensor, shape: Shape): Tensor {
+/**
+ * Sums `x` down to `target`'s shape (the inverse of broadcasting; used by gradients).
+ * `target` is a shape, or the tensor whose shape it is: with a tensor, a dimension that is
+ * unknown while staging is resolved when the graph runs (sumToLike).
+ */
+export function sumTo(x: Tensor, target: Shape | Tensor): Tensor {
+  const like = target instanceof Tensor ? target : null;
+  const shape = like ? like.shape : (target as Shape);
   if (shapesEqual(x.shape, shape)) return x;
   const off = x.rank - shape.length;
+  let ambiguous = false;
   shape.forEach((n, d) => {
     const m = x.shape[d + off]!;
     if (n < 0 && m >= 0 && m !== 1) {
-      throw new ShapeError(
-        `cannot tell whether a gradient of shape ${fmtShape(x.shape)} must be summed down to ${fmtShape(shape)}: dimension ${d} is unknown (-1, a null ` +
-          `inputSignature dimension) and was broadcast against size ${m}, so it may have been 1. Give the inputSignature a concrete size for it`,
-        "sumTo",
-      );
+      ambiguous = true;
+      if (!like) {
+        throw new ShapeError(
+          `cannot tell whether a gradient of shape ${fmtShape(x.shape)} must be summed down to ${fmtShape(shape)}: dimension ${d} is unknown (-1, a null ` +
+            `inputSignature dimension) and was broadcast against size ${m}, so it may have been 1. Give the inputSignature a concrete size for it`,
+          "sumTo",
+        );
+      }
     }
   });
+  if (ambiguous) return applyOp1(sumToLikeOp, [x, like!], {});
   const axes = broadcastReductionAxes(shape, x.shape);
   let s = axes.length > 0 ? sum(x, axes, true) : x;
   if (shapesEqual(s.shape, shape)) return s;
@@ -420,6 +432,25 @@ export function sumTo(x: Tensor, shape: Shape): Tensor {
   if (off > 0) s = squeeze(s, Array.from({ length: off }, (_, i) => i));
   return shapesEqual(s.shape, shape) ? s : reshape(s, shape);
 }
+
+/**
+ * sumToLike(g, like): sums `g` over the axes along which `like` was broadcast to g's shape,
+ * decided when the graph runs (for dims unknown while staging).
+ */
+export const sumToLikeOp = defineOp({
+  name: "sumToLike",
+  family: "reduce",
+  inputs: ["x", "like"],
+  infer: (inputs) => [{ shape: inputs[1]!.shape, dtype: inputs[0]!.dtype }],
+  kernel(inputs, _attrs, outs) {
+    const [x, like] = inputs as [Tensor, Tensor];
+    const axes = broadcastReductionAxes(like.shape, x.shape);
+    const out = allocStorage(outs[0]!.dtype, sizeOf(like.shape));
+    reduceAxes("sum", x.concrete(), x.shape, axes, out, (n) => allocStorage("float64", n));
+    return [out];
+  },
+  vjp: (ctx, cts) => [broadcastLike(cts[0]!, ctx.inputs[0]!), null],
+});
 
 export function checkNumericDtype(op: string, d: DType): void {
   if (d === "bool") throw new DtypeError(`does not accept bool inputs`, op);

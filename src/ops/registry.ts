@@ -80,6 +80,24 @@ export function listOps(): OpDef[] {
   return [...registry.values()];
 }
 
+/**
+ * Output shapes known only when a kernel runs (hostCall outputs whose spec has unknown
+ * dims): the kernel records them here against the storage it returns.
+ */
+export const runtimeShapes = new WeakMap<TypedArray, number[]>();
+
+/** Wraps kernel outputs as tensors of the inferred types (or the shapes a kernel recorded). */
+export function wrapOutputs(types: TensorType[], data: TypedArray[]): Tensor[] {
+  const outs = new Array<Tensor>(types.length);
+  for (let i = 0; i < types.length; i++) {
+    const t = types[i]!;
+    const d = data[i]!;
+    const unknown = t.shape.some((n) => n < 0);
+    outs[i] = new TensorClass(d, unknown ? (runtimeShapes.get(d) ?? t.shape) : t.shape, t.dtype);
+  }
+  return outs;
+}
+
 /** Applies an op to tensor inputs through the current handler, then notifies tapes. */
 export function applyOp<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor[] {
   const outputs = currentHandler().run(def, inputs, attrs);
@@ -99,9 +117,6 @@ setEagerHandler({
     const dev = currentDevice();
     for (let i = 0; i < inputs.length; i++) if (inputs[i]!.device !== dev) inputs[i] = copyToDevice(inputs[i]!, dev);
     const types = def.infer(inputs, attrs);
-    const data = def.kernel(inputs, attrs, types);
-    const outs = new Array<Tensor>(types.length);
-    for (let i = 0; i < types.length; i++) outs[i] = new TensorClass(data[i]!, types[i]!.shape, types[i]!.dtype);
-    return outs;
+    return wrapOutputs(types, def.kernel(inputs, attrs, types));
   },
 });

@@ -153,7 +153,7 @@ export const broadcastToOp = defineOp<BroadcastToAttrs>({
     return [out];
   },
   vjp(ctx, cts) {
-    return [sumTo(cts[0]!, ctx.inputs[0]!.shape)];
+    return [sumTo(cts[0]!, ctx.inputs[0]!)];
   },
 });
 
@@ -1446,9 +1446,9 @@ export const clipOp = defineOp({
     const crossed = greater(lo, hi);
     // x passes where lo <= x <= hi (or x is NaN); below lo the value is lo unless lo > hi.
     const dx = where(logicalOr(below, above), 0, dy);
-    const dlo = isFloat(lo.dtype) ? sumTo(where(below, where(crossed, 0, dy), 0), lo.shape) : null;
-    const dhi = isFloat(hi.dtype) ? sumTo(where(below, where(crossed, dy, 0), where(above, dy, 0)), hi.shape) : null;
-    return [sumTo(dx, x.shape), dlo, dhi];
+    const dlo = isFloat(lo.dtype) ? sumTo(where(below, where(crossed, 0, dy), 0), lo) : null;
+    const dhi = isFloat(hi.dtype) ? sumTo(where(below, where(crossed, dy, 0), where(above, dy, 0)), hi) : null;
+    return [sumTo(dx, x), dlo, dhi];
   },
 });
 

@@ -31,7 +31,7 @@ export const whereOp = defineOp({
     const dy = cts[0]!;
     // A weakly typed 0 (dy's dtype) broadcasts like zerosLike(dy) would, with no static shape:
     // the same graph works while staging with unknown dims.
-    return [null, sumTo(where(c, dy, 0), a.shape), sumTo(where(c, 0, dy), b.shape)];
+    return [null, sumTo(where(c, dy, 0), a), sumTo(where(c, 0, dy), b)];
   },
 });
 

@@ -7,7 +7,7 @@ import { Tensor } from "../core/tensor.js";
 import { withEagerContext } from "../core/context.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
-import { applyOp, defineOp, type TensorType } from "../ops/registry.js";
+import { applyOp, defineOp, runtimeShapes, type TensorType } from "../ops/registry.js";
 import { toTensor } from "../ops/convert.js";
 import { vjp } from "../ad/functional.js";
 import { zerosLikeTensor } from "../ops/fill.js";
@@ -50,7 +50,9 @@ export const hostCallOp = defineOp<HostCallAttrs>({
       if (t.rank !== o.shape.length || t.shape.some((d, j) => o.shape[j]! >= 0 && o.shape[j] !== d)) {
         throw new ShapeError(`host function ${a.name} output ${i} has shape ${fmtShape(t.shape)}, its spec says ${fmtShape(o.shape)}`, "hostCall");
       }
-      return t.dataSync();
+      const data = t.dataSync();
+      if (o.shape.some((d) => d < 0)) runtimeShapes.set(data, t.shape.slice());
+      return data;
     });
   },
   vjp(ctx, cts) {

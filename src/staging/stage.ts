@@ -5,10 +5,12 @@
 import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { currentHandler, withHandler, withoutRecorders, recorders } from "../core/context.js";
-import { FunctionLibrary, type Value } from "../graph/ir.js";
-import { TraceContext } from "./trace-context.js";
+import { FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
+import { TraceContext, StagingError } from "./trace-context.js";
 import { ConcreteFunction, ConstantLeaf, OutputLeaf, type OutputTemplate } from "./concrete-function.js";
-import { describeChange, signatureOf, type LeafInfo, type Signature } from "./signature.js";
+import { describeChange, signatureOf, TensorSpec, type LeafInfo, type Signature } from "./signature.js";
+import { leaves, mapStructure, type Structure } from "../ad/structure.js";
+import { ValueError } from "../core/errors.js";
 import { recordStagedCall } from "./staged-gradient.js";
 import { emitCall } from "./structural-gradients.js";
 
@@ -19,6 +21,12 @@ export interface StageOptions {
   reduceRetracing?: boolean;
   /** Name of the graph (default: the function's name). */
   name?: string;
+  /**
+   * The output types of a recursive function (a spec, or a structure of specs), used for its
+   * recursive calls while it is traced. Without it the first tensor argument's type is
+   * assumed, and the function is traced once more with the types it actually returned.
+   */
+  outputSignature?: unknown;
 }
 
 export interface StagedFunction<A extends unknown[], R> {
@@ -45,10 +53,17 @@ export function stage<A extends unknown[], R>(fn: (...args: A) => R, options: St
 
   const structureKey = (sig: Signature) => sig.key.replace(/\[[^\]]*\]@/g, (m) => `[rank${m.split(",").length}]@`);
 
-  function lookup(args: readonly unknown[]): { sig: Signature; cf: ConcreteFunction } {
+  /** Signatures being traced right now: a call with one of them is a recursive call. */
+  const inProgress = new Map<string, PendingTrace>();
+  /** Output types learned from a first trace of a recursive function. */
+  const learned = new Map<string, { types: ValueType[]; template: OutputTemplate }>();
+
+  function lookup(args: readonly unknown[]): { sig: Signature; cf: ConcreteFunction } | { sig: Signature; pending: PendingTrace } {
     let sig = signatureOf(args, name, options.inputSignature);
     let cf = cache.get(sig.key);
     if (cf) return { sig, cf };
+    const pending = inProgress.get(sig.key);
+    if (pending) return { sig, pending };
     if (options.reduceRetracing) {
       const sk = structureKey(sig);
       const shapes = sig.leaves.filter((l) => l.kind === "tensor").map((l) => l.shape!);
@@ -74,10 +89,14 @@ export function stage<A extends unknown[], R>(fn: (...args: A) => R, options: St
     return { sig, cf };
   }
 
-  function trace(args: readonly unknown[], sig: Signature): ConcreteFunction {
+  function trace(args: readonly unknown[], sig: Signature, attempt = 0): ConcreteFunction {
     const outer = currentHandler();
     const ctx = new TraceContext(name, new FunctionLibrary(), outer instanceof TraceContext ? outer : null, traceCount === 0);
     traceCount++;
+    ctx.library.add(ctx.graph);
+    const guess = learned.get(sig.key) ?? recursionGuess(options.outputSignature, sig, attempt);
+    const pending: PendingTrace = { ctx, types: guess.types, template: guess.template, recursiveCalls: 0 };
+    inProgress.set(sig.key, pending);
     let k = 0;
     const symArgs = substitute(args, (t, path) => {
       const leaf = sig.leaves.find((l) => l.kind === "tensor" && l.path === path)!;
@@ -85,7 +104,22 @@ export function stage<A extends unknown[], R>(fn: (...args: A) => R, options: St
       return ctx.placeholder({ dtype: t.dtype, shape: leaf.shape! }, inputName(path, k - 1));
     }) as A;
     try {
-      const result = withoutRecorders(null, () => withHandler(ctx, () => fn(...symArgs)));
+      let result: unknown;
+      try {
+        result = withoutRecorders(null, () => withHandler(ctx, () => fn(...symArgs)));
+      } catch (e) {
+        // A recursive call typed by a wrong guess can make the body fail: try the next guess.
+        const guesses = sig.leaves.filter((l) => l.kind === "tensor").length;
+        if (pending.recursiveCalls > 0 && options.outputSignature === undefined && !learned.has(sig.key) && attempt + 1 < guesses) {
+          ctx.active = false;
+          inProgress.delete(sig.key);
+          return trace(args, sig, attempt + 1);
+        }
+        if (pending.recursiveCalls > 0 && options.outputSignature === undefined && e instanceof Error) {
+          e.message += ` (while tracing recursive staged function "${name}" with guessed output types ${describeTypes(pending.types)}: give stage(fn, { outputSignature }))`;
+        }
+        throw e;
+      }
       const outputs: Value[] = [];
       const names: string[] = [];
       const template = templateOf(result, (t, path) => {
@@ -94,15 +128,46 @@ export function stage<A extends unknown[], R>(fn: (...args: A) => R, options: St
         return outputs.length - 1;
       });
       ctx.graph.setOutputs(outputs, names);
+      if (pending.recursiveCalls > 0) {
+        if (ctx.captures.length > 0) {
+          throw new StagingError(
+            `recursive staged function "${name}" closes over ${ctx.captures.length} eager tensor(s); pass them as arguments or hold them in variables`,
+          );
+        }
+        const types = outputs.map((v) => v.type);
+        if (!sameTypes(types, pending.types) || !sameTemplate(template, pending.template)) {
+          if (learned.has(sig.key) || options.outputSignature !== undefined) {
+            throw new StagingError(
+              `recursive staged function "${name}" returns ${describeTypes(types)} but its recursive calls were typed ${describeTypes(pending.types)}; ` +
+                `give stage(fn, { outputSignature }) the types it returns`,
+            );
+          }
+          learned.set(sig.key, { types, template });
+          ctx.active = false;
+          inProgress.delete(sig.key);
+          return trace(args, sig, attempt + 1);
+        }
+      }
       return new ConcreteFunction(ctx.graph, ctx.library, ctx.captures, template, sig.tensors.length);
     } finally {
       ctx.active = false;
+      if (inProgress.get(sig.key) === pending) inProgress.delete(sig.key);
     }
   }
 
   const staged = ((...args: A): R => {
     const h = currentHandler();
-    const { sig, cf } = lookup(args);
+    const found = lookup(args);
+    const sig = found.sig;
+    if ("pending" in found) {
+      // A recursive call while this very signature is being traced: a call node to the
+      // function under construction (by name), typed by outputSignature or the guess.
+      const p = found.pending;
+      p.recursiveCalls++;
+      const outs = emitCall({ graph: p.ctx.graph, library: p.ctx.library }, sig.tensors, p.types);
+      return mapStructure(p.template, (leaf) => (leaf instanceof OutputLeaf ? outs[leaf.index] : leaf.value)) as R;
+    }
+    const cf = found.cf;
     if (h instanceof TraceContext) return callFromTrace(h, cf, sig.tensors) as R;
     if (recorders.length > 0) return recordStagedCall(cf, sig.tensors) as R;
     return cf.structureOutputs(cf.callFlat(sig.tensors)) as R;
@@ -110,8 +175,49 @@ export function stage<A extends unknown[], R>(fn: (...args: A) => R, options: St
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
   Object.defineProperty(staged, "pythonFunction", { value: fn });
   Object.defineProperty(staged, "stagedName", { value: name });
-  (staged as { concrete: unknown }).concrete = (...args: A) => lookup(args).cf;
+  (staged as { concrete: unknown }).concrete = (...args: A) => {
+    const found = lookup(args);
+    if ("pending" in found) throw new StagingError(`concrete() of "${name}" was asked for while that signature is being traced`);
+    return found.cf;
+  };
   return staged;
+}
+
+interface PendingTrace {
+  ctx: TraceContext;
+  types: ValueType[];
+  template: OutputTemplate;
+  recursiveCalls: number;
+}
+
+/** Output types assumed for recursive calls: outputSignature, else the `attempt`-th tensor argument's type. */
+function recursionGuess(outputSignature: unknown, sig: Signature, attempt: number): { types: ValueType[]; template: OutputTemplate } {
+  if (outputSignature !== undefined) {
+    const types: ValueType[] = [];
+    const template = mapStructure(outputSignature as Structure<unknown>, (s) => {
+      if (!(s instanceof TensorSpec)) throw new ValueError(`outputSignature must hold sc.spec(...) leaves, got ${String(s)}`, "stage");
+      types.push({ dtype: s.dtype, shape: s.shape });
+      return new OutputLeaf(types.length - 1);
+    }) as OutputTemplate;
+    return { types, template };
+  }
+  const first = sig.leaves.filter((l) => l.kind === "tensor")[attempt];
+  if (!first) return { types: [], template: new ConstantLeaf(undefined) };
+  return { types: [{ dtype: first.dtype!, shape: first.shape! }], template: new OutputLeaf(0) };
+}
+
+function sameTypes(a: ValueType[], b: ValueType[]): boolean {
+  return a.length === b.length && a.every((t, i) => t.dtype === b[i]!.dtype && t.shape.length === b[i]!.shape.length && t.shape.every((d, j) => d === b[i]!.shape[j]));
+}
+
+function sameTemplate(a: OutputTemplate, b: OutputTemplate): boolean {
+  const la = leaves(a as Structure<unknown>);
+  const lb = leaves(b as Structure<unknown>);
+  return la.length === lb.length && la.every((x, i) => (x instanceof OutputLeaf ? lb[i] instanceof OutputLeaf && (lb[i] as OutputLeaf).index === x.index : !(lb[i] instanceof OutputLeaf)));
+}
+
+function describeTypes(ts: ValueType[]): string {
+  return `(${ts.map((t) => `${t.dtype}[${t.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]`).join(", ")})`;
 }
 
 /** Emits a call node to `cf` in the graph being built by `ctx`. */

@@ -58,8 +58,9 @@ function buildSplit(cf: ConcreteFunction): Split {
     ),
   );
   // Every forward input that gradients are computed for: args, then the forward's captures.
-  const sources: Tensor[] = [...args, ...fwd.captures.map((c) => (c.variable ? fwd.variableValues.get(c.variable)! : c.tensor))];
-  const bwd = new TraceContext(`${cf.name}_backward`, library, fwd, false, cf.name);
+  const sources: Tensor[] = [...args, ...fwd.captures.map((c) => (c.variable ? fwd.variableInputs.get(c.variable)! : c.tensor))];
+  // Variable reads while tracing the backward (recomputations) resolve to the forward's inputs.
+  const bwd = new TraceContext(`${cf.name}_backward`, library, fwd, false, cf.name, true);
   const cts = outs.map((o, i) => bwd.placeholder({ dtype: o.dtype, shape: o.shape }, `cotangent_${i}`));
   try {
     const grads = withoutRecorders(null, () =>

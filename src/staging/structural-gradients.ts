@@ -19,11 +19,11 @@ import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { currentHandler, recorders, withHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
-import type { OpDef } from "../ops/registry.js";
-import { zerosLikeTensor } from "../ops/fill.js";
+import { applyOp1, type OpDef } from "../ops/registry.js";
+import { iterationBufferOp, zerosLikeTensor } from "../ops/fill.js";
 import { add, sub } from "../ops/binary.js";
 import { greater } from "../ops/compare.js";
-import { concat, expandDims, gather } from "../ops/shape.js";
+import { expandDims, gather, reshape, scatterAdd } from "../ops/shape.js";
 import { makeTensor } from "../core/tensor.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
@@ -119,25 +119,30 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
   const n = init.length;
   const saved = loopVarsReadByBodyVjp(p.traceRegion, bodyG, library, types, invariants);
   const savedIdx = saved.flatMap((s, i) => (s ? [i] : []));
-  const emptyIndex = makeTensor("while", [], undefined, "int32");
-  const stacks0 = savedIdx.map((i) => gather(expandDims(init[i]!, 0), emptyIndex, 0));
+  // Pass 1 counts the iterations, so that pass 2 can keep per-iteration values in buffers
+  // of a fixed size (loop variables never change shape, which keeps the loop differentiable
+  // again: higher-order gradients differentiate this augmented loop).
+  const zero = makeTensor("while", 0, undefined, "int32");
+  const cond = (...xs: Tensor[]) => replay(condG, library, [...xs.slice(0, n), ...invariants])[0]!;
+  const counted = p.emit([...types, { dtype: "int32", shape: [] }], [...init, zero], cond, (...xs) => [
+    ...replay(bodyG, library, [...xs.slice(0, n), ...invariants]),
+    add(xs[n]!, 1),
+  ]);
+  const iterations = counted[n]!;
+  const buffers0 = savedIdx.map((i) => applyOp1(iterationBufferOp, [iterations, init[i]!], {}));
   const augTypes: ValueType[] = [
     ...types,
     { dtype: "int32", shape: [] },
     ...savedIdx.map((i) => ({ dtype: types[i]!.dtype, shape: [-1, ...types[i]!.shape] })),
   ];
-  const outs = p.emit(
-    augTypes,
-    [...init, makeTensor("while", 0, undefined, "int32"), ...stacks0],
-    (...xs) => replay(condG, library, [...xs.slice(0, n), ...invariants])[0]!,
-    (...xs) => {
-      const vars = xs.slice(0, n);
-      const k = xs[n]!;
-      const stacks = xs.slice(n + 1);
-      const next = replay(bodyG, library, [...vars, ...invariants]);
-      return [...next, add(k, 1), ...stacks.map((s, j) => concat([s, expandDims(vars[savedIdx[j]!]!, 0)], 0))];
-    },
-  );
+  const outs = p.emit(augTypes, [...init, zero, ...buffers0], cond, (...xs) => {
+    const vars = xs.slice(0, n);
+    const k = xs[n]!;
+    const buffers = xs.slice(n + 1);
+    const next = replay(bodyG, library, [...vars, ...invariants]);
+    const row = reshape(k, [1]);
+    return [...next, add(k, 1), ...buffers.map((b, j) => scatterAdd(b, row, expandDims(vars[savedIdx[j]!]!, 0), 0))];
+  });
   const results = outs.slice(0, n);
   const count = outs[n]!;
   const stacks = outs.slice(n + 1);
@@ -232,7 +237,7 @@ export function vjpFunctionFor(callee: FunctionBundle): FunctionBundle {
   const library = new FunctionLibrary();
   for (const g of callee.library.functions.values()) library.add(g);
   library.add(callee.graph);
-  const ctx = new TraceContext(`${callee.graph.name}_vjp`, library, null, false, callee.graph.name);
+  const ctx = new TraceContext(`${callee.graph.name}_vjp`, library, null, false, callee.graph.name, true);
   const bundle: FunctionBundle = { graph: ctx.graph, library };
   library.add(ctx.graph);
   vjpFunctions.set(callee.graph, bundle);
@@ -243,7 +248,8 @@ export function vjpFunctionFor(callee: FunctionBundle): FunctionBundle {
   const vars = variablesReadBy(callee);
   const varValues = vars.map((v) => {
     const t = ctx.placeholder({ dtype: v.dtype, shape: v.shape }, `variable_${v.name}`);
-    ctx.variableValues.set(v, t);
+    // Reads anywhere in the callee (regions too) resolve to this input.
+    ctx.variableInputs.set(v, t);
     return t;
   });
   try {

@@ -35,6 +35,8 @@ export class TraceContext implements OpHandler {
   private readonly captureByTensor = new Map<number, Value>();
   /** Variables touched by this graph, with the symbolic value each holds at this point. */
   readonly variableValues = new Map<Variable, Tensor>();
+  /** variablesAsInputs mode: the graph input standing for each variable read (never cleared). */
+  readonly variableInputs = new Map<Variable, Tensor>();
   active = true;
 
   constructor(
@@ -103,17 +105,23 @@ export class TraceContext implements OpHandler {
   readVariable(v: Variable): Tensor {
     const known = this.variableValues.get(v);
     if (known) return known;
-    if (this.variablesAsInputs && this.isRegion && this.parent) {
-      // A region reads the enclosing function's variable input (captured as an operand).
+    if (this.variablesAsInputs && this.parent?.variablesAsInputs) {
+      // A region (or a backward graph) reads the enclosing graph's variable input.
       const outer = this.parent.readVariable(v);
       this.variableValues.set(v, outer);
       return outer;
     }
     if (this.variablesAsInputs) {
+      const existing = this.variableInputs.get(v);
+      if (existing) {
+        this.variableValues.set(v, existing);
+        return existing;
+      }
       const value = this.graph.addInput({ dtype: v.dtype, shape: v.shape }, `variable_${this.captures.length}`);
       this.captures.push({ tensor: v.storedValue, value, variable: v });
       const t = this.symbolic(value);
       this.variableValues.set(v, t);
+      this.variableInputs.set(v, t);
       return t;
     }
     const [value] = this.addStructural("readVariable", [], { variable: v }, [{ dtype: v.dtype, shape: v.shape }]);

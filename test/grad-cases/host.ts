@@ -9,4 +9,13 @@ export const cases: GradCase[] = [
     fn: (a, b) => sc.hostCall((x: sc.Tensor, y: sc.Tensor) => sc.sin(x).mul(y), sc.spec([2, 3], "float64"), a, b) as sc.Tensor,
     secondOrder: true,
   },
+  {
+    op: "customGradient",
+    label: "a custom rule equal to the true derivative",
+    inputs: (r) => [r.tensor([2, 3])],
+    fn: (x) => sinWithCustomGradient(x) as sc.Tensor,
+    secondOrder: true,
+  },
 ];
+
+const sinWithCustomGradient = sc.customGradient((x: sc.Tensor) => ({ value: sc.sin(x), grad: (dy: sc.Tensor) => dy.mul(sc.cos(x)) }));

@@ -34,4 +34,10 @@ export const cases: GradCase[] = [
   { op: "cumsum", label: "exclusive reverse", inputs: (r) => [r.tensor([2, 3, 2])], fn: (x) => sc.cumsum(x, 1, { exclusive: true, reverse: true }) },
   { op: "cumsum", label: "exclusive", inputs: (r) => [r.tensor([4, 2])], fn: (x) => sc.cumsum(x, 0, { exclusive: true }) },
   { op: "cumsum", label: "reverse flattened", inputs: (r) => [r.tensor([2, 3])], fn: (x) => sc.cumsum(x, null, { reverse: true }) },
+  {
+    op: "sumToLike",
+    inputs: (r) => [r.tensor([2, 3])],
+    fn: (g) => sc.applyOp(sc.getOp("sumToLike"), [g, sc.zeros([1, 3], "float64")], {})[0]!,
+    secondOrder: true,
+  },
 ];
