@@ -136,3 +136,33 @@ export function customGradient<Args extends Tensor[]>(f: (...inputs: Args) => Cu
     return Array.isArray(result.value) ? outs : outs[0];
   };
 }
+
+/**
+ * Forward mode: jvp(f, primals, tangents) -> [f(primals), J·tangents].
+ *
+ * Computed by transposing the VJP: u -> vjp(f)(u) = Jᵀu is linear in u, so its own VJP with
+ * cotangent t is J·t. Every registry op's VJP is itself differentiable, so this needs no
+ * separate forward-mode rules, and it works through staged functions (whose VJPs are graphs).
+ */
+export function jvp<Out extends Structure<Tensor>>(f: (...args: any[]) => Out, primals: any[], tangents: any[]): [Out, any] {
+  if (primals.length !== tangents.length) {
+    throw new GradientError(`jvp got ${primals.length} primals but ${tangents.length} tangents`, "jvp");
+  }
+  const [out, back] = vjp(f, ...primals);
+  const outLeaves = leaves(out as Structure<Tensor>);
+  const u0 = outLeaves.map((o) => zerosLikeTensor(o));
+  const [, backOfBack] = vjp((...us: Tensor[]) => back(us) as Structure<Tensor>, ...u0);
+  const jt = backOfBack(tangents as Structure<Tensor>) as Tensor[];
+  let k = 0;
+  const tangentOut = mapStructure(out as Structure<Tensor>, () => jt[k++]!);
+  return [out, tangentOut];
+}
+
+/**
+ * Hessian-vector product of a scalar function by forward-over-reverse: the JVP of grad(f)
+ * at x in direction v (x and v may be nested structures of tensors).
+ */
+export function hvp(f: (x: any) => Tensor, x: any, v: any): any {
+  const [, hv] = jvp((y: any) => grad(f)(y), [x], [v]);
+  return hv;
+}

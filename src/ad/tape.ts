@@ -88,6 +88,10 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     }
   }
 
+  tracks(t: Tensor): boolean {
+    return this.tracked.has(t.id);
+  }
+
   /** The variables read while recording. */
   watchedVariables(): Variable[] {
     return [...this.variableReads.keys()];

@@ -21,6 +21,14 @@ export interface OpHandler {
 export interface OpRecorder {
   /** Called after every op; a recorder keeps what it needs to differentiate it. */
   recordOp(def: OpDef, inputs: Tensor[], attrs: any, outputs: Tensor[]): void;
+  /** Whether gradients may be asked with respect to `t` (it is watched or derived from one). */
+  tracks(t: Tensor): boolean;
+}
+
+/** Whether some active recorder may need gradients with respect to `t`. */
+export function anyRecorderTracks(t: Tensor): boolean {
+  for (let i = 0; i < recorders.length; i++) if (recorders[i]!.tracks(t)) return true;
+  return false;
 }
 
 const handlers: OpHandler[] = [];

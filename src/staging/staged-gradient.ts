@@ -11,7 +11,7 @@
  * of F. Variables the function reads become captured inputs, so gradients reach them.
  */
 import { Tensor } from "../core/tensor.js";
-import { recorders, withHandler, withoutRecorders } from "../core/context.js";
+import { anyRecorderTracks, recorders, withHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
 import type { OpDef } from "../ops/registry.js";
 import { zerosLikeTensor } from "../ops/fill.js";
@@ -38,9 +38,23 @@ interface Split {
   backwardInputs: ({ saved: number } | { tensor: Tensor })[];
 }
 
-const splits = new WeakMap<ConcreteFunction, Split>();
+/** Splits per concrete function and per set of captured tensors that need gradients. */
+const splits = new WeakMap<ConcreteFunction, Map<string, Split>>();
 
-function buildSplit(cf: ConcreteFunction): Split {
+function splitFor(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
+  let byMask = splits.get(cf);
+  if (!byMask) splits.set(cf, (byMask = new Map()));
+  const key = watchCaptures.map((w) => (w ? "1" : "0")).join("");
+  let split = byMask.get(key);
+  if (!split) byMask.set(key, (split = buildSplit(cf, watchCaptures)));
+  return split;
+}
+
+/**
+ * Builds the forward/backward pair. Closed-over tensors are differentiated only when a tape
+ * tracks them (`watchCaptures`), so the forward keeps no more than that backward reads.
+ */
+function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
   const library = new FunctionLibrary();
   for (const g of cf.library.functions.values()) library.add(g);
   const fwd = new TraceContext(`${cf.name}_forward`, library, null, false, cf.name, true);
@@ -52,7 +66,7 @@ function buildSplit(cf: ConcreteFunction): Split {
       tape.record(() => {
         tape.watch(args);
         const captured = cf.captures.map((c) => c.tensor);
-        tape.watch(captured);
+        tape.watch(captured.filter((_, i) => watchCaptures[i]));
         outs = replay(cf.graph, cf.library, [...args, ...captured]);
       }),
     ),
@@ -111,8 +125,7 @@ function buildSplit(cf: ConcreteFunction): Split {
 
 /** The forward and backward graphs the tape uses for calls of `cf` (for inspection and tests). */
 export function gradientGraphs(cf: ConcreteFunction): { forward: ConcreteFunction; backward: ConcreteFunction } {
-  let split = splits.get(cf);
-  if (!split) splits.set(cf, (split = buildSplit(cf)));
+  const split = splitFor(cf, cf.captures.map(() => true));
   const cts = split.forward.graph.outputs.slice(0, split.numOutputs).map((v) => placeholderLike(v.type));
   const extra = split.backwardInputs.map((b) => ("saved" in b ? placeholderLike(split!.forward.graph.outputs[split!.numOutputs + b.saved]!.type) : b.tensor));
   return { forward: split.forward, backward: split.backward.concrete(...cts, ...extra) };
@@ -127,8 +140,7 @@ function placeholderLike(t: { dtype: Tensor["dtype"]; shape: readonly number[] }
  * staged backward function.
  */
 export function recordStagedCall(cf: ConcreteFunction, args: Tensor[]): unknown {
-  let split = splits.get(cf);
-  if (!split) splits.set(cf, (split = buildSplit(cf)));
+  const split = splitFor(cf, cf.captures.map((c) => anyRecorderTracks(c.tensor)));
   const { forward, numOutputs, backward, backwardInputs, fullVjp } = split;
   // Reading captured variables through `read()` lets the tapes watch them.
   const captureValues = forward.captures.map((c) => (c.variable ? c.variable.read() : c.tensor));

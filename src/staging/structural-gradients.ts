@@ -17,7 +17,7 @@
  */
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
-import { currentHandler, recorders, withHandler, withoutRecorders } from "../core/context.js";
+import { anyRecorderTracks, currentHandler, recorders, withHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
 import { applyOp1, type OpDef } from "../ops/registry.js";
 import { iterationBufferOp, zerosLikeTensor } from "../ops/fill.js";
@@ -50,21 +50,27 @@ export function recordEntry(name: string, inputs: Tensor[], outputs: Tensor[], v
  * Gradients of a region's outputs with respect to its inputs (and `extra` sources, such as
  * variable values the region reads), recomputing its forward.
  */
-export function regionVjp(g: Graph, library: FunctionLibrary, inputs: Tensor[], cts: Tensor[], extra: Tensor[] = []): Tensor[] {
+export function regionVjp(g: Graph, library: FunctionLibrary, inputs: Tensor[], cts: Tensor[], extra: Tensor[] = [], wrt?: boolean[]): Tensor[] {
+  const all = [...inputs, ...extra];
+  const wanted = wrt ?? all.map(() => true);
+  const sources = all.filter((_, i) => wanted[i]);
   const tape = new GradientTape();
   const outs = tape.record(() => {
-    tape.watch(inputs);
-    tape.watch(extra);
+    tape.watch(sources);
     return replay(g, library, inputs);
   });
-  const sources = [...inputs, ...extra];
   const pairs = outs.map((o, i) => [o, cts[i]!] as const).filter(([o]) => isFloat(o.dtype));
-  if (pairs.length === 0) return sources.map((x) => zerosLikeTensor(x));
-  return tape.gradient(
-    pairs.map(([o]) => o),
-    sources,
-    { outputGradient: pairs.map(([, c]) => c) },
-  ) as Tensor[];
+  const grads =
+    pairs.length === 0 || sources.length === 0
+      ? sources.map((x) => zerosLikeTensor(x))
+      : (tape.gradient(
+          pairs.map(([o]) => o),
+          sources,
+          { outputGradient: pairs.map(([, c]) => c) },
+        ) as Tensor[]);
+  let k = 0;
+  // Inputs nobody differentiates with respect to get zero gradients without computing them.
+  return all.map((x, i) => (wanted[i] ? grads[k++]! : zerosLikeTensor(x)));
 }
 
 export function recordCondGradient(pred: Tensor, operands: Tensor[], outs: Tensor[], thenG: Graph, elseG: Graph, library: FunctionLibrary, cond: CondFn): void {
@@ -84,9 +90,9 @@ type WhileFn = (c: (...v: Tensor[]) => Tensor, b: (...v: Tensor[]) => Tensor[], 
 type RegionTracer = (types: ValueType[], fn: (...xs: Tensor[]) => Tensor[]) => { graph: Graph; ctx: TraceContext };
 
 /** Which of a body's loop variables its VJP reads (liveness on a discarded probe trace). */
-export function loopVarsReadByBodyVjp(traceProbe: RegionTracer, bodyG: Graph, library: FunctionLibrary, types: ValueType[], invariants: Tensor[]): boolean[] {
+export function loopVarsReadByBodyVjp(traceProbe: RegionTracer, bodyG: Graph, library: FunctionLibrary, types: ValueType[], invariants: Tensor[], wrt: boolean[]): boolean[] {
   const n = types.length;
-  const probe = traceProbe([...types, ...types], (...xs) => regionVjp(bodyG, library, [...xs.slice(0, n), ...invariants], xs.slice(n)));
+  const probe = traceProbe([...types, ...types], (...xs) => regionVjp(bodyG, library, [...xs.slice(0, n), ...invariants], xs.slice(n), [], wrt));
   const g = probe.graph;
   const live = new Set<number>(g.outputs.map((v) => v.id));
   for (let i = g.nodes.length - 1; i >= 0; i--) {
@@ -117,7 +123,9 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
   const { init, invariants, types, condG, bodyG, ctx } = p;
   const library = ctx.library;
   const n = init.length;
-  const saved = loopVarsReadByBodyVjp(p.traceRegion, bodyG, library, types, invariants);
+  // Gradients are needed for every loop variable, and for the invariants a tape tracks.
+  const wrt = [...types.map(() => true), ...invariants.map((x) => isFloat(x.dtype) && anyRecorderTracks(x))];
+  const saved = loopVarsReadByBodyVjp(p.traceRegion, bodyG, library, types, invariants, wrt);
   const savedIdx = saved.flatMap((s, i) => (s ? [i] : []));
   // Pass 1 counts the iterations, so that pass 2 can keep per-iteration values in buffers
   // of a fixed size (loop variables never change shape, which keeps the loop differentiable
@@ -159,7 +167,7 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
           const s = savedIdx.indexOf(i);
           return s >= 0 ? gather(stacks[s]!, j1, 0) : zerosLikeTensor(results[i]!);
         });
-        const g = regionVjp(bodyG, library, [...vars, ...invariants], ct);
+        const g = regionVjp(bodyG, library, [...vars, ...invariants], ct, [], wrt);
         return [j1, ...g.slice(0, n), ...acc.map((a, i) => add(a, g[n + i]!))];
       },
       [count, ...ctVars, ...accum0],

@@ -1,0 +1,226 @@
+/**
+ * A small float32 matrix product in WebAssembly SIMD for the compiled executor, assembled
+ * here byte by byte (no build step). Compiled graphs keep their planned buffers in a
+ * WebAssembly memory, so products of small and medium matrices run on data already in place,
+ * without the copies and task set-up the general kernel pays on every call.
+ *
+ *   gemm(a, b, c, m, n, k, sai, sap, acc):  C (m x n) = op(A) (m x k) B (k x n)   [+ C if acc]
+ *
+ * a, b, c are byte addresses; A(i, p) = a[i * sai + p * sap] (element strides: any transpose of
+ * A); B is row-major and contiguous; C row-major and contiguous.
+ *
+ * Arithmetic: every output element is accumulated from 0 over p in order with float32
+ * multiplies and float32 adds (f32x4 lanes, or scalar f32 for the last columns), then added to
+ * C when `acc` is set: exactly what the WebAssembly sgemm of the eager kernel
+ * (wasm/sgemm.ts) computes for one k block. Callers split k into the same blocks of 256.
+ */
+
+/** Unsigned LEB128. */
+function u32(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+/** Signed LEB128 (for i32.const). */
+function s32(n: number): number[] {
+  const out: number[] = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
+      out.push(b);
+      return out;
+    }
+    out.push(b | 0x80);
+  }
+}
+
+const name = (s: string) => [...u32(s.length), ...[...s].map((c) => c.charCodeAt(0))];
+const vec = (items: number[][]) => [...u32(items.length), ...items.flat()];
+const section = (id: number, body: number[]) => [id, ...u32(body.length), ...body];
+
+// opcodes
+const I32 = 0x7f,
+  F32 = 0x7d,
+  V128 = 0x7b,
+  VOID = 0x40;
+const block = [0x02, VOID],
+  loop = [0x03, VOID],
+  end = [0x0b];
+const br = (d: number) => [0x0c, ...u32(d)];
+const brIf = (d: number) => [0x0d, ...u32(d)];
+const get = (l: number) => [0x20, ...u32(l)];
+const set = (l: number) => [0x21, ...u32(l)];
+const i32c = (v: number) => [0x41, ...s32(v)];
+const i32add = [0x6a],
+  i32mul = [0x6c],
+  i32shl = [0x74],
+  i32geS = [0x4e],
+  i32gtS = [0x4a];
+const f32load = (off = 0) => [0x2a, 0x02, ...u32(off)];
+const f32store = (off = 0) => [0x38, 0x02, ...u32(off)];
+const f32add = [0x92],
+  f32mul = [0x94];
+const f32zero = [0x43, 0, 0, 0, 0];
+const simd = (op: number, ...imm: number[]) => [0xfd, ...u32(op), ...imm];
+const v128load = (off = 0) => simd(0x00, 0x02, ...u32(off));
+const v128store = (off = 0) => simd(0x0b, 0x02, ...u32(off));
+const splatLoad = (off = 0) => simd(0x09, 0x02, ...u32(off)); // v128.load32_splat
+const v128zero = simd(0x0c, ...new Array<number>(16).fill(0));
+const f32x4add = simd(228),
+  f32x4mul = simd(230);
+
+// locals: params 0..8, then the function's own
+const [A, B, C, M, N, K, SAI, SAP, ACC] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+const [I, J, P, PA, PB, CROW, AROW, LDB] = [9, 10, 11, 12, 13, 14, 15, 16];
+const S = [17, 18, 19, 20]; // v128 accumulators
+const AV = 21; // v128
+const F = 22; // f32
+
+/** pa = arow; pb = b + j*4; p = 0 */
+const startP = [...get(AROW), ...set(PA), ...get(B), ...get(J), ...i32c(2), ...i32shl, ...i32add, ...set(PB), ...i32c(0), ...set(P)];
+/** pa += sap; pb += ldb; p += 1 */
+const stepP = [...get(PA), ...get(SAP), ...i32add, ...set(PA), ...get(PB), ...get(LDB), ...i32add, ...set(PB), ...get(P), ...i32c(1), ...i32add, ...set(P)];
+/** address of C(i, j) */
+const cAt = [...get(CROW), ...get(J), ...i32c(2), ...i32shl, ...i32add];
+
+/** Columns j .. j + 4*lanes - 1 with `lanes` f32x4 accumulators. */
+function vectorColumns(lanes: number): number[] {
+  const code: number[] = [];
+  for (let l = 0; l < lanes; l++) code.push(...v128zero, ...set(S[l]!));
+  code.push(...startP);
+  // for p in 0..k: av = splat(A(i, p)); s_l += av * B(p, j + 4l ..)
+  code.push(...block, ...loop, ...get(P), ...get(K), ...i32geS, ...brIf(1));
+  code.push(...get(PA), ...splatLoad(), ...set(AV));
+  for (let l = 0; l < lanes; l++) code.push(...get(S[l]!), ...get(AV), ...get(PB), ...v128load(16 * l), ...f32x4mul, ...f32x4add, ...set(S[l]!));
+  code.push(...stepP, ...br(0), ...end, ...end);
+  // if acc: s_l = s_l + C
+  code.push(...get(ACC), 0x04, VOID);
+  for (let l = 0; l < lanes; l++) code.push(...get(S[l]!), ...cAt, ...v128load(16 * l), ...f32x4add, ...set(S[l]!));
+  code.push(...end);
+  for (let l = 0; l < lanes; l++) code.push(...cAt, ...get(S[l]!), ...v128store(16 * l));
+  code.push(...get(J), ...i32c(4 * lanes), ...i32add, ...set(J));
+  return code;
+}
+
+/** One column j with a scalar f32 accumulator. */
+const scalarColumn = [
+  ...f32zero,
+  ...set(F),
+  ...startP,
+  ...block,
+  ...loop,
+  ...get(P),
+  ...get(K),
+  ...i32geS,
+  ...brIf(1),
+  ...get(F),
+  ...get(PA),
+  ...f32load(),
+  ...get(PB),
+  ...f32load(),
+  ...f32mul,
+  ...f32add,
+  ...set(F),
+  ...stepP,
+  ...br(0),
+  ...end,
+  ...end,
+  ...get(ACC),
+  0x04,
+  VOID,
+  ...get(F),
+  ...cAt,
+  ...f32load(),
+  ...f32add,
+  ...set(F),
+  ...end,
+  ...cAt,
+  ...get(F),
+  ...f32store(),
+  ...get(J),
+  ...i32c(1),
+  ...i32add,
+  ...set(J),
+];
+
+/** while (j + width <= n) { body } */
+function columnLoop(width: number, body: number[]): number[] {
+  return [...block, ...loop, ...get(J), ...i32c(width), ...i32add, ...get(N), ...i32gtS, ...brIf(1), ...body, ...br(0), ...end, ...end];
+}
+
+function gemmBody(): number[] {
+  const code: number[] = [];
+  // ldb = n*4; sai, sap in bytes
+  code.push(...get(N), ...i32c(2), ...i32shl, ...set(LDB));
+  code.push(...get(SAI), ...i32c(2), ...i32shl, ...set(SAI));
+  code.push(...get(SAP), ...i32c(2), ...i32shl, ...set(SAP));
+  code.push(...i32c(0), ...set(I));
+  code.push(...block, ...loop, ...get(I), ...get(M), ...i32geS, ...brIf(1));
+  code.push(...get(A), ...get(I), ...get(SAI), ...i32mul, ...i32add, ...set(AROW));
+  code.push(...get(C), ...get(I), ...get(LDB), ...i32mul, ...i32add, ...set(CROW));
+  code.push(...i32c(0), ...set(J));
+  code.push(...columnLoop(16, vectorColumns(4)));
+  code.push(...columnLoop(4, vectorColumns(1)));
+  code.push(...columnLoop(1, scalarColumn));
+  code.push(...get(I), ...i32c(1), ...i32add, ...set(I), ...br(0), ...end, ...end);
+  code.push(...end);
+  return code;
+}
+
+function moduleBytes(): Uint8Array {
+  const type = section(1, vec([[0x60, ...vec(new Array(9).fill([I32])), ...vec([])]]));
+  const imports = section(2, vec([[...name("env"), ...name("memory"), 0x02, 0x00, ...u32(1)]]));
+  const funcs = section(3, vec([u32(0)]));
+  const exports = section(7, vec([[...name("gemm"), 0x00, ...u32(0)]]));
+  const locals = vec([
+    [...u32(8), I32],
+    [...u32(5), V128],
+    [...u32(1), F32],
+  ]);
+  const body = [...locals, ...gemmBody()];
+  const code = section(10, vec([[...u32(body.length), ...body]]));
+  return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, ...type, ...imports, ...funcs, ...exports, ...code]);
+}
+
+export type GemmFn = (a: number, b: number, c: number, m: number, n: number, k: number, sai: number, sap: number, acc: number) => void;
+
+// Minimal typings for the WebAssembly JS API (the project's lib settings do not include them).
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+type WasmModule = object;
+interface WasmApi {
+  Module: new (bytes: Uint8Array) => WasmModule;
+  Instance: new (module: WasmModule, imports: object) => { exports: Record<string, unknown> };
+  Memory: new (desc: { initial: number }) => WasmMemory;
+}
+const WA = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+
+let compiled: WasmModule | null | undefined;
+
+/** The compiled module, or null where WebAssembly SIMD is unavailable. */
+export function gemmModule(): WasmModule | null {
+  if (compiled !== undefined) return compiled;
+  try {
+    compiled = WA ? new WA.Module(moduleBytes()) : null;
+  } catch {
+    compiled = null;
+  }
+  return compiled;
+}
+
+/** A memory of at least `bytes` bytes with a gemm instance working on it. */
+export function gemmInstance(bytes: number): { memory: WasmMemory; gemm: GemmFn } {
+  const mod = gemmModule();
+  if (!mod || !WA) throw new Error("WebAssembly SIMD is not available");
+  const memory = new WA.Memory({ initial: Math.max(1, Math.ceil(bytes / 65536)) });
+  const inst = new WA.Instance(mod, { env: { memory } });
+  return { memory, gemm: inst.exports.gemm as GemmFn };
+}
