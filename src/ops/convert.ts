@@ -7,7 +7,9 @@ import { isTracing } from "../core/context.js";
 import { applyOp1 } from "./registry.js";
 import { fillOp } from "./fill.js";
 
-const scalarCache = new Map<string, Tensor>();
+/** Per dtype: value -> cached scalar tensor (-0 is kept apart from 0). */
+const scalarCache = new Map<DType, Map<number, Tensor>>();
+const negativeZero = new Map<DType, Tensor>();
 
 /**
  * A scalar tensor for a JS value: a cached immutable eager tensor, or, while a function is
@@ -15,13 +17,16 @@ const scalarCache = new Map<string, Tensor>();
  */
 export function scalarOf(value: number, dtype: DType): Tensor {
   if (isTracing()) return applyOp1(fillOp, [], { shape: [], dtype, value });
-  const key = dtype + ":" + (Object.is(value, -0) ? "-0" : String(value));
-  let t = scalarCache.get(key);
+  const isNegZero = value === 0 && 1 / value < 0;
+  let byValue = scalarCache.get(dtype);
+  if (byValue === undefined) scalarCache.set(dtype, (byValue = new Map()));
+  let t = isNegZero ? negativeZero.get(dtype) : byValue.get(value);
   if (t === undefined) {
     const data = allocStorage(dtype, 1);
     data[0] = dtype === "bool" ? (value ? 1 : 0) : value;
     t = new Tensor(data, [], dtype);
-    if (scalarCache.size < 4096) scalarCache.set(key, t);
+    if (isNegZero) negativeZero.set(dtype, t);
+    else if (byValue.size < 4096) byValue.set(value, t);
   }
   return t;
 }

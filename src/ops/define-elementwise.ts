@@ -6,7 +6,7 @@ import { type DType, isFloat, promoteTypes, allocStorage, DEFAULT_FLOAT } from "
 import { DtypeError } from "../core/errors.js";
 import { broadcastShapesN } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
-import { elementwiseLoop } from "../backends/cpu/elementwise.js";
+import { elementwiseLoop, type ElementwiseLoop } from "../backends/cpu/elementwise.js";
 import { applyOp1, defineOp, type OpDef, type TensorType, type VjpContext } from "./registry.js";
 import { toTensorsWeak } from "./convert.js";
 
@@ -53,6 +53,7 @@ export interface ElementwiseSpec {
 
 export function defineElementwise(spec: ElementwiseSpec): OpDef {
   const arity = spec.inputs.length;
+  const loops = new Map<string, ElementwiseLoop | null>();
   return defineOp({
     name: spec.name,
     family: spec.family,
@@ -67,14 +68,21 @@ export function defineElementwise(spec: ElementwiseSpec): OpDef {
       const o = outs[0]!;
       const out = allocStorage(o.dtype, sizeOfShape(o.shape));
       const isInt = o.dtype === "int32" || o.dtype === "int64" || o.dtype === "uint8";
-      const expr = bindAttrs(isInt && spec.intExpr ? spec.intExpr : spec.expr, attrs);
+      const template = isInt && spec.intExpr ? spec.intExpr : spec.expr;
+      // Loops are compiled once per template; templates with attributes once per value.
+      let loop = loops.get(template);
+      if (loop === undefined) {
+        loop = template.includes("$") ? null : elementwiseLoop(template, arity);
+        loops.set(template, loop);
+      }
+      if (loop === null) loop = elementwiseLoop(bindAttrs(template, attrs), arity);
       const datas = new Array(inputs.length);
       const shapes = new Array(inputs.length);
       for (let i = 0; i < inputs.length; i++) {
         datas[i] = inputs[i]!.concrete();
         shapes[i] = inputs[i]!.shape;
       }
-      elementwiseLoop(expr, arity)(datas, shapes, out, o.shape);
+      loop(datas, shapes, out, o.shape);
       return [out];
     },
     ...(spec.vjp ? { vjp: spec.vjp } : {}),
