@@ -1,0 +1,120 @@
+/**
+ * The AutoGraph runtime: `ag`, the one object converted code calls into (see
+ * docs/autograph.md for the contract with the source transform).
+ */
+import { ifStmt, ifExp, whileStmt, forOf, range, RangeObject, dispatchCondition, type LoopOptions } from "./control-flow.js";
+import { and, or, nullish, not } from "./logical.js";
+import { add, sub, mul, div, mod, pow, neg, pos, lt, le, gt, ge, eq, ne, looseEq, looseNe } from "./arithmetic.js";
+import { getItem, setItem, slice, SliceSpec, dimSize } from "./indexing.js";
+import { call, callMethod, registerConverted, getConverted, setConverter, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
+import { print, assertOrThrow, assert } from "./logging.js";
+import { math } from "./math.js";
+import { AutoGraphError, AssertionFailedError, UNDEFINED, relaxShape, TensorList } from "./state.js";
+
+export const ag = {
+  // control flow
+  ifStmt,
+  ifExp,
+  whileStmt,
+  forOf,
+  range,
+  // logical
+  and,
+  or,
+  nullish,
+  not,
+  // arithmetic and comparison
+  add,
+  sub,
+  mul,
+  div,
+  mod,
+  pow,
+  neg,
+  pos,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  looseEq,
+  looseNe,
+  // indexing
+  getItem,
+  setItem,
+  slice,
+  // calls
+  call,
+  callMethod,
+  registerConverted,
+  getConverted,
+  setConverter,
+  // logging and assertions
+  print,
+  assertOrThrow,
+  assert,
+  // Math
+  math,
+  // state
+  UNDEFINED,
+  relaxShape,
+} as const;
+
+markLibrary(ag, 0);
+for (const k of Object.keys(math)) if (typeof math[k] === "function") doNotConvert(math[k]);
+
+export type AG = typeof ag;
+
+export {
+  ifStmt,
+  ifExp,
+  whileStmt,
+  forOf,
+  range,
+  RangeObject,
+  dispatchCondition,
+  and,
+  or,
+  nullish,
+  not,
+  add,
+  sub,
+  mul,
+  div,
+  mod,
+  pow,
+  neg,
+  pos,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  looseEq,
+  looseNe,
+  getItem,
+  setItem,
+  slice,
+  SliceSpec,
+  dimSize,
+  call,
+  callMethod,
+  registerConverted,
+  getConverted,
+  setConverter,
+  resolveCallee,
+  doNotConvert,
+  markLibrary,
+  print,
+  assertOrThrow,
+  assert,
+  math,
+  AutoGraphError,
+  AssertionFailedError,
+  UNDEFINED,
+  relaxShape,
+  TensorList,
+};
+export type { LoopOptions, Converter };

@@ -1,0 +1,415 @@
+/**
+ * Shared runtime pieces of the AutoGraph operators: the error classes, source locations
+ * (`loc` strings "file:line:column" written by the transform), the "no value yet" marker,
+ * value classification (JS value / concrete tensor / symbolic tensor), and snapshots of the
+ * state that staged constructs carry (nests: arrays and plain objects of leaves, restored and
+ * rewritten in place so `const` objects mutated in a branch or loop keep their identity).
+ */
+import { fileURLToPath } from "node:url";
+import { StagecraftError, formatLocation, type SourceLocation } from "../../core/errors.js";
+import { Tensor } from "../../core/tensor.js";
+import { Variable } from "../../core/variable.js";
+import { currentHandler } from "../../core/context.js";
+import { fmtShape, hasUnknownDims } from "../../core/shape.js";
+import type { DType } from "../../core/dtype.js";
+import { full } from "../../ops/fill.js";
+import { DtypeError, ShapeError } from "../../core/errors.js";
+import { scalarOf } from "../../ops/convert.js";
+import { cast } from "../../ops/cast.js";
+import { concat, expandDims, unstack } from "../../ops/shape.js";
+import { applyOp1, defineOp } from "../../ops/registry.js";
+import { TraceContext } from "../../staging/trace-context.js";
+
+/** Raised when converted code cannot be staged as written (names the variable and the source line). */
+export class AutoGraphError extends StagecraftError {
+  constructor(message: string, loc?: string | null) {
+    super(message, undefined, null);
+    Object.defineProperty(this, "location", { value: parseLoc(loc), enumerable: true });
+  }
+}
+
+/** Raised (at run time for staged code) when `ag.assert` / `sc.assert` fails. */
+export class AssertionFailedError extends StagecraftError {}
+
+/**
+ * The value a variable holds before its first assignment when the transform needs to pass
+ * one explicitly (`getState` may also return plain `undefined`; both mean "no value yet").
+ */
+export const UNDEFINED: unique symbol = Symbol("ag.UNDEFINED");
+
+export function isUndef(x: unknown): boolean {
+  return x === undefined || x === UNDEFINED;
+}
+
+/**
+ * Names the transform generates (`$brk`, `$ret`, `$retval`, ...) start with `$`: for them an
+ * undefined value in one branch or before a staged loop is filled with zeros of the type the
+ * other branch / the loop body gives (their flags guarantee the filler is never observed),
+ * instead of the error a user variable gets.
+ */
+export function isGeneratedName(name: string): boolean {
+  return name.startsWith("$");
+}
+
+// ---------------------------------------------------------------------------------------------
+// locations
+
+const LOC_RE = /^(.*):(\d+):(\d+)$/;
+
+export function parseLoc(loc: string | null | undefined): SourceLocation | null {
+  if (typeof loc !== "string") return null;
+  const m = LOC_RE.exec(loc);
+  if (!m) return null;
+  let file = m[1]!;
+  if (file.startsWith("file://")) {
+    try {
+      file = fileURLToPath(file);
+    } catch {
+      /* keep the URL */
+    }
+  }
+  return { file, line: Number(m[2]), column: Number(m[3]) };
+}
+
+/** " (at file:line:col)" for a transform `loc`, or "" when there is none. */
+export function at(loc: string | null | undefined): string {
+  if (typeof loc !== "string" || loc === "") return "";
+  const p = parseLoc(loc);
+  return ` (at ${p ? formatLocation(p) : loc})`;
+}
+
+/** The location argument for typed errors (undefined: let the error find the caller's frame). */
+export function locArg(loc: string | null | undefined): SourceLocation | undefined {
+  return parseLoc(loc) ?? undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// value classification
+
+export function activeTrace(): TraceContext | null {
+  const h = currentHandler();
+  return h instanceof TraceContext ? h : null;
+}
+
+/** A Variable's current value (a graph read while staging); other values unchanged. */
+export function readIfVariable<T>(x: T): T | Tensor {
+  return x instanceof Variable ? x.read() : x;
+}
+
+export function isTensor(x: unknown): x is Tensor {
+  return x instanceof Tensor;
+}
+
+/** Tensors, numbers and booleans: what may differ between staged branches and iterations. */
+export function isTensorLike(x: unknown): x is Tensor | number | boolean {
+  return x instanceof Tensor || typeof x === "number" || typeof x === "boolean";
+}
+
+export function describeValue(x: unknown): string {
+  if (x === UNDEFINED) return "undefined";
+  if (x instanceof Variable) return `sc.Variable ${x.name}`;
+  if (x instanceof Tensor) return `a ${x.isSymbolic ? "symbolic " : ""}${x.dtype}${fmtShape(x.shape)} tensor`;
+  if (x === null) return "null";
+  if (typeof x === "string") return `the string ${JSON.stringify(x.length > 40 ? x.slice(0, 40) + "..." : x)}`;
+  if (typeof x === "number" || typeof x === "boolean" || typeof x === "bigint") return `the ${typeof x} ${String(x)}`;
+  if (typeof x === "function") return `a function${x.name ? ` (${x.name})` : ""}`;
+  if (Array.isArray(x)) return `an array of length ${x.length}`;
+  if (typeof x === "object") {
+    const ctor = (Object.getPrototypeOf(x) as { constructor?: { name?: string } } | null)?.constructor?.name;
+    return ctor && ctor !== "Object" ? `a ${ctor}` : "an object";
+  }
+  return String(x);
+}
+
+/** Integers that fit int32 become int32 tensors; other JS numbers float32. */
+export function dtypeOfNumber(v: number | boolean): "bool" | "int32" | "float32" {
+  if (typeof v === "boolean") return "bool";
+  return Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? "int32" : "float32";
+}
+
+// ---------------------------------------------------------------------------------------------
+// weakly typed tensors
+
+const weak = new WeakSet<Tensor>();
+
+/**
+ * Marks a tensor that stands for a JS number (a staged loop variable or cond output that was a
+ * number, and arithmetic on those with JS numbers): like a JS number it takes the dtype of the
+ * strongly typed tensors it meets in a branch merge or a loop. Returns the tensor.
+ */
+export function markWeak<T>(t: T): T {
+  if (t instanceof Tensor) weak.add(t);
+  return t;
+}
+
+export function isWeak(x: unknown): boolean {
+  return x instanceof Tensor && weak.has(x);
+}
+
+/** A JS number/boolean or a weak tensor. */
+export function isWeakOperand(x: unknown): boolean {
+  return typeof x === "number" || typeof x === "boolean" || (x instanceof Tensor && weak.has(x));
+}
+
+// ---------------------------------------------------------------------------------------------
+// relaxed shapes
+
+const relaxed = new WeakMap<Tensor, (number | null)[]>();
+
+/**
+ * Marks a tensor as one whose shape may change across the iterations of a staged loop it is a
+ * variable of: `null` dims may change (default: all of them). Returns the tensor itself.
+ */
+export function relaxShape<T>(x: T, shape?: readonly (number | null)[]): T {
+  if (x instanceof Tensor) relaxed.set(x, shape ? [...shape] : x.shape.map(() => null));
+  return x;
+}
+
+export function relaxedShapeOf(x: unknown): (number | null)[] | undefined {
+  return x instanceof Tensor ? relaxed.get(x) : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// tensor lists
+
+/** The size of `axis` when the graph runs (an int32 scalar; a constant when it is known). */
+export const dimSizeOp = defineOp<{ axis: number }>({
+  name: "dimSize",
+  family: "shape",
+  inputs: ["x"],
+  infer(inputs, attrs) {
+    const x = inputs[0]!;
+    if (!Number.isInteger(attrs.axis) || attrs.axis < 0 || attrs.axis >= x.shape.length) {
+      throw new ShapeError(`axis ${String(attrs.axis)} is out of range for shape ${fmtShape(x.shape)}`, "dimSize");
+    }
+    return [{ shape: [], dtype: "int32" }];
+  },
+  kernel(inputs, attrs) {
+    const out = new Int32Array(1);
+    out[0] = inputs[0]!.shape[attrs.axis]!;
+    return [out];
+  },
+});
+
+/**
+ * An array that a staged loop appends to: its elements live in one tensor (`buffer`, shape
+ * [length, ...element shape]) whose length is known only when the graph runs. Converted code
+ * pushes to it, indexes it, iterates it and reads its length; after the loop that made it, the
+ * variable holds the stacked tensor itself.
+ */
+export class TensorList {
+  private current!: Tensor;
+
+  constructor(buffer: Tensor) {
+    this.buffer = buffer;
+  }
+
+  get buffer(): Tensor {
+    return this.current;
+  }
+  set buffer(t: Tensor) {
+    this.current = t;
+    relaxShape(t, [null, ...t.shape.slice(1)]);
+  }
+
+  /** The number of elements: a JS number when known, else an int32 scalar tensor. */
+  get length(): number | Tensor {
+    const n = this.current.shape[0]!;
+    return n >= 0 ? n : applyOp1(dimSizeOp, [this.current], { axis: 0 });
+  }
+
+  /** Appends elements (of the list's dtype and element shape); returns the new length. */
+  push(...items: unknown[]): number | Tensor {
+    for (const item of items) this.buffer = concat([this.current, expandDims(this.element(item), 0)], 0);
+    return this.length;
+  }
+
+  /** The elements stacked: a tensor of shape [length, ...element shape]. */
+  stack(): Tensor {
+    return this.current;
+  }
+
+  private element(item: unknown): Tensor {
+    const d = this.current.dtype;
+    const shape = this.current.shape.slice(1);
+    let t: Tensor;
+    if (item instanceof Tensor) {
+      t = readIfVariable(item) as Tensor;
+      if (t.dtype !== d) {
+        if (!isWeak(item)) throw new DtypeError(`cannot push a ${t.dtype} tensor onto a list of ${d} tensors`, "push");
+        t = cast(t, d);
+      }
+    } else if (typeof item === "number" || typeof item === "boolean") t = scalarOf(Number(item), d);
+    else throw new DtypeError(`cannot push ${describeValue(item)} onto a list of ${d} tensors`, "push");
+    if (t.rank !== shape.length || t.shape.some((x, j) => x >= 0 && shape[j]! >= 0 && x !== shape[j])) {
+      throw new ShapeError(`cannot push a tensor of shape ${fmtShape(t.shape)} onto a list of elements of shape ${fmtShape(shape)}`, "push");
+    }
+    return t;
+  }
+
+  *[Symbol.iterator](): Iterator<Tensor> {
+    if (this.current.isSymbolic) throw new AutoGraphError("a tensor list built in a staged loop can only be iterated by a converted for...of loop");
+    if (this.current.shape[0] === 0) return;
+    yield* unstack(this.current, 0);
+  }
+
+  toString(): string {
+    return `TensorList(${this.current.toString()})`;
+  }
+}
+
+/** An empty list of elements of this type (the element shape must be known). */
+export function emptyBuffer(dtype: DType, elementShape: readonly number[]): Tensor | null {
+  if (hasUnknownDims(elementShape)) return null;
+  return full([0, ...elementShape], 0, dtype);
+}
+
+// ---------------------------------------------------------------------------------------------
+// nests and snapshots
+
+export interface LeafSnap {
+  kind: "leaf";
+  value: unknown;
+}
+export interface ArraySnap {
+  kind: "array";
+  orig: unknown[];
+  items: Snap[];
+}
+export interface ObjectSnap {
+  kind: "object";
+  orig: Record<string, unknown>;
+  keys: string[];
+  items: Snap[];
+}
+/** A TensorList: its one leaf is the buffer. */
+export interface ListSnap {
+  kind: "list";
+  orig: TensorList;
+  items: [Snap];
+}
+export type Snap = LeafSnap | ArraySnap | ObjectSnap | ListSnap;
+export type NestSnap = ArraySnap | ObjectSnap | ListSnap;
+
+function isNestArray(x: unknown): x is unknown[] {
+  return Array.isArray(x) && Object.getPrototypeOf(x) === Array.prototype;
+}
+
+/** A plain object whose own enumerable string keys are all data properties. */
+function isNestObject(x: unknown): x is Record<string, unknown> {
+  if (x === null || typeof x !== "object" || x instanceof Tensor) return false;
+  const p = Object.getPrototypeOf(x);
+  if (p !== Object.prototype && p !== null) return false;
+  for (const k of Object.keys(x)) {
+    const d = Object.getOwnPropertyDescriptor(x, k);
+    if (!d || !("value" in d)) return false;
+  }
+  return true;
+}
+
+/** Records a value and, recursively, the contents of the arrays and plain objects in it. */
+export function snapshot(x: unknown, open: Set<object> = new Set()): Snap {
+  if (x instanceof TensorList) return { kind: "list", orig: x, items: [{ kind: "leaf", value: x.buffer }] };
+  if (isNestArray(x) && !open.has(x)) {
+    open.add(x);
+    const items: Snap[] = new Array(x.length);
+    for (let i = 0; i < x.length; i++) items[i] = snapshot(x[i], open);
+    open.delete(x);
+    return { kind: "array", orig: x, items };
+  }
+  if (isNestObject(x) && !open.has(x)) {
+    open.add(x);
+    const keys = Object.keys(x);
+    const items = keys.map((k) => snapshot(x[k], open));
+    open.delete(x);
+    return { kind: "object", orig: x, keys, items };
+  }
+  return { kind: "leaf", value: x };
+}
+
+export function snapValue(s: Snap): unknown {
+  return s.kind === "leaf" ? s.value : s.orig;
+}
+
+/** Writes a snapshot's contents back into its arrays and objects (only the slots that differ). */
+export function restore(s: Snap): void {
+  if (s.kind === "leaf") return;
+  for (const c of s.items) restore(c);
+  if (s.kind === "list") {
+    const b = snapValue(s.items[0]) as Tensor;
+    if (s.orig.buffer !== b) s.orig.buffer = b;
+  } else if (s.kind === "array") {
+    const a = s.orig;
+    if (a.length !== s.items.length) a.length = s.items.length;
+    for (let i = 0; i < s.items.length; i++) {
+      const v = snapValue(s.items[i]!);
+      if (!Object.is(a[i], v) || !(i in a)) a[i] = v;
+    }
+  } else {
+    const o = s.orig;
+    const keep = new Set(s.keys);
+    for (const k of Object.keys(o)) if (!keep.has(k)) delete o[k];
+    s.keys.forEach((k, i) => {
+      const v = snapValue(s.items[i]!);
+      if (!Object.is(o[k], v) || !(k in o)) o[k] = v;
+    });
+  }
+}
+
+export interface LeafRef {
+  /** The variable name and the path inside it, for messages: `params.w`, `xs[2]`. */
+  path: string;
+  /** The variable name alone. */
+  name: string;
+  value: unknown;
+}
+
+/** The leaves of a snapshot, depth first, with their paths. */
+export function leavesOf(s: Snap, name: string, path: string = name, out: LeafRef[] = []): LeafRef[] {
+  if (s.kind === "leaf") out.push({ path, name, value: s.value });
+  else if (s.kind === "array") s.items.forEach((c, i) => leavesOf(c, name, `${path}[${i}]`, out));
+  else if (s.kind === "list") leavesOf(s.items[0], name, path, out);
+  else s.items.forEach((c, i) => leavesOf(c, name, `${path}.${s.keys[i]}`, out));
+  return out;
+}
+
+/** The same snapshot with its leaves replaced, in order, by `values`. */
+export function withLeaves(s: Snap, values: readonly unknown[], pos: { i: number } = { i: 0 }): Snap {
+  if (s.kind === "leaf") return { kind: "leaf", value: values[pos.i++] };
+  if (s.kind === "array") return { kind: "array", orig: s.orig, items: s.items.map((c) => withLeaves(c, values, pos)) };
+  if (s.kind === "list") return { kind: "list", orig: s.orig, items: [withLeaves(s.items[0], values, pos)] };
+  return { kind: "object", orig: s.orig, keys: s.keys, items: s.items.map((c) => withLeaves(c, values, pos)) };
+}
+
+/** Whether two snapshots have the same nest structure (lengths, keys), ignoring leaf values. */
+export function sameStructure(a: Snap, b: Snap): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === "leaf") return true;
+  if (a.kind === "list") return a.orig === (b as ListSnap).orig;
+  if (a.items.length !== (b as ArraySnap | ObjectSnap).items.length) return false;
+  if (a.kind === "object" && a.keys.some((k, i) => (b as ObjectSnap).keys[i] !== k)) return false;
+  return a.items.every((c, i) => sameStructure(c, (b as ArraySnap | ObjectSnap).items[i]!));
+}
+
+/** Where two snapshots' structures first differ, described for an error message. */
+export function structureDifference(a: Snap, b: Snap, path: string): string {
+  const what = (s: Snap) =>
+    s.kind === "leaf" ? describeValue(s.value) : s.kind === "array" ? `an array of length ${s.items.length}` : s.kind === "list" ? "a tensor list" : `an object with keys {${s.keys.join(", ")}}`;
+  if (a.kind !== b.kind || a.kind === "leaf" || a.kind === "list") return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+  if (a.kind === "array") {
+    const bb = b as ArraySnap;
+    if (a.items.length !== bb.items.length) return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+    for (let i = 0; i < a.items.length; i++) if (!sameStructure(a.items[i]!, bb.items[i]!)) return structureDifference(a.items[i]!, bb.items[i]!, `${path}[${i}]`);
+  } else {
+    const bb = b as ObjectSnap;
+    if (a.keys.length !== bb.keys.length || a.keys.some((k, i) => bb.keys[i] !== k)) return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+    for (let i = 0; i < a.items.length; i++) if (!sameStructure(a.items[i]!, bb.items[i]!)) return structureDifference(a.items[i]!, bb.items[i]!, `${path}.${a.keys[i]}`);
+  }
+  return `${path} differs`;
+}
+
+export type GetState = () => unknown[];
+export type SetState = (values: unknown[]) => void;
+
+export const noState: GetState = () => [];
+export const noSetState: SetState = () => {};
