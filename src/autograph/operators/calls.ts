@@ -104,33 +104,53 @@ export function resolveCallee<F extends AnyFunction>(f: F): F {
   return f;
 }
 
-/**
- * Calls in progress while staging made inside a staged branch or loop body, per function: the
- * region each was made in and how many distinct nested regions the recursion has gone through.
- */
-const stagedCalls = new Map<AnyFunction, { ctx: TraceContext; depth: number }[]>();
-/** How many nested staged regions a recursion may go through before it is reported. */
+/** How many times each converted function is executing right now (to detect recursion). */
+const activeCalls = new Map<AnyFunction, number>();
+/** Nesting of staged recursive calls, to report recursion that never closes. */
+let stagedRecursionDepth = 0;
+/** How deep staged recursion may nest before it is reported (each level a new signature). */
 export const MAX_STAGED_RECURSION = 100;
+const stagedVersions = new WeakMap<AnyFunction, (...args: unknown[]) => unknown>();
 
+function hasSymbolicTensor(x: unknown): boolean {
+  if (x instanceof Tensor) return x.isSymbolic;
+  if (Array.isArray(x)) return x.some(hasSymbolicTensor);
+  if (x !== null && typeof x === "object" && Object.getPrototypeOf(x) === Object.prototype) return Object.values(x).some(hasSymbolicTensor);
+  return false;
+}
+
+/**
+ * A function that calls itself with symbolic tensors while it is being staged is staged as
+ * a recursive graph function (Snek's rep_fun): the recursive call goes through a staged
+ * version of the function, whose call with the signature being traced becomes a call node
+ * to the graph under construction.
+ */
 function invoke(g: AnyFunction, thisArg: unknown, args: readonly unknown[], original: AnyFunction): unknown {
   const h = currentHandler();
-  if (!(h instanceof TraceContext) || !h.isRegion) return Reflect.apply(g, thisArg, args);
-  let frames = stagedCalls.get(g);
-  if (!frames) stagedCalls.set(g, (frames = []));
-  const prev = frames[frames.length - 1];
-  const depth = prev ? (prev.ctx === h ? prev.depth : prev.depth + 1) : 1;
-  if (depth > MAX_STAGED_RECURSION) {
-    throw new AutoGraphError(
-      `function ${original.name || "(anonymous)"} calls itself more than ${MAX_STAGED_RECURSION} levels deep inside staged branches: its base case depends on a tensor, ` +
-        `so tracing never reaches it. Staging recursion as a recursive graph function is not supported yet; write the recursion as a loop (while or for...of)`,
-    );
+  if (!(h instanceof TraceContext)) return Reflect.apply(g, thisArg, args);
+  if ((activeCalls.get(g) ?? 0) > 0 && thisArg === undefined && args.some(hasSymbolicTensor)) {
+    let staged = stagedVersions.get(g);
+    if (!staged) stagedVersions.set(g, (staged = stage(g, { name: original.name || "recursive" }) as (...a: unknown[]) => unknown));
+    if (++stagedRecursionDepth > MAX_STAGED_RECURSION) {
+      stagedRecursionDepth = 0;
+      throw new AutoGraphError(
+        `function ${original.name || "(anonymous)"} keeps calling itself with new argument signatures while staged (more than ${MAX_STAGED_RECURSION} levels), ` +
+          `so its recursion never closes into a recursive graph function; keep the arguments' shapes and JS values the same across recursive calls, or write it as a loop`,
+      );
+    }
+    try {
+      return staged(...args);
+    } finally {
+      stagedRecursionDepth--;
+    }
   }
-  frames.push({ ctx: h, depth });
+  activeCalls.set(g, (activeCalls.get(g) ?? 0) + 1);
   try {
     return Reflect.apply(g, thisArg, args);
   } finally {
-    frames.pop();
-    if (frames.length === 0) stagedCalls.delete(g);
+    const n = activeCalls.get(g)! - 1;
+    if (n === 0) activeCalls.delete(g);
+    else activeCalls.set(g, n);
   }
 }
 
