@@ -26,6 +26,7 @@ const suites: Suite[] = [
       return mod.benchMatmul();
     },
   },
+  { name: "graph-ad", file: "graph-ad.ts", run: async () => (await import("./graph-ad.js")).benchGraphAd() },
 ];
 
 function fmt(x: number): string {
