@@ -288,6 +288,11 @@ test("einsum: the common equations match naive loops", () => {
     [",ij->ij", [[], [2, 3]]],
     ["i,->i", [[4], []]],
     ["Ab,bC->AC", [[2, 3], [3, 4]]],
+    ["i,i,i->", [[4], [4], [4]]],
+    ["ij,ij,ij->i", [[2, 3], [2, 3], [2, 3]]],
+    ["bii->b", [[2, 3, 3]]],
+    ["ij,ji->", [[3, 4], [4, 3]]],
+    ["i,j,i->j", [[3], [2], [3]]],
   ];
   for (const [eq, shapes] of cases) {
     const xs = shapes.map((s) => rng.tensor(s));
