@@ -43,8 +43,8 @@ test("MLP: the optimized transform gradient is within 10% of a hand-derived back
     return [l, sc.matmul(x, dz, { transposeA: true }), sc.sum(dz, 0), sc.matmul(h, dOut, { transposeA: true }), sc.sum(dOut, 0)];
   });
   const args = [x, y, ...params];
-  const a = auto(...args) as sc.Tensor[];
-  const b = hand(...args) as sc.Tensor[];
+  const a = (auto as (...xs: sc.Tensor[]) => unknown)(...args) as sc.Tensor[];
+  const b = (hand as (...xs: sc.Tensor[]) => unknown)(...args) as sc.Tensor[];
   a.forEach((t, i) => assertClose(t.dataSync(), b[i]!.dataSync(), 1e-5, `output ${i}`));
   const na = optimizedNodeCount(auto, args);
   const nb = optimizedNodeCount(hand, args);

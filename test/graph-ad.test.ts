@@ -25,7 +25,7 @@ interface Program {
   noFiniteDifferences?: boolean;
 }
 
-const f64 = (v: number | number[]) => sc.tensor(v, "float64");
+const f64 = (v: sc.NestedArray) => sc.tensor(v, "float64");
 const num = (t: sc.Tensor) => t.item() as number;
 const w1 = sc.variable(sc.tensor([[0.3, -0.2, 0.5], [0.1, 0.4, -0.3]], "float64"));
 const w2 = sc.variable(sc.tensor([[0.2], [-0.5], [0.7]], "float64"));

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { assertClose } from "./util/gradcheck.js";
 
-const f64 = (v: number[] | number) => sc.tensor(v, "float64");
+const f64 = (v: sc.NestedArray) => sc.tensor(v, "float64");
 
 test("gradient of a polynomial matches the derivative", () => {
   const x = f64([1, 2, 3]);

@@ -12,6 +12,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
+import { TensorList } from "../src/autograph/operators/index.js";
 import { Rng } from "./util/rng.js";
 import { interpret } from "../src/exec/interpreter.js";
 
@@ -65,6 +66,23 @@ const convAttrs = { strides: [2, 1], pads: [1, 0, 1, 1], dilations: [1, 2], grou
 const poolAttrs = { kernelSize: [3, 2], strides: [2, 1], pads: [1, 0, 1, 1] };
 
 const CASES: Case[] = [
+  {
+    op: "dimSize",
+    label: "the size of an unknown dim, read at run time",
+    inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
+    unknown: [[0]],
+    fn: (x) => sc.cast(new TensorList(x).length as sc.Tensor, "float64"),
+  },
+  {
+    op: "assert",
+    label: "a staged assertion that holds",
+    inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
+    unknown: [[0]],
+    fn: (x) => {
+      sc.assert(sc.less(sc.max(x), 100), "bounded");
+      return x.add(1);
+    },
+  },
   {
     op: "iterationBuffer",
     label: "a buffer sized by a count known at run time",

@@ -22,3 +22,8 @@ export * as optim from "../optim/index.js";
 export { jvp, hvp } from "../ad/functional.js";
 // Ops the optimizer introduces (constant, fusedElementwise) must be registered wherever graphs run.
 export { optimize, optimizeCopy } from "../graph/passes/index.js";
+export { autograph, type AutographOptions } from "../autograph/api.js";
+export { ag, AutoGraphError, AssertionFailedError } from "../autograph/operators/index.js";
+export { range, relaxShape, assert } from "../autograph/operators/index.js";
+// The compiled executor (exec/compile.ts) becomes the default for staged functions.
+export { compileGraph, compiledExecutor, interpretExecutor, createCompiledExecutor, type CompiledGraph } from "../exec/compile.js";

@@ -43,8 +43,33 @@ export interface StagedFunction<A extends unknown[], R> {
 /** Retraces beyond this count warn once, with the reason. */
 export const RETRACE_WARNING_THRESHOLD = 5;
 
-export function stage<A extends unknown[], R>(fn: (...args: A) => R, options: StageOptions = {}): StagedFunction<A, R> {
-  const name = options.name ?? (fn.name || "staged");
+/**
+ * Converts a function's source before it is staged (AutoGraph): installed by
+ * autograph/api.ts, so staging has no static dependency on the transform.
+ */
+export type StageConverter = (fn: (...args: any[]) => any) => { fn: (...args: any[]) => any; note?: string };
+let stageConverter: StageConverter | null = null;
+
+/** @internal */
+export function setStageConverter(c: StageConverter): void {
+  stageConverter = c;
+}
+
+export function stage<A extends unknown[], R>(original: (...args: A) => R, options: StageOptions & { autograph?: boolean } = {}): StagedFunction<A, R> {
+  const name = options.name ?? (original.name || "staged");
+  let converted: ((...args: A) => R) | null = null;
+  // Conversion happens on first use (the converter may not be installed at definition time).
+  const body = (...args: A): R => {
+    if (converted === null) {
+      if (stageConverter && options.autograph !== false) {
+        const r = stageConverter(original);
+        if (r.note) console.warn(r.note);
+        converted = r.fn as (...args: A) => R;
+      } else converted = original;
+    }
+    return converted(...args);
+  };
+  const fn = body;
   const cache = new Map<string, ConcreteFunction>();
   const relaxed = new Map<string, number[][]>();
   let traceCount = 0;
@@ -173,7 +198,7 @@ export function stage<A extends unknown[], R>(fn: (...args: A) => R, options: St
     return cf.structureOutputs(cf.callFlat(sig.tensors)) as R;
   }) as StagedFunction<A, R>;
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
-  Object.defineProperty(staged, "pythonFunction", { value: fn });
+  Object.defineProperty(staged, "pythonFunction", { value: original });
   Object.defineProperty(staged, "stagedName", { value: name });
   (staged as { concrete: unknown }).concrete = (...args: A) => {
     const found = lookup(args);

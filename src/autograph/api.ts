@@ -1,0 +1,398 @@
+/**
+ * sc.autograph(fn, { scope }): the converted version of a function (native control flow and
+ * operators dispatched on the values they meet; see docs/autograph.md).
+ *
+ * - A function converted at load time (the `stagecraft/register` loader or the `stagecraft/babel`
+ *   plugin) has a registered twin: that is returned.
+ * - Otherwise the function's source (`fn.toString()`) is converted now. Its free variables must
+ *   be globals or given in `scope` (their current values are used); any other free variable is
+ *   an error naming it and recommending the loader, which converts closures in place.
+ * Results are cached. `sc.autograph.toSource(fn)` gives the generated code.
+ *
+ * convertForStage(fn) is what sc.stage uses: the converted function when possible, else the
+ * original and (once) a note naming the free variables and the fix when the body has
+ * constructs that need conversion. Importing this module installs the on-demand converter the
+ * runtime uses for functions called from converted code (`ag.call`).
+ */
+import { setStageConverter } from "../staging/stage.js";
+import { fileURLToPath } from "node:url";
+import * as path from "node:path";
+import { readFileSync } from "node:fs";
+import { ag, getConverted, registerConverted, setConverter, AutoGraphError } from "./operators/index.js";
+import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
+import { ConversionError } from "./transform/errors.js";
+import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.js";
+import { inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
+import { formatLocation } from "../core/errors.js";
+
+type AnyFunction = (...args: any[]) => any;
+
+export interface AutographOptions {
+  /** Values of the function's free variables that are not globals (read now, by value). */
+  scope?: Record<string, unknown>;
+}
+
+/** Stagecraft's own source root (src/ or dist/): functions defined there are not converted. */
+const LIB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+// ---------------------------------------------------------------------------------------------
+// conversion of a function's source
+
+interface Conversion {
+  fn: AnyFunction;
+  source: string;
+  site: FunctionSite | null;
+  result: ConvertFunctionSourceResult;
+  /** Executable code (original line numbers kept) and its source map. */
+  code: string;
+  map: RawSourceMap | null;
+  /** Free variables that are neither globals nor the operators. */
+  free: string[];
+  lexical: string[];
+  strict: boolean;
+  pretty?: string;
+}
+
+const conversions = new WeakMap<AnyFunction, Conversion | ConversionError>();
+/** Functions this module made (converted twins): converting them again returns them. */
+const made = new WeakSet<AnyFunction>();
+/** The original of each function this module made. */
+const madeFrom = new WeakMap<AnyFunction, AnyFunction>();
+let scriptCounter = 0;
+
+const ALWAYS_GLOBAL = new Set(["undefined", "NaN", "Infinity", "globalThis", "eval", "arguments"]);
+
+/**
+ * Helpers that transpilers (esbuild, as used by tsx) insert into functions' code and define
+ * at the top of the module: supplied when a converted function's source uses them.
+ */
+const TRANSPILER_HELPERS: Record<string, unknown> = {
+  __name: (target: object, value: string) => Object.defineProperty(target, "name", { value, configurable: true }),
+};
+
+/**
+ * Whether a free name can be left to the global scope: not bound by a closure or module scope of
+ * the function (when the inspector tells which names those bind: then a name bound nowhere is an
+ * undeclared global, and behaves the same converted); otherwise a name of the global object.
+ */
+function isGlobalName(name: string, closureNames: Set<string> | null): boolean {
+  if (Object.prototype.hasOwnProperty.call(TRANSPILER_HELPERS, name)) return true;
+  if (closureNames) return !closureNames.has(name);
+  return ALWAYS_GLOBAL.has(name) || name in globalThis;
+}
+
+function kindOf(fn: AnyFunction): string | null {
+  const ctor = Object.getPrototypeOf(fn)?.constructor?.name as string | undefined;
+  if (ctor === "AsyncFunction") return "async functions";
+  if (ctor === "GeneratorFunction") return "generator functions";
+  if (ctor === "AsyncGeneratorFunction") return "async generator functions";
+  return null;
+}
+
+function isNativeSource(src: string): boolean {
+  return /\{\s*\[native code\]\s*\}\s*$/.test(src);
+}
+
+function isClassSource(src: string): boolean {
+  return /^class[\s{]/.test(src);
+}
+
+/** Strict unless a plain sloppy function (those have own `caller`/`arguments`). */
+function isStrict(fn: AnyFunction): boolean {
+  return !Object.prototype.hasOwnProperty.call(fn, "caller");
+}
+
+function displayName(fn: AnyFunction): string {
+  return fn.name ? `function ${fn.name}` : "this function";
+}
+
+/** The original position of a function site (through the running code's source map). */
+function originalPosition(site: FunctionSite): { file: string; line: number; column: number } {
+  const m = site.mapPosition?.(site.line, site.column);
+  return { file: site.file, line: m?.line ?? site.line, column: m?.column ?? site.column };
+}
+
+function whereText(site: FunctionSite | null): string {
+  if (!site) return "";
+  const p = originalPosition(site);
+  return ` (at ${formatLocation({ file: p.file, line: p.line, column: p.column + 1 })})`;
+}
+
+function locString(site: FunctionSite | null): string | null {
+  if (!site) return null;
+  const p = originalPosition(site);
+  return `${p.file}:${p.line}:${p.column + 1}`;
+}
+
+function readFileText(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Converts fn's source (cached); throws ConversionError for what the transform cannot handle. */
+function convert(fn: AnyFunction): Conversion {
+  const cached = conversions.get(fn);
+  if (cached instanceof ConversionError) throw cached;
+  if (cached) return cached;
+  const source = Function.prototype.toString.call(fn);
+  const { site, closureNames } = inspectFunction(fn, source);
+  const filename = site?.file ?? `<${fn.name || "anonymous"}>`;
+  const kind = kindOf(fn);
+  const where = site ? originalPosition(site) : { file: filename, line: 1, column: 0 };
+  try {
+    if (kind) throw new ConversionError(`${kind} are left unconverted; AutoGraph converts plain functions (stage or call the synchronous parts)`, where);
+    if (isNativeSource(source)) throw new ConversionError(`${displayName(fn)} is native code and cannot be converted`, where);
+    if (isClassSource(source)) throw new ConversionError("classes are not converted (convert their methods, or call them from converted code)", where);
+    const sourceContent = site ? (site.originalSource ?? readFileText(site.file)) : undefined;
+    const result = convertFunctionSource(source, {
+      filename,
+      line: site?.line ?? 1,
+      column: site?.column ?? 0,
+      retainLines: true,
+      mapPosition: site?.mapPosition,
+      sourceContent: sourceContent ?? source,
+      outerNames: [],
+      strict: isStrict(fn),
+    });
+    const free = [...result.freeNames].filter((n) => !isGlobalName(n, closureNames)).sort();
+    const conv: Conversion = {
+      fn,
+      source,
+      site,
+      result,
+      code: result.code,
+      map: result.map,
+      free,
+      lexical: [...result.lexicalThisLike].sort(),
+      strict: isStrict(fn),
+    };
+    conversions.set(fn, conv);
+    return conv;
+  } catch (e) {
+    if (e instanceof ConversionError) conversions.set(fn, e);
+    throw e;
+  }
+}
+
+/** The body of `new Function(...)`: original line numbers kept, source map adjusted for the wrapper. */
+function functionBody(conv: Conversion): string {
+  // new Function puts the body on line 3; "return (" takes one more line.
+  let code = conv.code;
+  let map = conv.map;
+  const lead = /^\n\n\n/.test(code);
+  if (lead) code = code.slice(3);
+  else if (map) map = { ...map, mappings: ";;;" + map.mappings };
+  const file = conv.site?.file ?? `autograph-${conv.fn.name || "anonymous"}`;
+  const url = `${file}?autograph=${++scriptCounter}`;
+  return `${conv.strict ? '"use strict";' : ""}return (\n${code}\n);\n//# sourceURL=${url}\n${map ? inlineSourceMapComment(map) : ""}`;
+}
+
+function freeVariableError(conv: Conversion, missing: string[], lexical: string[], api: string): AutoGraphError {
+  const name = displayName(conv.fn);
+  const parts: string[] = [];
+  if (missing.length > 0) parts.push(`free variable${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`);
+  if (lexical.length > 0) parts.push(`${lexical.map((l) => `\`${l}\``).join(", ")} of the enclosing function`);
+  const scopeHint = missing.length > 0 ? `, or pass ${missing.length > 1 ? "them" : "it"}: sc.autograph(fn, { scope: { ${missing.join(", ")} } })` : "";
+  const loc = locString(conv.site);
+  return new AutoGraphError(
+    `${api}: ${name} uses ${parts.join(" and ")}${whereText(conv.site)}, which conversion at run time cannot see: it converts a function from its source, ` +
+      `where only globals${missing.length > 0 ? " and the given scope" : ""} are visible. ` +
+      `Run with \`node --import stagecraft/register\` (or build with the Babel plugin \`stagecraft/babel\`) so functions are converted where they are defined${scopeHint}.`,
+    loc,
+  );
+}
+
+function instantiate(conv: Conversion, scope: Record<string, unknown>): AnyFunction {
+  const agName = conv.result.agName;
+  const values: Record<string, unknown> = {};
+  for (const h of Object.keys(TRANSPILER_HELPERS)) if (conv.result.freeNames.has(h)) values[h] = TRANSPILER_HELPERS[h];
+  for (const k of Object.keys(scope)) if (conv.result.freeNames.has(k)) values[k] = scope[k];
+  const names = Object.keys(values).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k) && k !== agName);
+  const factory = new Function(...names, agName, functionBody(conv)) as (...a: unknown[]) => AnyFunction;
+  const twin = factory(...names.map((n) => values[n]), ag);
+  try {
+    if (twin.name !== conv.fn.name) Object.defineProperty(twin, "name", { value: conv.fn.name, configurable: true });
+  } catch {
+    /* keep */
+  }
+  made.add(twin);
+  madeFrom.set(twin, conv.fn);
+  return twin;
+}
+
+// ---------------------------------------------------------------------------------------------
+// public API
+
+const unscoped = new WeakMap<AnyFunction, AnyFunction>();
+const scoped = new WeakMap<AnyFunction, WeakMap<object, AnyFunction>>();
+
+function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions = {}): F {
+  if (typeof fn !== "function") throw new TypeError(`sc.autograph expects a function, got ${fn === null ? "null" : typeof fn}`);
+  if (made.has(fn)) return fn;
+  const twin = getConverted(fn);
+  if (twin) return twin;
+  const scope = options.scope;
+  if (!scope) {
+    const c = unscoped.get(fn);
+    if (c) return c as F;
+  } else {
+    const c = scoped.get(fn)?.get(scope);
+    if (c) return c as F;
+  }
+  const conv = convert(fn);
+  const missing = conv.free.filter((n) => !(scope && Object.prototype.hasOwnProperty.call(scope, n)));
+  if (missing.length > 0 || conv.lexical.length > 0) throw freeVariableError(conv, missing, conv.lexical, "sc.autograph");
+  const out = instantiate(conv, scope ?? {});
+  if (!scope) {
+    unscoped.set(fn, out);
+    registerConverted(fn, out);
+  } else {
+    let m = scoped.get(fn);
+    if (!m) scoped.set(fn, (m = new WeakMap()));
+    m.set(scope, out);
+  }
+  return out as F;
+}
+
+/** The generated code of a function's conversion. */
+function toSource(fn: AnyFunction): string {
+  if (typeof fn !== "function") throw new TypeError(`sc.autograph.toSource expects a function, got ${typeof fn}`);
+  const original = madeFrom.get(fn) ?? fn;
+  const twin = getConverted(original);
+  // A twin made at load time (loader, Babel plugin) is the generated code itself.
+  if (twin && !made.has(twin)) return Function.prototype.toString.call(twin);
+  const conv = convert(original);
+  if (conv.pretty === undefined) {
+    conv.pretty = convertFunctionSource(conv.source, {
+      filename: conv.site?.file ?? `<${original.name || "anonymous"}>`,
+      line: conv.site?.line ?? 1,
+      column: conv.site?.column ?? 0,
+      mapPosition: conv.site?.mapPosition,
+      strict: conv.strict,
+    }).code;
+  }
+  return conv.pretty;
+}
+
+export interface Autograph {
+  <F extends AnyFunction>(fn: F, options?: AutographOptions): F;
+  /** The code AutoGraph generates for `fn`. */
+  toSource(fn: AnyFunction): string;
+}
+
+export const autograph: Autograph = Object.assign(autographImpl, { toSource });
+
+export interface StageConversion<F> {
+  fn: F;
+  /** Said once per function: why it is staged unconverted and how to fix it. */
+  note?: string;
+}
+
+const stageNotes = new WeakSet<AnyFunction>();
+const stageCache = new WeakMap<AnyFunction, AnyFunction>();
+
+function needsConversion(conv: Conversion): boolean {
+  for (const f of conv.result.features) if (f !== "call") return true;
+  return false;
+}
+
+/**
+ * What sc.stage traces: the converted function when it can be made; otherwise the original,
+ * with a note (the first time only) when its body has constructs that need conversion.
+ * Generators and async functions cannot be staged: an error says so.
+ */
+export function convertForStage<F extends AnyFunction>(fn: F): StageConversion<F> {
+  if (made.has(fn)) return { fn };
+  const twin = getConverted(fn);
+  if (twin) return { fn: twin };
+  const cached = stageCache.get(fn);
+  if (cached) return { fn: cached as F };
+  const kind = kindOf(fn);
+  if (kind) {
+    const site = locateFunction(fn);
+    throw new AutoGraphError(`sc.stage: ${kind} cannot be staged${whereText(site)}; stage a plain (synchronous, non-generator) function`, locString(site));
+  }
+  const src = Function.prototype.toString.call(fn);
+  if (isNativeSource(src) || isClassSource(src)) return { fn };
+  let conv: Conversion;
+  try {
+    conv = convert(fn);
+  } catch (e) {
+    if (!(e instanceof ConversionError)) throw e;
+    if (stageNotes.has(fn)) return { fn };
+    stageNotes.add(fn);
+    return { fn, note: `stagecraft: ${displayName(fn)} is staged by tracing, without AutoGraph: ${e.message}` };
+  }
+  if (conv.free.length > 0 || conv.lexical.length > 0) {
+    if (!needsConversion(conv) || stageNotes.has(fn)) return { fn };
+    stageNotes.add(fn);
+    const err = freeVariableError(conv, conv.free, conv.lexical, "sc.stage");
+    return {
+      fn,
+      note:
+        `stagecraft: ${displayName(fn)} is staged by tracing, without AutoGraph: its control flow and operators run on the values seen while tracing ` +
+        `(a tensor condition is an error, \`+\` on tensors is not an op). ${err.message.replace(/^sc\.stage: /, "")}`,
+    };
+  }
+  const out = instantiate(conv, {});
+  stageCache.set(fn, out);
+  registerConverted(fn, out);
+  return { fn: out as F };
+}
+
+// ---------------------------------------------------------------------------------------------
+// the on-demand converter for ag.call
+
+/** Converts a callee met by converted code, or null to call it as it is (never throws). */
+/** Per source text: whether a function with that text could be converted here (no position needed). */
+const textVerdicts = new Map<string, boolean>();
+const MAX_TEXT_VERDICTS = 2000;
+
+/**
+ * A cheap first look at a callee's source (cached by text, since closures made again and again
+ * share it): false when it has nothing to convert or uses variables that cannot be globals.
+ */
+function worthConverting(text: string): boolean {
+  const cached = textVerdicts.get(text);
+  if (cached !== undefined) return cached;
+  let verdict = false;
+  try {
+    const r = convertFunctionSource(text, { filename: "<callee>" });
+    const free = [...r.freeNames].filter((n) => !isGlobalName(n, null));
+    verdict = free.length === 0 && r.lexicalThisLike.size === 0 && [...r.features].some((f) => f !== "call");
+  } catch {
+    verdict = false;
+  }
+  if (textVerdicts.size >= MAX_TEXT_VERDICTS) textVerdicts.clear();
+  textVerdicts.set(text, verdict);
+  return verdict;
+}
+
+function convertCallee(fn: AnyFunction): AnyFunction | null {
+  if (made.has(fn) || kindOf(fn)) return null;
+  const existing = unscoped.get(fn) ?? stageCache.get(fn);
+  if (existing) return existing;
+  if (!worthConverting(Function.prototype.toString.call(fn))) return null;
+  let conv: Conversion;
+  try {
+    conv = convert(fn);
+  } catch {
+    return null;
+  }
+  if (conv.free.length > 0 || conv.lexical.length > 0 || !needsConversion(conv)) return null;
+  if (conv.site && isLibraryFile(conv.site.file, LIB_ROOT)) return null;
+  try {
+    const out = instantiate(conv, {});
+    unscoped.set(fn, out);
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+setConverter(convertCallee);
+
+setStageConverter((fn) => convertForStage(fn));

@@ -1,0 +1,4 @@
+declare module "@babel/plugin-transform-typescript" {
+  const plugin: unknown;
+  export default plugin;
+}

@@ -1,0 +1,23 @@
+/**
+ * `console.log(...)` becomes `ag.print(...)`: a staged print when it meets a symbolic tensor,
+ * `console.log` otherwise.
+ */
+import type * as t from "@babel/types";
+import type { ConvertContext } from "./context.js";
+
+export function isConsoleLog(ctx: ConvertContext, callee: t.Node): boolean {
+  return (
+    callee.type === "MemberExpression" &&
+    !callee.computed &&
+    callee.object.type === "Identifier" &&
+    callee.object.name === "console" &&
+    callee.property.type === "Identifier" &&
+    callee.property.name === "log" &&
+    !ctx.isShadowed("console", callee.object)
+  );
+}
+
+export function convertConsoleLog(ctx: ConvertContext, e: t.CallExpression, args: t.Expression[]): t.Expression {
+  ctx.feature("print");
+  return ctx.agCall("print", args, e);
+}

@@ -1,0 +1,224 @@
+/**
+ * Where a function was defined, for conversion at run time: the file, the line and column where
+ * its source text (`fn.toString()`) starts, and a mapping of positions back to the original file
+ * when the running code was itself generated (TypeScript transpiled by a loader, with an inline
+ * source map); and which names its closure binds (so that a free variable is not mistaken for a
+ * global of the same name). Uses V8's inspector (`[[FunctionLocation]]`, `[[Scopes]]`),
+ * synchronously, in this process. Nulls when it cannot tell (no inspector, eval'd code).
+ */
+import * as inspector from "node:inspector";
+import { SourceMap } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import * as path from "node:path";
+
+export interface FunctionSite {
+  /** The file (absolute path, or URL when not a file). */
+  file: string;
+  /** 1-based line and 0-based column where the function's source text starts (in the running code). */
+  line: number;
+  column: number;
+  /** Maps a position of the running code to the original file (1-based line, 0-based column). */
+  mapPosition?: (line: number, column: number) => { line: number; column: number } | null;
+  /** The original file's text, when known. */
+  originalSource?: string;
+}
+
+interface ScriptInfo {
+  url: string;
+  source?: string;
+  map?: { map: SourceMap; file: string; content?: string } | null;
+}
+
+let session: inspector.Session | null = null;
+let broken = false;
+const scripts = new Map<string, ScriptInfo>();
+const GLOBAL_KEY = "__stagecraft_autograph_locate__";
+
+function post<T>(method: string, params?: object): T | undefined {
+  let out: T | undefined;
+  let err: unknown = null;
+  session!.post(method, params ?? {}, (e: unknown, r: unknown) => {
+    err = e;
+    out = r as T;
+  });
+  if (err) throw err;
+  return out;
+}
+
+function connect(): boolean {
+  if (session) return true;
+  if (broken) return false;
+  try {
+    session = new inspector.Session();
+    session.connect();
+    session.on("Debugger.scriptParsed", (m: { params: { scriptId: string; url: string } }) => {
+      if (!scripts.has(m.params.scriptId)) scripts.set(m.params.scriptId, { url: m.params.url });
+    });
+    return true;
+  } catch {
+    broken = true;
+    session = null;
+    return false;
+  }
+}
+
+interface FunctionFacts {
+  location: { scriptId: string; lineNumber: number; columnNumber: number } | null;
+  /** Names bound in the function's closure scopes (all but the global one). */
+  closureNames: Set<string> | null;
+}
+
+type Internal = { name: string; value?: { objectId?: string; description?: string; value?: { scriptId: string; lineNumber: number; columnNumber: number } } };
+
+function functionFacts(fn: Function): FunctionFacts {
+  const g = globalThis as Record<string, unknown>;
+  g[GLOBAL_KEY] = fn;
+  try {
+    const r = post<{ result: { objectId?: string } }>("Runtime.evaluate", { expression: `globalThis.${GLOBAL_KEY}`, objectGroup: GLOBAL_KEY });
+    const objectId = r?.result.objectId;
+    if (!objectId) return { location: null, closureNames: null };
+    const p = post<{ internalProperties?: Internal[] }>("Runtime.getProperties", { objectId, ownProperties: true });
+    const location = p?.internalProperties?.find((q) => q.name === "[[FunctionLocation]]")?.value?.value ?? null;
+    let closureNames: Set<string> | null = null;
+    const scopesId = p?.internalProperties?.find((q) => q.name === "[[Scopes]]")?.value?.objectId;
+    if (scopesId) {
+      closureNames = new Set();
+      const list = post<{ result: Internal[] }>("Runtime.getProperties", { objectId: scopesId, ownProperties: true });
+      for (const sc of list?.result ?? []) {
+        const id = sc.value?.objectId;
+        if (!id || sc.value?.description === "Global") continue;
+        const vars = post<{ result: { name: string }[] }>("Runtime.getProperties", { objectId: id, ownProperties: true });
+        for (const v of vars?.result ?? []) closureNames.add(v.name);
+      }
+    }
+    return { location, closureNames };
+  } finally {
+    delete g[GLOBAL_KEY];
+    try {
+      post("Runtime.releaseObjectGroup", { objectGroup: GLOBAL_KEY });
+    } catch {
+      /* ignore */
+    }
+  }
+}
+
+/**
+ * Fills url and source of a script. The debugger domain is enabled only for this (it replays
+ * every parsed script when enabled, so code made by `new Function` is never looked up: see
+ * inspectFunction).
+ */
+function scriptInfo(scriptId: string): ScriptInfo | null {
+  let info = scripts.get(scriptId);
+  if (!info || info.source === undefined) {
+    post("Debugger.enable");
+    try {
+      info = scripts.get(scriptId);
+      if (info && info.source === undefined) {
+        const s = info.url ? post<{ scriptSource: string }>("Debugger.getScriptSource", { scriptId }) : undefined;
+        info.source = s?.scriptSource ?? "";
+      }
+    } finally {
+      post("Debugger.disable");
+    }
+  }
+  return info ?? null;
+}
+
+function toPath(url: string): string {
+  if (url.startsWith("file://")) {
+    try {
+      return fileURLToPath(url);
+    } catch {
+      return url;
+    }
+  }
+  return url;
+}
+
+const INLINE_MAP = /\/\/[#@] sourceMappingURL=data:application\/json(?:;charset=[^;,]+)?;base64,([A-Za-z0-9+/=]+)\s*$/;
+
+function inlineMap(info: ScriptInfo): ScriptInfo["map"] {
+  if (info.map !== undefined) return info.map;
+  info.map = null;
+  const m = INLINE_MAP.exec(info.source ?? "");
+  if (!m) return null;
+  try {
+    const payload = JSON.parse(Buffer.from(m[1]!, "base64").toString("utf8")) as { sources: string[]; sourcesContent?: (string | null)[]; sourceRoot?: string };
+    const base = info.url.startsWith("file://") ? info.url : pathToFileURL(info.url).href;
+    const src = payload.sources[0] ?? "";
+    const file = toPath(new URL(src, base).href);
+    info.map = { map: new SourceMap(payload as ConstructorParameters<typeof SourceMap>[0]), file, content: payload.sourcesContent?.[0] ?? undefined };
+  } catch {
+    info.map = null;
+  }
+  return info.map;
+}
+
+export interface FunctionInfo {
+  /** Where the function is defined, when known. */
+  site: FunctionSite | null;
+  /**
+   * Names bound in scopes enclosing the function other than the global scope (closures,
+   * module, script), when known: a free name among them is not a global.
+   */
+  closureNames: Set<string> | null;
+}
+
+/** Where `fn` is defined and what its closure binds (nulls when the inspector cannot tell). */
+export function inspectFunction(fn: Function, text: string = Function.prototype.toString.call(fn)): FunctionInfo {
+  if (!connect()) return { site: null, closureNames: null };
+  try {
+    const facts = functionFacts(fn);
+    // `new Function(...)` code has no file to point at.
+    const made = text.startsWith("function anonymous(");
+    return { site: facts.location && !made ? siteOf(facts.location, text) : null, closureNames: facts.closureNames };
+  } catch {
+    return { site: null, closureNames: null };
+  }
+}
+
+/** Where `fn` is defined, or null. */
+export function locateFunction(fn: Function, text: string = Function.prototype.toString.call(fn)): FunctionSite | null {
+  return inspectFunction(fn, text).site;
+}
+
+function siteOf(loc: { scriptId: string; lineNumber: number; columnNumber: number }, text: string): FunctionSite | null {
+  const info = scriptInfo(loc.scriptId);
+  if (!info || !info.source || !info.url) return null;
+  const src = info.source;
+  // Offset of the location, then the occurrence of the function's text that contains it.
+  let offset = 0;
+  for (let l = 0; l < loc.lineNumber; l++) {
+    const nl = src.indexOf("\n", offset);
+    if (nl < 0) break;
+    offset = nl + 1;
+  }
+  offset += loc.columnNumber;
+  const start = src.lastIndexOf(text, offset);
+  if (start < 0 || start + text.length < offset) return null;
+  const before = src.slice(0, start);
+  const line = before.split("\n").length;
+  const column = start - (before.lastIndexOf("\n") + 1);
+  const file = toPath(info.url);
+  const m = inlineMap(info);
+  if (m) {
+    const map = m.map;
+    return {
+      file: m.file,
+      line,
+      column,
+      originalSource: m.content,
+      mapPosition(l, c) {
+        const e = map.findEntry(l - 1, c) as { originalLine?: number; originalColumn?: number };
+        if (e && typeof e.originalLine === "number") return { line: e.originalLine + 1, column: e.originalColumn ?? 0 };
+        return null;
+      },
+    };
+  }
+  return { file, line, column };
+}
+
+/** Whether a file belongs to a dependency or to Stagecraft itself (not user code). */
+export function isLibraryFile(file: string, libRoot: string): boolean {
+  return /[\\/]node_modules[\\/]/.test(file) || file.startsWith(libRoot + path.sep);
+}
