@@ -18,6 +18,7 @@ const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
 const suites: Suite[] = [
   { name: "dispatch", file: "dispatch.ts", run: benchDispatch },
   { name: "staged", file: "staged.ts", run: async () => (await import("./staged.js")).benchStaged() },
+  { name: "autograph", file: "autograph.ts", run: async () => (await import("./autograph.js")).benchAutograph() },
   {
     name: "matmul",
     file: "matmul.ts",
