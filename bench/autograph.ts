@@ -11,8 +11,8 @@ type T = any; // tensors in native arithmetic and comparisons (no operator overl
 function halveUntilSmall(x: T): T {
   let y = x;
   let steps = 0;
-  while (sc.sum(y) > 1) {
-    if (sc.max(y) > 4) y = y * 0.5;
+  while ((sc.sum(y) as T) > 1) {
+    if ((sc.max(y) as T) > 4) y = y * 0.5;
     else y = y - 0.25;
     steps = steps + 1;
   }
