@@ -27,6 +27,8 @@ export interface StageOptions {
    * assumed, and the function is traced once more with the types it actually returned.
    */
   outputSignature?: unknown;
+  /** Convert the function with AutoGraph first (default true). */
+  autograph?: boolean;
 }
 
 export interface StagedFunction<A extends unknown[], R> {
@@ -55,7 +57,7 @@ export function setStageConverter(c: StageConverter): void {
   stageConverter = c;
 }
 
-export function stage<A extends unknown[], R>(original: (...args: A) => R, options: StageOptions & { autograph?: boolean } = {}): StagedFunction<A, R> {
+export function stage<A extends unknown[], R>(original: (...args: A) => R, options: StageOptions = {}): StagedFunction<A, R> {
   const name = options.name ?? (original.name || "staged");
   let converted: ((...args: A) => R) | null = null;
   // Conversion happens on first use (the converter may not be installed at definition time).

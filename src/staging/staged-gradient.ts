@@ -102,7 +102,7 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
   fwd.active = false;
   const forward = new ConcreteFunction(fwd.graph, library, fwd.captures, outs.map((_, i) => new OutputLeaf(i)), args.length);
   const bwdGraph = bwd.graph;
-  const backward = stage((...xs: Tensor[]) => replay(bwdGraph, library, xs), { name: `${cf.name}_backward` });
+  const backward = stage((...xs: Tensor[]) => replay(bwdGraph, library, xs), { name: `${cf.name}_backward`, autograph: false });
   const fwdGraph = fwd.graph;
   const numInputs = fwdGraph.inputs.length;
   const fullVjp = stage(
@@ -118,7 +118,7 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
       if (diff.length === 0) return inputs.map((x) => zerosLikeTensor(x));
       return t.gradient(diff.map(([o]) => o), inputs, { outputGradient: diff.map(([, c]) => c) }) as Tensor[];
     },
-    { name: `${cf.name}_vjp` },
+    { name: `${cf.name}_vjp`, autograph: false },
   );
   return { forward, numOutputs: outs.length, fullVjp, backward, backwardInputs };
 }

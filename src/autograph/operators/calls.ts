@@ -130,7 +130,7 @@ function invoke(g: AnyFunction, thisArg: unknown, args: readonly unknown[], orig
   if (!(h instanceof TraceContext)) return Reflect.apply(g, thisArg, args);
   if ((activeCalls.get(g) ?? 0) > 0 && thisArg === undefined && args.some(hasSymbolicTensor)) {
     let staged = stagedVersions.get(g);
-    if (!staged) stagedVersions.set(g, (staged = stage(g, { name: original.name || "recursive" }) as (...a: unknown[]) => unknown));
+    if (!staged) stagedVersions.set(g, (staged = stage(g, { name: original.name || "recursive", autograph: false }) as (...a: unknown[]) => unknown));
     if (++stagedRecursionDepth > MAX_STAGED_RECURSION) {
       stagedRecursionDepth = 0;
       throw new AutoGraphError(
