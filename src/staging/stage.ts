@@ -85,10 +85,37 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
   /** Output types learned from a first trace of a recursive function. */
   const learned = new Map<string, { types: ValueType[]; template: OutputTemplate }>();
 
+  /** The last hit, for the common case of a call with the same flat argument types. */
+  let last: { args: readonly unknown[]; sig: Signature; cf: ConcreteFunction } | null = null;
+
+  /** Same flat signature as the last call (tensors by dtype/shape/device, JS values by value)? */
+  function sameAsLast(args: readonly unknown[]): Tensor[] | null {
+    if (last === null || last.args.length !== args.length) return null;
+    const tensors: Tensor[] = [];
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i];
+      const b = last.args[i];
+      if (a instanceof Tensor) {
+        if (!(b instanceof Tensor) || a instanceof Variable || b instanceof Variable || a.isSymbolic || a.dtype !== b.dtype || a.device !== b.device) return null;
+        const sa = a.shape;
+        const sb = b.shape;
+        if (sa.length !== sb.length) return null;
+        for (let d = 0; d < sa.length; d++) if (sa[d] !== sb[d]) return null;
+        tensors.push(a);
+      } else if (a === null || typeof a !== "object" ? !Object.is(a, b) : true) return null;
+    }
+    return tensors;
+  }
+
   function lookup(args: readonly unknown[]): { sig: Signature; cf: ConcreteFunction } | { sig: Signature; pending: PendingTrace } {
+    const fast = sameAsLast(args);
+    if (fast !== null && last !== null) return { sig: { key: last.sig.key, tensors: fast, leaves: last.sig.leaves }, cf: last.cf };
     let sig = signatureOf(args, name, options.inputSignature);
     let cf = cache.get(sig.key);
-    if (cf) return { sig, cf };
+    if (cf) {
+      if (!sig.leaves.some((l) => l.kind === "object")) last = { args: args.slice(), sig, cf };
+      return { sig, cf };
+    }
     const pending = inProgress.get(sig.key);
     if (pending) return { sig, pending };
     if (options.reduceRetracing) {
