@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { compiledExecutor, createCompiledExecutor, interpretExecutor, compileGraph, compiledSpecializations } from "../src/exec/compile.js";
 import { setDefaultExecutor } from "../src/staging/concrete-function.js";
-import { FunctionLibrary, Graph, type Value, type ValueType } from "../src/graph/ir.js";
+import { FunctionLibrary, Graph, type ValueType } from "../src/graph/ir.js";
 import { Rng } from "./util/rng.js";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";

@@ -50,10 +50,6 @@ function randTensor(rng: Rng, shape: number[], dt: Dt = "float64"): { t: sc.Tens
   const v = Array.from({ length: size(shape) }, () => Math.round(rng.uniform(-100, 100)));
   return { t: sc.tensor(v, dt, shape), v };
 }
-function close(a: ArrayLike<number>, b: ArrayLike<number>, tol = 1e-9, what = ""): void {
-  assert.equal(a.length, b.length, `${what}: length`);
-  for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i]! - b[i]!) <= tol, `${what}: [${i}] ${a[i]} vs ${b[i]}`);
-}
 function permutations(n: number): number[][] {
   if (n === 0) return [[]];
   return permutations(n - 1).flatMap((p) => Array.from({ length: n }, (_, k) => [...p.slice(0, k), n - 1, ...p.slice(k)]));

@@ -2,7 +2,6 @@
 import { withoutRecorders } from "../core/context.js";
 import { GradientError, ShapeError } from "../core/errors.js";
 import { Tensor, makeTensor } from "../core/tensor.js";
-import { Variable } from "../core/variable.js";
 import { applyOp, defineOp } from "../ops/registry.js";
 import { toTensor } from "../ops/convert.js";
 import { zerosLikeTensor } from "../ops/fill.js";

@@ -589,7 +589,6 @@ class Codegen {
   private readonly constNames: string[] = [];
   private readonly constValues: unknown[] = [];
   private readonly setup: string[] = [];
-  private uid = 0;
 
   constructor(
     private readonly c: CompiledGraph,

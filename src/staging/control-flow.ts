@@ -34,9 +34,14 @@ function truthy(pred: Tensor | boolean | number, op: string): boolean {
   return pred.dataSync()[0] !== 0;
 }
 
+/** A region (branch or loop body) of `parent`. */
+export function openRegion(parent: TraceContext, name: string): TraceContext {
+  return new TraceContext(name, parent.library, parent, false, parent.functionName, parent.variablesAsInputs, true);
+}
+
 /** Runs `fn` in a child context of `parent` whose inputs are placeholders of `types`. */
 function traceRegion<T>(parent: TraceContext, name: string, types: ValueType[], fn: (...xs: Tensor[]) => T): { ctx: TraceContext; result: T } {
-  const ctx = new TraceContext(name, parent.library, parent, false, parent.functionName, parent.variablesAsInputs, true);
+  const ctx = openRegion(parent, name);
   const xs = types.map((t, i) => ctx.placeholder(t, `${name}_in${i}`));
   try {
     const result = withHandler(ctx, () => fn(...xs));
@@ -50,7 +55,7 @@ function traceRegion<T>(parent: TraceContext, name: string, types: ValueType[], 
  * Gives every region the same extra inputs (the union of what they captured from outside),
  * after their own `numOwn` inputs; returns the outside tensors in that order.
  */
-function unifyCaptures(regions: TraceContext[], numOwn: number): Tensor[] {
+export function unifyCaptures(regions: TraceContext[], numOwn: number): Tensor[] {
   const outside: Tensor[] = [];
   const seen = new Set<number>();
   for (const r of regions)

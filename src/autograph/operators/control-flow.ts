@@ -13,9 +13,9 @@ import { recorders, withHandler } from "../../core/context.js";
 import { ShapeError, ValueError } from "../../core/errors.js";
 import { fmtShape, hasUnknownDims, shapesEqual } from "../../core/shape.js";
 import { isFloat, promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
-import type { Value, ValueType } from "../../graph/ir.js";
-import { TraceContext, type SymbolRef } from "../../staging/trace-context.js";
-import { cond, whileLoop } from "../../staging/control-flow.js";
+import type { ValueType } from "../../graph/ir.js";
+import { TraceContext } from "../../staging/trace-context.js";
+import { cond, openRegion, unifyCaptures, whileLoop } from "../../staging/control-flow.js";
 import { recordCondGradient } from "../../staging/structural-gradients.js";
 import { scalarOf, toTensor } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
@@ -250,43 +250,6 @@ function asTensor(x: unknown, dtype: DType, shape: readonly number[] | null): Te
   const v = x === ZERO ? 0 : Number(x as number | boolean);
   if (shape && shape.length > 0 && !hasUnknownDims(shape)) return full([...shape], v, dtype);
   return scalarOf(v, dtype);
-}
-
-/** A branch region of `parent` (as staging/control-flow.ts opens them). */
-function openRegion(parent: TraceContext, name: string): TraceContext {
-  return new TraceContext(name, parent.library, parent, false, parent.functionName, parent.variablesAsInputs, true);
-}
-
-/**
- * Gives every region the same extra inputs (the union of what they captured from outside),
- * after their own `numOwn` inputs; returns the outside tensors in that order.
- */
-function unifyCaptures(regions: TraceContext[], numOwn: number): Tensor[] {
-  const outside: Tensor[] = [];
-  const seen = new Set<number>();
-  for (const r of regions)
-    for (const c of r.captures)
-      if (!seen.has(c.tensor.id)) {
-        seen.add(c.tensor.id);
-        outside.push(c.tensor);
-      }
-  for (const r of regions) {
-    const g = r.graph;
-    const own = g.inputs.slice(0, numOwn);
-    const ownNames = g.inputNames.slice(0, numOwn);
-    const byTensor = new Map(r.captures.map((c) => [c.tensor.id, c.value]));
-    const extra: Value[] = [];
-    const extraNames: string[] = [];
-    outside.forEach((t, i) => {
-      const value = byTensor.get(t.id) ?? (r.placeholder({ dtype: t.dtype, shape: t.shape }, `unused_${i}`).symbol as SymbolRef).value;
-      extra.push(value);
-      extraNames.push(`captured_${i}`);
-    });
-    g.inputs = [...own, ...extra];
-    g.inputNames = [...ownNames, ...extraNames];
-    g.inputs.forEach((v, i) => (v.index = i));
-  }
-  return outside;
 }
 
 /**

@@ -16,7 +16,7 @@
  *   for (const x of it) B -> ag.forOf(it', (x) => { B' }, getState, setState, names, loc[, () => !$brk])
  */
 import * as t from "../build.js";
-import { bodyList, letDecl, namesUsedInNestedFunctions, notAll, patternIdentifiers, withLoc } from "../ast.js";
+import { bodyList, namesUsedInNestedFunctions, notAll, patternIdentifiers, withLoc } from "../ast.js";
 import type { NameGen } from "../names.js";
 import type { Flag, JumpTarget, Lowered } from "./jumps.js";
 import type { ConvertContext } from "./context.js";
