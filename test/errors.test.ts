@@ -40,3 +40,15 @@ test("invalid inputs never yield silent NaN where they can be detected", () => {
   throwsAt(() => sc.arange(0, 5, 0), sc.ValueError, /step must not be 0/);
   throwsAt(() => sc.random.bernoulli(1.5, [2], { seed: 1 }), sc.ValueError, /probabilities must be in \[0, 1\], got 1\.5/);
 });
+
+test("errors show the user's source line with a caret under the column", () => {
+  try {
+    sc.add(sc.zeros([2]), sc.zeros([3]));
+    assert.fail("expected a ShapeError");
+  } catch (e) {
+    const err = e as sc.StagecraftError;
+    assert.ok(err.sourceLine?.includes("sc.add(sc.zeros([2]), sc.zeros([3]));"), String(err.sourceLine));
+    assert.match(err.sourceLine!, /\n\s+\|\s+\^$/);
+    assert.ok(err.stack!.split("\n")[1]!.includes("sc.add(sc.zeros([2]), sc.zeros([3]))"), "the stack shows the line under the message");
+  }
+});

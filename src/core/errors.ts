@@ -5,6 +5,7 @@
  */
 import { fileURLToPath } from "node:url";
 import * as path from "node:path";
+import { readFileSync } from "node:fs";
 
 const LIB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -57,11 +58,34 @@ export function deepStack(): string | undefined {
   return stack;
 }
 
+const sourceCache = new Map<string, string[] | null>();
+
+/** The user's source line at `loc`, with a caret under the column (null when unreadable). */
+export function sourceExcerpt(loc: SourceLocation | null): string | null {
+  if (!loc || loc.file.startsWith("<") || loc.file.startsWith("node:")) return null;
+  const file = path.resolve(loc.file);
+  let lines = sourceCache.get(file);
+  if (lines === undefined) {
+    try {
+      lines = readFileSync(file, "utf8").split(/\r?\n/);
+    } catch {
+      lines = null;
+    }
+    if (sourceCache.size < 256) sourceCache.set(file, lines);
+  }
+  const text = lines?.[loc.line - 1];
+  if (text === undefined) return null;
+  const gutter = String(loc.line);
+  return `  ${gutter} | ${text}\n  ${" ".repeat(gutter.length)} | ${" ".repeat(Math.max(0, loc.column - 1))}^`;
+}
+
 export class StagecraftError extends Error {
   /** The op that raised the error, if any. */
   readonly op: string | undefined;
   /** Where in the user's code the failing call was made. */
   readonly location: SourceLocation | null;
+  /** The user's source line (with a caret), shown in the stack under the message. */
+  readonly sourceLine: string | null;
   constructor(message: string, op?: string, location?: SourceLocation | null) {
     const loc = location === undefined ? userLocation(deepStack()) : location;
     const where = formatLocation(loc);
@@ -69,6 +93,11 @@ export class StagecraftError extends Error {
     this.name = new.target.name;
     this.op = op;
     this.location = loc;
+    this.sourceLine = sourceExcerpt(loc);
+    if (this.sourceLine && this.stack) {
+      const head = `${this.name}: ${this.message}`;
+      if (this.stack.startsWith(head)) this.stack = `${head}\n${this.sourceLine}${this.stack.slice(head.length)}`;
+    }
   }
 }
 

@@ -6,7 +6,7 @@
  * rewritten in place so `const` objects mutated in a branch or loop keep their identity).
  */
 import { fileURLToPath } from "node:url";
-import { StagecraftError, formatLocation, type SourceLocation } from "../../core/errors.js";
+import { sourceExcerpt, StagecraftError, formatLocation, type SourceLocation } from "../../core/errors.js";
 import { Tensor } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";
 import { currentHandler } from "../../core/context.js";
@@ -24,7 +24,12 @@ import { TraceContext } from "../../staging/trace-context.js";
 export class AutoGraphError extends StagecraftError {
   constructor(message: string, loc?: string | null) {
     super(message, undefined, null);
-    Object.defineProperty(this, "location", { value: parseLoc(loc), enumerable: true });
+    const location = parseLoc(loc);
+    Object.defineProperty(this, "location", { value: location, enumerable: true });
+    const excerpt = sourceExcerpt(location);
+    Object.defineProperty(this, "sourceLine", { value: excerpt, enumerable: true });
+    const head = `${this.name}: ${this.message}`;
+    if (excerpt && this.stack?.startsWith(head)) this.stack = `${head}\n${excerpt}${this.stack.slice(head.length)}`;
   }
 }
 
