@@ -16,7 +16,7 @@ import { full } from "../../ops/fill.js";
 import { DtypeError, ShapeError } from "../../core/errors.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
-import { concat, expandDims, unstack } from "../../ops/shape.js";
+import { concat, expandDims, slice, squeeze, unstack } from "../../ops/shape.js";
 import { applyOp1, defineOp } from "../../ops/registry.js";
 import { TraceContext } from "../../staging/trace-context.js";
 
@@ -227,6 +227,17 @@ export class TensorList {
   push(...items: unknown[]): number | Tensor {
     for (const item of items) this.buffer = concat([this.current, expandDims(this.element(item), 0)], 0);
     return this.length;
+  }
+
+  /**
+   * Removes and returns the last element (undefined when the list is known to be empty; while
+   * staging with an unknown length, popping an empty list fails when the graph runs).
+   */
+  pop(): Tensor | undefined {
+    if (this.current.shape[0] === 0) return undefined;
+    const last = squeeze(slice(this.current, [-1]), 0);
+    this.buffer = slice(this.current, [0], [-1]);
+    return last;
   }
 
   /** The elements stacked: a tensor of shape [length, ...element shape]. */
