@@ -8,7 +8,7 @@ function pushPop(x: any): any {
   const out: any[] = [];
   let i = 0;
   let popped = x * 0;
-  while (i < sc.sum(x)) {
+  while (i < (sc.sum(x) as any)) {
     out.push(x * i);
     out.push(x * 100);
     popped = popped + out.pop();
