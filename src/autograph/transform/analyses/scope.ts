@@ -11,6 +11,7 @@
  * function, or the string `free:name` for names declared outside it (or globals).
  */
 import * as t from "@babel/types";
+import { patternIdentifiers } from "../ast.js";
 
 export interface Binding {
   name: string;
@@ -96,7 +97,7 @@ export function analyzeScopes(fn: t.Function): ScopeInfo {
   };
 
   const declarePattern = (scope: Scope, p: t.Node, kind: string): void => {
-    for (const id of patternIds(p)) declare(scope, id, kind);
+    for (const id of patternIdentifiers(p)) declare(scope, id, kind);
   };
 
   /** Declarations that belong to the block `scope` from the statements directly in `list`. */
@@ -172,14 +173,14 @@ export function analyzeScopes(fn: t.Function): ScopeInfo {
         if (n.name === "arguments" && thisLikeDepth.length === 0) lexicalArguments.add(n);
         break;
       case "AssignmentExpression":
-        for (const id of patternIds(n.left)) writeTargets.add(id);
+        for (const id of patternIdentifiers(n.left)) writeTargets.add(id);
         break;
       case "UpdateExpression":
         if (n.argument.type === "Identifier") writeTargets.add(n.argument);
         break;
       case "ForInStatement":
       case "ForOfStatement":
-        if (n.left.type !== "VariableDeclaration") for (const id of patternIds(n.left)) writeTargets.add(id);
+        if (n.left.type !== "VariableDeclaration") for (const id of patternIdentifiers(n.left)) writeTargets.add(id);
         break;
       case "ThisExpression":
       case "Super":
@@ -249,26 +250,3 @@ export function analyzeScopes(fn: t.Function): ScopeInfo {
   };
 }
 
-function patternIds(p: t.Node | null | undefined, out: t.Identifier[] = []): t.Identifier[] {
-  if (!p) return out;
-  switch (p.type) {
-    case "Identifier":
-      out.push(p);
-      break;
-    case "ArrayPattern":
-      for (const e of p.elements) patternIds(e, out);
-      break;
-    case "ObjectPattern":
-      for (const prop of p.properties) patternIds(prop.type === "RestElement" ? prop.argument : (prop.value as t.Node), out);
-      break;
-    case "AssignmentPattern":
-      patternIds(p.left, out);
-      break;
-    case "RestElement":
-      patternIds(p.argument, out);
-      break;
-    default:
-      break;
-  }
-  return out;
-}
