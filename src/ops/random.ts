@@ -90,56 +90,40 @@ function floatDtype(op: string, d: DType | undefined): DType {
   return dt;
 }
 
-interface UniformAttrs {
+interface DrawAttrs {
   shape: number[];
   dtype: DType;
   key: [number, number];
-  minval: number;
-  maxval: number;
 }
 
-export const randomUniformOp = defineOp<UniformAttrs>({
-  name: "randomUniform",
-  family: "random",
-  inputs: [],
-  infer: (_i, a) => [{ shape: a.shape, dtype: a.dtype }],
-  kernel(_i, a) {
-    const n = sizeOf(a.shape);
-    const out = allocStorage(a.dtype, n);
-    const [k0, k1] = a.key;
-    const span = a.maxval - a.minval;
-    const f64 = a.dtype === "float64";
-    for (let i = 0; i < n; i++) out[i] = a.minval + span * uniform01(k0, k1, i, f64);
-    return [out];
-  },
-});
-
-interface NormalAttrs {
-  shape: number[];
-  dtype: DType;
-  key: [number, number];
-  mean: number;
-  stddev: number;
+/** A random op with no inputs: element i is `sample(attrs, k0, k1, i, f64)`. */
+function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number, k1: number, i: number, f64: boolean) => number) {
+  return defineOp<A>({
+    name,
+    family: "random",
+    inputs: [],
+    infer: (_i, a) => [{ shape: a.shape, dtype: a.dtype }],
+    kernel(_i, a) {
+      const n = sizeOf(a.shape);
+      const out = allocStorage(a.dtype, n);
+      const [k0, k1] = a.key;
+      const f64 = a.dtype === "float64";
+      for (let i = 0; i < n; i++) out[i] = sample(a, k0, k1, i, f64);
+      return [out];
+    },
+  });
 }
 
-export const randomNormalOp = defineOp<NormalAttrs>({
-  name: "randomNormal",
-  family: "random",
-  inputs: [],
-  infer: (_i, a) => [{ shape: a.shape, dtype: a.dtype }],
-  kernel(_i, a) {
-    const n = sizeOf(a.shape);
-    const out = allocStorage(a.dtype, n);
-    const [k0, k1] = a.key;
-    const f64 = a.dtype === "float64";
-    // Box-Muller on a pair of draws per output element (index 2i and 2i+1).
-    for (let i = 0; i < n; i++) {
-      const u1 = uniform01(k0, k1, 2 * i, f64);
-      const u2 = uniform01(k0, k1, 2 * i + 1, f64);
-      out[i] = a.mean + a.stddev * Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
-    }
-    return [out];
-  },
+export const randomUniformOp = defineDraw<DrawAttrs & { minval: number; maxval: number }>(
+  "randomUniform",
+  (a, k0, k1, i, f64) => a.minval + (a.maxval - a.minval) * uniform01(k0, k1, i, f64),
+);
+
+// Box-Muller on a pair of draws per output element (indices 2i and 2i + 1).
+export const randomNormalOp = defineDraw<DrawAttrs & { mean: number; stddev: number }>("randomNormal", (a, k0, k1, i, f64) => {
+  const u1 = uniform01(k0, k1, 2 * i, f64);
+  const u2 = uniform01(k0, k1, 2 * i + 1, f64);
+  return a.mean + a.stddev * Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
 });
 
 interface BernoulliAttrs {
