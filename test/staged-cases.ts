@@ -40,13 +40,14 @@ export const cases: StagedCase[] = [
     options: { inputSignature: [sc.spec([null, 2])] },
   },
   {
-    op: "iterationBuffer",
-    label: "shape known at run time",
-    inputs: (r) => [sc.tensor(3, "int32"), f32(r, [2])],
-    fn: (n, like) => {
-      const [buf] = sc.applyOp(sc.getOp("iterationBuffer"), [n, like], {});
-      return [buf!, sc.sum(buf!.add(1), 0)];
+    op: "emptyStack",
+    label: "rows like a tensor of unknown shape",
+    inputs: (r) => [f32(r, [3, 2])],
+    fn: (x) => {
+      const s = sc.stackPush(sc.stackPush(sc.emptyStack(x), x), x.mul(2));
+      return [s, sc.sum(s, 0)];
     },
+    options: { inputSignature: [sc.spec([null, 2])] },
   },
   { op: "range", inputs: () => [], fn: () => [sc.arange(0, 10, 3), sc.arange(0, 5, 1, "int32"), sc.arange(1, 2, 0.25, "float64"), sc.linspace(-1, 1, 5)] },
   { op: "eye", inputs: () => [], fn: () => [sc.eye(3), sc.eye(2, 4, "int32"), sc.eye(3, 2, "bool")] },

@@ -84,11 +84,24 @@ const CASES: Case[] = [
     },
   },
   {
-    op: "iterationBuffer",
-    label: "a buffer sized by a count known at run time",
+    op: "stackPush",
+    label: "rows of unknown shape",
     inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
     unknown: [[0]],
-    fn: (x) => op1("iterationBuffer", [sc.scalar(4, "int32"), x], {}),
+    fn: (x) => sc.stackPush(sc.stackPush(sc.emptyStack(x), x), x.exp()),
+  },
+  {
+    op: "stackPop",
+    label: "rows of unknown shape",
+    inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
+    unknown: [[0]],
+    fn: (x) => sc.stackPop(sc.stackPush(sc.stackPush(sc.emptyStack(x), x), x.exp())),
+  },
+  {
+    op: "emptyStack",
+    inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
+    unknown: [[0]],
+    fn: (x) => sc.emptyStack(x),
   },
   {
     op: "customGradient",

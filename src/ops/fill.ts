@@ -3,7 +3,7 @@ import { allocStorage, DEFAULT_FLOAT, isDType, type DType } from "../core/dtype.
 import { DtypeError } from "../core/errors.js";
 import { checkShape, hasUnknownDims, sizeOf } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
-import { applyOp1, defineOp, runtimeShapes } from "./registry.js";
+import { applyOp1, defineOp } from "./registry.js";
 
 export interface FillAttrs {
   shape: number[];
@@ -69,22 +69,3 @@ export function zerosLikeTensor(x: Tensor, dtype?: DType): Tensor {
 export function onesLikeTensor(x: Tensor, dtype?: DType): Tensor {
   return fillLike(x, 1, dtype ?? x.dtype);
 }
-
-/**
- * zeros of shape [count, ...like.shape], where `count` is an int32 scalar known only when
- * the graph runs (the per-iteration buffers of differentiated loops). Its leading dim is
- * unknown statically; the kernel records the real shape.
- */
-export const iterationBufferOp = defineOp({
-  name: "iterationBuffer",
-  family: "creation",
-  inputs: ["count", "like"],
-  infer: (inputs) => [{ shape: [-1, ...inputs[1]!.shape], dtype: inputs[1]!.dtype }],
-  kernel(inputs) {
-    const [count, like] = inputs as [Tensor, Tensor];
-    const n = Math.max(0, count.concrete()[0]!);
-    const out = allocStorage(like.dtype, n * sizeOf(like.shape));
-    runtimeShapes.set(out, [n, ...like.shape]);
-    return [out];
-  },
-});

@@ -5,6 +5,23 @@ import type { GradCase } from "./types.js";
 const idx = (v: sc.NestedArray) => sc.tensor(v, "int32");
 
 export const cases: GradCase[] = [
+  {
+    op: "stackPush",
+    label: "two rows, second order",
+    inputs: (r) => [r.tensor([2, 3]), r.tensor([3])],
+    fn: (s, v) => sc.square(sc.stackPush(sc.stackPush(s, v), v.sin())),
+    secondOrder: true,
+  },
+  {
+    op: "stackPop",
+    label: "second order",
+    inputs: (r) => [r.tensor([3, 2])],
+    fn: (s) => {
+      const [rest, last] = sc.stackPop(s);
+      return sc.concat([sc.square(rest), sc.expandDims(last.exp(), 0)], 0);
+    },
+    secondOrder: true,
+  },
   { op: "reshape", inputs: (r) => [r.tensor([2, 3, 4])], fn: (x) => sc.reshape(x, [4, -1]) },
   { op: "broadcastTo", inputs: (r) => [r.tensor([3, 1])], fn: (x) => sc.broadcastTo(x, [2, 3, 4]) },
 

@@ -1,0 +1,135 @@
+/**
+ * Iteration stacks: what a differentiated loop keeps of each iteration for its backward pass.
+ * A stack is an ordinary tensor [rows, ...rowShape] whose row count is known only when the
+ * graph runs (its static leading dim is -1), so a loop can push one row per iteration without
+ * knowing its trip count, and the backward loop reads row j with `gather`.
+ *
+ * The ops are functional (stackPush returns a new stack; the input is unchanged), which keeps
+ * them differentiable to any order: stackPush and stackPop are each other's VJP. Pushing is
+ * amortized O(row) anyway: storage grows by doubling, and a push writes in place when its
+ * input is the newest version of that storage (no other stack extends it). Older versions
+ * only ever see their own prefix, so sharing the storage is invisible.
+ */
+import type { TypedArray } from "../core/dtype.js";
+import { DtypeError, ShapeError } from "../core/errors.js";
+import { dimsCompatible, fmtShape, sizeOf } from "../core/shape.js";
+import type { Tensor } from "../core/tensor.js";
+import { applyOp, applyOp1, defineOp, runtimeShapes, type TensorType } from "./registry.js";
+import { zerosLikeTensor } from "./fill.js";
+
+/** Elements written so far into each growable storage (its newest stack's length). */
+const committed = new WeakMap<ArrayBufferLike, number>();
+
+type Ctor = { new (buffer: ArrayBufferLike, offset: number, length: number): TypedArray; new (length: number): TypedArray };
+
+function push(stack: TypedArray, row: TypedArray): TypedArray {
+  const len = stack.length;
+  const need = len + row.length;
+  const ctor = stack.constructor as Ctor;
+  const bytes = (stack as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+  let out: TypedArray;
+  if (stack.byteOffset === 0 && committed.get(stack.buffer) === len && stack.buffer.byteLength >= need * bytes) {
+    out = new ctor(stack.buffer, 0, need);
+  } else {
+    const capacity = Math.max(need, 2 * len, 8 * row.length);
+    out = new ctor(new ArrayBuffer(capacity * bytes), 0, need);
+    out.set(stack);
+  }
+  out.set(row, len);
+  committed.set(out.buffer, need);
+  return out;
+}
+
+function rowTypeOf(op: string, stack: TensorType): number[] {
+  if (stack.shape.length === 0) throw new ShapeError(`a stack has a leading axis of rows, got a scalar`, op);
+  return stack.shape.slice(1);
+}
+
+export const stackPushOp = defineOp<Record<string, never>>({
+  name: "stackPush",
+  family: "shape",
+  inputs: ["stack", "value"],
+  infer(inputs) {
+    const [s, v] = inputs as [TensorType, TensorType];
+    if (s.dtype !== v.dtype) throw new DtypeError(`the value has dtype ${v.dtype} but the stack holds ${s.dtype}`, "stackPush");
+    const row = rowTypeOf("stackPush", s);
+    if (row.length !== v.shape.length || !row.every((d, i) => dimsCompatible(d, v.shape[i]!))) {
+      throw new ShapeError(`a stack of rows ${fmtShape(row)} cannot take a value of shape ${fmtShape(v.shape)}`, "stackPush");
+    }
+    return [{ dtype: s.dtype, shape: [-1, ...row.map((d, i) => (d >= 0 ? d : v.shape[i]!))] }];
+  },
+  kernel(inputs) {
+    const [s, v] = inputs as [Tensor, Tensor];
+    const rows = s.shape[0]!;
+    if (rows > 0 && !s.shape.slice(1).every((d, i) => d === v.shape[i])) {
+      throw new ShapeError(`a stack of rows ${fmtShape(s.shape.slice(1))} cannot take a value of shape ${fmtShape(v.shape)}`, "stackPush");
+    }
+    const out = push(s.concrete(), v.concrete());
+    runtimeShapes.set(out, [rows + 1, ...v.shape]);
+    return [out];
+  },
+  vjp(_ctx, cts) {
+    const [rest, last] = stackPop(cts[0]!);
+    return [rest, last];
+  },
+});
+
+export const stackPopOp = defineOp<Record<string, never>>({
+  name: "stackPop",
+  family: "shape",
+  inputs: ["stack"],
+  infer(inputs) {
+    const s = inputs[0]!;
+    const row = rowTypeOf("stackPop", s);
+    return [
+      { dtype: s.dtype, shape: [s.shape[0]! > 0 ? s.shape[0]! - 1 : -1, ...row] },
+      { dtype: s.dtype, shape: row },
+    ];
+  },
+  kernel(inputs) {
+    const s = inputs[0]!;
+    const rows = s.shape[0]!;
+    if (rows < 1) throw new ShapeError(`cannot pop from an empty stack (shape ${fmtShape(s.shape)})`, "stackPop");
+    const data = s.concrete();
+    const rowSize = sizeOf(s.shape.slice(1));
+    const restLen = data.length - rowSize;
+    // The rest shares the storage (it is a prefix, which later pushes onto longer stacks
+    // never touch); the popped row is a copy.
+    const rest = data.subarray(0, restLen);
+    runtimeShapes.set(rest, [rows - 1, ...s.shape.slice(1)]);
+    return [rest, data.slice(restLen)];
+  },
+  vjp(ctx, cts) {
+    const [rest, last] = ctx.outputs as [Tensor, Tensor];
+    return [stackPush(cts[0] ?? zerosLikeTensor(rest), cts[1] ?? zerosLikeTensor(last))];
+  },
+});
+
+/** A new stack: `stack` with `value` as one more row. */
+export function stackPush(stack: Tensor, value: Tensor): Tensor {
+  return applyOp1(stackPushOp, [stack, value], {});
+}
+
+/** [the stack without its last row, that row]. */
+export function stackPop(stack: Tensor): [Tensor, Tensor] {
+  const [rest, last] = applyOp(stackPopOp, [stack], {});
+  return [rest!, last!];
+}
+
+/** An empty stack for rows like `like` (its shape may have unknown dims while staging). */
+export const emptyStackOp = defineOp<Record<string, never>>({
+  name: "emptyStack",
+  family: "creation",
+  inputs: ["like"],
+  infer: (inputs) => [{ dtype: inputs[0]!.dtype, shape: [0, ...inputs[0]!.shape] }],
+  kernel(inputs) {
+    const like = inputs[0]!;
+    const out = new (like.concrete().constructor as Ctor)(0);
+    runtimeShapes.set(out, [0, ...like.shape]);
+    return [out];
+  },
+});
+
+export function emptyStack(like: Tensor): Tensor {
+  return applyOp1(emptyStackOp, [like], {});
+}
