@@ -40,6 +40,25 @@ export const cases: StagedCase[] = [
     options: { inputSignature: [sc.spec([null, 2])] },
   },
   {
+    op: "packResiduals",
+    label: "values of several dtypes, unpacked",
+    inputs: (r) => [f32(r, [2, 3]), ints(r, [4], -5, 5), bools(r, [2])],
+    fn: (a, b, c) => {
+      const h = sc.applyOp(sc.getOp("packResiduals"), [a, b, c], {})[0]!;
+      const types = [a, b, c].map((t) => ({ dtype: t.dtype, shape: t.shape }));
+      return [...sc.applyOp(sc.getOp("unpackResiduals"), [h], { types }), a.add(1)];
+    },
+  },
+  {
+    op: "stackRead",
+    label: "rows of a pushed stack",
+    inputs: (r) => [f32(r, [3, 2])],
+    fn: (x) => {
+      const s = sc.stackPush(sc.stackPush(sc.emptyStack(x), x), x.mul(2));
+      return [sc.stackRead(s, sc.scalar(1, "int32")), sc.stackRead(s, sc.scalar(0, "int32")), ...sc.stackPop(s)];
+    },
+  },
+  {
     op: "emptyStack",
     label: "rows like a tensor of unknown shape",
     inputs: (r) => [f32(r, [3, 2])],

@@ -98,6 +98,30 @@ const CASES: Case[] = [
     fn: (x) => sc.stackPop(sc.stackPush(sc.stackPush(sc.emptyStack(x), x), x.exp())),
   },
   {
+    op: "stackRead",
+    label: "rows of unknown shape",
+    inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
+    unknown: [[0]],
+    fn: (x) => sc.stackRead(sc.stackPush(sc.stackPush(sc.emptyStack(x), x), x.exp()), sc.scalar(1, "int32")),
+  },
+  {
+    op: "packResiduals",
+    label: "records of unknown shapes",
+    inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
+    unknown: [[0]],
+    fn: (x) => {
+      const h = op1("packResiduals", [x, x.exp()], {});
+      return sc.applyOp(sc.getOp("unpackResiduals"), [h], { types: [x, x].map((t) => ({ dtype: t.dtype, shape: t.shape })) });
+    },
+  },
+  {
+    op: "unpackResiduals",
+    label: "a zero record unpacks to zeros like its inputs",
+    inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
+    unknown: [[0]],
+    fn: (x) => sc.applyOp(sc.getOp("unpackResiduals"), [sc.zerosLike(sc.sum(x)), x], { types: [{ dtype: x.dtype, shape: x.shape }] })[0]!,
+  },
+  {
     op: "emptyStack",
     inputs: (r, n) => [f64(r, [n, 3], -1, 1)],
     unknown: [[0]],

@@ -13,5 +13,6 @@ export * from "./nn.js";
 export * as random from "./random.js";
 export * from "./numerics.js";
 export * from "./iteration-stack.js";
+import "./residuals.js";
 import "./variable-updates.js";
 export { getOp, listOps, applyOp, defineOp, type OpDef, type TensorType, type VjpContext } from "./registry.js";

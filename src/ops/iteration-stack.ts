@@ -16,11 +16,32 @@ import { dimsCompatible, fmtShape, sizeOf } from "../core/shape.js";
 import type { Tensor } from "../core/tensor.js";
 import { applyOp, applyOp1, defineOp, runtimeShapes, type TensorType } from "./registry.js";
 import { zerosLikeTensor } from "./fill.js";
+import { expandDims, reshape, scatterAdd } from "./shape.js";
+import { adoptRecord, recordOf } from "./residuals.js";
 
 /** Elements written so far into each growable storage (its newest stack's length). */
 const committed = new WeakMap<ArrayBufferLike, number>();
 
 type Ctor = { new (buffer: ArrayBufferLike, offset: number, length: number): TypedArray; new (length: number): TypedArray };
+
+/**
+ * Residual records (ops/residuals.ts) pushed as rows: storage copies the handle's number, so
+ * the stack's storage keeps the records of its rows, and reading a row hands them on.
+ */
+const rowRecords = new WeakMap<ArrayBufferLike, Map<number, object>>();
+
+function recordRow(stack: TypedArray, row: number, value: TypedArray): void {
+  const record = value.length === 1 ? recordOf(value) : undefined;
+  if (!record) return;
+  let rows = rowRecords.get(stack.buffer);
+  if (!rows) rowRecords.set(stack.buffer, (rows = new Map()));
+  rows.set(row, record);
+}
+
+function handOnRecord(stack: TypedArray, row: number, out: TypedArray): void {
+  const record = rowRecords.get(stack.buffer)?.get(row);
+  if (record) adoptRecord(out, record);
+}
 
 function push(stack: TypedArray, row: TypedArray): TypedArray {
   const len = stack.length;
@@ -34,6 +55,8 @@ function push(stack: TypedArray, row: TypedArray): TypedArray {
     const capacity = Math.max(need, 2 * len, 8 * row.length);
     out = new ctor(new ArrayBuffer(capacity * bytes), 0, need);
     out.set(stack);
+    const rows = rowRecords.get(stack.buffer);
+    if (rows) rowRecords.set(out.buffer, new Map(rows));
   }
   out.set(row, len);
   committed.set(out.buffer, need);
@@ -65,6 +88,7 @@ export const stackPushOp = defineOp<Record<string, never>>({
       throw new ShapeError(`a stack of rows ${fmtShape(s.shape.slice(1))} cannot take a value of shape ${fmtShape(v.shape)}`, "stackPush");
     }
     const out = push(s.concrete(), v.concrete());
+    recordRow(out, rows, v.concrete());
     runtimeShapes.set(out, [rows + 1, ...v.shape]);
     return [out];
   },
@@ -97,7 +121,9 @@ export const stackPopOp = defineOp<Record<string, never>>({
     // never touch); the popped row is a copy.
     const rest = data.subarray(0, restLen);
     runtimeShapes.set(rest, [rows - 1, ...s.shape.slice(1)]);
-    return [rest, data.slice(restLen)];
+    const last = data.slice(restLen);
+    handOnRecord(data, rows - 1, last);
+    return [rest, last];
   },
   vjp(ctx, cts) {
     const [rest, last] = ctx.outputs as [Tensor, Tensor];
@@ -114,6 +140,37 @@ export function stackPush(stack: Tensor, value: Tensor): Tensor {
 export function stackPop(stack: Tensor): [Tensor, Tensor] {
   const [rest, last] = applyOp(stackPopOp, [stack], {});
   return [rest!, last!];
+}
+
+/** Row `index` (an int32 scalar) of a stack; a residual record in that row comes along. */
+export const stackReadOp = defineOp<Record<string, never>>({
+  name: "stackRead",
+  family: "shape",
+  inputs: ["stack", "index"],
+  infer(inputs) {
+    const [s, i] = inputs as [TensorType, TensorType];
+    if (i.dtype !== "int32" || i.shape.length !== 0) throw new DtypeError(`the index must be an int32 scalar, got ${i.dtype}${fmtShape(i.shape)}`, "stackRead");
+    return [{ dtype: s.dtype, shape: rowTypeOf("stackRead", s) }];
+  },
+  kernel(inputs) {
+    const [s, i] = inputs as [Tensor, Tensor];
+    const row = i.concrete()[0]!;
+    const rows = s.shape[0]!;
+    if (!(row >= 0 && row < rows)) throw new ShapeError(`row ${row} is out of range for a stack of ${rows} rows (shape ${fmtShape(s.shape)})`, "stackRead");
+    const size = sizeOf(s.shape.slice(1));
+    const data = s.concrete();
+    const out = data.slice(row * size, (row + 1) * size);
+    handOnRecord(data, row, out);
+    return [out];
+  },
+  vjp(ctx, cts) {
+    const [s, i] = ctx.inputs as [Tensor, Tensor];
+    return [scatterAdd(zerosLikeTensor(s), reshape(i, [1]), expandDims(cts[0]!, 0), 0), null];
+  },
+});
+
+export function stackRead(stack: Tensor, index: Tensor): Tensor {
+  return applyOp1(stackReadOp, [stack, index], {});
 }
 
 /** An empty stack for rows like `like` (its shape may have unknown dims while staging). */

@@ -16,7 +16,8 @@ import { expandDims, gather, reshape, scatterAdd, stack, unstack } from "../ops/
 import { add } from "../ops/binary.js";
 import { less } from "../ops/compare.js";
 import { full } from "../ops/fill.js";
-import { recordCondGradient, whileWithGradient } from "./structural-gradients.js";
+import { whileWithGradient, type RegionTracer } from "./structural-gradients.js";
+import { condWithGradient } from "./cond-gradient.js";
 
 function activeTrace(): TraceContext | null {
   const h = currentHandler();
@@ -118,8 +119,9 @@ export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn
   if (pred.dtype !== "bool" || pred.size !== 1) {
     throw new DtypeError(`the predicate must be a bool scalar, got ${pred.dtype}${fmtShape(pred.shape)}`, "cond");
   }
-  const t = traceRegion(ctx, "then", [], () => toTensors(thenFn() as Structure<unknown>, "cond"));
-  const e = traceRegion(ctx, "else", [], () => toTensors(elseFn() as Structure<unknown>, "cond"));
+  // Branches are traced plainly: while tapes record, the gradient rule splits them afterwards.
+  const t = withoutRecorders(null, () => traceRegion(ctx, "then", [], () => toTensors(thenFn() as Structure<unknown>, "cond")));
+  const e = withoutRecorders(null, () => traceRegion(ctx, "else", [], () => toTensors(elseFn() as Structure<unknown>, "cond")));
   const tl = leaves(t.result).filter((x): x is Tensor => x instanceof Tensor);
   const el = leaves(e.result).filter((x): x is Tensor => x instanceof Tensor);
   checkSameJsLeaves("cond", t.result, e.result);
@@ -127,11 +129,34 @@ export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn
   t.ctx.graph.setOutputs(tl.map((x) => t.ctx.valueOf(x)));
   e.ctx.graph.setOutputs(el.map((x) => e.ctx.valueOf(x)));
   const operands = unifyCaptures([t.ctx, e.ctx], 0);
-  const outs = ctx.addStructural("cond", [pred, ...operands], {}, types, [t.ctx.graph, e.ctx.graph]);
-  ctx.variableValues.clear();
-  if (recorders.length > 0) recordCondGradient(pred, operands, outs, t.ctx.graph, e.ctx.graph, ctx.library, (p, a, b) => cond(p, a, b));
+  const outs = emitCond(ctx, pred, operands, t.ctx.graph, e.ctx.graph, types);
   let k = 0;
   return mapStructure(t.result, (x) => (x instanceof Tensor ? outs[k++]! : x)) as T;
+}
+
+/**
+ * Emits a cond node over traced branches (inputs: `operands`); while tapes record, the cond
+ * augmented for its gradient (cond-gradient.ts).
+ */
+export function emitCond(ctx: TraceContext, pred: Tensor, operands: Tensor[], thenG: Graph, elseG: Graph, types: ValueType[]): Tensor[] {
+  if (recorders.length === 0) {
+    const outs = ctx.addStructural("cond", [pred, ...operands], {}, types, [thenG, elseG]);
+    ctx.variableValues.clear();
+    return outs;
+  }
+  const outs = condWithGradient({ ctx, pred, operands, thenG, elseG, types, traceRegion: probeTracer(ctx), cond: (p, a, b) => cond(p, a, b) });
+  ctx.variableValues.clear();
+  return outs;
+}
+
+/** Traces `fn` over placeholders of `types` in a discarded region of `ctx`, with no tape recording. */
+export function probeTracer(ctx: TraceContext): RegionTracer {
+  return (regionTypes, fn) =>
+    withoutRecorders(null, () => {
+      const r = traceRegion(ctx, "vjp_probe", regionTypes, fn);
+      r.ctx.graph.setOutputs(r.result.map((t) => r.ctx.valueOf(t)));
+      return { graph: r.ctx.graph, ctx: r.ctx };
+    });
 }
 
 export interface WhileOptions {
@@ -159,7 +184,8 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
     const inv = options.shapeInvariants?.[i];
     return { dtype: v.dtype, shape: inv ? inv.map((d) => (d === null ? -1 : d)) : v.shape };
   });
-  const traced = traceLoop(ctx, types, condFn, bodyFn, options);
+  // Traced plainly: while tapes record, the gradient rule splits the body afterwards.
+  const traced = withoutRecorders(null, () => traceLoop(ctx, types, condFn, bodyFn, options));
   const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max } : {}) };
   if (recorders.length === 0) {
     const outs = ctx.addStructural("while", [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
@@ -175,12 +201,7 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
     condG: traced.condG,
     bodyG: traced.bodyG,
     whileLoop: (c, b, vars, shapeInvariants) => whileLoop(c, b, vars, { shapeInvariants }),
-    traceRegion: (regionTypes, fn) =>
-      withoutRecorders(null, () => {
-        const r = traceRegion(ctx, "vjp_probe", regionTypes, fn);
-        r.ctx.graph.setOutputs(r.result.map((t) => r.ctx.valueOf(t)));
-        return { graph: r.ctx.graph, ctx: r.ctx };
-      }),
+    traceRegion: probeTracer(ctx),
     emit(augTypes, augInit, augCond, augBody) {
       const aug = traceLoop(ctx, augTypes, augCond, augBody, {});
       const outs = ctx.addStructural("while", [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);

@@ -12,7 +12,7 @@ import { describeChange, signatureOf, TensorSpec, type LeafInfo, type Signature 
 import { leaves, mapStructure, type Structure } from "../ad/structure.js";
 import { ValueError } from "../core/errors.js";
 import { recordStagedCall } from "./staged-gradient.js";
-import { emitCall } from "./structural-gradients.js";
+import { emitCall } from "./call-gradient.js";
 
 export interface StageOptions {
   /** Per positional argument: sc.spec(shape, dtype) (null dims = any size), or nested structures of specs. */
@@ -218,7 +218,7 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
       // function under construction (by name), typed by outputSignature or the guess.
       const p = found.pending;
       p.recursiveCalls++;
-      const outs = emitCall({ graph: p.ctx.graph, library: p.ctx.library }, sig.tensors, p.types);
+      const outs = emitCall({ graph: p.ctx.graph, library: p.ctx.library }, sig.tensors, p.types, false);
       return mapStructure(p.template, (leaf) => (leaf instanceof OutputLeaf ? outs[leaf.index] : leaf.value)) as R;
     }
     const cf = found.cf;

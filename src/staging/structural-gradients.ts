@@ -2,36 +2,35 @@
  * The graph AD rules for structural nodes. While a graph is being built and a tape records
  * (a staged function differentiated by sc.grad, or a tape used inside staged code), cond,
  * while and call nodes are recorded as single tape entries whose VJPs emit structural
- * nodes again, so the gradient is a graph with the same control flow:
+ * nodes again, so the gradient is a graph with the same control flow. Each rule splits the
+ * region once into a forward that keeps what the backward reads and that backward
+ * (backward-trace.ts):
  *
- * - cond: the backward is a cond on the same predicate whose branches are the VJPs of the
- *   forward branches: the backward takes the branch the forward took.
- * - while: the iteration is split into a forward that also returns what its backward reads,
- *   and that backward (both traced once, from the body under a tape); the forward loop
- *   counts its iterations and pushes those values on stacks, one row per iteration; the
- *   backward is a while loop running the same number of iterations in reverse, reading them.
- * - call: the backward calls the callee's VJP function (inputs, cotangents) -> gradients,
- *   a library function built once per callee; recursion resolves by name.
+ * - while (this file): the forward loop counts its iterations and pushes the kept values on
+ *   stacks, one row per iteration; the backward is a while loop running the same number of
+ *   iterations in reverse, reading them.
+ * - cond (cond-gradient.ts): each branch returns a record of what its VJP reads; the backward
+ *   is a cond on the same predicate whose branches unpack it.
+ * - call (call-gradient.ts): the callee's forward returns a record; its backward, a library
+ *   function, unpacks it. Recursion builds a tree of records.
  *
- * Inside a branch or call, the VJP recomputes that region's forward values from its inputs
- * (which the forward kept) by replaying it under a tape.
+ * regionVjp, the recomputing rule, remains for the cases a split cannot serve (higher-order
+ * gradients through a record, loops whose kept values change shape).
  */
 import { Tensor } from "../core/tensor.js";
-import type { Variable } from "../core/variable.js";
-import { anyRecorderTracks, currentHandler, recorders, withHandler, withoutRecorders } from "../core/context.js";
+import { anyRecorderTracks, currentHandler, recorders, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
 import type { OpDef } from "../ops/registry.js";
 import { full, zerosLikeTensor } from "../ops/fill.js";
-import { emptyStack, stackPush } from "../ops/iteration-stack.js";
+import { emptyStack, stackPush, stackRead } from "../ops/iteration-stack.js";
 import { add, sub } from "../ops/binary.js";
 import { greater } from "../ops/compare.js";
-import { gather } from "../ops/shape.js";
 import { makeTensor } from "../core/tensor.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
-import { TraceContext, type SymbolRef } from "./trace-context.js";
+import type { TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
-import { runPrune } from "../graph/passes/prune.js";
+import { traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
 
 /** Records one entry on every active tape. */
 export function recordEntry(name: string, inputs: Tensor[], outputs: Tensor[], vjp: (cts: (Tensor | null)[]) => (Tensor | null)[]): void {
@@ -76,21 +75,9 @@ export function regionVjp(g: Graph, library: FunctionLibrary, inputs: Tensor[], 
   return all.map((x, i) => (wanted[i] ? grads[k++]! : zerosLikeTensor(x)));
 }
 
-export function recordCondGradient(pred: Tensor, operands: Tensor[], outs: Tensor[], thenG: Graph, elseG: Graph, library: FunctionLibrary, cond: CondFn): void {
-  recordEntry("cond", [pred, ...operands], outs, (cts) => {
-    const filled = cts.map((c, i) => c ?? zerosLikeTensor(outs[i]!));
-    const grads = cond(
-      pred,
-      () => regionVjp(thenG, library, operands, filled),
-      () => regionVjp(elseG, library, operands, filled),
-    );
-    return [null, ...grads];
-  });
-}
-
-type CondFn = (pred: Tensor, a: () => Tensor[], b: () => Tensor[]) => Tensor[];
+export type CondFn = (pred: Tensor, a: () => Tensor[], b: () => Tensor[]) => Tensor[];
 type WhileFn = (c: (...v: Tensor[]) => Tensor, b: (...v: Tensor[]) => Tensor[], init: Tensor[], shapeInvariants: (number | null)[][]) => Tensor[];
-type RegionTracer = (types: ValueType[], fn: (...xs: Tensor[]) => Tensor[]) => { graph: Graph; ctx: TraceContext };
+export type RegionTracer = (types: ValueType[], fn: (...xs: Tensor[]) => Tensor[]) => { graph: Graph; ctx: TraceContext };
 
 /** Which of a body's loop variables its VJP reads (liveness on a discarded probe trace). */
 function loopVarsReadByBodyVjp(p: WhileParts, loop: LoopShape): boolean[] {
@@ -207,10 +194,10 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
       (j, ...rest) => {
         const j1 = sub(j, 1);
         let c = 0;
-        const iterCts = types.map((_, i) => (loop.accumulator[i] ? gather(ctFinal[i]!, j1, 0) : rest[c++]!));
+        const iterCts = types.map((_, i) => (loop.accumulator[i] ? stackRead(ctFinal[i]!, j1) : rest[c++]!));
         const g = split.backward(
           iterCts,
-          stacks.map((s) => gather(s, j1, 0)),
+          stacks.map((s) => stackRead(s, j1)),
         );
         const m = carried.length;
         return [j1, ...g.slice(0, m), ...rest.slice(m).map((a, i) => (loop.wrt[n + i] ? add(a, g[m + i]!) : a))];
@@ -239,82 +226,38 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
   const { wrt } = loop;
   const library = ctx.library;
   const n = types.length;
-  let backwardCtx: TraceContext | null = null;
   let forwardCtx: TraceContext | null = null;
+  let backward: BackwardTrace | null = null;
   const probe = p.traceRegion(types, (...xs) => {
-    forwardCtx = currentHandler() as TraceContext;
+    const fwd = (forwardCtx = currentHandler() as TraceContext);
     const tape = new GradientTape({ persistent: true });
     const outs = tape.record(() => {
       tape.watch(xs.filter((_, i) => wrt[i]));
       tape.watch(invariants.filter((_, i) => wrt[n + i]));
-      return replay(bodyG, library, [...xs, ...invariants]);
+      return withoutRecords(() => replay(bodyG, library, [...xs, ...invariants]));
     });
-    const bwd = new TraceContext("body_vjp", library, forwardCtx, false, forwardCtx.functionName, forwardCtx.variablesAsInputs, true);
-    const cts = loop.ctTypes.map((t, i) => bwd.placeholder(t, `cotangent_${i}`));
-    try {
-      const grads = withHandler(bwd, () => {
-        const sources = [...xs, ...invariants].filter((_, i) => !loop.accumulator[i]);
-        const wanted = [...xs, ...invariants].filter((_, i) => wrt[i]);
-        const full = loop.fullCotangents(cts);
-        const pairs = outs.map((o, i) => [o, full[i]!] as const).filter(([o]) => isFloat(o.dtype));
-        const g =
-          pairs.length === 0 || wanted.length === 0
-            ? wanted.map((x) => zerosLikeTensor(x))
-            : (tape.gradient(
-                pairs.map(([o]) => o),
-                wanted,
-                { outputGradient: pairs.map(([, c]) => c) },
-              ) as Tensor[]);
-        const byTensor = new Map(wanted.map((x, k) => [x, g[k]!]));
-        return sources.map((x) => bwd.valueOf(byTensor.get(x) ?? zerosLikeTensor(x)));
-      });
-      bwd.graph.setOutputs(grads);
-    } finally {
-      bwd.active = false;
-    }
-    backwardCtx = bwd;
+    const sources = [...xs, ...invariants];
+    const keep = sources.map((_, i) => !loop.accumulator[i]);
+    backward = traceBackward(fwd, "body_vjp", tape, outs, sources.filter((_, i) => keep[i]), wrt.filter((_, i) => keep[i]), loop.ctTypes, loop.fullCotangents);
     return outs;
   });
   const fwd = forwardCtx as TraceContext | null;
-  const bwd = backwardCtx as TraceContext | null;
+  const bwd = backward as BackwardTrace | null;
   if (!fwd || !bwd) throw new Error("whileLoop gradient: the iteration probe did not run");
-  // Values of the iteration the backward reads: kept. Everything else it reads is outside
-  // the loop (invariants, constants) and is read directly. The tape also emits VJPs nobody
-  // uses (gradients of inputs that are not differentiated): pruned first, so that what they
-  // read is not kept.
-  const bwdGraph = bwd.graph;
-  runPrune(bwdGraph, undefined);
-  const read = new Set<Value>(bwdGraph.outputs);
-  for (const node of bwdGraph.nodes) for (const v of node.inputs) read.add(v);
-  const numCts = types.length;
-  const liveCaptures = bwd.captures.filter((c) => read.has(c.value));
-  const keepInput = bwdGraph.inputs.map((v, i) => i < numCts || read.has(v));
-  bwdGraph.inputNames = bwdGraph.inputNames.filter((_, i) => keepInput[i]);
-  bwdGraph.inputs = bwdGraph.inputs.filter((_, i) => keepInput[i]);
-  bwdGraph.inputs.forEach((v, i) => (v.index = i));
-  const keptValues: Value[] = [];
-  const bwdInputs: ({ kept: number } | { outside: Tensor })[] = liveCaptures.map((c) => {
-    const ref = c.tensor.symbol as SymbolRef | null;
-    if (ref && ref.ctx === fwd) {
-      keptValues.push(ref.value);
-      return { kept: keptValues.length - 1 };
-    }
-    return { outside: c.tensor };
-  });
-  if (keptValues.some((v) => v.type.shape.some((d) => d < 0))) return null;
+  if (bwd.kept.some((v) => v.type.shape.some((d) => d < 0))) return null;
   // The forward of one iteration: the probe's own graph, with the kept values as extra outputs.
   const fwdGraph = probe.graph;
-  fwdGraph.setOutputs([...fwdGraph.outputs, ...keptValues]);
+  fwdGraph.setOutputs([...fwdGraph.outputs, ...bwd.kept]);
   const fwdOutside = fwd.captures.map((c) => c.tensor);
   return {
-    kept: keptValues.map((v) => v.type),
-    emptyStacks: () => keptValues.map((v) => full([0, ...v.type.shape], 0, v.type.dtype)),
+    kept: bwd.kept.map((v) => v.type),
+    emptyStacks: () => bwd.kept.map((v) => full([0, ...v.type.shape], 0, v.type.dtype)),
     forward(vars) {
       const all = replay(fwdGraph, library, [...vars, ...fwdOutside]);
       return { next: all.slice(0, n), kept: all.slice(n) };
     },
     backward(cts, kept) {
-      return replay(bwdGraph, library, [...cts, ...bwdInputs.map((b) => ("kept" in b ? kept[b.kept]! : b.outside))]);
+      return replay(bwd.graph, library, [...cts, ...bwd.inputs.map((b) => ("kept" in b ? kept[b.kept]! : b.outside))]);
     },
   };
 }
@@ -346,97 +289,3 @@ function recomputingSplit(p: WhileParts, loop: LoopShape): IterationSplit {
     },
   };
 }
-
-/** A function graph plus the library holding everything it calls. */
-export interface FunctionBundle {
-  graph: Graph;
-  library: FunctionLibrary;
-}
-
-/** Emits a call node in the graph being built, and records its gradient. */
-export function emitCall(bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[]): Tensor[] {
-  const ctx = currentHandler();
-  if (!(ctx instanceof TraceContext)) throw new Error("emitCall needs a graph under construction");
-  for (const g of bundle.library.functions.values()) ctx.library.add(g);
-  ctx.library.add(bundle.graph);
-  const outs = ctx.addStructural("call", args, { callee: bundle.graph.name }, outTypes);
-  ctx.variableValues.clear();
-  if (recorders.length > 0 && outs.length > 0) {
-    // The callee's variables are inputs of the gradient entry, so gradients reach them.
-    const vars = variablesReadBy(bundle);
-    const varValues = vars.map((v) => v.read());
-    recordEntry("call", [...args, ...varValues], outs, (cts) => {
-      const filled = cts.map((c, i) => c ?? zerosLikeTensor(outs[i]!));
-      const vjpBundle = vjpFunctionFor(bundle);
-      const types = [...args, ...varValues].map((a) => ({ dtype: a.dtype, shape: a.shape }));
-      return emitCall(vjpBundle, [...args, ...filled, ...varValues], types);
-    });
-  }
-  return outs;
-}
-
-const variablesCache = new WeakMap<Graph, Variable[]>();
-
-/** Variables a function reads, directly, in regions, or in the functions it calls. */
-export function variablesReadBy(bundle: FunctionBundle): Variable[] {
-  const cached = variablesCache.get(bundle.graph);
-  if (cached) return cached;
-  const found = new Set<Variable>();
-  const seen = new Set<Graph>();
-  const walk = (g: Graph): void => {
-    if (seen.has(g)) return;
-    seen.add(g);
-    for (const node of g.nodes) {
-      if (node.op === "readVariable") found.add(node.attrs.variable as Variable);
-      if (node.op === "call") {
-        const callee = bundle.library.functions.get(node.attrs.callee as string);
-        if (callee) walk(callee);
-      }
-      node.regions.forEach(walk);
-    }
-  };
-  walk(bundle.graph);
-  const list = [...found].filter((v) => v.trainable);
-  variablesCache.set(bundle.graph, list);
-  return list;
-}
-
-const vjpFunctions = new WeakMap<Graph, FunctionBundle>();
-
-/**
- * The VJP function of a callee: (inputs..., cotangents...) -> gradient of every input.
- * Registered before it is traced so that recursive callees find it by name.
- */
-export function vjpFunctionFor(callee: FunctionBundle): FunctionBundle {
-  const cached = vjpFunctions.get(callee.graph);
-  if (cached) return cached;
-  const library = new FunctionLibrary();
-  for (const g of callee.library.functions.values()) library.add(g);
-  library.add(callee.graph);
-  const ctx = new TraceContext(`${callee.graph.name}_vjp`, library, null, false, callee.graph.name, true);
-  const bundle: FunctionBundle = { graph: ctx.graph, library };
-  library.add(ctx.graph);
-  vjpFunctions.set(callee.graph, bundle);
-  const g = callee.graph;
-  const xs = g.inputs.map((v, i) => ctx.placeholder(v.type, g.inputNames[i] ?? `x${i}`));
-  const cts = g.outputs.map((v, i) => ctx.placeholder(v.type, `cotangent_${i}`));
-  // Variables the callee reads are explicit inputs here, so their gradients are outputs.
-  const vars = variablesReadBy(callee);
-  const varValues = vars.map((v) => {
-    const t = ctx.placeholder({ dtype: v.dtype, shape: v.shape }, `variable_${v.name}`);
-    // Reads anywhere in the callee (regions too) resolve to this input.
-    ctx.variableInputs.set(v, t);
-    return t;
-  });
-  try {
-    const grads = withoutRecorders(null, () =>
-      withHandler(ctx, () => regionVjp(g, library, xs, cts, varValues).map((t) => ctx.valueOf(t))),
-    );
-    ctx.graph.setOutputs(grads, [...xs.map((_, i) => `grad_${i}`), ...vars.map((v) => `grad_${v.name}`)]);
-  } finally {
-    ctx.active = false;
-  }
-  return bundle;
-}
-
-export type { SymbolRef };

@@ -103,7 +103,8 @@ export class TraceContext implements OpHandler {
   }
 
   readVariable(v: Variable): Tensor {
-    const known = this.variableValues.get(v);
+    // (the graph input standing for v, where there is one: after calls clear the known values)
+    const known = this.variableValues.get(v) ?? this.variableInputs.get(v);
     if (known) return known;
     if (this.variablesAsInputs && this.parent?.variablesAsInputs) {
       // A region (or a backward graph) reads the enclosing graph's variable input.
@@ -112,11 +113,6 @@ export class TraceContext implements OpHandler {
       return outer;
     }
     if (this.variablesAsInputs) {
-      const existing = this.variableInputs.get(v);
-      if (existing) {
-        this.variableValues.set(v, existing);
-        return existing;
-      }
       const value = this.graph.addInput({ dtype: v.dtype, shape: v.shape }, `variable_${this.captures.length}`);
       this.captures.push({ tensor: v.storedValue, value, variable: v });
       const t = this.symbolic(value);

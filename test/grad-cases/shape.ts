@@ -4,7 +4,34 @@ import type { GradCase } from "./types.js";
 
 const idx = (v: sc.NestedArray) => sc.tensor(v, "int32");
 
+const pack = (xs: sc.Tensor[]) => sc.applyOp(sc.getOp("packResiduals"), xs, {})[0]!;
+const unpack = (h: sc.Tensor, like: sc.Tensor[]) => sc.applyOp(sc.getOp("unpackResiduals"), [h], { types: like.map((t) => ({ dtype: t.dtype, shape: t.shape })) });
+
 export const cases: GradCase[] = [
+  {
+    op: "stackRead",
+    label: "rows read twice, second order",
+    inputs: (r) => [r.tensor([3, 2])],
+    fn: (s) => sc.square(sc.stackRead(s, sc.scalar(2, "int32")).add(sc.stackRead(s, sc.scalar(0, "int32")).mul(sc.stackRead(s, sc.scalar(2, "int32"))))),
+    secondOrder: true,
+  },
+  {
+    op: "packResiduals",
+    label: "a record of two values, unpacked, second order",
+    inputs: (r) => [r.tensor([2, 3]), r.tensor([3])],
+    fn: (a, b) => {
+      const [x, y] = unpack(pack([a, b]), [a, b]) as [sc.Tensor, sc.Tensor];
+      return sc.square(x.mul(y.sin()));
+    },
+    secondOrder: true,
+  },
+  {
+    op: "unpackResiduals",
+    label: "one value kept",
+    inputs: (r) => [r.tensor([4])],
+    fn: (a) => sc.exp(unpack(pack([a.square()]), [a])[0]!),
+    secondOrder: true,
+  },
   {
     op: "stackPush",
     label: "two rows, second order",

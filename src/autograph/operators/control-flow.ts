@@ -9,14 +9,13 @@
  */
 import { Tensor } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";
-import { recorders, withHandler } from "../../core/context.js";
+import { withHandler, withoutRecorders } from "../../core/context.js";
 import { ShapeError, ValueError } from "../../core/errors.js";
 import { fmtShape, hasUnknownDims, shapesEqual } from "../../core/shape.js";
 import { isFloat, promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
 import type { ValueType } from "../../graph/ir.js";
 import { TraceContext } from "../../staging/trace-context.js";
-import { cond, openRegion, unifyCaptures, whileLoop } from "../../staging/control-flow.js";
-import { recordCondGradient } from "../../staging/structural-gradients.js";
+import { emitCond, openRegion, unifyCaptures, whileLoop } from "../../staging/control-flow.js";
 import { scalarOf, toTensor } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
 import { full } from "../../ops/fill.js";
@@ -262,8 +261,9 @@ function stagedCond(ctx: TraceContext, pred: Tensor, thenFn: () => unknown[], el
   const tctx = openRegion(ctx, "then");
   const ectx = openRegion(ctx, "else");
   try {
-    const ts = withHandler(tctx, () => thenFn().map((v) => snapshot(v)));
-    const es = withHandler(ectx, () => elseFn().map((v) => snapshot(v)));
+    // Branches are traced plainly: while tapes record, the gradient rule splits them afterwards.
+    const ts = withoutRecorders(null, () => withHandler(tctx, () => thenFn().map((v) => snapshot(v))));
+    const es = withoutRecorders(null, () => withHandler(ectx, () => elseFn().map((v) => snapshot(v))));
     const carried: Carried[] = [];
     const merged = ts.map((s, i) => {
       const name = site.labels[i] ?? `value ${i}`;
@@ -291,9 +291,7 @@ function stagedCond(ctx: TraceContext, pred: Tensor, thenFn: () => unknown[], el
     tctx.graph.setOutputs(thenOuts.map((x) => tctx.valueOf(x)));
     ectx.graph.setOutputs(elseOuts.map((x) => ectx.valueOf(x)));
     const operands = unifyCaptures([tctx, ectx], 0);
-    const outs = ctx.addStructural("cond", [pred, ...operands], {}, types, [tctx.graph, ectx.graph]);
-    ctx.variableValues.clear();
-    if (recorders.length > 0) recordCondGradient(pred, operands, outs, tctx.graph, ectx.graph, ctx.library, (q, a, b) => cond(q, a, b));
+    const outs = emitCond(ctx, pred, operands, tctx.graph, ectx.graph, types);
     outs.forEach((o, k) => weakOuts[k] && markWeak(o));
     return merged.map((m) => build(m, outs));
   } finally {

@@ -1,0 +1,109 @@
+/**
+ * The forward/backward split every structural gradient rule shares. A forward (a loop body,
+ * a branch, a function body) is traced under a GradientTape; right after, the tape's gradient
+ * is traced into a region nested in that forward trace. Every forward value the backward
+ * reads is then a capture of that region: those are exactly the values the forward must keep
+ * (liveness by construction, after pruning the VJPs nobody uses), and the backward recomputes
+ * nothing.
+ */
+import type { Tensor } from "../core/tensor.js";
+import { withHandler } from "../core/context.js";
+import { isFloat } from "../core/dtype.js";
+import { zerosLikeTensor } from "../ops/fill.js";
+import type { GradientTape } from "../ad/tape.js";
+import type { Graph, Value, ValueType } from "../graph/ir.js";
+import { runPrune } from "../graph/passes/prune.js";
+import { TraceContext, type SymbolRef } from "./trace-context.js";
+
+let keepRecords = true;
+
+/**
+ * Whether a cond or call emitted now may return a record for its backward. Not inside the
+ * forward of a loop iteration: what an iteration keeps goes on stacks, which hold numbers, so
+ * there calls and conds recompute their forward in the backward instead.
+ */
+export function recordsAllowed(): boolean {
+  return keepRecords;
+}
+
+export function withoutRecords<T>(fn: () => T): T {
+  const saved = keepRecords;
+  keepRecords = false;
+  try {
+    return fn();
+  } finally {
+    keepRecords = saved;
+  }
+}
+
+export interface BackwardTrace {
+  /** (cotangents..., one input per `inputs` entry) -> one gradient per source. */
+  graph: Graph;
+  /** Forward values the backward reads, in the order the forward must keep them. */
+  kept: Value[];
+  /** What feeds each backward input after the cotangents: a kept value, or an outside tensor. */
+  inputs: ({ kept: number } | { outside: Tensor })[];
+}
+
+/**
+ * Traces `tape`'s gradient of `outs` (cotangents typed `ctTypes`; `fullCotangents` maps them
+ * to one per output) with respect to `sources` into a region nested in `fwd`. Sources not
+ * `wanted` get zero gradients.
+ */
+export function traceBackward(
+  fwd: TraceContext,
+  name: string,
+  tape: GradientTape,
+  outs: Tensor[],
+  sources: Tensor[],
+  wanted: boolean[],
+  ctTypes: ValueType[],
+  fullCotangents: (cts: Tensor[]) => Tensor[] = (cts) => cts,
+): BackwardTrace {
+  const bwd = new TraceContext(name, fwd.library, fwd, false, fwd.functionName, fwd.variablesAsInputs, true);
+  const cts = ctTypes.map((t, i) => bwd.placeholder(t, `cotangent_${i}`));
+  try {
+    const grads = withHandler(bwd, () => {
+      const wantedSources = sources.filter((_, i) => wanted[i]);
+      const full = fullCotangents(cts);
+      const pairs = outs.map((o, i) => [o, full[i]!] as const).filter(([o]) => isFloat(o.dtype));
+      const g =
+        pairs.length === 0 || wantedSources.length === 0
+          ? wantedSources.map((x) => zerosLikeTensor(x))
+          : (tape.gradient(
+              pairs.map(([o]) => o),
+              wantedSources,
+              { outputGradient: pairs.map(([, c]) => c) },
+            ) as Tensor[]);
+      let k = 0;
+      return sources.map((x, i) => bwd.valueOf(wanted[i] ? g[k++]! : zerosLikeTensor(x)));
+    });
+    bwd.graph.setOutputs(grads);
+  } finally {
+    bwd.active = false;
+  }
+  const graph = bwd.graph;
+  runPrune(graph, undefined);
+  const read = new Set<Value>(graph.outputs);
+  for (const node of graph.nodes) for (const v of node.inputs) read.add(v);
+  const liveCaptures = bwd.captures.filter((c) => read.has(c.value));
+  const keepInput = graph.inputs.map((v, i) => i < ctTypes.length || read.has(v));
+  graph.inputNames = graph.inputNames.filter((_, i) => keepInput[i]);
+  graph.inputs = graph.inputs.filter((_, i) => keepInput[i]);
+  graph.inputs.forEach((v, i) => (v.index = i));
+  const kept: Value[] = [];
+  const keptIndex = new Map<Value, number>();
+  const inputs = liveCaptures.map((c) => {
+    const ref = c.tensor.symbol as SymbolRef | null;
+    if (ref && ref.ctx === fwd) {
+      let k = keptIndex.get(ref.value);
+      if (k === undefined) {
+        keptIndex.set(ref.value, (k = kept.length));
+        kept.push(ref.value);
+      }
+      return { kept: k };
+    }
+    return { outside: c.tensor };
+  });
+  return { graph, kept, inputs };
+}

@@ -1,0 +1,114 @@
+/**
+ * The gradient rule for cond. Each branch is split once (backward-trace.ts) into a forward
+ * that also returns a record (ops/residuals.ts) of the values its VJP reads, and that VJP.
+ * The emitted cond returns the outputs and the taken branch's record (records of different
+ * layouts have one type); the backward is a cond on the same predicate whose branches unpack
+ * their own record and run their VJP: the backward takes the branch the forward took, and
+ * recomputes nothing, calls made in the branch included.
+ */
+import type { Tensor } from "../core/tensor.js";
+import type { Variable } from "../core/variable.js";
+import { currentHandler, withoutRecorders } from "../core/context.js";
+import { isFloat } from "../core/dtype.js";
+import { zerosLikeTensor } from "../ops/fill.js";
+import { packResiduals, unpackResiduals } from "../ops/residuals.js";
+import { GradientTape } from "../ad/tape.js";
+import type { Graph, ValueType } from "../graph/ir.js";
+import type { TraceContext } from "./trace-context.js";
+import { replay } from "./replay.js";
+import { recordsAllowed, traceBackward, type BackwardTrace } from "./backward-trace.js";
+import { recordEntry, regionVjp, type CondFn, type RegionTracer } from "./structural-gradients.js";
+
+export interface CondParts {
+  ctx: TraceContext;
+  pred: Tensor;
+  /** The values both branches read (their inputs, in order). */
+  operands: Tensor[];
+  thenG: Graph;
+  elseG: Graph;
+  /** The cond's output types. */
+  types: ValueType[];
+  traceRegion: RegionTracer;
+  cond: CondFn;
+}
+
+interface BranchSplit {
+  /** (operands..., outside...) -> (outputs..., record) */
+  forward: Graph;
+  outside: Tensor[];
+  backward: BackwardTrace;
+}
+
+function splitBranch(p: CondParts, g: Graph, name: string): BranchSplit {
+  const library = p.ctx.library;
+  let fwd: TraceContext | null = null;
+  let backward: BackwardTrace | null = null;
+  const probe = p.traceRegion(
+    p.operands.map((t) => ({ dtype: t.dtype, shape: t.shape })),
+    (...xs) => {
+      const ctx = (fwd = currentHandler() as TraceContext);
+      // Variables read in the branch (by the calls it makes) resolve to the operands that
+      // stand for their values, so that the branch's tape sees those reads.
+      for (const [v, t] of variableTensors(p.ctx)) {
+        const k = p.operands.indexOf(t);
+        if (k >= 0) ctx.variableInputs.set(v, xs[k]!);
+      }
+      const tape = new GradientTape({ persistent: true });
+      const outs = tape.record(() => {
+        tape.watch(xs.filter((x) => isFloat(x.dtype)));
+        return replay(g, library, xs);
+      });
+      const bwd = (backward = traceBackward(ctx, `${name}_vjp`, tape, outs, xs, xs.map((x) => isFloat(x.dtype)), p.types));
+      return [...outs, packResiduals(bwd.kept.map((v) => ctx.symbolic(v)))];
+    },
+  );
+  if (!fwd || !backward) throw new Error("cond gradient: the branch probe did not run");
+  return { forward: probe.graph, outside: (fwd as TraceContext).captures.map((c) => c.tensor), backward };
+}
+
+/** The tensors standing for variables' values in `ctx` and the contexts it is nested in. */
+function variableTensors(ctx: TraceContext): [Variable, Tensor][] {
+  const found: [Variable, Tensor][] = [];
+  for (let c: TraceContext | null = ctx; c; c = c.parent) found.push(...c.variableInputs, ...c.variableValues);
+  return found;
+}
+
+/** Emits the cond augmented with its taken branch's record, records its gradient, returns its outputs. */
+export function condWithGradient(p: CondParts): Tensor[] {
+  const library = p.ctx.library;
+  if (!recordsAllowed()) return recomputingCond(p);
+  const m = p.types.length;
+  const branches = [splitBranch(p, p.thenG, "then"), splitBranch(p, p.elseG, "else")] as const;
+  const forward = (b: BranchSplit) => () => replay(b.forward, library, [...p.operands, ...b.outside]);
+  const res = withoutRecorders(null, () => p.cond(p.pred, forward(branches[0]), forward(branches[1])));
+  const outs = res.slice(0, m);
+  const record = res[m]!;
+  // The record is an output of the entry too, so an outer tape sees how it depends on the operands.
+  recordEntry("cond", [p.pred, ...p.operands], res, (cts) => {
+    const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
+    const recordCt = cts[m];
+    const n = p.operands.length;
+    const backward = (b: BranchSplit) => () => {
+      if (recordCt) {
+        // Higher order through the record: differentiate the branch's forward (recomputed).
+        const wrt = [...p.operands.map(() => true), ...b.outside.map(() => false)];
+        return regionVjp(b.forward, library, [...p.operands, ...b.outside], [...filled, recordCt], [], wrt).slice(0, n);
+      }
+      const kept = unpackResiduals(record, b.backward.kept.map((v) => v.type));
+      return replay(b.backward.graph, library, [...filled, ...b.backward.inputs.map((x) => ("kept" in x ? kept[x.kept]! : x.outside))]);
+    };
+    return [null, ...p.cond(p.pred, backward(branches[0]), backward(branches[1]))];
+  });
+  return outs;
+}
+
+/** Where no record may be kept: the plain cond, whose backward branches recompute their forward. */
+function recomputingCond(p: CondParts): Tensor[] {
+  const library = p.ctx.library;
+  const outs = p.ctx.addStructural("cond", [p.pred, ...p.operands], {}, p.types, [p.thenG, p.elseG]);
+  recordEntry("cond", [p.pred, ...p.operands], outs, (cts) => {
+    const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
+    return [null, ...p.cond(p.pred, () => regionVjp(p.thenG, library, p.operands, filled), () => regionVjp(p.elseG, library, p.operands, filled))];
+  });
+  return outs;
+}
