@@ -59,6 +59,8 @@ export function traceBackward(
   wanted: boolean[],
   ctTypes: ValueType[],
   fullCotangents: (cts: Tensor[]) => Tensor[] = (cts) => cts,
+  /** Rewrites the backward graph's outputs before pruning (what is kept follows the rewrite). */
+  rewrite?: (g: Graph) => void,
 ): BackwardTrace {
   const bwd = new TraceContext(name, fwd.library, fwd, false, fwd.functionName, fwd.variablesAsInputs, true);
   const cts = ctTypes.map((t, i) => bwd.placeholder(t, `cotangent_${i}`));
@@ -83,6 +85,7 @@ export function traceBackward(
     bwd.active = false;
   }
   const graph = bwd.graph;
+  rewrite?.(graph);
   runPrune(graph, undefined);
   const read = new Set<Value>(graph.outputs);
   for (const node of graph.nodes) for (const v of node.inputs) read.add(v);

@@ -27,7 +27,10 @@ import { add, sub } from "../ops/binary.js";
 import { greater } from "../ops/compare.js";
 import { makeTensor } from "../core/tensor.js";
 import { GradientTape } from "../ad/tape.js";
-import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
+import { FunctionLibrary, type Graph, type Node, type Value, type ValueType } from "../graph/ir.js";
+import { matmul } from "../ops/linalg.js";
+import { sum } from "../ops/reduce.js";
+import { reshape } from "../ops/shape.js";
 import type { TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
 import { traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
@@ -153,15 +156,20 @@ function loopShape(p: WhileParts): LoopShape {
 /**
  * How one iteration is differentiated. `forward` computes the next loop variables and the
  * values to keep (one row per iteration on a stack); `backward` maps (per-iteration
- * cotangents, the kept values of that iteration) to (cotangents of the loop variables that
- * are not accumulators, gradient contributions of the invariants).
+ * cotangents, the kept values of that iteration) to the cotangents of the carried (not
+ * accumulator) loop variables, the contributions to the invariants' gradients (null where
+ * there is none, or where it is deferred), and the rows deferred contributions need.
  */
 interface IterationSplit {
   kept: ValueType[];
   /** One empty stack per kept value (given the loop's initial values). */
   emptyStacks(init: Tensor[]): Tensor[];
   forward(vars: Tensor[]): { next: Tensor[]; kept: Tensor[] };
-  backward(cts: Tensor[], kept: Tensor[]): Tensor[];
+  backward(cts: Tensor[], kept: Tensor[]): { carried: Tensor[]; invariants: (Tensor | null)[]; rows: Tensor[] };
+  /** Types of the rows the backward loop pushes for deferred contributions. */
+  rowTypes: ValueType[];
+  /** Per invariant whose gradient is deferred: that gradient, from the final row stacks. */
+  deferred: Map<number, (rows: Tensor[]) => Tensor>;
 }
 
 /**
@@ -186,9 +194,14 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
   const count = outs[n]!;
   const stacks = outs.slice(n + 1);
   const carried = types.flatMap((_, i) => (loop.accumulator[i] ? [] : [i]));
+  // Invariants whose contributions are summed in the backward loop (the others have none, or
+  // deferred ones, computed once from stacked rows after the loop).
+  const summed = invariants.flatMap((_, i) => (loop.wrt[n + i] && !split.deferred.has(i) ? [i] : []));
+  const known = (t: { shape: readonly number[] }) => t.shape.map((d) => (d < 0 ? null : d));
   recordEntry("while", [...init, ...invariants], results, (cts) => {
     const ctFinal = cts.map((c, i) => c ?? zerosLikeTensor(results[i]!));
-    const accum0 = invariants.map((x) => zerosLikeTensor(x));
+    const m = carried.length;
+    const rows0 = split.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype));
     const res = p.whileLoop(
       (j) => greater(j, 0),
       (j, ...rest) => {
@@ -199,16 +212,24 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
           iterCts,
           stacks.map((s) => stackRead(s, j1)),
         );
-        const m = carried.length;
-        return [j1, ...g.slice(0, m), ...rest.slice(m).map((a, i) => (loop.wrt[n + i] ? add(a, g[m + i]!) : a))];
+        const sums = rest.slice(m, m + summed.length).map((a, k) => add(a, g.invariants[summed[k]!]!));
+        const rows = rest.slice(m + summed.length).map((s, k) => stackPush(s, g.rows[k]!));
+        return [j1, ...g.carried, ...sums, ...rows];
       },
-      [count, ...carried.map((i) => ctFinal[i]!), ...accum0],
-      // Cotangents keep the loop variables' declared types.
-      [[], ...carried.map((i) => types[i]!.shape.map((d) => (d < 0 ? null : d))), ...invariants.map((x) => x.shape.map((d) => (d < 0 ? null : d)))],
+      [count, ...carried.map((i) => ctFinal[i]!), ...summed.map((i) => zerosLikeTensor(invariants[i]!)), ...rows0],
+      // Cotangents keep the loop variables' declared types; row stacks grow.
+      [[], ...carried.map((i) => known(types[i]!)), ...summed.map((i) => known(invariants[i]!)), ...split.rowTypes.map((t) => [null, ...known(t)])],
     );
     let c = 0;
     const gradInit = types.map((_, i) => (loop.accumulator[i] ? zerosLikeTensor(init[i]!) : res[1 + c++]!));
-    return [...gradInit, ...res.slice(1 + carried.length)];
+    const rowStacks = res.slice(1 + m + summed.length);
+    const gradInvariants = invariants.map((_, i) => {
+      const k = summed.indexOf(i);
+      if (k >= 0) return res[1 + m + k]!;
+      const deferred = split.deferred.get(i);
+      return deferred ? deferred(rowStacks) : null;
+    });
+    return [...gradInit, ...gradInvariants];
   });
   return results;
 }
@@ -226,8 +247,10 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
   const { wrt } = loop;
   const library = ctx.library;
   const n = types.length;
+  const numCarried = loop.accumulator.filter((a) => !a).length;
   let forwardCtx: TraceContext | null = null;
   let backward: BackwardTrace | null = null;
+  let deferral: Deferral | null = null;
   const probe = p.traceRegion(types, (...xs) => {
     const fwd = (forwardCtx = currentHandler() as TraceContext);
     const tape = new GradientTape({ persistent: true });
@@ -238,12 +261,15 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
     });
     const sources = [...xs, ...invariants];
     const keep = sources.map((_, i) => !loop.accumulator[i]);
-    backward = traceBackward(fwd, "body_vjp", tape, outs, sources.filter((_, i) => keep[i]), wrt.filter((_, i) => keep[i]), loop.ctTypes, loop.fullCotangents);
+    backward = traceBackward(fwd, "body_vjp", tape, outs, sources.filter((_, i) => keep[i]), wrt.filter((_, i) => keep[i]), loop.ctTypes, loop.fullCotangents, (g) => {
+      deferral = deferWeightGradients(g, numCarried, invariants.map((_, i) => wrt[n + i]!));
+    });
     return outs;
   });
   const fwd = forwardCtx as TraceContext | null;
   const bwd = backward as BackwardTrace | null;
-  if (!fwd || !bwd) throw new Error("whileLoop gradient: the iteration probe did not run");
+  const def = deferral as Deferral | null;
+  if (!fwd || !bwd || !def) throw new Error("whileLoop gradient: the iteration probe did not run");
   if (bwd.kept.some((v) => v.type.shape.some((d) => d < 0))) return null;
   // The forward of one iteration: the probe's own graph, with the kept values as extra outputs.
   const fwdGraph = probe.graph;
@@ -257,9 +283,72 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
       return { next: all.slice(0, n), kept: all.slice(n) };
     },
     backward(cts, kept) {
-      return replay(bwd.graph, library, [...cts, ...bwd.inputs.map((b) => ("kept" in b ? kept[b.kept]! : b.outside))]);
+      const out = replay(bwd.graph, library, [...cts, ...bwd.inputs.map((b) => ("kept" in b ? kept[b.kept]! : b.outside))]);
+      let k = numCarried;
+      return {
+        carried: out.slice(0, numCarried),
+        invariants: invariants.map((_, i) => (def.summed[i] ? out[k++]! : null)),
+        rows: out.slice(k),
+      };
     },
+    rowTypes: def.rowTypes,
+    deferred: def.deferred,
   };
+}
+
+interface Deferral {
+  /** Per invariant: whether the backward graph still outputs its contribution. */
+  summed: boolean[];
+  rowTypes: ValueType[];
+  deferred: Map<number, (rows: Tensor[]) => Tensor>;
+}
+
+/**
+ * Batched weight gradients. An invariant's per-iteration contribution of the form A^T D
+ * (the gradient of x W with respect to W) or of column sums of D (a broadcast bias) sums,
+ * over all iterations, to one product of the stacked rows: [A_1; ...; A_T]^T [D_1; ...; D_T].
+ * Those contributions leave the backward loop as rows (one push per iteration instead of a
+ * product and an addition of weight-sized tensors), and one large product after the loop
+ * computes them, as cuDNN does for RNN weight gradients. Rewrites the backward graph's
+ * outputs to [carried..., summed contributions..., rows...].
+ */
+function deferWeightGradients(g: Graph, numCarried: number, wanted: boolean[]): Deferral {
+  const producer = new Map<Value, Node>();
+  for (const node of g.nodes) for (const o of node.outputs) producer.set(o, node);
+  const rank2 = (v: Value) => v.type.shape.length === 2 && v.type.shape.every((d) => d >= 0);
+  const rows: Value[] = [];
+  const rowOf = (v: Value): number => {
+    let k = rows.indexOf(v);
+    if (k < 0) k = rows.push(v) - 1;
+    return k;
+  };
+  const deferred = new Map<number, (stacks: Tensor[]) => Tensor>();
+  const summed: boolean[] = [];
+  const kept: Value[] = g.outputs.slice(0, numCarried);
+  g.outputs.slice(numCarried).forEach((out, i) => {
+    summed.push(false);
+    if (!wanted[i]) return;
+    const p = producer.get(out);
+    if (p?.op === "matmul" && p.attrs.transposeA === true && p.attrs.transposeB !== true && rank2(p.inputs[0]!) && rank2(p.inputs[1]!)) {
+      const [a, d] = [rowOf(p.inputs[0]!), rowOf(p.inputs[1]!)];
+      const [k, nOut] = [p.inputs[0]!.type.shape[1]!, p.inputs[1]!.type.shape[1]!];
+      deferred.set(i, (stacks) => matmul(reshape(stacks[a]!, [-1, k]), reshape(stacks[d]!, [-1, nOut]), { transposeA: true }));
+      return;
+    }
+    const sumNode = p && (p.op === "squeeze" || p.op === "reshape") ? producer.get(p.inputs[0]!) : p;
+    const axes = sumNode?.attrs.axes as number[] | undefined;
+    if (sumNode?.op === "sum" && rank2(sumNode.inputs[0]!) && axes?.length === 1 && axes[0] === 0) {
+      const d = rowOf(sumNode.inputs[0]!);
+      const nOut = sumNode.inputs[0]!.type.shape[1]!;
+      const shape = out.type.shape.slice();
+      deferred.set(i, (stacks) => reshape(sum(reshape(stacks[d]!, [-1, nOut]), 0), shape));
+      return;
+    }
+    summed[i] = true;
+    kept.push(out);
+  });
+  g.setOutputs([...kept, ...rows]);
+  return { summed, rowTypes: rows.map((v) => v.type), deferred };
 }
 
 /**
@@ -285,7 +374,13 @@ function recomputingSplit(p: WhileParts, loop: LoopShape): IterationSplit {
         return s >= 0 ? kept[s]! : loop.accumulator[i] ? emptyStack(cts[i]!) : zerosLikeTensor(cts[i]!);
       });
       const g = regionVjp(bodyG, library, [...vars, ...invariants], loop.fullCotangents(cts), [], loop.wrt);
-      return g.filter((_, i) => !loop.accumulator[i]);
+      return {
+        carried: g.slice(0, types.length).filter((_, i) => !loop.accumulator[i]),
+        invariants: g.slice(types.length).map((x, i) => (loop.wrt[types.length + i] ? x : null)),
+        rows: [],
+      };
     },
+    rowTypes: [],
+    deferred: new Map(),
   };
 }
