@@ -434,3 +434,22 @@ test("STAGECRAFT_EXECUTOR=interpret keeps the interpreter as the default executo
   assert.deepEqual(run({ STAGECRAFT_EXECUTOR: "interpret" }), { compiled: 0, value: [2, 3] });
   assert.deepEqual(run({ STAGECRAFT_EXECUTOR: "" }), { compiled: 1, value: [2, 3] });
 });
+
+test("a loop pushing on a stack compiles once: the stack's row count is known only at run time", () => {
+  const f = sc.stage((x: sc.Tensor, n: sc.Tensor) => {
+    const [, , s] = sc.whileLoop((i) => sc.less(i, n), (i, v, s) => [i.add(1), v!.mul(2), sc.stackPush(s!, v!)], [sc.scalar(0, "int32"), x, sc.emptyStack(x)], {
+      shapeInvariants: [null, null, [null, 2]],
+    });
+    return [s!, sc.stackRead(sc.stackPush(s!, x), sc.scalar(0, "int32"))];
+  });
+  const x = sc.tensor([1, 3]);
+  const cf = f.concrete(x, sc.scalar(3, "int32"));
+  for (const [k, rows] of [[3, [[1, 3], [2, 6], [4, 12]]], [1, [[1, 3]]], [0, []], [3, [[1, 3], [2, 6], [4, 12]]]] as const) {
+    const [s, first] = cf.callFlat([x, sc.scalar(k, "int32")], compiledExecutor);
+    assert.deepEqual(s!.shape, [k, 2]);
+    assert.deepEqual(s!.arraySync(), rows);
+    assert.deepEqual(first!.arraySync(), [1, 3]);
+  }
+  const [compiled] = compiledSpecializations(cf.graph, cf.library);
+  assert.match(compiled!.source, /for \(let it = 0;/, "the loop is compiled natively (one body for every trip count), not run by the generic path");
+});

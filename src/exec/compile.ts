@@ -18,7 +18,10 @@
  *   through a pool of instances, so re-entrant calls never share buffers). A node whose output
  *   shapes are only known at run time (a loop whose shapes change per iteration, branches with
  *   different shapes, host calls with unknown dims) runs through the generic path (shape rule +
- *   kernel, regions compiled per shape) and so does everything downstream of it.
+ *   kernel, regions compiled per shape) and so does everything downstream of it. Stacks (a
+ *   leading dim known only at run time, known rows) are the exception: they stay static values,
+ *   the nodes touching them run shape rule and kernel at run time, and a loop pushing on them
+ *   compiles once.
  *
  * The generated code is split into segments of bounded size so V8 optimizes each of them.
  * `STAGECRAFT_EXECUTOR=interpret` keeps the reference interpreter as the default executor.
@@ -125,7 +128,7 @@ export class CompiledGraph {
     const res = new Array<Tensor>(outs.length);
     for (let i = 0; i < outs.length; i++) {
       const d = this.outs[i];
-      res[i] = d ? new Tensor(outs[i] as TypedArray, this.wrapShapes[i]!, d.dtype, dev) : (outs[i] as Tensor);
+      res[i] = d ? new Tensor(outs[i] as TypedArray, isStack(d) ? runtimeShape(d, outs[i] as TypedArray) : this.wrapShapes[i]!, d.dtype, dev) : (outs[i] as Tensor);
     }
     return res;
   }
@@ -314,6 +317,7 @@ type Strategy =
   | { kind: "call"; callee: CompiledGraph }
   | { kind: "cond"; then: CompiledGraph; else: CompiledGraph }
   | { kind: "while"; cond: CompiledGraph; body: CompiledGraph }
+  | { kind: "runtime" }
   | { kind: "dynamic" };
 
 interface ValueInfo {
@@ -335,6 +339,25 @@ interface ValueInfo {
 }
 
 const isConcrete = (s: readonly number[]) => s.every((d) => d >= 0);
+
+/**
+ * A stack (ops/iteration-stack.ts): only the leading dim is unknown, the rows have a known,
+ * non-empty shape, so the storage's length tells the row count. Compiled code passes stacks
+ * as storage like any static value; nodes that read or write them run their shape rule and
+ * kernel at run time ("runtime" strategy), and loops carrying them compile once.
+ */
+function isStack(t: TensorType): boolean {
+  return t.shape.length >= 1 && t.shape[0] === -1 && t.shape.slice(1).every((d) => d > 0);
+}
+
+/** The run-time shape of storage `data` of static type `t` (a stack's rows from its length). */
+export function runtimeShape(t: TensorType, data: { length: number }): number[] {
+  if (!isStack(t)) return t.shape.slice();
+  const rest = t.shape.slice(1);
+  return [data.length / sizeOf(rest), ...rest];
+}
+
+const compilable = (t: TensorType) => isConcrete(t.shape) || isStack(t);
 
 function typesEqual(a: TensorType, b: TensorType): boolean {
   return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
@@ -393,15 +416,22 @@ function build(c: CompiledGraph): void {
       case "while": {
         const [condG, bodyG] = node.regions as [Graph, Graph];
         const n = node.attrs.numLoopVars as number;
-        const condC = lookup(condG, library, types);
-        const bodyC = lookup(bodyG, library, types);
-        if (!condC || !bodyC) return dynamic();
-        const co = callOutputs(condC, types);
-        const bo = callOutputs(bodyC, types);
-        const stable = co.length === 1 && co[0] !== null && isPredicate(co[0]!) && bo.length === n && bo.every((t, i) => t !== null && typesEqual(t, types[i]!));
-        if (!stable) return dynamic(); // shapes change across iterations: generic loop, bodies compiled per shape
-        strategies.push({ kind: "while", cond: condC, body: bodyC });
-        return setOuts(types.slice(0, n));
+        const attempt = (loopTypes: TensorType[]) => {
+          const condC = lookup(condG, library, loopTypes);
+          const bodyC = lookup(bodyG, library, loopTypes);
+          if (!condC || !bodyC) return null;
+          const co = callOutputs(condC, loopTypes);
+          const bo = callOutputs(bodyC, loopTypes);
+          const stable = co.length === 1 && co[0] !== null && isPredicate(co[0]!) && bo.length === n && bo.every((t, i) => t !== null && typesEqual(t, loopTypes[i]!));
+          return { condC, bodyC, bo, stable };
+        };
+        let loop = attempt(types);
+        // Stacks growing by a row per iteration: compile the loop once, for stack types.
+        const grown = loop?.bo.map((t, i) => (i < n && t && isStack(t) && !isStack(types[i]!) && typesEqual({ dtype: t.dtype, shape: t.shape.slice(1) }, { dtype: types[i]!.dtype, shape: types[i]!.shape.slice(1) }) ? t : null));
+        if (loop && !loop.stable && grown?.some((t) => t !== null)) loop = attempt(types.map((t, i) => grown[i] ?? t));
+        if (!loop?.stable) return dynamic(); // shapes change across iterations: generic loop, bodies compiled per shape
+        strategies.push({ kind: "while", cond: loop.condC, body: loop.bodyC });
+        return setOuts(loop.bo.slice(0, n) as TensorType[]);
       }
     }
     let def: OpDef;
@@ -412,8 +442,12 @@ function build(c: CompiledGraph): void {
     } catch {
       return dynamic(); // the generic path raises the error if the node runs
     }
-    if (!outTypes.every((t) => isConcrete(t.shape))) return dynamic();
+    if (!outTypes.every(compilable)) return dynamic();
     setOuts(outTypes);
+    if (!outTypes.every((t) => isConcrete(t.shape)) || !types.every((t) => isConcrete(t.shape))) {
+      strategies.push({ kind: "runtime" });
+      return;
+    }
     if (def.stateful) {
       strategies.push({ kind: "kernel", def, escapesInputs: true });
     } else if (types.length === 0) {
@@ -447,7 +481,7 @@ function build(c: CompiledGraph): void {
   outInfos.forEach(markEscape);
   nodes.forEach((node, k) => {
     const s = strategies[k]!;
-    if (s.kind === "assignVariable" || s.kind === "dynamic" || (s.kind === "kernel" && s.escapesInputs)) node.inputs.forEach((v) => markEscape(infos.get(v)!));
+    if (s.kind === "assignVariable" || s.kind === "dynamic" || s.kind === "runtime" || (s.kind === "kernel" && s.escapesInputs)) node.inputs.forEach((v) => markEscape(infos.get(v)!));
   });
   for (let k = nodes.length - 1; k >= 0; k--) {
     if (strategies[k]!.kind === "alias" && infos.get(nodes[k]!.outputs[0]!)!.escapes) markEscape(infos.get(nodes[k]!.inputs[0]!)!);
@@ -462,7 +496,7 @@ function build(c: CompiledGraph): void {
         o.inline = true;
         if (!o.escapes) o.roots.add(o);
       }
-    } else if (s.kind === "alias" || s.kind === "kernel" || s.kind === "call" || s.kind === "cond" || s.kind === "while") {
+    } else if (s.kind === "alias" || s.kind === "kernel" || s.kind === "runtime" || s.kind === "call" || s.kind === "cond" || s.kind === "while") {
       // Conservatively, the outputs may share storage with any input.
       for (const o of outs) for (const x of ins) for (const r of x.roots) o.roots.add(r);
     }
@@ -685,6 +719,10 @@ class Codegen {
     };
     const tensorOf = (info: ValueInfo): string => {
       if (info.type === null) return use(info);
+      if (isStack(info.type)) {
+        const x = fresh(info);
+        return `new ${Tensor_}(${x}, ${this.konst(runtimeShape, "runtimeShape")}(${this.konst(info.type, "T")}, ${x}), ${JSON.stringify(info.type.dtype)}, dev)`;
+      }
       return `new ${Tensor_}(${fresh(info)}, ${this.konst(Object.freeze(info.type.shape.slice()), "S")}, ${JSON.stringify(info.type.dtype)}, dev)`;
     };
     const target = (info: ValueInfo): string => {
@@ -829,6 +867,14 @@ class Codegen {
           vars.forEach((v, i) => out.push(`  ${v} = r[${i}];`));
           out.push(`}`);
           outs.forEach((o, i) => define(o, vars[i]!));
+          break;
+        }
+        case "runtime": {
+          const nodeK = this.konst(node, "Node");
+          const lib = this.konst(this.library, "Lib");
+          const dyn = this.konst(runDynamic, "runDynamic");
+          out.push(`const R${k} = ${dyn}(${nodeK}, [${ins.map((x) => tensorOf(x)).join(", ")}], ${lib});`);
+          outs.forEach((o, i) => define(o, `R${k}[${i}].concrete()`));
           break;
         }
         case "dynamic": {
