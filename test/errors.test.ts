@@ -52,3 +52,27 @@ test("errors show the user's source line with a caret under the column", () => {
     assert.ok(err.stack!.split("\n")[1]!.includes("sc.add(sc.zeros([2]), sc.zeros([3]))"), "the stack shows the line under the message");
   }
 });
+
+test("an error a kernel raises while a staged function runs names the line of that op", () => {
+  const f = sc.stage(
+    (x: sc.Tensor, i: sc.Tensor) => {
+      const y = x.mul(2);
+      return sc.gather(y, i, 0); // the op that fails at run time
+    },
+    { autograph: false },
+  );
+  const x = sc.tensor([1, 2, 3]);
+  // first call interpreted, later calls compiled: both report the gather's line
+  for (let k = 0; k < 3; k++) {
+    f(x, sc.tensor([1], "int32"));
+    assert.throws(
+      () => f(x, sc.tensor([7], "int32")),
+      (e: Error) => {
+        assert.ok(e instanceof sc.IndexError, `${e.constructor.name}: ${e.message}`);
+        assert.match(e.message, /^gather: index 7 .* \(at test\/errors\.test\.ts:(\d+):\d+\)$/);
+        assert.match((e as sc.StagecraftError).sourceLine ?? "", /sc\.gather\(y, i, 0\)/);
+        return true;
+      },
+    );
+  }
+});

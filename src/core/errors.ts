@@ -18,7 +18,8 @@ function isLibraryFrame(file: string): boolean {
       return false;
     }
   }
-  return f.startsWith(LIB_ROOT + path.sep) || f.startsWith("node:") || f.includes("/node_modules/tsx/");
+  // (code the compiled executor generates has no file: "<anonymous>" or "eval")
+  return f.startsWith(LIB_ROOT + path.sep) || f.startsWith("node:") || f.includes("/node_modules/tsx/") || f.startsWith("<anonymous>") || f === "eval";
 }
 
 export interface SourceLocation {
@@ -40,6 +41,24 @@ export function userLocation(stack: string | undefined = deepStack()): SourceLoc
     return { file: file.startsWith("file://") ? fileURLToPath(file) : file, line: Number(m[2]), column: Number(m[3]) };
   }
   return null;
+}
+
+/**
+ * Where the graph node an executor is running was written (set around kernel calls), so an
+ * error a kernel raises while a staged function runs names the user's line of that op
+ * rather than the call of the staged function.
+ */
+export const executing: { at: SourceLocation | null } = { at: null };
+
+/** Runs `fn` as the kernel of a node written at `loc`. */
+export function atNode<T>(loc: SourceLocation | null, fn: () => T): T {
+  const saved = executing.at;
+  executing.at = loc;
+  try {
+    return fn();
+  } finally {
+    executing.at = saved;
+  }
 }
 
 export function formatLocation(loc: SourceLocation | null): string {
@@ -87,7 +106,7 @@ export class StagecraftError extends Error {
   /** The user's source line (with a caret), shown in the stack under the message. */
   readonly sourceLine: string | null;
   constructor(message: string, op?: string, location?: SourceLocation | null) {
-    const loc = location === undefined ? userLocation(deepStack()) : location;
+    const loc = location === undefined ? (executing.at ?? userLocation(deepStack())) : location;
     const where = formatLocation(loc);
     super(`${op ? `${op}: ` : ""}${message}${where ? ` (at ${where})` : ""}`);
     this.name = new.target.name;

@@ -30,7 +30,7 @@ import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { storageCtor, type DType, type TypedArray } from "../core/dtype.js";
 import { sizeOf } from "../core/shape.js";
-import { ShapeError } from "../core/errors.js";
+import { ShapeError, atNode, executing } from "../core/errors.js";
 import { currentDevice } from "../core/device.js";
 import { isTracing, withEagerContext } from "../core/context.js";
 import { getOp, wrapOutputs, type OpDef, type TensorType } from "../ops/registry.js";
@@ -111,9 +111,11 @@ export class CompiledGraph {
   /** Runs on raw storage; outputs are storage (static outputs) or Tensors (dynamic ones). */
   raw(ins: TypedArray[], dev: string): (TypedArray | Tensor)[] {
     const inst = this.pool.length > 0 ? this.pool.pop()! : this.factory!();
+    const at = executing.at;
     try {
       return inst(ins, dev);
     } finally {
+      executing.at = at;
       // Re-entrant calls (recursion) create more instances; a few are kept for next time.
       if (this.pool.length < MAX_POOLED_INSTANCES) this.pool.push(inst);
     }
@@ -296,8 +298,10 @@ function runDynamic(node: Node, args: Tensor[], library: FunctionLibrary): Tenso
   const structural = structuralHandlers[node.op];
   if (structural) return structural(node, args, env, runGraph);
   const def = getOp(node.op);
-  const types = def.infer(args, node.attrs);
-  return wrapOutputs(types, def.kernel(args, node.attrs, types));
+  return atNode(node.loc, () => {
+    const types = def.infer(args, node.attrs);
+    return wrapOutputs(types, def.kernel(args, node.attrs, types));
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -833,7 +837,9 @@ class Codegen {
             this.setup.push(`const IN${k} = [${hs.join(", ")}];`);
             args = `IN${k}`;
           }
-          out.push(`const R${k} = ${def}.kernel(${args}, ${attrs}, ${outTypes});`);
+          // (the node's location names a kernel error; reset after, so nothing else inherits it)
+          const ex = this.konst(executing, "EX");
+          out.push(`${ex}.at = ${this.konst(node.loc, "Loc")}; const R${k} = ${def}.kernel(${args}, ${attrs}, ${outTypes}); ${ex}.at = null;`);
           outs.forEach((o, i) => define(o, `R${k}[${i}]`));
           break;
         }

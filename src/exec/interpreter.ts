@@ -6,6 +6,7 @@
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { withEagerContext } from "../core/context.js";
+import { atNode } from "../core/errors.js";
 import { getOp, wrapOutputs } from "../ops/registry.js";
 import type { FunctionLibrary, Graph, Node } from "../graph/ir.js";
 import { structuralHandlers } from "./structural.js";
@@ -39,8 +40,10 @@ export function runNode(node: Node, args: Tensor[], env: ExecEnv): Tensor[] {
   const structural = structuralHandlers[node.op];
   if (structural) return structural(node, args, env, interpret);
   const def = getOp(node.op);
-  const types = def.infer(args, node.attrs);
-  return wrapOutputs(types, def.kernel(args, node.attrs, types));
+  return atNode(node.loc, () => {
+    const types = def.infer(args, node.attrs);
+    return wrapOutputs(types, def.kernel(args, node.attrs, types));
+  });
 }
 
 export type { Variable };

@@ -5,7 +5,7 @@
  */
 import { Tensor } from "../core/tensor.js";
 import { withEagerContext } from "../core/context.js";
-import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
+import { DtypeError, ShapeError, ValueError, atNode } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
 import { applyOp, defineOp, runtimeShapes, type TensorType } from "../ops/registry.js";
 import { toTensor } from "../ops/convert.js";
@@ -40,7 +40,8 @@ export const hostCallOp = defineOp<HostCallAttrs>({
   kernel(inputs, a, outs) {
     const entry = hostFunctions.get(a.fnId);
     if (!entry) throw new ValueError(`host function ${a.name} is not registered in this process`, "hostCall");
-    const result = withEagerContext(() => entry.fn(...inputs));
+    // The host function is the user's own code: its errors name their own lines.
+    const result = atNode(null, () => withEagerContext(() => entry.fn(...inputs)));
     const list = Array.isArray(result) ? result : [result];
     if (list.length !== outs.length) throw new ValueError(`host function ${a.name} returned ${list.length} tensors, its output specs say ${outs.length}`, "hostCall");
     return list.map((t, i) => {
