@@ -5,6 +5,8 @@ import { matmul } from "../src/backends/cpu/matmul.js";
 import { getWasmRuntime } from "../src/backends/cpu/wasm-runtime.js";
 import { poolStats } from "../src/backends/cpu/worker-pool.js";
 import { conv2d, conv2dBackpropFilter, conv2dBackpropInput, type Conv2dParams } from "../src/backends/cpu/conv.js";
+import * as sc from "../src/api/index.js";
+import { Rng } from "./util/rng.js";
 
 type Dt = "float32" | "float64";
 type Arr = Float32Array | Float64Array;
@@ -155,4 +157,34 @@ test("the wasm kernels are loaded and big products ran on the worker pool", () =
     assert.ok(s.parallelJobs > 0, "expected some jobs split over threads");
     assert.ok(s.workerShares + s.revoked > 0);
   }
+});
+
+test("float32 tanh is within 3 ulp of the rounded exact value, eagerly and staged; float64 is Math.tanh", () => {
+  const rng = new Rng(11);
+  const n = 20000;
+  const xs = new Float32Array(n);
+  for (let i = 0; i < n; i++) xs[i] = Math.fround((rng.next() - 0.5) * 40 * Math.pow(10, -rng.next() * 7));
+  xs.set([0, -0, 1e-30, 7.9, 8.9, 9, 9.1, 50, NaN, Infinity, -Infinity], 0);
+  const x = sc.tensor(xs, "float32", [n]);
+  const bits = new Int32Array(1);
+  const asF32 = new Float32Array(bits.buffer);
+  const ulps = (a: number, b: number) => {
+    asF32[0] = a;
+    const ia = bits[0]!;
+    asF32[0] = b;
+    return Math.abs(ia - bits[0]!);
+  };
+  for (const y of [sc.tanh(x), sc.stage((t: sc.Tensor) => sc.tanh(t.mul(1)))(x)]) {
+    const got = y.dataSync();
+    let worst = 0;
+    for (let i = 0; i < n; i++) {
+      const want = Math.fround(Math.tanh(xs[i]!));
+      if (Number.isNaN(want)) assert.ok(Number.isNaN(got[i]!), `tanh(${xs[i]}) = ${got[i]}`);
+      else worst = Math.max(worst, ulps(got[i]!, want));
+    }
+    assert.ok(worst <= 3, `worst error ${worst} ulp`);
+    assert.ok(Object.is(got[1], -0) && got[0] === 0 && got[9] === 1 && got[10] === -1);
+  }
+  const x64 = sc.tensor(Array.from(xs.subarray(0, 100)), "float64");
+  assert.deepEqual(Array.from(sc.tanh(x64).dataSync()), Array.from(x64.dataSync(), (v) => Math.tanh(v)));
 });

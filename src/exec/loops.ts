@@ -9,7 +9,7 @@
 import type { DType } from "../core/dtype.js";
 import { broadcastStrides, sizeOf } from "../core/shape.js";
 import { bindAttrs } from "../ops/define-elementwise.js";
-import type { OpDef } from "../ops/registry.js";
+import { templateExpression, type OpDef } from "../ops/registry.js";
 
 /** One scalar step of an elementwise loop. */
 export interface LoopStep {
@@ -37,9 +37,7 @@ const OPERANDS = ["a", "b", "c", "d", "e", "f"];
 
 /** The template of an elementwise registry op for an output dtype, attributes bound. */
 export function templateFor(def: OpDef, attrs: unknown, dtype: DType): string {
-  const t = def.elementwise!;
-  const isInt = dtype === "int32" || dtype === "int64" || dtype === "uint8";
-  return bindAttrs(isInt && t.intExpr ? t.intExpr : t.expr, attrs as Record<string, number> | undefined);
+  return bindAttrs(templateExpression(def.elementwise!, dtype), attrs as Record<string, number> | undefined);
 }
 
 /** The conversion a store into storage of `dtype` applies, as an expression over `x`. */

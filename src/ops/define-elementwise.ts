@@ -7,7 +7,7 @@ import { DtypeError } from "../core/errors.js";
 import { broadcastShapesN } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { elementwiseLoop, type ElementwiseLoop } from "../backends/cpu/elementwise.js";
-import { applyOp1, defineOp, type OpDef, type TensorType, type VjpContext } from "./registry.js";
+import { applyOp1, defineOp, templateExpression, type OpDef, type TensorType, type VjpContext } from "./registry.js";
 import { toTensorsWeak } from "./convert.js";
 
 /**
@@ -47,6 +47,8 @@ export interface ElementwiseSpec {
   expr: string;
   /** Used instead of `expr` when the output dtype is an integer type. */
   intExpr?: string;
+  /** Used instead of `expr` when the output dtype is float32 (see ElementwiseTemplate). */
+  f32Expr?: string;
   dtype: DtypeRule;
   vjp?: OpDef["vjp"];
 }
@@ -54,11 +56,12 @@ export interface ElementwiseSpec {
 export function defineElementwise(spec: ElementwiseSpec): OpDef {
   const arity = spec.inputs.length;
   const loops = new Map<string, ElementwiseLoop | null>();
+  const elementwise = { expr: spec.expr, ...(spec.intExpr ? { intExpr: spec.intExpr } : {}), ...(spec.f32Expr ? { f32Expr: spec.f32Expr } : {}) };
   return defineOp({
     name: spec.name,
     family: spec.family,
     inputs: spec.inputs,
-    elementwise: { expr: spec.expr, ...(spec.intExpr ? { intExpr: spec.intExpr } : {}) },
+    elementwise,
     infer(inputs: readonly TensorType[]): TensorType[] {
       const shape = arity === 1 ? inputs[0]!.shape : broadcastShapesN(spec.name, inputs.map((t) => t.shape));
       const dtype = outputDtype(spec.name, spec.dtype, inputs.map((t) => t.dtype));
@@ -67,8 +70,7 @@ export function defineElementwise(spec: ElementwiseSpec): OpDef {
     kernel(inputs: Tensor[], attrs: Record<string, number> | undefined, outs: TensorType[]) {
       const o = outs[0]!;
       const out = allocStorage(o.dtype, sizeOfShape(o.shape));
-      const isInt = o.dtype === "int32" || o.dtype === "int64" || o.dtype === "uint8";
-      const template = isInt && spec.intExpr ? spec.intExpr : spec.expr;
+      const template = templateExpression(elementwise, o.dtype);
       // Loops are compiled once per template; templates with attributes once per value.
       let loop = loops.get(template);
       if (loop === undefined) {

@@ -35,6 +35,18 @@ export interface ElementwiseTemplate {
   expr: string;
   /** Expression used when the output dtype is integer (e.g. floor division), if different. */
   intExpr?: string;
+  /**
+   * Expression used when the output dtype is float32, if different: an approximation
+   * accurate to float32 (a few ulp), cheaper than the float64-accurate `expr`.
+   */
+  f32Expr?: string;
+}
+
+/** The template's expression for an output of `dtype`. */
+export function templateExpression(t: ElementwiseTemplate, dtype: DType): string {
+  if (dtype === "float32" && t.f32Expr) return t.f32Expr;
+  if ((dtype === "int32" || dtype === "int64" || dtype === "uint8") && t.intExpr) return t.intExpr;
+  return t.expr;
 }
 
 export interface OpDef<A = any> {

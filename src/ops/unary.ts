@@ -9,12 +9,13 @@ import { cast } from "./cast.js";
 const SQRT_2_OVER_PI_HALF = 0.3989422804014327; // 1/sqrt(2*pi)
 const TWO_OVER_SQRT_PI = 1.1283791670955126;
 
-function unary(name: string, expr: string, dtype: DtypeRule, vjp?: UnaryVjp | "zero") {
+function unary(name: string, expr: string, dtype: DtypeRule, vjp?: UnaryVjp | "zero", f32Expr?: string) {
   return defineElementwise({
     name,
     family: "unary",
     inputs: ["x"],
     expr,
+    ...(f32Expr ? { f32Expr } : {}),
     dtype,
     ...(vjp === "zero" ? { vjp: () => [null] } : vjp ? { vjp: unaryVjp(vjp) } : {}),
   });
@@ -44,7 +45,7 @@ export const acosOp = unary("acos", "Math.acos(a)", "float", (x, _y, dy) => neg(
 export const atanOp = unary("atan", "Math.atan(a)", "float", (x, _y, dy) => div(dy, add(mul(x, x), 1)));
 export const sinhOp = unary("sinh", "Math.sinh(a)", "float", (x, _y, dy) => mul(dy, cosh(x)));
 export const coshOp = unary("cosh", "Math.cosh(a)", "float", (x, _y, dy) => mul(dy, sinh(x)));
-export const tanhOp = unary("tanh", "Math.tanh(a)", "float", (_x, y, dy) => mul(dy, sub(1, mul(y, y))));
+export const tanhOp = unary("tanh", "Math.tanh(a)", "float", (_x, y, dy) => mul(dy, sub(1, mul(y, y))), "tanhF32(a)");
 export const sigmoidOp = unary("sigmoid", "sigmoid(a)", "float", (_x, y, dy) => mul(dy, mul(y, sub(1, y))));
 export const reluOp = unary("relu", "a > 0 ? a : 0", "numeric", (x, _y, dy) => mul(dy, step(x)));
 export const softplusOp = unary("softplus", "softplus(a)", "float", (x, _y, dy) => mul(dy, sigmoid(x)));

@@ -10,7 +10,8 @@
  * Bit-exactness with unfused execution: each step's value is rounded exactly as storing it
  * in its dtype's typed array would round it (float32: Math.fround; int32: `| 0`; uint8 and
  * bool (Uint8Array): `& 255`; float64 and int64 (Float64Array): unary `+`), before the next
- * step reads it; integer outputs use the template's `intExpr` as the eager kernel does.
+ * step reads it; integer and float32 outputs use the template's `intExpr`/`f32Expr` as the
+ * eager kernel does (ops/registry.ts templateExpression).
  *
  * Code is generated once per (attributes, input dtypes, broadcast pattern) and cached;
  * `fusedKernel` binds it to concrete shapes. Patterns: each input is read contiguously
@@ -22,7 +23,7 @@
 import { isDType, type DType, type TypedArray } from "../../core/dtype.js";
 import { ValueError } from "../../core/errors.js";
 import { broadcastStrides, fmtShape, shapesEqual, sizeOf, type Shape } from "../../core/shape.js";
-import { getOp, type TensorType } from "../../ops/registry.js";
+import { getOp, templateExpression, type TensorType } from "../../ops/registry.js";
 import { bindAttrs } from "../../ops/define-elementwise.js";
 import { SCALAR_PRELUDE } from "./scalar-math.js";
 
@@ -95,10 +96,6 @@ export function fusedStepTypes(attrs: FusedAttrs, inputs: readonly TensorType[])
   return steps;
 }
 
-function isIntDtype(d: DType): boolean {
-  return d === "int32" || d === "int64" || d === "uint8";
-}
-
 /** `expr` rounded as a store into `dtype`'s storage rounds it. */
 function rounded(expr: string, dtype: DType): string {
   switch (dtype) {
@@ -152,11 +149,9 @@ export function fusedLoopSource(attrs: FusedAttrs, stepDtypes: readonly DType[],
     .filter(Boolean);
   const steps = attrs.steps.map((s, k) => {
     const def = getOp(s.op);
-    const tmpl = def.elementwise!;
-    const dtype = stepDtypes[k]!;
-    const expr = bindAttrs(isIntDtype(dtype) && tmpl.intExpr ? tmpl.intExpr : tmpl.expr, s.attrs);
+    const expr = bindAttrs(templateExpression(def.elementwise!, stepDtypes[k]!), s.attrs);
     const binds = s.args.map((a, i) => `${NAMES[i]} = ${operand(a)}`).join(", ");
-    return `let t${k}; { const ${binds}; t${k} = ${rounded(expr, dtype)}; }`;
+    return `let t${k}; { const ${binds}; t${k} = ${rounded(expr, stepDtypes[k]!)}; }`;
   });
   const writes = attrs.outputs.map((o, j) => `out${j}[${idx}] = t${o};`);
   const body = [...reads, ...steps, ...writes].map((l) => "    " + l).join("\n");
