@@ -657,9 +657,10 @@ export const splitOp = defineOp<SplitAttrs>({
     const row = x.shape[attrs.axis]! * inner;
     let off = 0;
     return outs.map((o) => {
-      const out = alloc(o);
       const chunk = o.shape[attrs.axis]! * inner;
-      copyStrided(src, off, [row, 1], out, 0, [chunk, 1], [outer, chunk]);
+      // Along the leading axes each piece is one contiguous run.
+      const out = outer === 1 ? src.slice(off, off + chunk) : alloc(o);
+      if (outer !== 1) copyStrided(src, off, [row, 1], out, 0, [chunk, 1], [outer, chunk]);
       off += chunk;
       return out;
     });
