@@ -561,7 +561,7 @@ function callOutputs(callee: CompiledGraph, types: TensorType[]): OutputDesc[] {
   const g = callee.graph;
   const declaredIn = g.inputs.map((v) => v.type);
   const exact = declaredIn.length === types.length && declaredIn.every((t, i) => typesEqual(t, types[i]!));
-  const outs = g.outputs.map((v) => (exact && isConcrete(v.type.shape) ? { dtype: v.type.dtype, shape: v.type.shape.slice() } : null));
+  const outs = g.outputs.map((v) => (exact && compilable(v.type) ? { dtype: v.type.dtype, shape: v.type.shape.slice() } : null));
   callee.assumedOuts = outs;
   return outs;
 }

@@ -15,13 +15,15 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { currentHandler, recorders, withHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
-import { zerosLikeTensor } from "../ops/fill.js";
+import { full, zerosLikeTensor } from "../ops/fill.js";
 import { HANDLE_TYPE, packResiduals, unpackResiduals } from "../ops/residuals.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
 import { TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
 import { recordsAllowed, traceBackward } from "./backward-trace.js";
+import { deferWeightGradients, gradientFromStacks, type DeferredWeight } from "./deferred-gradients.js";
+import { runPrune } from "../graph/passes/prune.js";
 import { recordEntry, regionVjp } from "./structural-gradients.js";
 
 /** A function graph plus the library holding everything it calls. */
@@ -36,6 +38,8 @@ interface CallSplit {
   backward: Graph;
   /** The trainable variables the callee reads (explicit inputs of both). */
   vars: Variable[];
+  /** Weights whose gradients the backward returns as stacks of rows (recursive callees). */
+  deferred: DeferredWeight[];
 }
 
 /**
@@ -58,8 +62,7 @@ export function emitCall(bundle: FunctionBundle, args: Tensor[], outTypes: Value
       const split = callSplitFor(bundle);
       const filled = cts.map((c, i) => c ?? zerosLikeTensor(outs[i]!));
       const record = withoutRecorders(null, () => emitCall({ graph: split.forward, library: split.library }, inputs, [...outTypes, HANDLE_TYPE]))[outTypes.length]!;
-      const types = inputs.map((a) => ({ dtype: a.dtype, shape: a.shape }));
-      return emitCall({ graph: split.backward, library: split.library }, [...filled, ...varValues, record], types);
+      return emitBackward(split, filled, args, varValues, record);
     });
   }
   return outs;
@@ -88,10 +91,32 @@ function emitDifferentiatedCall(ctx: TraceContext, bundle: FunctionBundle, args:
       // Higher order through the record: differentiate the forward itself (recomputed).
       return regionVjp(split.forward, split.library, inputs, [...filled, recordCt]);
     }
-    const types = inputs.map((a) => ({ dtype: a.dtype, shape: a.shape }));
-    return emitCall({ graph: split.backward, library: split.library }, [...filled, ...varValues, record], types);
+    return emitBackward(split, filled, args, varValues, record);
   });
   return outs;
+}
+
+/**
+ * Calls the callee's backward on cotangents and a record; returns one gradient per input
+ * (args, then variables). Gradients the backward returns as stacks of rows
+ * (deferred-gradients.ts) are computed from the final stacks here.
+ */
+function emitBackward(split: CallSplit, cts: Tensor[], args: Tensor[], varValues: Tensor[], record: Tensor): Tensor[] {
+  const deferred = new Map(split.deferred.map((d) => [d.variable, d]));
+  const stacks0 = split.deferred.flatMap((d) => d.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype)));
+  const type = (t: Tensor) => ({ dtype: t.dtype, shape: t.shape });
+  const dense = varValues.filter((_, i) => !deferred.has(split.vars[i]!));
+  const res = emitCall({ graph: split.backward, library: split.library }, [...cts, ...varValues, record, ...stacks0], [...args.map(type), ...dense.map(type), ...stacks0.map((s) => ({ dtype: s.dtype, shape: [-1, ...s.shape.slice(1)] }))]);
+  let k = args.length;
+  let stack = args.length + dense.length;
+  const varGrads = split.vars.map((v) => {
+    const d = deferred.get(v);
+    if (!d) return res[k++]!;
+    const stacks = res.slice(stack, stack + d.rowTypes.length);
+    stack += d.rowTypes.length;
+    return gradientFromStacks(d, stacks);
+  });
+  return [...res.slice(0, args.length), ...varGrads];
 }
 
 const splits = new WeakMap<Graph, CallSplit>();
@@ -108,7 +133,7 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
   const bwd = new TraceContext(`${g.name}_backward`, library, null, false, g.name, true);
   library.add(fwd.graph);
   library.add(bwd.graph);
-  const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, vars };
+  const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, vars, deferred: [] };
   splits.set(g, split);
   // Variables the callee reads (regions and callees too) are inputs, resolved by reads.
   const varInputs = (ctx: TraceContext) =>
@@ -140,13 +165,18 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
         const handle = packResiduals(recorded.map((v) => fwd.symbolic(v)));
         fwd.graph.setOutputs([...outs.map((o) => fwd.valueOf(o)), fwd.valueOf(handle)]);
       });
+      // A recursive callee's weight gradients travel as stacks of rows through its backward.
+      split.deferred = deferWeightGradients(backward.graph, bwd.graph.name, vars, vars.map((_, k) => xs.length + k));
+      if (split.deferred.length > 0) runPrune(backward.graph, undefined);
+      const stacksIn = split.deferred.flatMap((d, k) => d.rowTypes.map((t, j) => bwd.placeholder({ dtype: t.dtype, shape: [-1, ...t.shape] }, `stack_${k}_${j}`)));
       withHandler(bwd, () => {
         const unpacked = unpackResiduals(record, recorded.map((v) => v.type));
         const keptTensor = backward.kept.map((v) => (varIndex.has(v) ? bwdVars[varIndex.get(v)!]! : unpacked[recorded.indexOf(v)]!));
-        const grads = replay(backward.graph, library, [...cts, ...backward.inputs.map((b) => ("kept" in b ? keptTensor[b.kept]! : b.outside))]);
+        const grads = replay(backward.graph, library, [...cts, ...backward.inputs.map((b) => ("kept" in b ? keptTensor[b.kept]! : b.outside)), ...stacksIn]);
+        const deferredVars = new Set(split.deferred.map((d) => d.variable));
         bwd.graph.setOutputs(
           grads.map((t) => bwd.valueOf(t)),
-          [...xs.map((_, i) => `grad_${i}`), ...vars.map((v) => `grad_${v.name}`)],
+          [...xs.map((_, i) => `grad_${i}`), ...vars.filter((v) => !deferredVars.has(v)).map((v) => `grad_${v.name}`), ...stacksIn.map((_, i) => `stack_out_${i}`)],
         );
       });
     });
