@@ -19,6 +19,24 @@ test("stage traces once per signature and matches eager results", () => {
   assert.equal(f.traceCount, 3, "a new dtype retraces");
 });
 
+test("arrays of tensors: the same signature reuses the trace, a refilled array is seen afresh", () => {
+  const f = sc.stage((xs: sc.Tensor[], k: number) => xs.reduce((a, x) => a.add(x), sc.scalar(0)).mul(k));
+  const xs = [sc.tensor([1, 2]), sc.tensor([3, 4])];
+  assert.deepEqual(f([sc.tensor([1, 1]), sc.tensor([2, 2])], 2).arraySync(), [6, 6]);
+  assert.deepEqual(f(xs, 2).arraySync(), [8, 12]);
+  assert.deepEqual(f(xs, 2).arraySync(), [8, 12]);
+  assert.equal(f.traceCount, 1);
+  // the same array object, refilled with tensors of another shape and one more element
+  xs[0] = sc.tensor([1, 2, 3]);
+  xs[1] = sc.tensor([1, 1, 1]);
+  xs.push(sc.tensor([0, 0, 1]));
+  assert.deepEqual(f(xs, 2).arraySync(), [4, 6, 10]);
+  assert.equal(f.traceCount, 2);
+  xs[2] = sc.tensor([5, 5, 5]);
+  assert.deepEqual(f(xs, 1).arraySync(), [7, 8, 9]);
+  assert.equal(f.traceCount, 3, "a JS number keeps specializing by value");
+});
+
 test("JS values specialize the graph by value (training flag)", () => {
   let traces = 0;
   const dropoutLike = sc.stage((x: sc.Tensor, training: boolean) => {

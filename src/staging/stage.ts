@@ -90,21 +90,32 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   /** Same flat signature as the last call (tensors by dtype/shape/device, JS values by value)? */
   function sameAsLast(args: readonly unknown[]): Tensor[] | null {
-    if (last === null || last.args.length !== args.length) return null;
+    if (last === null) return null;
     const tensors: Tensor[] = [];
+    return sameLeaves(args, last.args, tensors) ? tensors : null;
+  }
+
+  /**
+   * Whether `args` has the signature `prev` had: tensors of the same dtypes, shapes and devices,
+   * equal JS values, arrays of such (in the order signatureOf flattens them). Collects the tensors.
+   */
+  function sameLeaves(args: readonly unknown[], prev: readonly unknown[], tensors: Tensor[]): boolean {
+    if (args.length !== prev.length) return false;
     for (let i = 0; i < args.length; i++) {
       const a = args[i];
-      const b = last.args[i];
+      const b = prev[i];
       if (a instanceof Tensor) {
-        if (!(b instanceof Tensor) || a instanceof Variable || b instanceof Variable || a.isSymbolic || a.dtype !== b.dtype || a.device !== b.device) return null;
+        if (!(b instanceof Tensor) || a instanceof Variable || b instanceof Variable || a.isSymbolic || a.dtype !== b.dtype || a.device !== b.device) return false;
         const sa = a.shape;
         const sb = b.shape;
-        if (sa.length !== sb.length) return null;
-        for (let d = 0; d < sa.length; d++) if (sa[d] !== sb[d]) return null;
+        if (sa.length !== sb.length) return false;
+        for (let d = 0; d < sa.length; d++) if (sa[d] !== sb[d]) return false;
         tensors.push(a);
-      } else if (a === null || typeof a !== "object" ? !Object.is(a, b) : true) return null;
+      } else if (Array.isArray(a)) {
+        if (!Array.isArray(b) || !sameLeaves(a, b, tensors)) return false;
+      } else if (a === null || typeof a !== "object" ? !Object.is(a, b) : true) return false;
     }
-    return tensors;
+    return true;
   }
 
   function lookup(args: readonly unknown[]): { sig: Signature; cf: ConcreteFunction } | { sig: Signature; pending: PendingTrace } {
@@ -113,7 +124,8 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     let sig = signatureOf(args, name, options.inputSignature);
     let cf = cache.get(sig.key);
     if (cf) {
-      if (!sig.leaves.some((l) => l.kind === "object")) last = { args: args.slice(), sig, cf };
+      // (arrays are copied: the caller may refill the same array before the next call)
+      if (!sig.leaves.some((l) => l.kind === "object")) last = { args: snapshotArrays(args), sig, cf };
       return { sig, cf };
     }
     const pending = inProgress.get(sig.key);
@@ -268,6 +280,11 @@ function sameTemplate(a: OutputTemplate, b: OutputTemplate): boolean {
   const la = leaves(a as Structure<unknown>);
   const lb = leaves(b as Structure<unknown>);
   return la.length === lb.length && la.every((x, i) => (x instanceof OutputLeaf ? lb[i] instanceof OutputLeaf && (lb[i] as OutputLeaf).index === x.index : !(lb[i] instanceof OutputLeaf)));
+}
+
+/** A copy of `args` with every nested array copied too (tensors and other leaves shared). */
+function snapshotArrays(args: readonly unknown[]): unknown[] {
+  return args.map((a) => (Array.isArray(a) ? snapshotArrays(a) : a));
 }
 
 function describeTypes(ts: ValueType[]): string {
