@@ -31,23 +31,25 @@ function roundHalfEven(x) {
 }
 function softplus(x) { return Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x))); }
 function tanhF32(x) {
-  // float32 tanh (within 3 ulp of the rounded exact value): the odd rational approximation
-  // of Eigen and TensorFlow, degree 13/6, on [-7.9053, 7.9053]; +-1 past 9 (there tanh rounds
-  // to +-1 in float32), and x itself near 0. Three times faster than Math.tanh.
-  if (!(Math.abs(x) < 9)) return x !== x ? x : x > 0 ? 1 : -1;
-  if (Math.abs(x) < 0.0004) return x;
-  const y = x > 7.90531110763549805 ? 7.90531110763549805 : x < -7.90531110763549805 ? -7.90531110763549805 : x;
-  const y2 = y * y;
-  let p = y2 * -2.76076847742355e-16 + 2.00018790482477e-13;
-  p = y2 * p - 8.60467152213735e-11;
-  p = y2 * p + 5.12229709037114e-8;
-  p = y2 * p + 1.48572235717979e-5;
-  p = y2 * p + 6.37261928875436e-4;
-  p = y2 * p + 4.89352455891786e-3;
-  let q = y2 * 1.19825839466702e-6 + 1.18534705686654e-4;
-  q = y2 * q + 2.268434632439e-3;
-  q = y2 * q + 4.89352518554385e-3;
-  return (y * p) / q;
+  // float32 tanh (within 3 ulp of the correctly rounded value): the odd rational
+  // approximation of Eigen and TensorFlow, degree 13/6, on (-7.9053, 7.9053); past it the
+  // value it reaches there, and +-1 past 9, where tanh rounds to +-1 in float32. One range
+  // test on the common path; about four times faster than Math.tanh.
+  if (x > -7.90531110763549805 && x < 7.90531110763549805) {
+    const y2 = x * x;
+    let p = y2 * -2.76076847742355e-16 + 2.00018790482477e-13;
+    p = y2 * p - 8.60467152213735e-11;
+    p = y2 * p + 5.12229709037114e-8;
+    p = y2 * p + 1.48572235717979e-5;
+    p = y2 * p + 6.37261928875436e-4;
+    p = y2 * p + 4.89352455891786e-3;
+    let q = y2 * 1.19825839466702e-6 + 1.18534705686654e-4;
+    q = y2 * q + 2.268434632439e-3;
+    q = y2 * q + 4.89352518554385e-3;
+    return (x * p) / q;
+  }
+  if (x !== x) return x;
+  return x > 0 ? (x < 9 ? 0.9999997397382441 : 1) : x > -9 ? -0.9999997397382441 : -1;
 }
 function sigmoid(x) { return x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x)); }
 `;
