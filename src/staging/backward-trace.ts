@@ -36,6 +36,25 @@ export function withoutRecords<T>(fn: () => T): T {
   }
 }
 
+/**
+ * The gradients `tape` recorded of the float `outs` (cotangents `cts`) with respect to each
+ * source; sources not `wanted` get zeros without computing them.
+ */
+export function tapeGradient(tape: GradientTape, outs: Tensor[], cts: Tensor[], sources: Tensor[], wanted: boolean[]): Tensor[] {
+  const wantedSources = sources.filter((_, i) => wanted[i]);
+  const pairs = outs.map((o, i) => [o, cts[i]!] as const).filter(([o]) => isFloat(o.dtype));
+  const g =
+    pairs.length === 0 || wantedSources.length === 0
+      ? wantedSources.map((x) => zerosLikeTensor(x))
+      : (tape.gradient(
+          pairs.map(([o]) => o),
+          wantedSources,
+          { outputGradient: pairs.map(([, c]) => c) },
+        ) as Tensor[]);
+  let k = 0;
+  return sources.map((x, i) => (wanted[i] ? g[k++]! : zerosLikeTensor(x)));
+}
+
 export interface BackwardTrace {
   /** (cotangents..., one input per `inputs` entry) -> one gradient per source. */
   graph: Graph;
@@ -65,21 +84,7 @@ export function traceBackward(
   const bwd = new TraceContext(name, fwd.library, fwd, false, fwd.functionName, fwd.variablesAsInputs, true);
   const cts = ctTypes.map((t, i) => bwd.placeholder(t, `cotangent_${i}`));
   try {
-    const grads = withHandler(bwd, () => {
-      const wantedSources = sources.filter((_, i) => wanted[i]);
-      const full = fullCotangents(cts);
-      const pairs = outs.map((o, i) => [o, full[i]!] as const).filter(([o]) => isFloat(o.dtype));
-      const g =
-        pairs.length === 0 || wantedSources.length === 0
-          ? wantedSources.map((x) => zerosLikeTensor(x))
-          : (tape.gradient(
-              pairs.map(([o]) => o),
-              wantedSources,
-              { outputGradient: pairs.map(([, c]) => c) },
-            ) as Tensor[]);
-      let k = 0;
-      return sources.map((x, i) => bwd.valueOf(wanted[i] ? g[k++]! : zerosLikeTensor(x)));
-    });
+    const grads = withHandler(bwd, () => tapeGradient(tape, outs, fullCotangents(cts), sources, wanted).map((g) => bwd.valueOf(g)));
     bwd.graph.setOutputs(grads);
   } finally {
     bwd.active = false;

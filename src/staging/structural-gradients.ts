@@ -33,7 +33,7 @@ import { sum } from "../ops/reduce.js";
 import { reshape } from "../ops/shape.js";
 import type { TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
-import { traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
+import { tapeGradient, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
 
 /** Records one entry on every active tape. */
 export function recordEntry(name: string, inputs: Tensor[], outputs: Tensor[], vjp: (cts: (Tensor | null)[]) => (Tensor | null)[]): void {
@@ -64,18 +64,7 @@ export function regionVjp(g: Graph, library: FunctionLibrary, inputs: Tensor[], 
     tape.watch(sources);
     return replay(g, library, inputs);
   });
-  const pairs = outs.map((o, i) => [o, cts[i]!] as const).filter(([o]) => isFloat(o.dtype));
-  const grads =
-    pairs.length === 0 || sources.length === 0
-      ? sources.map((x) => zerosLikeTensor(x))
-      : (tape.gradient(
-          pairs.map(([o]) => o),
-          sources,
-          { outputGradient: pairs.map(([, c]) => c) },
-        ) as Tensor[]);
-  let k = 0;
-  // Inputs nobody differentiates with respect to get zero gradients without computing them.
-  return all.map((x, i) => (wanted[i] ? grads[k++]! : zerosLikeTensor(x)));
+  return tapeGradient(tape, outs, cts, all, wanted);
 }
 
 export type CondFn = (pred: Tensor, a: () => Tensor[], b: () => Tensor[]) => Tensor[];
