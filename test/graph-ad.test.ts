@@ -46,6 +46,7 @@ const recurseEager = (n: number, x: sc.Tensor): sc.Tensor => (n <= 0 ? x : recur
 /** Tree recursion (TreeLSTM-style): node i has children 2i+1, 2i+2 when < size; leaves read x[i]. */
 const treeSize = 7;
 const treeW = sc.variable(sc.tensor([[0.5, -0.3], [0.2, 0.4]], "float64"));
+const treeB = sc.variable(sc.tensor([0.1, -0.2], "float64"));
 const tree: (i: sc.Tensor, x: sc.Tensor) => sc.Tensor = sc.stage(
   (i: sc.Tensor, x: sc.Tensor): sc.Tensor =>
     sc.cond(
@@ -54,7 +55,7 @@ const tree: (i: sc.Tensor, x: sc.Tensor) => sc.Tensor = sc.stage(
       () => {
         const l = tree(i.mul(2).add(1), x);
         const r = tree(i.mul(2).add(2), x);
-        return sc.tanh(sc.matmul(l.add(r).reshape([1, 2]), treeW).reshape([2]).add(sc.gather(x, sc.cast(i, "int32"), 0)));
+        return sc.tanh(sc.matmul(l.add(r).reshape([1, 2]), treeW).add(treeB).reshape([2]).add(sc.gather(x, sc.cast(i, "int32"), 0)));
       },
     ),
   { outputSignature: sc.spec([2], "float64") },
@@ -64,7 +65,7 @@ const treeEager = (i: number, x: sc.Tensor): sc.Tensor => {
   if (2 * i + 1 >= treeSize) return sc.tanh(xi);
   const l = treeEager(2 * i + 1, x);
   const r = treeEager(2 * i + 2, x);
-  return sc.tanh(sc.matmul(l.add(r).reshape([1, 2]), treeW).reshape([2]).add(xi));
+  return sc.tanh(sc.matmul(l.add(r).reshape([1, 2]), treeW).add(treeB).reshape([2]).add(xi));
 };
 
 const programs: Program[] = [
@@ -213,12 +214,14 @@ test("gradients reach variables read inside staged loops and recursive calls", (
   const x = f64([[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7], [0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]]).transpose();
   const tape2 = new sc.GradientTape();
   const loss2 = tape2.record(() => sc.sum(treeEager(0, x)));
-  const want = tape2.gradient(loss2, treeW).dataSync();
+  const want = tape2.gradient(loss2, [treeW, treeB]);
   // interpreted on the first call, compiled afterwards
   for (let k = 0; k < 3; k++) {
     const tape = new sc.GradientTape();
     const loss = tape.record(() => sc.sum(tree(f64(0), x)));
-    assertClose(tape.gradient(loss, treeW).dataSync(), want, 1e-12, `d/dW, call ${k}`);
+    const [gw, gb] = tape.gradient(loss, [treeW, treeB]);
+    assertClose(gw!.dataSync(), want[0]!.dataSync(), 1e-12, `d/dW, call ${k}`);
+    assertClose(gb!.dataSync(), want[1]!.dataSync(), 1e-12, `d/db, call ${k}`);
     assert.equal(num(loss), num(loss2));
   }
 });
@@ -228,7 +231,7 @@ test("a recursion's gradient runs each call's forward once and sums weight gradi
   const step = sc.stage((x: sc.Tensor) => {
     const tape = new sc.GradientTape();
     const loss = tape.record(() => sc.sum(tree(f64(0), x)));
-    return tape.gradient(loss, treeW);
+    return tape.gradient(loss, [treeW, treeB]);
   });
   const tanh = sc.getOp("tanh") as { kernel: (...a: unknown[]) => unknown };
   const original = tanh.kernel;
@@ -244,9 +247,13 @@ test("a recursion's gradient runs each call's forward once and sums weight gradi
   // summed by one product after the outermost call: no weight-sized addition per call.
   const cf = step.concrete(x);
   const backward = [...cf.library.functions.values()].find((g) => g.name.endsWith("_backward"))!;
-  assert.ok(backward.outputNames.some((n) => n.startsWith("stack_out")), backward.outputNames.join(", "));
+  // (three stacks: W's A and D rows, b's D rows)
+  assert.equal(backward.outputNames.filter((n) => n.startsWith("stack_out")).length, 3, backward.outputNames.join(", "));
   assert.ok(!backward.outputNames.some((n) => n.startsWith("grad_variable")), backward.outputNames.join(", "));
   const tape2 = new sc.GradientTape();
   const loss2 = tape2.record(() => sc.sum(treeEager(0, x)));
-  assertClose(step(x).dataSync(), tape2.gradient(loss2, treeW).dataSync(), 1e-12, "d/dW");
+  const want = tape2.gradient(loss2, [treeW, treeB]);
+  const [gw, gb] = step(x);
+  assertClose(gw!.dataSync(), want[0]!.dataSync(), 1e-12, "d/dW");
+  assertClose(gb!.dataSync(), want[1]!.dataSync(), 1e-12, "d/db");
 });
