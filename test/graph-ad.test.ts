@@ -257,3 +257,58 @@ test("a recursion's gradient runs each call's forward once and sums weight gradi
   assertClose(gw!.dataSync(), want[0]!.dataSync(), 1e-12, "d/dW");
   assertClose(gb!.dataSync(), want[1]!.dataSync(), 1e-12, "d/db");
 });
+
+test("mutual recursion: gradients through two staged functions calling each other, with variables", () => {
+  const w = sc.variable(sc.tensor([[0.3, -0.2], [0.1, 0.4]], "float64"));
+  const b = sc.variable(sc.tensor([0.05, -0.1], "float64"));
+  const spec2 = { outputSignature: sc.spec([1, 2], "float64") };
+  // even(n) = n <= 0 ? x : tanh(odd(n - 1) W + b);  odd(n) = tanh(even(n - 1) W) * 0.9
+  const even: (n: sc.Tensor, x: sc.Tensor) => sc.Tensor = sc.stage(
+    (n: sc.Tensor, x: sc.Tensor) => sc.cond(sc.lessEqual(n, 0), () => x, () => sc.tanh(sc.matmul(odd(n.sub(1), x), w).add(b))),
+    spec2,
+  );
+  const odd: (n: sc.Tensor, x: sc.Tensor) => sc.Tensor = sc.stage(
+    (n: sc.Tensor, x: sc.Tensor) => sc.cond(sc.lessEqual(n, 0), () => x, () => sc.tanh(sc.matmul(even(n.sub(1), x), w)).mul(0.9)),
+    spec2,
+  );
+  const evenEager = (n: number, x: sc.Tensor): sc.Tensor => (n <= 0 ? x : sc.tanh(sc.matmul(oddEager(n - 1, x), w).add(b)));
+  const oddEager = (n: number, x: sc.Tensor): sc.Tensor => (n <= 0 ? x : sc.tanh(sc.matmul(evenEager(n - 1, x), w)).mul(0.9));
+  const x = f64([[0.7, -0.5]]);
+  const t2 = new sc.GradientTape();
+  const l2 = t2.record(() => sc.sum(evenEager(5, x)));
+  const want = t2.gradient(l2, [w, b]);
+  for (let k = 0; k < 3; k++) {
+    const t = new sc.GradientTape();
+    const l = t.record(() => sc.sum(even(f64(5), x)));
+    const got = t.gradient(l, [w, b]);
+    assertClose(got[0]!.dataSync(), want[0]!.dataSync(), 1e-12, `d/dW, call ${k}`);
+    assertClose(got[1]!.dataSync(), want[1]!.dataSync(), 1e-12, `d/db, call ${k}`);
+  }
+});
+
+test("variables read by staged functions called in loops and branches get their gradients", () => {
+  const w = sc.variable(sc.tensor([[0.3, -0.2], [0.1, 0.4]], "float64"));
+  const cell = sc.stage((h: sc.Tensor) => sc.tanh(sc.matmul(h, w)));
+  const cellEager = (h: sc.Tensor) => sc.tanh(sc.matmul(h, w));
+  const inLoop = (x: sc.Tensor) => sc.whileLoop((i) => sc.less(i, 3), (i, h) => [i.add(1), cell(h!)], [sc.scalar(0, "int32"), x])[1]!;
+  const inBranch = (x: sc.Tensor) => sc.cond(sc.greater(sc.sum(x), 0), () => cell(x).mul(2), () => x);
+  const cases: [string, (x: sc.Tensor) => sc.Tensor, (x: sc.Tensor) => sc.Tensor][] = [
+    ["loop", inLoop, (x) => cellEager(cellEager(cellEager(x)))],
+    ["branch", inBranch, (x) => cellEager(x).mul(2)],
+  ];
+  const x = f64([[0.7, 0.5]]);
+  for (const [name, staged, eager] of cases) {
+    const t2 = new sc.GradientTape();
+    const l2 = t2.record(() => sc.sum(eager(x)));
+    const want = t2.gradient(l2, w).dataSync();
+    const f = sc.stage((x: sc.Tensor) => {
+      const t = new sc.GradientTape();
+      const l = t.record(() => sc.sum(staged(x)));
+      return t.gradient(l, w);
+    });
+    for (let k = 0; k < 2; k++) assertClose(f(x).dataSync(), want, 1e-12, `${name}: d/dW inside a staged step, call ${k}`);
+    const t = new sc.GradientTape();
+    const l = t.record(() => sc.sum(sc.stage(staged)(x)));
+    assertClose(t.gradient(l, w).dataSync(), want, 1e-12, `${name}: d/dW of a staged function under an eager tape`);
+  }
+});

@@ -40,6 +40,8 @@ interface CallSplit {
   vars: Variable[];
   /** Weights whose gradients the backward returns as stacks of rows (recursive callees). */
   deferred: DeferredWeight[];
+  /** Calls of the backward emitted while the split is being built (its signature may not change if others made them). */
+  earlyCalls: number;
 }
 
 /**
@@ -102,6 +104,7 @@ function emitDifferentiatedCall(ctx: TraceContext, bundle: FunctionBundle, args:
  * (deferred-gradients.ts) are computed from the final stacks here.
  */
 function emitBackward(split: CallSplit, cts: Tensor[], args: Tensor[], varValues: Tensor[], record: Tensor): Tensor[] {
+  if (split.earlyCalls >= 0) split.earlyCalls++;
   const deferred = new Map(split.deferred.map((d) => [d.variable, d]));
   const stacks0 = split.deferred.flatMap((d) => d.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype)));
   const type = (t: Tensor) => ({ dtype: t.dtype, shape: t.shape });
@@ -133,7 +136,7 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
   const bwd = new TraceContext(`${g.name}_backward`, library, null, false, g.name, true);
   library.add(fwd.graph);
   library.add(bwd.graph);
-  const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, vars, deferred: [] };
+  const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, vars, deferred: [], earlyCalls: -1 };
   splits.set(g, split);
   // Variables the callee reads (regions and callees too) are inputs, resolved by reads.
   const varInputs = (ctx: TraceContext) =>
@@ -142,6 +145,7 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
       ctx.variableInputs.set(v, t);
       return t;
     });
+  split.earlyCalls = 0;
   const xs = g.inputs.map((v, i) => fwd.placeholder(v.type, g.inputNames[i] ?? `x${i}`));
   const fwdVars = varInputs(fwd);
   const cts = g.outputs.map((v, i) => bwd.placeholder(v.type, `cotangent_${i}`));
@@ -165,8 +169,12 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
         const handle = packResiduals(recorded.map((v) => fwd.symbolic(v)));
         fwd.graph.setOutputs([...outs.map((o) => fwd.valueOf(o)), fwd.valueOf(handle)]);
       });
-      // A recursive callee's weight gradients travel as stacks of rows through its backward.
-      split.deferred = deferWeightGradients(backward.graph, bwd.graph.name, vars, vars.map((_, k) => xs.length + k));
+      // A recursive callee's weight gradients travel as stacks of rows through its backward,
+      // unless calls of its backward were made from elsewhere (mutual recursion) with the
+      // signature it has now.
+      const own = countCalls(backward.graph, bwd.graph.name);
+      if (split.earlyCalls === own) split.deferred = deferWeightGradients(backward.graph, bwd.graph.name, vars, vars.map((_, k) => xs.length + k));
+      split.earlyCalls = -1;
       if (split.deferred.length > 0) runPrune(backward.graph, undefined);
       const stacksIn = split.deferred.flatMap((d, k) => d.rowTypes.map((t, j) => bwd.placeholder({ dtype: t.dtype, shape: [-1, ...t.shape] }, `stack_${k}_${j}`)));
       withHandler(bwd, () => {
@@ -190,12 +198,18 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
   return split;
 }
 
-const variablesCache = new WeakMap<Graph, Variable[]>();
+/** Call nodes of `callee` in `g` and its regions. */
+function countCalls(g: Graph, callee: string): number {
+  let n = 0;
+  for (const node of g.nodes) {
+    if (node.op === "call" && node.attrs.callee === callee) n++;
+    for (const r of node.regions) n += countCalls(r, callee);
+  }
+  return n;
+}
 
 /** Variables a function reads, directly, in regions, or in the functions it calls. */
 export function variablesReadBy(bundle: FunctionBundle): Variable[] {
-  const cached = variablesCache.get(bundle.graph);
-  if (cached) return cached;
   const found = new Set<Variable>();
   const seen = new Set<Graph>();
   const walk = (g: Graph): void => {
@@ -211,7 +225,24 @@ export function variablesReadBy(bundle: FunctionBundle): Variable[] {
     }
   };
   walk(bundle.graph);
-  const list = [...found].filter((v) => v.trainable);
-  variablesCache.set(bundle.graph, list);
-  return list;
+  return [...found].filter((v) => v.trainable);
+}
+
+/**
+ * Variables that the calls in `g` (a branch or loop body, with its regions) read inside their
+ * callees: a region's operands do not show them, but their gradients must leave the region.
+ */
+export function variablesReadByCalls(g: Graph, library: FunctionLibrary): Variable[] {
+  const found = new Set<Variable>();
+  const walk = (r: Graph): void => {
+    for (const node of r.nodes) {
+      if (node.op === "call") {
+        const callee = library.functions.get(node.attrs.callee as string);
+        if (callee) for (const v of variablesReadBy({ graph: callee, library })) found.add(v);
+      }
+      node.regions.forEach(walk);
+    }
+  };
+  walk(g);
+  return [...found];
 }

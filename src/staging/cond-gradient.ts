@@ -7,14 +7,13 @@
  * recomputes nothing, calls made in the branch included.
  */
 import type { Tensor } from "../core/tensor.js";
-import type { Variable } from "../core/variable.js";
 import { currentHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { packResiduals, unpackResiduals } from "../ops/residuals.js";
 import { GradientTape } from "../ad/tape.js";
 import type { Graph, ValueType } from "../graph/ir.js";
-import type { TraceContext } from "./trace-context.js";
+import { seedVariableReads, TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
 import { recordsAllowed, traceBackward, type BackwardTrace } from "./backward-trace.js";
 import { recordEntry, regionVjp, type CondFn, type RegionTracer } from "./structural-gradients.js";
@@ -49,10 +48,7 @@ function splitBranch(p: CondParts, g: Graph, name: string): BranchSplit {
       const ctx = (fwd = currentHandler() as TraceContext);
       // Variables read in the branch (by the calls it makes) resolve to the operands that
       // stand for their values, so that the branch's tape sees those reads.
-      for (const [v, t] of variableTensors(p.ctx)) {
-        const k = p.operands.indexOf(t);
-        if (k >= 0) ctx.variableInputs.set(v, xs[k]!);
-      }
+      seedVariableReads(ctx, p.ctx, p.operands, xs);
       const tape = new GradientTape({ persistent: true });
       const outs = tape.record(() => {
         tape.watch(xs.filter((x) => isFloat(x.dtype)));
@@ -64,13 +60,6 @@ function splitBranch(p: CondParts, g: Graph, name: string): BranchSplit {
   );
   if (!fwd || !backward) throw new Error("cond gradient: the branch probe did not run");
   return { forward: probe.graph, outside: (fwd as TraceContext).captures.map((c) => c.tensor), backward };
-}
-
-/** The tensors standing for variables' values in `ctx` and the contexts it is nested in. */
-function variableTensors(ctx: TraceContext): [Variable, Tensor][] {
-  const found: [Variable, Tensor][] = [];
-  for (let c: TraceContext | null = ctx; c; c = c.parent) found.push(...c.variableInputs, ...c.variableValues);
-  return found;
 }
 
 /** Emits the cond augmented with its taken branch's record, records its gradient, returns its outputs. */
@@ -108,7 +97,12 @@ function recomputingCond(p: CondParts): Tensor[] {
   const outs = p.ctx.addStructural("cond", [p.pred, ...p.operands], {}, p.types, [p.thenG, p.elseG]);
   recordEntry("cond", [p.pred, ...p.operands], outs, (cts) => {
     const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
-    return [null, ...p.cond(p.pred, () => regionVjp(p.thenG, library, p.operands, filled), () => regionVjp(p.elseG, library, p.operands, filled))];
+    const branch = (g: Graph) => () => {
+      const h = currentHandler();
+      if (h instanceof TraceContext) seedVariableReads(h, p.ctx, p.operands, p.operands);
+      return regionVjp(g, library, p.operands, filled);
+    };
+    return [null, ...p.cond(p.pred, branch(p.thenG), branch(p.elseG))];
   });
   return outs;
 }

@@ -18,6 +18,7 @@ import { less } from "../ops/compare.js";
 import { full } from "../ops/fill.js";
 import { whileWithGradient, type RegionTracer } from "./structural-gradients.js";
 import { condWithGradient } from "./cond-gradient.js";
+import { variablesReadByCalls } from "./call-gradient.js";
 
 function activeTrace(): TraceContext | null {
   const h = currentHandler();
@@ -144,9 +145,28 @@ export function emitCond(ctx: TraceContext, pred: Tensor, operands: Tensor[], th
     ctx.variableValues.clear();
     return outs;
   }
-  const outs = condWithGradient({ ctx, pred, operands, thenG, elseG, types, traceRegion: probeTracer(ctx), cond: (p, a, b) => cond(p, a, b) });
+  const all = withCalleeVariables(ctx, [thenG, elseG], operands);
+  const outs = condWithGradient({ ctx, pred, operands: all, thenG, elseG, types, traceRegion: probeTracer(ctx), cond: (p, a, b) => cond(p, a, b) });
   ctx.variableValues.clear();
   return outs;
+}
+
+/**
+ * Regions (a cond's branches, a loop's cond and body) that call staged functions read those
+ * functions' variables without showing them among their operands. While tapes record, the
+ * variables' values become extra operands (inputs the region graphs ignore), so that their
+ * gradients leave the region; returns the operands with them appended.
+ */
+function withCalleeVariables(ctx: TraceContext, regions: Graph[], operands: Tensor[]): Tensor[] {
+  const all = operands.slice();
+  const vars = new Set(regions.flatMap((g) => variablesReadByCalls(g, ctx.library)));
+  for (const v of vars) {
+    const t = v.read();
+    if (all.includes(t)) continue;
+    all.push(t);
+    for (const g of regions) g.addInput({ dtype: t.dtype, shape: t.shape }, `variable_${v.name}`);
+  }
+  return all;
 }
 
 /** Traces `fn` over placeholders of `types` in a discarded region of `ctx`, with no tape recording. */
@@ -196,7 +216,7 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
   return whileWithGradient({
     ctx,
     init,
-    invariants: traced.invariants,
+    invariants: withCalleeVariables(ctx, [traced.condG, traced.bodyG], traced.invariants),
     types,
     condG: traced.condG,
     bodyG: traced.bodyG,

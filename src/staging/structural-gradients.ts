@@ -31,7 +31,7 @@ import { FunctionLibrary, type Graph, type Node, type Value, type ValueType } fr
 import { matmul } from "../ops/linalg.js";
 import { sum } from "../ops/reduce.js";
 import { reshape } from "../ops/shape.js";
-import type { TraceContext } from "./trace-context.js";
+import { seedVariableReads, TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
 import { tapeGradient, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
 
@@ -242,6 +242,8 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
   let deferral: Deferral | null = null;
   const probe = p.traceRegion(types, (...xs) => {
     const fwd = (forwardCtx = currentHandler() as TraceContext);
+    // Variables read by calls in the body resolve to the invariants standing for them.
+    seedVariableReads(fwd, ctx, invariants, invariants);
     const tape = new GradientTape({ persistent: true });
     const outs = tape.record(() => {
       tape.watch(xs.filter((_, i) => wrt[i]));
@@ -362,6 +364,8 @@ function recomputingSplit(p: WhileParts, loop: LoopShape): IterationSplit {
         const s = savedIdx.indexOf(i);
         return s >= 0 ? kept[s]! : loop.accumulator[i] ? emptyStack(cts[i]!) : zerosLikeTensor(cts[i]!);
       });
+      const h = currentHandler();
+      if (h instanceof TraceContext) seedVariableReads(h, ctx, invariants, invariants);
       const g = regionVjp(bodyG, library, [...vars, ...invariants], loop.fullCotangents(cts), [], loop.wrt);
       return {
         carried: g.slice(0, types.length).filter((_, i) => !loop.accumulator[i]),

@@ -141,3 +141,22 @@ export class TraceContext implements OpHandler {
     }
   }
 }
+
+/** The tensors standing for variables' values in `ctx` and the contexts it is nested in. */
+export function variableTensors(ctx: TraceContext): [Variable, Tensor][] {
+  const found: [Variable, Tensor][] = [];
+  for (let c: TraceContext | null = ctx; c; c = c.parent) found.push(...c.variableInputs, ...c.variableValues);
+  return found;
+}
+
+/**
+ * Makes reads of variables in `region` resolve to `replacements[k]` wherever `originals[k]` is
+ * the tensor standing for that variable in `outer` (so a tape watching those tensors sees the
+ * reads that calls made in the region do).
+ */
+export function seedVariableReads(region: TraceContext, outer: TraceContext, originals: readonly Tensor[], replacements: readonly Tensor[]): void {
+  for (const [v, t] of variableTensors(outer)) {
+    const k = originals.indexOf(t);
+    if (k >= 0) region.variableInputs.set(v, replacements[k]!);
+  }
+}
