@@ -90,6 +90,10 @@ test("matmuls, reductions and kernels in compiled code match the interpreter", (
     [4, 40, 4],
     [3, 300, 5],
     [1, 64, 64],
+    // the executor's gemm: 4-row tiles with row, 8-column, 4-column and scalar-column tails
+    [7, 13, 21],
+    [9, 40, 30],
+    [32, 64, 64],
   ];
   for (const [m, k, n] of shapes) {
     for (const dtype of ["float32", "float64"] as sc.DType[]) {
