@@ -94,6 +94,8 @@ test("matmuls, reductions and kernels in compiled code match the interpreter", (
     [7, 13, 21],
     [9, 40, 30],
     [32, 64, 64],
+    [32, 256, 256],
+    [8, 300, 200],
   ];
   for (const [m, k, n] of shapes) {
     for (const dtype of ["float32", "float64"] as sc.DType[]) {

@@ -67,8 +67,14 @@ const SEGMENT_NODES = 64;
  */
 const INLINE_SGEMM_MAX = Number(process.env.STAGECRAFT_INLINE_SGEMM_MAX ?? 1536);
 const INLINE_LOOP_MAX = 4096;
-/** Largest product for the executor's WebAssembly gemm (past it the sgemm kernel's blocking and threads win). */
-const WASM_GEMM_MAX = Number(process.env.STAGECRAFT_WASM_GEMM_MAX ?? 131072);
+/**
+ * Largest product (m*n*k) for the executor's WebAssembly gemm: past it the sgemm kernel's
+ * threads win. Below it the executor's gemm wins on data kept in place (no copies, no packing:
+ * measured 25-35% faster on 32 x 256 x 256 products in a loop), as long as B fits in L2.
+ */
+const WASM_GEMM_MAX = Number(process.env.STAGECRAFT_WASM_GEMM_MAX ?? 4194304);
+/** Largest B (k*n elements) for the executor's gemm: it streams all of B for every 4 rows. */
+const WASM_GEMM_MAX_B = 262144;
 /** The k-block size of the WebAssembly sgemm (wasm/sgemm.ts KC). */
 const SGEMM_KC = 256;
 /** Instances (buffer sets) kept per compiled graph for re-entrant calls. */
@@ -595,7 +601,7 @@ function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): {
   const transA = !!attrs.transposeA;
   const k = transA ? a.shape[0]! : a.shape[1]!;
   const mnk = m * n * k;
-  if (mnk < WASM_MIN_MNK || mnk > WASM_GEMM_MAX || mnk <= INLINE_SGEMM_MAX) return null;
+  if (mnk < WASM_MIN_MNK || mnk > WASM_GEMM_MAX || mnk <= INLINE_SGEMM_MAX || k * n > WASM_GEMM_MAX_B) return null;
   if (getWasmRuntime() === null || gemmModule() === null) return null;
   return { m, k, n, transA };
 }
