@@ -318,7 +318,7 @@ type Strategy =
   | { kind: "elementwise"; def: OpDef }
   | { kind: "fused" }
   | { kind: "matmul"; arith: MatmulArith }
-  | { kind: "wasmMatmul"; m: number; k: number; n: number; transA: boolean }
+  | { kind: "wasmMatmul"; m: number; k: number; n: number; transA: boolean; transB: boolean }
   | { kind: "reduce"; outer: number; red: number; inner: number }
   | { kind: "const"; data: TypedArray[] }
   | { kind: "kernel"; def: OpDef; escapesInputs: boolean }
@@ -589,12 +589,13 @@ interface MatmulAttrs {
 
 /**
  * A float32 product the executor's WebAssembly gemm computes (exec/wasm-gemm.ts): where the
- * eager kernel uses the WebAssembly sgemm (same arithmetic), B is not transposed, and the
- * product is small enough that the general kernel (packing, threads) would not be faster.
+ * eager kernel uses the WebAssembly sgemm (same arithmetic) and the product is small enough
+ * that the general kernel (packing, threads) would not be faster. A transposed B is kept
+ * transposed in its slot (once per new storage: a loop's weight is transposed once per call).
  */
-function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): { m: number; k: number; n: number; transA: boolean } | null {
+function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): { m: number; k: number; n: number; transA: boolean; transB: boolean } | null {
   const [a, b] = types as [TensorType, TensorType];
-  if (a.shape.length !== 2 || b.shape.length !== 2 || out.shape.length !== 2 || attrs.transposeB) return null;
+  if (a.shape.length !== 2 || b.shape.length !== 2 || out.shape.length !== 2) return null;
   if (out.dtype !== "float32" || a.dtype !== "float32" || b.dtype !== "float32") return null;
   const m = out.shape[0]!,
     n = out.shape[1]!;
@@ -603,7 +604,15 @@ function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): {
   const mnk = m * n * k;
   if (mnk < WASM_MIN_MNK || mnk > WASM_GEMM_MAX || mnk <= INLINE_SGEMM_MAX || k * n > WASM_GEMM_MAX_B) return null;
   if (getWasmRuntime() === null || gemmModule() === null) return null;
-  return { m, k, n, transA };
+  return { m, k, n, transA, transB: !!attrs.transposeB };
+}
+
+/** dst (k x n, row-major) = the transpose of src (n x k, row-major). */
+function transposeInto(dst: Float32Array, src: TypedArray, n: number, k: number): void {
+  for (let j = 0; j < n; j++) {
+    const row = j * k;
+    for (let p = 0; p < k; p++) dst[p * n + j] = src[row + p]!;
+  }
 }
 
 /**
@@ -679,10 +688,22 @@ class Codegen {
       if (st.kind === "const") node.outputs.forEach((v, i) => constData.set(infos.get(v)!, st.data[i]!));
     });
     const slots = new Map<ValueInfo, { at: number; name: string; firstUse: number; constant: boolean }>();
+    // transposed B operands (any storage, planned buffers too), by value
+    const tslots = new Map<ValueInfo, { at: number; name: string; firstUse: number; constant: boolean }>();
     const scratch = new Map<number, { at: number; name: string }>();
     for (const k of wasmNodes) {
-      nodes[k]!.inputs.forEach((v) => {
+      const st = strategies[k] as Extract<Strategy, { kind: "wasmMatmul" }>;
+      nodes[k]!.inputs.forEach((v, i) => {
         const x = infos.get(v)!;
+        if (i === 1 && st.transB) {
+          if (tslots.has(x)) return;
+          const size = sizeOf(x.type!.shape);
+          const name = `TSL${tslots.size}`;
+          const at = reserve(size * 4);
+          this.setup.push(`const ${name} = new Float32Array(ARENA, ${at}, ${size}); let ${name}src = null;`);
+          tslots.set(x, { at, name, firstUse: k, constant: constData.has(x) });
+          return;
+        }
         if (x.buffer >= 0 || slots.has(x)) return;
         const size = sizeOf(x.type!.shape);
         const name = `SL${slots.size}`;
@@ -806,8 +827,25 @@ class Codegen {
             }
             return sl.at;
           };
+          const transposedOffsetOf = (x: ValueInfo): number => {
+            const sl = tslots.get(x)!;
+            const t = this.konst(transposeInto, "transposeInto");
+            if (sl.constant) {
+              const copy = `${t}(${sl.name}, ${this.konst(constData.get(x)!, "C")}, ${s.n}, ${s.k});`;
+              if (!this.setup.includes(copy)) this.setup.push(copy);
+            } else {
+              const src = x.buffer >= 0 ? bufNames[x.buffer]! : use(x);
+              // (planned buffers and views of them change in place: always transposed)
+              const copy =
+                x.buffer >= 0 || x.roots.size > 0
+                  ? `${t}(${sl.name}, ${src}, ${s.n}, ${s.k});`
+                  : `if (${sl.name}src !== ${src}) { ${t}(${sl.name}, ${src}, ${s.n}, ${s.k}); ${sl.name}src = ${src}; }`;
+              if ((sl.firstUse === k || x.buffer >= 0 || x.roots.size > 0) && !out.includes(copy)) out.push(copy);
+            }
+            return sl.at;
+          };
           const aAt = offsetOf(a),
-            bAt = offsetOf(b);
+            bAt = s.transB ? transposedOffsetOf(b) : offsetOf(b);
           const sc = scratch.get(k);
           const cAt = sc ? sc.at : bufOffsets[o.buffer]!;
           const sai = s.transA ? 1 : s.k,

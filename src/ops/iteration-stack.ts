@@ -159,7 +159,9 @@ export const stackReadOp = defineOp<Record<string, never>>({
     if (!(row >= 0 && row < rows)) throw new ShapeError(`row ${row} is out of range for a stack of ${rows} rows (shape ${fmtShape(s.shape)})`, "stackRead");
     const size = sizeOf(s.shape.slice(1));
     const data = s.concrete();
-    const out = data.slice(row * size, (row + 1) * size);
+    // A view, not a copy: a row never changes once pushed (pushes only write past the newest
+    // stack's end, and growing copies into new storage).
+    const out = data.subarray(row * size, (row + 1) * size);
     handOnRecord(data, row, out);
     return [out];
   },
