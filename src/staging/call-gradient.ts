@@ -46,9 +46,10 @@ interface CallSplit {
 
 /**
  * Emits a call node in the graph being built; while tapes record, it calls the callee's
- * forward and records one entry whose VJP calls its backward on the record. A callee still
- * being traced (a recursive call met while tracing itself under a tape) cannot be split yet:
- * its plain call is emitted, and its VJP runs the forward once more for the record.
+ * forward and records one entry whose VJP calls its backward on the record. Where no record
+ * may be kept (a loop iteration's forward, see backward-trace.ts) or the callee is still being
+ * traced (a recursive call met while tracing itself under a tape), the plain call is emitted,
+ * and its VJP runs the callee's forward once more for the record.
  */
 export function emitCall(bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[], calleeComplete = true): Tensor[] {
   const ctx = currentHandler();
