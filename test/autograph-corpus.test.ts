@@ -10,68 +10,20 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { format, inspect } from "node:util";
-import { Worker } from "node:worker_threads";
+import { inspect } from "node:util";
 import * as sc from "../src/api/index.js";
 import { autograph } from "../src/autograph/api.js";
 import { corpus, type CorpusProgram } from "./autograph-corpus/index.js";
+import { describeError, runCaptured, startWatchdog, type Outcome } from "./util/differential.js";
 
 type AnyFn = (...args: unknown[]) => unknown;
 
-// ---------------------------------------------------------------------------------------------
-// Watchdog: a converted loop that never ends (say a tensor test that is never converted) would
-// hang the run silently; a worker kills the process naming the program instead.
-
-const WATCHDOG_SECONDS = 30;
-const watchdog = new Worker(
-  `const { parentPort } = require("node:worker_threads");
-   const { writeSync } = require("node:fs");
-   let label = "startup", since = Date.now();
-   parentPort.on("message", (m) => { label = m; since = Date.now(); });
-   setInterval(() => {
-     if (Date.now() - since > ${WATCHDOG_SECONDS * 1000}) {
-       writeSync(2, "\\nautograph corpus: no progress for ${WATCHDOG_SECONDS} s while running " + label + " (an endless loop in converted code?)\\n");
-       process.kill(process.pid, "SIGKILL");
-     }
-   }, 1000);`,
-  { eval: true },
-);
-watchdog.unref();
-const heartbeat = (label: string) => watchdog.postMessage(label);
+// A converted loop that never ends (say a tensor test that is never converted) would hang the
+// run silently; the watchdog kills the process naming the program instead.
+const heartbeat = startWatchdog("autograph corpus");
 
 // ---------------------------------------------------------------------------------------------
 // Running a program and describing what it did
-
-interface Outcome {
-  threw: boolean;
-  value?: unknown;
-  /** Exception constructor name (or `typeof` for thrown non-objects) and message. */
-  errorType?: string;
-  errorMessage?: string;
-  logs: string[];
-}
-
-function describeError(e: unknown): { errorType: string; errorMessage: string } {
-  if (e instanceof Error) return { errorType: e.constructor.name, errorMessage: e.message };
-  if (e !== null && typeof e === "object") return { errorType: `object ${e.constructor?.name ?? "null-proto"}`, errorMessage: inspect(e) };
-  return { errorType: typeof e, errorMessage: String(e) };
-}
-
-/** Runs fn(...args) with console.log captured (formatted as console.log formats it). */
-function runCaptured(fn: () => unknown): Outcome {
-  const logs: string[] = [];
-  const original = console.log;
-  console.log = (...a: unknown[]) => {
-    logs.push(format(...a));
-  };
-  try {
-    return { threw: false, value: fn(), logs };
-  } catch (e) {
-    return { threw: true, ...describeError(e), logs };
-  } finally {
-    console.log = original;
-  }
-}
 
 /** Deep copy of arrays and plain objects (inputs are mutated by some programs). */
 function clone<T>(x: T): T {

@@ -14,11 +14,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { format, inspect } from "node:util";
-import { Worker } from "node:worker_threads";
+import { inspect } from "node:util";
 import { ag } from "../src/autograph/operators/index.js";
 import { convertFunctionSource } from "../src/autograph/transform/convert.js";
 import { generateProgram, type GeneratedProgram } from "./util/program-generator.js";
+import { runCaptured, startWatchdog, type Outcome } from "./util/differential.js";
 
 const PROGRAMS = Number(process.env.FUZZ_PROGRAMS ?? 3000);
 const AUTOGRAPH_PROGRAMS = Number(process.env.FUZZ_AUTOGRAPH_PROGRAMS ?? 100);
@@ -28,48 +28,9 @@ const SHOW = 5;
 
 type AnyFn = (...args: unknown[]) => unknown;
 
-// Watchdog: fuel makes every generated loop finite, but a converted construct could still spin
-// (say a loop test re-evaluated without its body); kill the run naming the seed instead of hanging.
-const WATCHDOG_SECONDS = 30;
-const watchdog = new Worker(
-  `const { parentPort } = require("node:worker_threads");
-   const { writeSync } = require("node:fs");
-   let label = "startup", since = Date.now();
-   parentPort.on("message", (m) => { label = m; since = Date.now(); });
-   setInterval(() => {
-     if (Date.now() - since > ${WATCHDOG_SECONDS * 1000}) {
-       writeSync(2, "\\\\nautograph fuzz: no progress for ${WATCHDOG_SECONDS} s at " + label + "\\\\n");
-       process.kill(process.pid, "SIGKILL");
-     }
-   }, 1000);`,
-  { eval: true },
-);
-watchdog.unref();
-
-interface Outcome {
-  threw: boolean;
-  value?: unknown;
-  errorType?: string;
-  errorMessage?: string;
-  logs: string[];
-}
-
-function runCaptured(fn: AnyFn, args: readonly unknown[]): Outcome {
-  const logs: string[] = [];
-  const original = console.log;
-  console.log = (...a: unknown[]) => {
-    logs.push(format(...a));
-  };
-  try {
-    return { threw: false, value: fn(...args), logs };
-  } catch (e) {
-    const errorType = e instanceof Error ? e.constructor.name : typeof e;
-    const errorMessage = e instanceof Error ? e.message : String(e);
-    return { threw: true, errorType, errorMessage, logs };
-  } finally {
-    console.log = original;
-  }
-}
+// Fuel makes every generated loop finite, but a converted construct could still spin (say a
+// loop test re-evaluated without its body): the watchdog kills the run naming the seed.
+const heartbeat = startWatchdog("autograph fuzz");
 
 const show = (x: unknown) => inspect(x, { depth: 6, breakLength: 160 });
 
@@ -119,8 +80,8 @@ function checkProgram(p: GeneratedProgram, converter: Converter, timing: { conve
   }
   timing.convert += performance.now() - t0;
   for (const args of p.inputs) {
-    const a = runCaptured(native, args);
-    const b = runCaptured(converted, args);
+    const a = runCaptured(() => native(...args));
+    const b = runCaptured(() => converted(...args));
     if (!sameOutcome(a, b)) {
       let generated: string;
       try {
@@ -154,7 +115,7 @@ function fuzz(label: string, converter: Converter, firstSeed: number, count: num
   let threw = 0;
   for (let i = 0; i < count; i++) {
     const seed = firstSeed + i;
-    if (i % 20 === 0) watchdog.postMessage(`${label}, seed ${seed}`);
+    if (i % 20 === 0) heartbeat(`${label}, seed ${seed}`);
     const p = generateProgram(seed);
     runs += p.inputs.length;
     const d = checkProgram(p, converter, timing);
@@ -162,7 +123,7 @@ function fuzz(label: string, converter: Converter, firstSeed: number, count: num
     if (i < 200) {
       // How often runs end in an exception (natively), to show the fuzzer exercises them.
       const f = new Function(...p.params, p.body) as AnyFn;
-      for (const args of p.inputs) if (runCaptured(f, args).threw) threw++;
+      for (const args of p.inputs) if (runCaptured(() => f(...args)).threw) threw++;
     }
   }
   const seconds = (performance.now() - start) / 1000;
