@@ -63,7 +63,11 @@ export function checkShape(op: string, shape: unknown, allowInfer = false): numb
   return shape as number[];
 }
 
-export function broadcastShapes(op: string, a: Shape, b: Shape): number[] {
+/**
+ * The NumPy broadcast of two shapes (an unknown dim, -1 while staging, matches any size).
+ * `mismatch` may phrase the error for the caller (matmul names its operands' whole shapes).
+ */
+export function broadcastShapes(op: string, a: Shape, b: Shape, mismatch?: () => string): number[] {
   if (shapesEqual(a, b)) return a as number[];
   const n = Math.max(a.length, b.length);
   const out = new Array<number>(n);
@@ -73,7 +77,7 @@ export function broadcastShapes(op: string, a: Shape, b: Shape): number[] {
     if (da === db || db === 1) out[i] = da;
     else if (da === 1) out[i] = db;
     else if (da < 0 || db < 0) out[i] = da < 0 ? db : da; // an unknown dim (staging) matches any size
-    else throw new ShapeError(`shapes ${fmtShape(a)} and ${fmtShape(b)} cannot be broadcast together (dimension ${i}: ${da} vs ${db})`, op);
+    else throw new ShapeError(mismatch?.() ?? `shapes ${fmtShape(a)} and ${fmtShape(b)} cannot be broadcast together (dimension ${i}: ${da} vs ${db})`, op);
   }
   return out;
 }

@@ -14,7 +14,7 @@
  */
 import { promoteTypes, type DType, type TypedArray } from "../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
-import { broadcastStrides, dimsCompatible, fmtShape, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
+import { broadcastShapes, broadcastStrides, dimsCompatible, fmtShape, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { matmul as matmulKernel } from "../backends/cpu/matmul.js";
 import { applyOp1, defineOp } from "./registry.js";
@@ -70,22 +70,7 @@ function matmulShape(a: Shape, b: Shape, tA: boolean, tB: boolean, shownA: Shape
 }
 
 function broadcastBatch(a: Shape, b: Shape, shownA: Shape, shownB: Shape): number[] {
-  const n = Math.max(a.length, b.length);
-  const out = new Array<number>(n);
-  for (let i = 0; i < n; i++) {
-    const da = i < n - a.length ? 1 : a[i - (n - a.length)]!;
-    const db = i < n - b.length ? 1 : b[i - (n - b.length)]!;
-    if (da === db || db === 1) out[i] = da;
-    else if (da === 1) out[i] = db;
-    else if (da < 0 || db < 0) out[i] = da < 0 ? db : da; // an unknown dim (staging) matches any size
-    else {
-      throw new ShapeError(
-        `batch dimensions ${fmtShape(a)} and ${fmtShape(b)} of ${fmtShape(shownA)} and ${fmtShape(shownB)} cannot be broadcast together`,
-        "matmul",
-      );
-    }
-  }
-  return out;
+  return broadcastShapes("matmul", a, b, () => `batch dimensions ${fmtShape(a)} and ${fmtShape(b)} of ${fmtShape(shownA)} and ${fmtShape(shownB)} cannot be broadcast together`);
 }
 
 /** Start offset of each output batch's matrix in an operand of shape [...batch, r, c]. */
