@@ -3,7 +3,7 @@
 // Standalone: node --import tsx bench/autograph.ts
 import { fileURLToPath } from "node:url";
 import * as sc from "../src/api/index.js";
-import type { Row } from "./dispatch.js";
+import type { Row } from "./common.js";
 
 type T = any; // tensors in native arithmetic and comparisons (no operator overloading in TS types)
 

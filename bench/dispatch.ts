@@ -7,8 +7,8 @@
 import * as tf from "@tensorflow/tfjs";
 import { init, numpy as np } from "@jax-js/jax";
 import * as sc from "../src/api/index.js";
+import { type Row, isMainModule } from "./common.js";
 
-export type Row = { name: string; peer: string; ours: number; theirs: number; unit: string; ratio: number };
 
 const ROUNDS = 9;
 
@@ -123,8 +123,7 @@ export async function benchDispatch(): Promise<Row[]> {
   return rows;
 }
 
-const isMain = process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/").split("/").pop() ?? "");
-if (isMain) {
+if (isMainModule(import.meta.url)) {
   for (const r of await benchDispatch()) {
     console.log(`${r.name.padEnd(36)}${r.peer.padEnd(14)}${r.ours.toFixed(3).padStart(9)}${r.theirs.toFixed(3).padStart(9)}  ${r.unit}  ${r.ratio.toFixed(2)}x`);
   }

@@ -17,22 +17,12 @@
 // against the eager step's (float32 tolerance), from the same initial weights.
 // Run standalone: node --import tsx bench/graph-ad.ts
 import * as sc from "../src/api/index.js";
+import { type Row, isMainModule, median, randomValues } from "./common.js";
 
-export type Row = { name: string; peer: string; ours: number; theirs: number; unit: string; ratio: number };
 
 const PEER = "stagecraft eager tape";
 const LR = 0.01;
 
-/** Seeded float32 values in [-scale, scale). */
-function randomValues(n: number, seed: number, scale = 1): Float32Array {
-  const a = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = (s / 4294967296 - 0.5) * 2 * scale;
-  }
-  return a;
-}
 
 function randomTensor(shape: number[], seed: number, scale = 1): sc.Tensor {
   return sc.tensor(randomValues(shape.reduce((x, y) => x * y, 1), seed, scale), "float32", shape);
@@ -304,7 +294,6 @@ function msPerStep(fn: () => unknown, steps: number): number {
   return (performance.now() - t) / steps;
 }
 
-const median = (x: number[]): number => x.slice().sort((p, q) => p - q)[x.length >> 1]!;
 
 /**
  * Median ms/step of both variants after a warm-up (tracing, compiling, V8 tiers). Rounds
@@ -349,8 +338,7 @@ export async function benchGraphAd(): Promise<Row[]> {
   return rows;
 }
 
-const isMain = process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/").split("/").pop() ?? "");
-if (isMain) {
+if (isMainModule(import.meta.url)) {
   const t = performance.now();
   const rows = await benchGraphAd();
   console.log(`${"benchmark (ours = staged, theirs = eager)".padEnd(58)}${"peer".padEnd(24)}${"ours".padStart(9)}${"theirs".padStart(9)}  unit      ratio  goal`);

@@ -7,8 +7,8 @@ import "@tensorflow/tfjs-backend-wasm";
 import { init, numpy as np } from "@jax-js/jax";
 import { matmul } from "../src/backends/cpu/matmul.js";
 import { poolStats, setThreadLimit } from "../src/backends/cpu/worker-pool.js";
+import { type Row, isMainModule } from "./common.js";
 
-type Row = { name: string; peer: string; ours: number; theirs: number; unit: string; ratio: number };
 
 const SIZES = [256, 512, 1024];
 
@@ -106,8 +106,7 @@ export async function benchMatmul(): Promise<Row[]> {
   return rows;
 }
 
-const isMain = process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/").split("/").pop() ?? "");
-if (isMain) {
+if (isMainModule(import.meta.url)) {
   const rows = await benchMatmul();
   console.log("benchmark".padEnd(40) + "peer".padEnd(14) + "ours".padStart(9) + "theirs".padStart(9) + "  unit     ratio");
   for (const r of rows) {

@@ -5,7 +5,8 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
-import { benchDispatch, type Row } from "./dispatch.js";
+import { benchDispatch } from "./dispatch.js";
+import type { Row } from "./common.js";
 
 interface Suite {
   name: string;

@@ -8,19 +8,9 @@
 // Run standalone: node --import tsx bench/staged.ts
 import * as sc from "../src/api/index.js";
 import "../src/exec/compile.js";
+import { type Row, isMainModule, median, randomValues } from "./common.js";
 
-export type Row = { name: string; peer: string; ours: number; theirs: number; unit: string; ratio: number };
 
-/** Seeded float32 values in [-scale, scale). */
-function randomValues(n: number, seed: number, scale = 1): Float32Array {
-  const a = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = (s / 4294967296 - 0.5) * 2 * scale;
-  }
-  return a;
-}
 
 let seedCounter = 1;
 function randomTensor(shape: number[], scale = 1): sc.Tensor {
@@ -272,8 +262,7 @@ function measure(c: StagedCase, roundSeconds = 0.2, rounds = 7): { eager: number
     s.push(b);
     r.push(b / a);
   }
-  const med = (x: number[]) => x.slice().sort((p, q) => p - q)[x.length >> 1]!;
-  return { eager: med(e), staged: med(s), ratio: med(r) };
+  return { eager: median(e), staged: median(s), ratio: median(r) };
 }
 
 function assertClose(what: string, a: sc.Tensor | undefined, b: sc.Tensor | undefined, tol = 1e-5): void {
@@ -296,8 +285,7 @@ export async function benchStaged(): Promise<Row[]> {
   return rows;
 }
 
-const isMain = process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/").split("/").pop() ?? "");
-if (isMain) {
+if (isMainModule(import.meta.url)) {
   for (const r of await benchStaged()) {
     console.log(`${r.name.padEnd(40)}${r.peer.padEnd(18)}${r.ours.toFixed(0).padStart(10)}${r.theirs.toFixed(0).padStart(10)}  ${r.unit}  ${r.ratio.toFixed(2)}x`);
   }
