@@ -46,6 +46,20 @@ export function walk(node: t.Node, enter: (n: t.Node, parent: t.Node | null) => 
   visit(node, null, true);
 }
 
+/**
+ * Whether `fn` uses `super` itself (arrow functions inside it share its `super`; other nested
+ * functions and classes have their own).
+ */
+export function usesSuper(fn: t.Function): boolean {
+  let found = false;
+  walk(fn, (n) => {
+    if (found) return false;
+    if (n.type === "Super") found = true;
+    return n === fn || !((t.isFunction(n) && n.type !== "ArrowFunctionExpression") || t.isClass(n));
+  });
+  return found;
+}
+
 /** The identifiers a binding pattern (or assignment target) writes. */
 export function patternIdentifiers(p: t.Node | null | undefined, out: t.Identifier[] = []): t.Identifier[] {
   if (!p) return out;

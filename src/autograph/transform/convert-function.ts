@@ -4,7 +4,7 @@
  * as they are (each gets its own converted twin; see convert.ts).
  */
 import * as t from "./build.js";
-import { identifierNames, bodyList, withLoc, unwrapTS } from "./ast.js";
+import { identifierNames, bodyList, withLoc, unwrapTS, usesSuper, childNodes } from "./ast.js";
 import { NameGen } from "./names.js";
 import { normalizeFunction } from "./normalize.js";
 import { Lowering, type LoweringResult } from "./converters/jumps.js";
@@ -63,26 +63,6 @@ export function unconvertibleReason(fn: t.Function): string | null {
   return reason(fn);
 }
 
-function usesSuper(fn: t.Function): boolean {
-  let found = false;
-  const visit = (n: t.Node, inner: boolean): void => {
-    if (found) return;
-    if (n.type === "Super") {
-      found = true;
-      return;
-    }
-    if (n !== fn && (t.isFunction(n) && n.type !== "ArrowFunctionExpression")) return;
-    if (n !== fn && t.isClass(n)) return;
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) v.forEach((c) => c && typeof c === "object" && visit(c as t.Node, inner));
-      else if (v && typeof v === "object") visit(v as t.Node, inner);
-    }
-  };
-  visit(fn, false);
-  return found;
-}
-
 /** State of each converted construct: modified variables, defined outside it, live after it. */
 function computeStates(body: t.BlockStatement, scopes: ScopeInfo, lowering: LoweringResult): Map<t.Node, StateInfo> {
   const captured = capturedKeys(body, scopes);
@@ -116,11 +96,7 @@ function computeStates(body: t.BlockStatement, scopes: ScopeInfo, lowering: Lowe
         assignable: keys.map((k) => (scopes.isLocal(k) ? ASSIGNABLE_KINDS.has(scopes.kindOf(k)) : act.assigned.has(k))),
       });
     }
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) v.forEach((c) => c && typeof c === "object" && visit(c as t.Node));
-      else if (v && typeof v === "object") visit(v as t.Node);
-    }
+    for (const c of childNodes(n)) visit(c);
   };
   visit(body);
   return states;

@@ -9,7 +9,7 @@
  * twin (module.ts).
  */
 import * as t from "@babel/types";
-import { identifierNames } from "./ast.js";
+import { childNodes, identifierNames } from "./ast.js";
 import { NameGen } from "./names.js";
 import { parseFunctionSource, sourceLines, type SourcePosition } from "./parse.js";
 import { convertFunctionNode } from "./convert-function.js";
@@ -65,11 +65,7 @@ function remapLocations(root: t.Node, map: (line: number, column: number) => { l
   };
   const visit = (n: t.Node): void => {
     if (n.loc) n.loc = { ...n.loc, start: fix(n.loc.start), end: fix(n.loc.end), filename, identifierName: n.loc.identifierName };
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) v.forEach((c) => c && typeof c === "object" && visit(c as t.Node));
-      else if (v && typeof v === "object") visit(v as t.Node);
-    }
+    for (const c of childNodes(n)) visit(c);
   };
   visit(root);
 }

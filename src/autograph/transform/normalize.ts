@@ -10,7 +10,7 @@
  *   tensor list, rebound after the loop) becomes `let x` when `x` is never assigned directly.
  */
 import * as t from "@babel/types";
-import { patternIdentifiers } from "./ast.js";
+import { childNodes, patternIdentifiers } from "./ast.js";
 
 function isVar(d: t.Node | null | undefined): d is t.VariableDeclaration {
   return !!d && d.type === "VariableDeclaration" && d.kind === "var";
@@ -165,12 +165,7 @@ function elementWrites(node: t.Node): { indexed: Set<string>; assigned: Set<stri
     if ((n.type === "ForOfStatement" || n.type === "ForInStatement") && n.left.type !== "VariableDeclaration") {
       for (const i of patternIdentifiers(n.left)) assigned.add(i.name);
     }
-    const keys = t.VISITOR_KEYS[n.type] ?? [];
-    for (const k of keys) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) v.forEach((c) => c && typeof c === "object" && visit(c as t.Node));
-      else if (v && typeof v === "object") visit(v as t.Node);
-    }
+    for (const c of childNodes(n)) visit(c);
   };
   visit(node);
   return { indexed, assigned };
@@ -183,12 +178,7 @@ function constToLet(node: t.Node, names: Set<string>): void {
       const declared = n.declarations.flatMap((d) => patternIdentifiers(d.id).map((i) => i.name));
       if (declared.some((d) => names.has(d))) n.kind = "let";
     }
-    const keys = t.VISITOR_KEYS[n.type] ?? [];
-    for (const k of keys) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) v.forEach((c) => c && typeof c === "object" && visit(c as t.Node));
-      else if (v && typeof v === "object") visit(v as t.Node);
-    }
+    for (const c of childNodes(n)) visit(c);
   };
   visit(node);
 }

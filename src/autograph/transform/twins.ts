@@ -15,7 +15,7 @@
  * getters, setters, constructors and methods using `super` keep no twin.
  */
 import * as t from "./build.js";
-import { identifierNames, patternIdentifiers, withLoc } from "./ast.js";
+import { childNodes, identifierNames, patternIdentifiers, usesSuper, withLoc } from "./ast.js";
 import { NameGen } from "./names.js";
 import { convertFunctionNode, unconvertibleReason, type ConvertedFunction } from "./convert-function.js";
 import { ConversionError } from "./errors.js";
@@ -32,25 +32,6 @@ export interface TwinOptions {
   onSkip?: (fn: t.Function, reason: string) => void;
   /** Strict-mode code (default true). */
   strict?: boolean;
-}
-
-function usesSuperDirectly(fn: t.Function): boolean {
-  let found = false;
-  const visit = (n: t.Node): void => {
-    if (found) return;
-    if (n.type === "Super") {
-      found = true;
-      return;
-    }
-    if (n !== fn && ((t.isFunction(n) && n.type !== "ArrowFunctionExpression") || t.isClass(n))) return;
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) v.forEach((c) => c && typeof c === "object" && visit(c as t.Node));
-      else if (v && typeof v === "object") visit(v as t.Node);
-    }
-  };
-  visit(fn);
-  return found;
 }
 
 function agMember(agName: string, name: string): t.MemberExpression {
@@ -83,7 +64,7 @@ export function staticKeyName(key: t.Node, computed: boolean): string | null {
 }
 
 function tryConvert(o: TwinOptions, fn: t.Function): ConvertedFunction | null {
-  const why = unconvertibleReason(fn) ?? (fn.type !== "ArrowFunctionExpression" && usesSuperDirectly(fn) ? "methods that use `super` are not converted" : null);
+  const why = unconvertibleReason(fn) ?? (fn.type !== "ArrowFunctionExpression" && usesSuper(fn) ? "methods that use `super` are not converted" : null);
   if (why) {
     o.onSkip?.(fn, why);
     return null;
@@ -253,11 +234,7 @@ export function boundNames(root: t.Node): Set<string> {
         break;
     }
     if (t.isFunction(n)) for (const p of n.params) patternIdentifiers(p).forEach((i) => out.add(i.name));
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) v.forEach((c) => c && typeof c === "object" && visit(c as t.Node));
-      else if (v && typeof v === "object") visit(v as t.Node);
-    }
+    for (const c of childNodes(n)) visit(c);
   };
   visit(root);
   return out;

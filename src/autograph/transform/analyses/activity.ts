@@ -6,7 +6,7 @@
  * inside a branch or loop).
  */
 import * as t from "@babel/types";
-import { memberRoot, patternIdentifiers, patternMembers } from "../ast.js";
+import { childNodes, memberRoot, patternIdentifiers, patternMembers } from "../ast.js";
 import type { ScopeInfo, VarKey } from "./scope.js";
 
 export interface Activity {
@@ -71,13 +71,7 @@ export function activityOf(root: t.Node, scopes: ScopeInfo): Activity {
       default:
         break;
     }
-    const keys = t.VISITOR_KEYS[n.type] ?? [];
-    for (const k of keys) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) {
-        for (const c of v) if (c && typeof c === "object") visit(c as t.Node, n, parent);
-      } else if (v && typeof v === "object") visit(v as t.Node, n, parent);
-    }
+    for (const c of childNodes(n)) visit(c, n, parent);
   };
   visit(root, null, null);
   return { reads, assigned, memberWritten };
@@ -94,13 +88,7 @@ export function capturedKeys(root: t.Node, scopes: ScopeInfo): Set<VarKey> {
   const visit = (n: t.Node, inside: boolean): void => {
     if (inside && n.type === "Identifier") out.add(scopes.keyOf(n));
     const nowInside = inside || (n !== root && (t.isFunction(n) || t.isClass(n)));
-    const keys = t.VISITOR_KEYS[n.type] ?? [];
-    for (const k of keys) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) {
-        for (const c of v) if (c && typeof c === "object") visit(c as t.Node, nowInside);
-      } else if (v && typeof v === "object") visit(v as t.Node, nowInside);
-    }
+    for (const c of childNodes(n)) visit(c, nowInside);
   };
   visit(root, false);
   return out;

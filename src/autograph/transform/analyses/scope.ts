@@ -11,7 +11,7 @@
  * function, or the string `free:name` for names declared outside it (or globals).
  */
 import * as t from "@babel/types";
-import { patternIdentifiers } from "../ast.js";
+import { childNodes, patternIdentifiers } from "../ast.js";
 
 export interface Binding {
   name: string;
@@ -117,11 +117,7 @@ export function analyzeScopes(fn: t.Function): ScopeInfo {
     const visit = (n: t.Node): void => {
       if (n.type === "VariableDeclaration" && n.kind === "var") for (const d of n.declarations) declarePattern(scope, d.id, "var");
       if (t.isFunction(n) || t.isClass(n)) return;
-      for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-        const v = (n as unknown as Record<string, unknown>)[k];
-        if (Array.isArray(v)) v.forEach((c) => c && typeof c === "object" && visit(c as t.Node));
-        else if (v && typeof v === "object") visit(v as t.Node);
-      }
+      for (const c of childNodes(n)) visit(c);
     };
     visit(node);
   };
@@ -192,12 +188,7 @@ export function analyzeScopes(fn: t.Function): ScopeInfo {
     }
     const opensThis = n !== fn && ((t.isFunction(n) && n.type !== "ArrowFunctionExpression") || t.isClass(n));
     if (opensThis) thisLikeDepth.push(true);
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      if (Array.isArray(v)) {
-        for (const c of v) if (c && typeof c === "object") visit(c as t.Node, n, parent, inner);
-      } else if (v && typeof v === "object") visit(v as t.Node, n, parent, inner);
-    }
+    for (const c of childNodes(n)) visit(c, n, parent, inner);
     if (opensThis) thisLikeDepth.pop();
     endMap.set(n, counter++);
   };
