@@ -1,11 +1,7 @@
+import { isPlainObject } from "../core/objects.js";
+
 /** Nested structures (arrays and plain objects) of leaves, as JAX pytrees / TF nests. */
 export type Structure<T> = T | Structure<T>[] | { [k: string]: Structure<T> };
-
-function isPlainObject(x: unknown): x is Record<string, unknown> {
-  if (x === null || typeof x !== "object") return false;
-  const proto = Object.getPrototypeOf(x);
-  return proto === Object.prototype || proto === null;
-}
 
 /** Maps every leaf (anything that is not an array or plain object). */
 export function mapStructure<A, B>(s: Structure<A>, fn: (leaf: A, path: string) => B, path = ""): Structure<B> {

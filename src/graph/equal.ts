@@ -5,20 +5,12 @@
  * a pair of functions being compared is assumed equal while it is compared).
  */
 import type { FunctionLibrary, Graph, Node, Value, ValueType } from "./ir.js";
+import { isPlainObject } from "../core/objects.js";
+import { isVariableLike } from "./printer.js";
 
 export interface GraphEqualityOptions {
   /** Ignore graph names (root, regions, not callee names). Default false. */
   ignoreGraphNames?: boolean;
-}
-
-function isPlainObject(x: unknown): x is Record<string, unknown> {
-  if (x === null || typeof x !== "object") return false;
-  const p = Object.getPrototypeOf(x);
-  return p === Object.prototype || p === null;
-}
-
-function isVariableLike(x: unknown): x is { name: string; variableId: number } {
-  return x !== null && typeof x === "object" && typeof (x as { variableId?: unknown }).variableId === "number" && typeof (x as { name?: unknown }).name === "string";
 }
 
 /**

@@ -11,6 +11,7 @@
  *   }
  */
 import type { FunctionLibrary, Graph, Node, Value, ValueType } from "./ir.js";
+import { isPlainObject } from "../core/objects.js";
 
 /**
  * Canonical numbers of every value defined in `g` and its regions (inputs, then node outputs,
@@ -44,13 +45,8 @@ export function formatType(t: ValueType): string {
 
 const IDENT = /^[A-Za-z_$][\w$]*$/;
 
-function isPlainObject(x: unknown): x is Record<string, unknown> {
-  if (x === null || typeof x !== "object") return false;
-  const p = Object.getPrototypeOf(x);
-  return p === Object.prototype || p === null;
-}
-
-function isVariableLike(x: unknown): x is { name: string; variableId: number } {
+/** A Variable in an attribute (duck-typed: the graph layer does not import variables). */
+export function isVariableLike(x: unknown): x is { name: string; variableId: number } {
   return x !== null && typeof x === "object" && typeof (x as { variableId?: unknown }).variableId === "number" && typeof (x as { name?: unknown }).name === "string";
 }
 

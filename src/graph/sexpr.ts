@@ -27,7 +27,8 @@ import { isDType, type DType } from "../core/dtype.js";
 import { ValueError, type SourceLocation } from "../core/errors.js";
 import { Variable } from "../core/variable.js";
 import { FunctionLibrary, Graph, type Value, type ValueType } from "./ir.js";
-import { formatNumber, numberValues } from "./printer.js";
+import { formatNumber, isVariableLike, numberValues } from "./printer.js";
+import { isPlainObject } from "../core/objects.js";
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -41,16 +42,6 @@ function quote(s: string): string {
 
 function writeName(name: string): string {
   return NAME_ATOM.test(name) ? name : quote(name);
-}
-
-function isPlainObject(x: unknown): x is Record<string, unknown> {
-  if (x === null || typeof x !== "object") return false;
-  const p = Object.getPrototypeOf(x);
-  return p === Object.prototype || p === null;
-}
-
-function isVariableLike(x: unknown): x is { name: string; variableId: number } {
-  return x instanceof Variable || (x !== null && typeof x === "object" && typeof (x as { variableId?: unknown }).variableId === "number" && typeof (x as { name?: unknown }).name === "string");
 }
 
 const TYPED_ARRAYS: Record<string, new (xs: number[]) => ArrayLike<number>> = {

@@ -7,6 +7,7 @@ import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import type { DType } from "../core/dtype.js";
 import { ShapeError, DtypeError } from "../core/errors.js";
+import { isPlainObject } from "../core/objects.js";
 
 /** An input specification: `null` (or -1) dimensions accept any size. */
 export class TensorSpec {
@@ -33,12 +34,6 @@ function objectId(o: object): number {
   let id = objectIds.get(o);
   if (id === undefined) objectIds.set(o, (id = nextObjectId++));
   return id;
-}
-
-function isPlainObject(x: unknown): x is Record<string, unknown> {
-  if (x === null || typeof x !== "object") return false;
-  const p = Object.getPrototypeOf(x);
-  return p === Object.prototype || p === null;
 }
 
 /** One leaf of a signature, described for retrace diagnostics. */

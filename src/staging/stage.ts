@@ -13,6 +13,7 @@ import { leaves, mapStructure, type Structure } from "../ad/structure.js";
 import { ValueError } from "../core/errors.js";
 import { recordStagedCall } from "./staged-gradient.js";
 import { emitCall } from "./call-gradient.js";
+import { isPlainObject } from "../core/objects.js";
 
 export interface StageOptions {
   /** Per positional argument: sc.spec(shape, dtype) (null dims = any size), or nested structures of specs. */
@@ -300,12 +301,6 @@ export function callFromTrace(_ctx: TraceContext, cf: ConcreteFunction, args: Te
 function inputName(path: string, index: number): string {
   const cleaned = path.replace(/^argument /, "arg").replace(/\[(\d+)\]/g, "_$1").replace(/\./g, "_");
   return /^[A-Za-z_][\w]*$/.test(cleaned) ? cleaned : `input_${index}`;
-}
-
-function isPlainObject(x: unknown): x is Record<string, unknown> {
-  if (x === null || typeof x !== "object") return false;
-  const p = Object.getPrototypeOf(x);
-  return p === Object.prototype || p === null;
 }
 
 /** Replaces tensor leaves (not variables) of an argument structure. */
