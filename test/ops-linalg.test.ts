@@ -3,27 +3,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { Rng } from "./util/rng.js";
+import { strides, unravel } from "./util/indexing.js";
 
 type Nd = { data: ArrayLike<number>; shape: number[] };
 
-function strides(shape: number[]): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i]!;
-  }
-  return s;
-}
 
-function unravel(i: number, shape: number[]): number[] {
-  const idx = new Array<number>(shape.length);
-  for (let d = shape.length - 1; d >= 0; d--) {
-    idx[d] = i % shape[d]!;
-    i = Math.floor(i / shape[d]!);
-  }
-  return idx;
-}
 
 /** Naive batched matmul with NumPy broadcasting of batch dims and transpose flags (rank >= 2). */
 function naiveMatmul(a: Nd, b: Nd, tA = false, tB = false): Nd {

@@ -3,18 +3,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { Rng } from "./util/rng.js";
+import { unravel } from "./util/indexing.js";
 
 // ---------------------------------------------------------------------------------------
 // Naive references: iterate over every element, compute its output slot from its index.
 
-function unravel(i: number, shape: number[]): number[] {
-  const idx = new Array<number>(shape.length);
-  for (let d = shape.length - 1; d >= 0; d--) {
-    idx[d] = i % shape[d]!;
-    i = Math.floor(i / shape[d]!);
-  }
-  return idx;
-}
 
 /** Groups the elements of (data, shape) by their reduction slot; returns groups and output shape. */
 function groups(data: ArrayLike<number>, shape: number[], axes: number[], keepDims: boolean): { groups: number[][]; shape: number[] } {

@@ -4,31 +4,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { Rng } from "./util/rng.js";
+import { ravel, size, unravel } from "./util/indexing.js";
 
 type Dt = sc.DType;
 
 // ---- reference helpers (independent of the library) --------------------------------------
 
-function strides(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i]!;
-  }
-  return s;
-}
-function size(shape: readonly number[]): number {
-  return shape.reduce((a, b) => a * b, 1);
-}
-function unravel(i: number, shape: readonly number[]): number[] {
-  const st = strides(shape);
-  return shape.map((_, d) => Math.floor(i / st[d]!) % shape[d]!);
-}
-function ravel(idx: readonly number[], shape: readonly number[]): number {
-  const st = strides(shape);
-  return idx.reduce((a, v, d) => a + v * st[d]!, 0);
-}
 /** out[i] = x[f(outIndex)] for every index of outShape. */
 function naive(x: ArrayLike<number>, xShape: readonly number[], outShape: readonly number[], f: (o: number[]) => number[]): number[] {
   return Array.from({ length: size(outShape) }, (_, i) => x[ravel(f(unravel(i, outShape)), xShape)]!);
