@@ -17,18 +17,13 @@
  *
  * The same seed always gives the same program.
  */
+import { mulberry32 } from "./mulberry32.js";
 
-/** mulberry32: small, fast, deterministic. */
+/** The generator's choices, on the tests' seeded generator. */
 class Prng {
-  private s: number;
+  readonly next: () => number;
   constructor(seed: number) {
-    this.s = seed >>> 0;
-  }
-  next(): number {
-    let t = (this.s = (this.s + 0x6d2b79f5) >>> 0);
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    this.next = mulberry32(seed);
   }
   /** Integer in [lo, hi]. */
   int(lo: number, hi: number): number {

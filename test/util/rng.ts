@@ -1,16 +1,11 @@
 /** Seeded test data (mulberry32): tests are deterministic. */
 import * as sc from "../../src/api/index.js";
+import { mulberry32 } from "./mulberry32.js";
 
 export class Rng {
-  private s: number;
+  readonly next: () => number;
   constructor(seed = 1234) {
-    this.s = seed >>> 0;
-  }
-  next(): number {
-    let t = (this.s = (this.s + 0x6d2b79f5) >>> 0);
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    this.next = mulberry32(seed);
   }
   uniform(lo = -1, hi = 1): number {
     return lo + (hi - lo) * this.next();
