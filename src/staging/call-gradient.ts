@@ -22,7 +22,7 @@ import { FunctionLibrary, type Graph, type Value, type ValueType } from "../grap
 import { TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
 import { recordsAllowed, traceBackward } from "./backward-trace.js";
-import { deferWeightGradients, gradientFromStacks, type DeferredWeight } from "./deferred-gradients.js";
+import { deferWeightGradients, gradientFromStacks, selfCalls, type DeferredWeight } from "./deferred-gradients.js";
 import { runPrune } from "../graph/passes/prune.js";
 import { recordEntry, regionVjp } from "./structural-gradients.js";
 
@@ -173,7 +173,7 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
       // A recursive callee's weight gradients travel as stacks of rows through its backward,
       // unless calls of its backward were made from elsewhere (mutual recursion) with the
       // signature it has now.
-      const own = countCalls(backward.graph, bwd.graph.name);
+      const own = selfCalls(backward.graph, bwd.graph.name).size;
       if (split.earlyCalls === own) split.deferred = deferWeightGradients(backward.graph, bwd.graph.name, vars, vars.map((_, k) => xs.length + k));
       split.earlyCalls = -1;
       if (split.deferred.length > 0) runPrune(backward.graph, undefined);
@@ -197,16 +197,6 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
     bwd.active = false;
   }
   return split;
-}
-
-/** Call nodes of `callee` in `g` and its regions. */
-function countCalls(g: Graph, callee: string): number {
-  let n = 0;
-  for (const node of g.nodes) {
-    if (node.op === "call" && node.attrs.callee === callee) n++;
-    for (const r of node.regions) n += countCalls(r, callee);
-  }
-  return n;
 }
 
 /** Variables a function reads, directly, in regions, or in the functions it calls. */

@@ -244,8 +244,8 @@ function anyCall(g: Graph, test: (callee: string) => boolean): boolean {
   return g.nodes.some((n) => (n.op === "call" && test(n.attrs.callee as string)) || n.regions.some((r) => anyCall(r, test)));
 }
 
-/** The recursive calls in `g` and its regions. */
-function selfCalls(g: Graph, self: string, found = new Set<Node>()): Set<Node> {
+/** The call nodes of function `self` in `g` and its regions. */
+export function selfCalls(g: Graph, self: string, found = new Set<Node>()): Set<Node> {
   for (const n of g.nodes) {
     if (n.op === "call" && n.attrs.callee === self) found.add(n);
     for (const r of n.regions) selfCalls(r, self, found);
