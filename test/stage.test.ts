@@ -37,6 +37,30 @@ test("arrays of tensors: the same signature reuses the trace, a refilled array i
   assert.equal(f.traceCount, 3, "a JS number keeps specializing by value");
 });
 
+test("Variables and other objects key the cache by identity", () => {
+  const f = sc.stage((v: sc.Variable, cfg: { scale(): number }, x: sc.Tensor) => v.read().mul(x).mul(cfg.scale()));
+  class Config {
+    constructor(private readonly s: number) {}
+    scale(): number {
+      return this.s;
+    }
+  }
+  const a = sc.variable(sc.tensor([1, 2]));
+  const b = sc.variable(sc.tensor([3, 4]));
+  const c1 = new Config(2);
+  const x = sc.tensor([1, 1]);
+  assert.deepEqual(f(a, c1, x).arraySync(), [2, 4]);
+  assert.deepEqual(f(a, c1, sc.tensor([2, 2])).arraySync(), [4, 8]);
+  assert.equal(f.traceCount, 1, "the same variable and object: one trace");
+  assert.deepEqual(f(b, c1, x).arraySync(), [6, 8]);
+  assert.equal(f.traceCount, 2, "another variable of the same shape is another key");
+  assert.deepEqual(f(a, new Config(3), x).arraySync(), [3, 6]);
+  assert.equal(f.traceCount, 3, "another object, even an equal-looking one, is another key");
+  a.assign(sc.tensor([5, 5]));
+  assert.deepEqual(f(a, c1, x).arraySync(), [10, 10]);
+  assert.equal(f.traceCount, 3, "a variable's new value is read at run time, not retraced");
+});
+
 test("JS values specialize the graph by value (training flag)", () => {
   let traces = 0;
   const dropoutLike = sc.stage((x: sc.Tensor, training: boolean) => {
