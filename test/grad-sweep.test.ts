@@ -1,12 +1,13 @@
 /**
  * The registry-wide gradient sweep: every differentiable op passes a float64
- * finite-difference check, and no differentiable op may exist without a case.
+ * finite-difference check, its graph-transform gradient (staged) equals the eager one, and no
+ * differentiable op may exist without a case.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { Rng } from "./util/rng.js";
-import { checkGradients, weightedLoss } from "./util/gradcheck.js";
+import { assertClose, checkGradients, weightedLoss } from "./util/gradcheck.js";
 import type { GradCase } from "./grad-cases/types.js";
 import { allCases } from "./grad-cases/index.js";
 
@@ -29,6 +30,11 @@ for (const c of cases) {
     const xs = c.inputs(rng);
     const loss = weightedLoss(c.fn, rng, xs);
     checkGradients(loss, xs, c.tol ?? 1e-6, c.op, c.eps);
+    // The graph transform (staged function differentiated by the tape: forward and backward
+    // graphs built from the same VJP) gives the eager gradient.
+    const eager = sc.grad(loss, { argnums: "all" })(...xs) as sc.Tensor[];
+    const staged = sc.grad(sc.stage(loss, { autograph: false }), { argnums: "all" })(...xs) as sc.Tensor[];
+    staged.forEach((g, i) => assertClose(g.dataSync(), eager[i]!.dataSync(), 1e-10, `${c.op}: staged vs eager gradient of input ${i}`));
     if (c.secondOrder) {
       // d/dx of (d loss/dx . v) for a fixed v: checks the VJP of the VJP.
       const v = xs.map((x) => rng.tensor(x.shape as number[], 0.5, 1.5));
