@@ -110,6 +110,25 @@ const programs: Program[] = [
     order: 2,
   },
   {
+    // native control flow converted by AutoGraph: the tensor test makes the loop a staged while
+    // and `break` a flag in its condition
+    name: "early exit with a native break (AutoGraph)",
+    staged: sc.autograph(
+      function breakEarly(x: sc.Tensor) {
+        let v = x;
+        for (let i = 0; i < 10; i++) {
+          v = body(v);
+          if ((sc.sum(v) as unknown as number) > 3) break;
+        }
+        return sc.sum(v);
+      },
+      { scope: { sc, body } },
+    ) as F,
+    eager: (x) => { let v = x; for (let i = 0; i < 10; i++) { v = body(v); if (num(sc.sum(v)) > 3) break; } return v.sum(); },
+    inputs: () => [f64([0.5, 0.3])],
+    order: 2,
+  },
+  {
     name: "early exit (break) via a flag in the loop condition",
     staged: (x) => sc.whileLoop((i, v, done) => sc.logicalAnd(sc.less(i, 10), sc.logicalNot(done!)), (i, v) => { const nv = body(v!); return [i.add(1), nv, sc.greater(sc.sum(nv), 3)]; }, [sc.scalar(0, "int32"), x, sc.tensor(false)])[1]!.sum(),
     eager: (x) => { let v = x; for (let i = 0; i < 10; i++) { v = body(v); if (num(sc.sum(v)) > 3) break; } return v.sum(); },
