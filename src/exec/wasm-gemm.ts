@@ -18,66 +18,11 @@
  * (wasm/sgemm.ts) computes for one k block. Callers split k into the same blocks of 256.
  */
 
-/** Unsigned LEB128. */
-function u32(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
-
-/** Signed LEB128 (for i32.const). */
-function s32(n: number): number[] {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
-      out.push(b);
-      return out;
-    }
-    out.push(b | 0x80);
-  }
-}
-
-const name = (s: string) => [...u32(s.length), ...[...s].map((c) => c.charCodeAt(0))];
-const vec = (items: number[][]) => [...u32(items.length), ...items.flat()];
-const section = (id: number, body: number[]) => [id, ...u32(body.length), ...body];
-
-// opcodes
-const I32 = 0x7f,
-  F32 = 0x7d,
-  V128 = 0x7b,
-  VOID = 0x40;
-const block = [0x02, VOID],
-  loop = [0x03, VOID],
-  end = [0x0b];
-const br = (d: number) => [0x0c, ...u32(d)];
-const brIf = (d: number) => [0x0d, ...u32(d)];
-const get = (l: number) => [0x20, ...u32(l)];
-const set = (l: number) => [0x21, ...u32(l)];
-const i32c = (v: number) => [0x41, ...s32(v)];
-const i32add = [0x6a],
-  i32mul = [0x6c],
-  i32shl = [0x74],
-  i32geS = [0x4e],
-  i32gtS = [0x4a];
-const f32load = (off = 0) => [0x2a, 0x02, ...u32(off)];
-const f32store = (off = 0) => [0x38, 0x02, ...u32(off)];
-const f32add = [0x92],
-  f32mul = [0x94];
-const f32zero = [0x43, 0, 0, 0, 0];
-const simd = (op: number, ...imm: number[]) => [0xfd, ...u32(op), ...imm];
-const v128load = (off = 0) => simd(0x00, 0x02, ...u32(off));
-const v128store = (off = 0) => simd(0x0b, 0x02, ...u32(off));
-const splatLoad = (off = 0) => simd(0x09, 0x02, ...u32(off)); // v128.load32_splat
-const v128zero = simd(0x0c, ...new Array<number>(16).fill(0));
-const f32x4add = simd(228),
-  f32x4mul = simd(230);
+import {
+  block, br, brIf, end, f32add, f32load, f32mul, f32store, f32x4add, f32x4mul, f32zero, get, i32add, i32c, i32geS, i32gtS,
+  i32mul, i32shl, I32, F32, loop, moduleBytes, set, splatLoad, V128, v128load, v128store, v128zero, VOID, WA,
+  type WasmMemory, type WasmModule,
+} from "./wasm-bytes.js";
 
 // locals: params 0..8, then the function's own
 const [A, B, C, M, N, K, SAI, SAP, ACC] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
@@ -218,38 +163,24 @@ function gemmBody(): number[] {
   code.push(...columnLoop(4, vectorColumns(1)));
   code.push(...columnLoop(1, scalarColumn));
   code.push(...get(I), ...i32c(1), ...i32add, ...set(I), ...br(0), ...end, ...end);
-  code.push(...end);
   return code;
 }
 
-function moduleBytes(): Uint8Array {
-  const type = section(1, vec([[0x60, ...vec(new Array(9).fill([I32])), ...vec([])]]));
-  const imports = section(2, vec([[...name("env"), ...name("memory"), 0x02, 0x00, ...u32(1)]]));
-  const funcs = section(3, vec([u32(0)]));
-  const exports = section(7, vec([[...name("gemm"), 0x00, ...u32(0)]]));
-  const locals = vec([
-    [...u32(NUM_I32), I32],
-    [...u32(NUM_V128), V128],
-    [...u32(1), F32],
+const gemmBytes = (): Uint8Array =>
+  moduleBytes([
+    {
+      name: "gemm",
+      params: new Array<number>(9).fill(I32),
+      locals: [
+        [NUM_I32, I32],
+        [NUM_V128, V128],
+        [1, F32],
+      ],
+      body: gemmBody(),
+    },
   ]);
-  const body = [...locals, ...gemmBody()];
-  const code = section(10, vec([[...u32(body.length), ...body]]));
-  return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, ...type, ...imports, ...funcs, ...exports, ...code]);
-}
 
 export type GemmFn = (a: number, b: number, c: number, m: number, n: number, k: number, sai: number, sap: number, acc: number) => void;
-
-// Minimal typings for the WebAssembly JS API (the project's lib settings do not include them).
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-}
-type WasmModule = object;
-interface WasmApi {
-  Module: new (bytes: Uint8Array) => WasmModule;
-  Instance: new (module: WasmModule, imports: object) => { exports: Record<string, unknown> };
-  Memory: new (desc: { initial: number }) => WasmMemory;
-}
-const WA = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
 
 let compiled: WasmModule | null | undefined;
 
@@ -257,7 +188,7 @@ let compiled: WasmModule | null | undefined;
 export function gemmModule(): WasmModule | null {
   if (compiled !== undefined) return compiled;
   try {
-    compiled = WA ? new WA.Module(moduleBytes()) : null;
+    compiled = WA ? new WA.Module(gemmBytes()) : null;
   } catch {
     compiled = null;
   }
