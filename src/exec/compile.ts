@@ -40,6 +40,7 @@ import { SCALAR_PRELUDE } from "../backends/cpu/scalar-math.js";
 import { WASM_MIN_MNK } from "../backends/cpu/matmul.js";
 import { getWasmRuntime } from "../backends/cpu/wasm-runtime.js";
 import { gemmInstance, gemmModule } from "./wasm-gemm.js";
+import { elementwiseInstance, elementwiseModule, simdLoopFits, simdSupported, type SimdLoop } from "./wasm-elementwise.js";
 import { interpret, type ExecEnv } from "./interpreter.js";
 import { structuralHandlers } from "./structural.js";
 import { setDefaultExecutor, type Executor } from "../staging/concrete-function.js";
@@ -75,6 +76,11 @@ const INLINE_LOOP_MAX = 4096;
 const WASM_GEMM_MAX = Number(process.env.STAGECRAFT_WASM_GEMM_MAX ?? 4194304);
 /** Largest B (k*n elements) for the executor's gemm: it streams all of B for every 4 rows. */
 const WASM_GEMM_MAX_B = 262144;
+/**
+ * Smallest float32 elementwise loop (output elements) run as WebAssembly SIMD: below it the
+ * call and any operand copies cost more than the generated JavaScript loop.
+ */
+const SIMD_MIN_ELEMENTS = Number(process.env.STAGECRAFT_SIMD_MIN_ELEMENTS ?? 256);
 /** The k-block size of the WebAssembly sgemm (wasm/sgemm.ts KC). */
 const SGEMM_KC = 256;
 /** Instances (buffer sets) kept per compiled graph for re-entrant calls. */
@@ -319,6 +325,7 @@ type Strategy =
   | { kind: "fused" }
   | { kind: "matmul"; arith: MatmulArith }
   | { kind: "wasmMatmul"; m: number; k: number; n: number; transA: boolean; transB: boolean }
+  | { kind: "simd"; steps: { op: string; args: number[] }[]; outputs: number[] }
   | { kind: "reduce"; outer: number; red: number; inner: number }
   | { kind: "const"; data: TypedArray[] }
   | { kind: "kernel"; def: OpDef; escapesInputs: boolean }
@@ -471,9 +478,11 @@ function build(c: CompiledGraph): void {
     } else if (VIEW_OPS.has(node.op) && outTypes.length === 1 && outTypes[0]!.dtype === types[0]!.dtype && sizeOf(outTypes[0]!.shape) === sizeOf(types[0]!.shape)) {
       strategies.push({ kind: "alias" });
     } else if (def.elementwise && outTypes.length === 1) {
-      strategies.push({ kind: "elementwise", def });
+      const steps = [{ op: node.op, args: types.map((_, i) => i), dtype: outTypes[0]!.dtype }];
+      strategies.push(simdLoop(types, outTypes, steps, [0]) ?? { kind: "elementwise", def });
     } else if (node.op === "fusedElementwise" && fusedSteps(node, types) !== null) {
-      strategies.push({ kind: "fused" });
+      const f = fusedSteps(node, types)!;
+      strategies.push(simdLoop(types, outTypes, f.steps, f.outputs) ?? { kind: "fused" });
     } else if (node.op === "matmul" && wasmMatmul(types, outTypes[0]!, node.attrs as MatmulAttrs)) {
       strategies.push({ kind: "wasmMatmul", ...wasmMatmul(types, outTypes[0]!, node.attrs as MatmulAttrs)! });
     } else if (node.op === "matmul" && inlineMatmul(types, outTypes[0]!, node.attrs as { transposeA?: boolean })) {
@@ -501,7 +510,7 @@ function build(c: CompiledGraph): void {
     const ins = node.inputs.map((v) => infos.get(v)!);
     for (const x of ins) x.lastUse = Math.max(x.lastUse, k);
     const outs = node.outputs.map((v) => infos.get(v)!);
-    if (s.kind === "elementwise" || s.kind === "fused" || s.kind === "matmul" || s.kind === "reduce" || s.kind === "wasmMatmul") {
+    if (s.kind === "elementwise" || s.kind === "fused" || s.kind === "simd" || s.kind === "matmul" || s.kind === "reduce" || s.kind === "wasmMatmul") {
       for (const o of outs) {
         o.inline = true;
         if (!o.escapes) o.roots.add(o);
@@ -607,6 +616,19 @@ function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): {
   return { m, k, n, transA, transB: !!attrs.transposeB };
 }
 
+/**
+ * An elementwise loop (one op or a fused chain) the executor runs as WebAssembly SIMD
+ * (exec/wasm-elementwise.ts): float32 throughout, ops with a SIMD form, large enough.
+ */
+function simdLoop(types: TensorType[], outTypes: TensorType[], steps: { op: string; args: number[]; dtype: DType }[], outputs: number[]): Extract<Strategy, { kind: "simd" }> | null {
+  const outShape = outTypes[0]!.shape;
+  if (sizeOf(outShape) < SIMD_MIN_ELEMENTS || gemmModule() === null) return null;
+  if (!types.every((t) => t.dtype === "float32") || !outTypes.every((t) => t.dtype === "float32" && t.shape.length === outShape.length && t.shape.every((d, i) => d === outShape[i]))) return null;
+  if (!steps.every((st) => st.dtype === "float32" && simdSupported(st.op))) return null;
+  if (!simdLoopFits(outShape, types.map((t) => t.shape))) return null;
+  return { kind: "simd", steps: steps.map((st) => ({ op: st.op, args: st.args.slice() })), outputs: outputs.map((i) => types.length + i) };
+}
+
 /** dst (k x n, row-major) = the transpose of src (n x k, row-major). */
 function transposeInto(dst: Float32Array, src: TypedArray, n: number, k: number): void {
   for (let j = 0; j < n; j++) {
@@ -678,10 +700,10 @@ class Codegen {
       bufOffsets.push(at);
       this.setup.push(`const B${i} = new ${ctor.name}(ARENA, ${at}, ${b.size});`);
     });
-    // operands of WebAssembly products that are not planned buffers are copied into slots
-    // (once per call, at their first use; constants once per instance), and escaping results
-    // are computed in a scratch slot
-    const wasmNodes = nodes.map((_, k) => k).filter((k) => strategies[k]!.kind === "wasmMatmul");
+    // operands of WebAssembly products and loops that are not planned buffers are copied into
+    // slots (once per call, at their first use; constants once per instance), and escaping
+    // results are computed in a scratch slot
+    const wasmNodes = nodes.map((_, k) => k).filter((k) => strategies[k]!.kind === "wasmMatmul" || strategies[k]!.kind === "simd");
     const constData = new Map<ValueInfo, TypedArray>();
     nodes.forEach((node, k) => {
       const st = strategies[k]!;
@@ -690,12 +712,13 @@ class Codegen {
     const slots = new Map<ValueInfo, { at: number; name: string; firstUse: number; constant: boolean }>();
     // transposed B operands (any storage, planned buffers too), by value
     const tslots = new Map<ValueInfo, { at: number; name: string; firstUse: number; constant: boolean }>();
-    const scratch = new Map<number, { at: number; name: string }>();
+    // by node and output: `${k}:${i}`
+    const scratch = new Map<string, { at: number; name: string }>();
     for (const k of wasmNodes) {
-      const st = strategies[k] as Extract<Strategy, { kind: "wasmMatmul" }>;
+      const st = strategies[k] as Extract<Strategy, { kind: "wasmMatmul" | "simd" }>;
       nodes[k]!.inputs.forEach((v, i) => {
         const x = infos.get(v)!;
-        if (i === 1 && st.transB) {
+        if (i === 1 && st.kind === "wasmMatmul" && st.transB) {
           if (tslots.has(x)) return;
           const size = sizeOf(x.type!.shape);
           const name = `TSL${tslots.size}`;
@@ -713,18 +736,41 @@ class Codegen {
         this.setup.push(`const ${name} = new Float32Array(ARENA, ${at}, ${size}); let ${name}src = null;`);
         slots.set(x, { at, name, firstUse: k, constant: constData.has(x) });
       });
-      const o = infos.get(nodes[k]!.outputs[0]!)!;
-      if (o.buffer < 0) {
+      nodes[k]!.outputs.forEach((v, i) => {
+        const o = infos.get(v)!;
+        if (o.buffer >= 0) return;
         const size = sizeOf(o.type!.shape);
         const at = reserve(size * 4);
-        this.setup.push(`const SC${k} = new Float32Array(ARENA, ${at}, ${size});`);
-        scratch.set(k, { at, name: `SC${k}` });
-      }
+        this.setup.push(`const SC${k}_${i} = new Float32Array(ARENA, ${at}, ${size});`);
+        scratch.set(`${k}:${i}`, { at, name: `SC${k}_${i}` });
+      });
+    }
+    const operandAt = (x: ValueInfo): number => (x.buffer >= 0 ? bufOffsets[x.buffer]! : slots.get(x)!.at);
+    const resultAt = (k: number, i: number): number => scratch.get(`${k}:${i}`)?.at ?? bufOffsets[infos.get(nodes[k]!.outputs[i]!)!.buffer]!;
+    // the SIMD loops, one module per graph
+    const simdLoops: SimdLoop[] = [];
+    for (const k of wasmNodes) {
+      const st = strategies[k]!;
+      if (st.kind !== "simd") continue;
+      const ins = nodes[k]!.inputs.map((v) => infos.get(v)!);
+      simdLoops.push({
+        name: `e${k}`,
+        outShape: infos.get(nodes[k]!.outputs[0]!)!.type!.shape,
+        inputs: ins.map((x) => ({ at: operandAt(x), shape: x.type!.shape })),
+        steps: st.steps,
+        outputs: st.outputs.map((value, i) => ({ at: resultAt(k, i), value })),
+      });
     }
     const arenaBytes = Math.max(16, Math.ceil(offset / 16) * 16);
     if (wasmNodes.length > 0) {
       const make = this.konst(gemmInstance, "gemmInstance");
-      this.setup.unshift(`const WG = ${make}(${arenaBytes}); const ARENA = WG.memory.buffer; const GEMM = WG.gemm;`);
+      const simdSetup: string[] = [];
+      if (simdLoops.length > 0) {
+        const mod = this.konst(elementwiseModule(simdLoops), "SimdModule");
+        simdSetup.push(`const EW = ${this.konst(elementwiseInstance, "simdInstance")}(${mod}, WG.memory);`);
+        for (const l of simdLoops) simdSetup.push(`const E${l.name.slice(1)} = EW.${l.name};`);
+      }
+      this.setup.unshift(`const WG = ${make}(${arenaBytes}); const ARENA = WG.memory.buffer; const GEMM = WG.gemm;`, ...simdSetup);
     } else {
       this.setup.unshift(`const ARENA = new ArrayBuffer(${arenaBytes});`);
     }
@@ -755,6 +801,20 @@ class Codegen {
         return `new ${Tensor_}(${x}, ${this.konst(runtimeShape, "runtimeShape")}(${this.konst(info.type, "T")}, ${x}), ${JSON.stringify(info.type.dtype)}, dev)`;
       }
       return `new ${Tensor_}(${fresh(info)}, ${this.konst(Object.freeze(info.type.shape.slice()), "S")}, ${JSON.stringify(info.type.dtype)}, dev)`;
+    };
+    /** Copies an operand of a WebAssembly node into its slot (planned buffers are in place). */
+    const copyIn = (x: ValueInfo, k: number, out: string[]): void => {
+      if (x.buffer >= 0) return;
+      const sl = slots.get(x)!;
+      if (sl.constant) {
+        const copy = `${sl.name}.set(${this.konst(constData.get(x)!, "C")});`;
+        if (!this.setup.includes(copy)) this.setup.push(copy);
+      } else {
+        const src = use(x);
+        // (storage that may be a view of this instance's buffers changes in place: always copied)
+        const copy = x.roots.size > 0 ? `${sl.name}.set(${src});` : `if (${sl.name}src !== ${src}) { ${sl.name}.set(${src}); ${sl.name}src = ${src}; }`;
+        if (sl.firstUse === k && !out.includes(copy)) out.push(copy);
+      }
     };
     const target = (info: ValueInfo): string => {
       if (info.buffer >= 0) return bufNames[info.buffer]!;
@@ -810,22 +870,21 @@ class Codegen {
           out.push(matmulSource(id, use(a), use(b), o.name, o.type!.dtype as "float32" | "float64", m, kk, n, tA, tB, s.arith));
           break;
         }
+        case "simd": {
+          for (const x of ins) copyIn(x, k, out);
+          out.push(`E${k}();`);
+          outs.forEach((o, i) => {
+            const sc = scratch.get(`${k}:${i}`);
+            define(o, sc ? `${sc.name}.slice()` : bufNames[o.buffer]!);
+          });
+          break;
+        }
         case "wasmMatmul": {
           const o = outs[0]!;
           const [a, b] = ins as [ValueInfo, ValueInfo];
           const offsetOf = (x: ValueInfo): number => {
-            if (x.buffer >= 0) return bufOffsets[x.buffer]!;
-            const sl = slots.get(x)!;
-            if (sl.constant) {
-              const copy = `${sl.name}.set(${this.konst(constData.get(x)!, "C")});`;
-              if (!this.setup.includes(copy)) this.setup.push(copy);
-            } else {
-              const src = use(x);
-              // (storage that may be a view of this instance's buffers changes in place: always copied)
-              const copy = x.roots.size > 0 ? `${sl.name}.set(${src});` : `if (${sl.name}src !== ${src}) { ${sl.name}.set(${src}); ${sl.name}src = ${src}; }`;
-              if (sl.firstUse === k && !out.includes(copy)) out.push(copy);
-            }
-            return sl.at;
+            copyIn(x, k, out);
+            return operandAt(x);
           };
           const transposedOffsetOf = (x: ValueInfo): number => {
             const sl = tslots.get(x)!;
@@ -846,8 +905,8 @@ class Codegen {
           };
           const aAt = offsetOf(a),
             bAt = s.transB ? transposedOffsetOf(b) : offsetOf(b);
-          const sc = scratch.get(k);
-          const cAt = sc ? sc.at : bufOffsets[o.buffer]!;
+          const sc = scratch.get(`${k}:0`);
+          const cAt = resultAt(k, 0);
           const sai = s.transA ? 1 : s.k,
             sap = s.transA ? s.m : 1;
           for (let p0 = 0; p0 < s.k; p0 += SGEMM_KC) {

@@ -126,7 +126,7 @@ function sameShapeModuloOnes(a: readonly number[], b: readonly number[]): boolea
 }
 
 /** Merges adjacent output dimensions that every input traverses contiguously (or not at all). */
-function collapse(shape: readonly number[], strides: number[][]): { dims: number[]; strides: number[][] } {
+export function collapse(shape: readonly number[], strides: number[][]): { dims: number[]; strides: number[][] } {
   const dims: number[] = [];
   const st: number[][] = strides.map(() => []);
   for (let d = 0; d < shape.length; d++) {
