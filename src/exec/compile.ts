@@ -74,6 +74,11 @@ const INLINE_LOOP_MAX = 4096;
  * measured 25-35% faster on 32 x 256 x 256 products in a loop), as long as B fits in L2.
  */
 const WASM_GEMM_MAX = Number(process.env.STAGECRAFT_WASM_GEMM_MAX ?? 4194304);
+/**
+ * Smallest product (2*m*n*k flops) the executor's gemm splits over two threads when a worker
+ * thread is awake: about 5 us on one core, several times the cost of handing half to a worker.
+ */
+const SPLIT_MIN_FLOPS = Number(process.env.STAGECRAFT_SPLIT_MIN_FLOPS ?? 2 * 32 * 64 * 64);
 /** Largest B (k*n elements) for the executor's gemm: it streams all of B for every 4 rows. */
 const WASM_GEMM_MAX_B = 262144;
 /**
@@ -629,6 +634,11 @@ function simdLoop(types: TensorType[], outTypes: TensorType[], steps: { op: stri
   return { kind: "simd", steps: steps.map((st) => ({ op: st.op, args: st.args.slice() })), outputs: outputs.map((i) => types.length + i) };
 }
 
+/** Whether a WebAssembly product is worth splitting over two threads. */
+function splitGemm(s: Strategy): boolean {
+  return s.kind === "wasmMatmul" && s.m >= 8 && 2 * s.m * s.n * s.k >= SPLIT_MIN_FLOPS;
+}
+
 /** dst (k x n, row-major) = the transpose of src (n x k, row-major). */
 function transposeInto(dst: Float32Array, src: TypedArray, n: number, k: number): void {
   for (let j = 0; j < n; j++) {
@@ -770,7 +780,8 @@ class Codegen {
         simdSetup.push(`const EW = ${this.konst(elementwiseInstance, "simdInstance")}(${mod}, WG.memory);`);
         for (const l of simdLoops) simdSetup.push(`const E${l.name.slice(1)} = EW.${l.name};`);
       }
-      this.setup.unshift(`const WG = ${make}(${arenaBytes}); const ARENA = WG.memory.buffer; const GEMM = WG.gemm;`, ...simdSetup);
+      const threads = wasmNodes.some((k) => splitGemm(strategies[k]!));
+      this.setup.unshift(`const WG = ${make}(${arenaBytes}, ${threads}); const ARENA = WG.memory.buffer; const GEMM = WG.gemm; const PGEMM = WG.split;`, ...simdSetup);
     } else {
       this.setup.unshift(`const ARENA = new ArrayBuffer(${arenaBytes});`);
     }
@@ -911,7 +922,7 @@ class Codegen {
             sap = s.transA ? s.m : 1;
           for (let p0 = 0; p0 < s.k; p0 += SGEMM_KC) {
             const kk = Math.min(SGEMM_KC, s.k - p0);
-            out.push(`GEMM(${aAt + p0 * sap * 4}, ${bAt + p0 * s.n * 4}, ${cAt}, ${s.m}, ${s.n}, ${kk}, ${sai}, ${sap}, ${p0 > 0 ? 1 : 0});`);
+            out.push(`${splitGemm(s) ? "PGEMM" : "GEMM"}(${aAt + p0 * sap * 4}, ${bAt + p0 * s.n * 4}, ${cAt}, ${s.m}, ${s.n}, ${kk}, ${sai}, ${sap}, ${p0 > 0 ? 1 : 0});`);
           }
           define(o, sc ? `${sc.name}.slice()` : bufNames[o.buffer]!);
           break;

@@ -75,7 +75,13 @@ export const v128zero = simd(0x0c, ...new Array<number>(16).fill(0));
 export const f32x4add = simd(228),
   f32x4mul = simd(230);
 
-/** A module: one function type per signature, an imported memory, and exported functions. */
+/** Pages a generated module's memory may have (the most WebAssembly allows). */
+export const MAX_PAGES = 65536;
+
+/**
+ * A module: one function type per signature, an imported shared memory (so that worker
+ * threads can run its functions on the same data), and exported functions.
+ */
 export function moduleBytes(funcs: { name: string; params: number[]; locals: [number, number][]; body: number[] }[]): Uint8Array {
   const sigs: string[] = [];
   const sigOf = funcs.map((f) => {
@@ -84,7 +90,7 @@ export function moduleBytes(funcs: { name: string; params: number[]; locals: [nu
     return sigs.indexOf(key);
   });
   const type = section(1, vec(sigs.map((key) => [0x60, ...vec(key === "" ? [] : key.split(",").map((t) => [Number(t)])), ...vec([])])));
-  const imports = section(2, vec([[...name("env"), ...name("memory"), 0x02, 0x00, ...u32(1)]]));
+  const imports = section(2, vec([[...name("env"), ...name("memory"), 0x02, 0x03, ...u32(1), ...u32(MAX_PAGES)]]));
   const fns = section(3, vec(sigOf.map((s) => u32(s))));
   const exports = section(7, vec(funcs.map((f, i) => [...name(f.name), 0x00, ...u32(i)])));
   const bodies = funcs.map((f) => {
@@ -97,12 +103,18 @@ export function moduleBytes(funcs: { name: string; params: number[]; locals: [nu
 
 // Minimal typings for the WebAssembly JS API (the project's lib settings do not include them).
 export interface WasmMemory {
-  readonly buffer: ArrayBuffer;
+  readonly buffer: ArrayBufferLike;
+}
+
+/** A shared memory of at least `bytes` bytes (fixed size: views of it stay valid). */
+export function sharedMemory(bytes: number): WasmMemory {
+  const pages = Math.max(1, Math.ceil(bytes / 65536));
+  return new WA!.Memory({ initial: pages, maximum: pages, shared: true });
 }
 export type WasmModule = object;
 export interface WasmApi {
   Module: new (bytes: Uint8Array) => WasmModule;
   Instance: new (module: WasmModule, imports: object) => { exports: Record<string, unknown> };
-  Memory: new (desc: { initial: number }) => WasmMemory;
+  Memory: new (desc: { initial: number; maximum: number; shared: boolean }) => WasmMemory;
 }
 export const WA = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;

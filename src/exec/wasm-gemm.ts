@@ -20,9 +20,10 @@
 
 import {
   block, br, brIf, end, f32add, f32load, f32mul, f32store, f32x4add, f32x4mul, f32zero, get, i32add, i32c, i32geS, i32gtS,
-  i32mul, i32shl, I32, F32, loop, moduleBytes, set, splatLoad, V128, v128load, v128store, v128zero, VOID, WA,
+  i32mul, i32shl, I32, F32, loop, moduleBytes, set, sharedMemory, splatLoad, V128, v128load, v128store, v128zero, VOID, WA,
   type WasmMemory, type WasmModule,
 } from "./wasm-bytes.js";
+import { registerExtraKernel, runSplit } from "../backends/cpu/worker-pool.js";
 
 // locals: params 0..8, then the function's own
 const [A, B, C, M, N, K, SAI, SAP, ACC] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
@@ -195,11 +196,33 @@ export function gemmModule(): WasmModule | null {
   return compiled;
 }
 
-/** A memory of at least `bytes` bytes with a gemm instance working on it. */
-export function gemmInstance(bytes: number): { memory: WasmMemory; gemm: GemmFn } {
+export interface GemmInstance {
+  memory: WasmMemory;
+  gemm: GemmFn;
+  /**
+   * The same product, its rows split between this thread and a worker thread when one is
+   * awake (rows are independent, so the results are the same bits); `gemm` otherwise.
+   */
+  split: GemmFn;
+}
+
+/**
+ * A shared memory of at least `bytes` bytes with a gemm instance working on it; with
+ * `threads`, the instance is also registered with the worker threads for `split`.
+ */
+export function gemmInstance(bytes: number, threads = false): GemmInstance {
   const mod = gemmModule();
   if (!mod || !WA) throw new Error("WebAssembly SIMD is not available");
-  const memory = new WA.Memory({ initial: Math.max(1, Math.ceil(bytes / 65536)) });
-  const inst = new WA.Instance(mod, { env: { memory } });
-  return { memory, gemm: inst.exports.gemm as GemmFn };
+  const memory = sharedMemory(bytes);
+  const gemm = new WA.Instance(mod, { env: { memory } }).exports.gemm as GemmFn;
+  const id = threads ? registerExtraKernel(mod, memory, "gemm", gemm) : null;
+  if (id === null) return { memory, gemm, split: gemm };
+  const split: GemmFn = (a, b, c, m, n, k, sai, sap, acc) => {
+    if (m >= 8) {
+      const r0 = Math.ceil(m / 8) * 4; // half the rows, in whole 4-row tiles
+      if (runSplit(id, gemm, [a, b, c, r0, n, k, sai, sap, acc], [a + r0 * sai * 4, b, c + r0 * n * 4, m - r0, n, k, sai, sap, acc])) return;
+    }
+    gemm(a, b, c, m, n, k, sai, sap, acc);
+  };
+  return { memory, gemm, split };
 }

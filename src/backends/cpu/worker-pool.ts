@@ -8,15 +8,20 @@
 //   main:   for each worker, waits briefly for the claim; if the worker has not woken (busy
 //           machine, dead worker), revokes with CAS(CLAIM[w], g -> 0) and runs that share itself.
 //           Exactly one side wins the CAS, so every task runs exactly once and nothing hangs.
-// A task is 12 int32 words: sgemm(a, b, c, m, n, k, lda, ldb, ldc, transA, transB) (+1 pad);
-// the executing thread passes its own packing workspace.
-import { Worker } from "node:worker_threads";
-import type { WasmRuntime } from "./wasm-runtime.js";
+// A task is 12 int32 words: sgemm(a, b, c, m, n, k, lda, ldb, ldc, transA, transB, 0), where
+// the executing thread passes its own packing workspace; or, with a last word id > 0, a call
+// of the extra kernel registered as id (exec/wasm-gemm.ts, on a compiled graph's own memory)
+// with the first nine words as arguments.
+// Extra kernels reach the workers as messages (module, memory, export name) on a port that
+// each worker drains synchronously when EXTRA_GEN changes. SPINNING is 1 from the end of a
+// worker's job until it goes to sleep: a job posted meanwhile starts without a wake-up.
+import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
 
 export const TASK_WORDS = 12;
 const BLOCK = 8; // words per thread block in ctl
-const GEN = 0, CLAIM = 1, DONE = 2, START = 3, COUNT = 4, ERR = 5;
-const TABLE = 0; // in block 0 (the main thread's block)
+const GEN = 0, CLAIM = 1, DONE = 2, START = 3, COUNT = 4, ERR = 5, SPINNING = 6;
+const TABLE = 0, EXTRA_GEN = 1; // in block 0 (the main thread's block)
 const CLAIM_WAIT_MS = 20;
 const SPIN = 20000; // polls (~tens of microseconds) before falling back to Atomics.wait
 
@@ -39,15 +44,33 @@ const WORKER_SPIN_MS = 0.25;
 
 const WORKER_SOURCE = `
 const { workerData } = require("node:worker_threads");
-const { module, memory, control, tid, ws } = workerData;
+const { receiveMessageOnPort } = require("node:worker_threads");
+const { module, memory, control, tid, ws, port } = workerData;
 const ctl = new Int32Array(control);
 const B = ${BLOCK} * tid;
 const exp = new WebAssembly.Instance(module, { env: { memory } }).exports;
-let last = Atomics.load(ctl, B + ${GEN});
+const extras = new Map();
+let extraGen = 0;
+function extra(id) {
+  const g = Atomics.load(ctl, ${EXTRA_GEN});
+  if (g !== extraGen) {
+    extraGen = g;
+    for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+      const x = m.message;
+      if (x.drop) extras.delete(x.id);
+      else extras.set(x.id, new WebAssembly.Instance(x.module, { env: { memory: x.memory } }).exports[x.name]);
+    }
+  }
+  const f = extras.get(id);
+  if (f === undefined) throw new Error("unknown kernel " + id);
+  return f;
+}
+let last = 0; // (a job posted before this worker started is taken, or already revoked)
 for (;;) {
   // spin briefly first: a futex wake-up costs tens of microseconds on a VM
   const until = performance.now() + ${WORKER_SPIN_MS};
   while (Atomics.load(ctl, B + ${GEN}) === last && performance.now() < until);
+  Atomics.store(ctl, B + ${SPINNING}, 0);
   Atomics.wait(ctl, B + ${GEN}, last);
   const g = Atomics.load(ctl, B + ${GEN});
   if (g === last) continue;
@@ -60,11 +83,13 @@ for (;;) {
     const table = Atomics.load(ctl, ${TABLE}) >>> 2;
     for (let i = start; i < start + count; i++) {
       const o = table + i * ${TASK_WORDS};
-      exp.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8], t[o + 9], t[o + 10], ws);
+      if (t[o + 11] !== 0) extra(t[o + 11])(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8]);
+      else exp.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8], t[o + 9], t[o + 10], ws);
     }
   } catch (e) {
     Atomics.store(ctl, B + ${ERR}, 1);
   }
+  Atomics.store(ctl, B + ${SPINNING}, 1); // (set before DONE: the next job finds it polling)
   Atomics.store(ctl, B + ${DONE}, g);
   Atomics.notify(ctl, B + ${DONE});
 }
@@ -73,15 +98,21 @@ for (;;) {
 class Pool {
   readonly ctl: Int32Array;
   readonly workers: (Worker | null)[] = [null]; // index 0 = main thread
+  /** Our ends of the workers' extra-kernel ports (index 0 unused). */
+  readonly ports: (MessagePort | null)[] = [null];
   private gen = 0;
 
   constructor(readonly rt: WasmRuntime) {
     this.ctl = new Int32Array(new SharedArrayBuffer(BLOCK * 4 * rt.maxThreads));
     for (let tid = 1; tid < rt.maxThreads; tid++) {
+      const { port1, port2 } = new MessageChannel();
+      port1.unref();
       const w = new Worker(WORKER_SOURCE, {
         eval: true,
-        workerData: { module: rt.module, memory: rt.memory, control: this.ctl.buffer, tid, ws: rt.ws(tid) },
+        workerData: { module: rt.module, memory: rt.memory, control: this.ctl.buffer, tid, ws: rt.ws(tid), port: port2 },
+        transferList: [port2],
       });
+      this.ports.push(port1);
       w.unref();
       const drop = () => { this.workers[tid] = null; };
       w.on("error", drop);
@@ -94,8 +125,35 @@ class Pool {
     return this.workers.length;
   }
 
-  /** Runs the task table; thread t runs entries [starts[t], starts[t] + counts[t]). */
-  run(table: number, starts: number[], counts: number[]): void {
+  /** Sends a message to every worker's extra-kernel port (read at their next extra task). */
+  broadcast(message: object): void {
+    for (const p of this.ports) p?.postMessage(message);
+    Atomics.add(this.ctl, EXTRA_GEN, 1);
+  }
+
+  /** Whether worker t is awake and polling for work (a job starts without a wake-up). */
+  spinning(t: number): boolean {
+    return this.workers[t] !== null && Atomics.load(this.ctl, t * BLOCK + SPINNING) === 1;
+  }
+
+  /** Wakes worker t with an empty job, without waiting: it spins for the next one. */
+  wake(t: number): void {
+    // (not while it polls, nor again before it has taken the last wake-up)
+    if (this.workers[t] === null || Atomics.load(this.ctl, t * BLOCK + SPINNING) === 1 || Atomics.load(this.ctl, t * BLOCK + CLAIM) > 0) return;
+    const g = (this.gen = (this.gen % 0x3fffffff) + 1);
+    const b = t * BLOCK;
+    Atomics.store(this.ctl, b + COUNT, 0);
+    Atomics.store(this.ctl, b + CLAIM, g);
+    Atomics.store(this.ctl, b + GEN, g);
+    Atomics.notify(this.ctl, b + GEN);
+  }
+
+  /**
+   * Runs the task table; thread t runs entries [starts[t], starts[t] + counts[t]), the main
+   * thread `mainShare` instead of its entries when given. A worker that has not claimed its
+   * share within `claimWaitMs` (after a short spin) loses it to the main thread.
+   */
+  run(table: number, starts: number[], counts: number[], mainShare?: () => void, claimWaitMs = CLAIM_WAIT_MS): void {
     const ctl = this.ctl;
     const g = (this.gen = (this.gen % 0x3fffffff) + 1);
     Atomics.store(ctl, TABLE, table);
@@ -109,14 +167,15 @@ class Pool {
       Atomics.store(ctl, b + GEN, g);
       Atomics.notify(ctl, b + GEN);
     }
-    runRange(this.rt, table, starts[0], counts[0], 0);
+    if (mainShare) mainShare();
+    else runRange(this.rt, table, starts[0], counts[0], 0);
     let failed = false;
     for (let t = 1; t < starts.length; t++) {
       if (counts[t] === 0) continue;
       const b = t * BLOCK;
       if (this.workers[t] === null) { runRange(this.rt, table, starts[t], counts[t], 0); continue; }
       spinWhile(ctl, b + CLAIM, g);
-      if (Atomics.load(ctl, b + CLAIM) === g) Atomics.wait(ctl, b + CLAIM, g, CLAIM_WAIT_MS);
+      if (Atomics.load(ctl, b + CLAIM) === g && claimWaitMs > 0) Atomics.wait(ctl, b + CLAIM, g, claimWaitMs);
       if (Atomics.compareExchange(ctl, b + CLAIM, g, 0) === g) {
         runRange(this.rt, table, starts[t], counts[t], 0); // worker never woke: do it here
         stats.revoked++;
@@ -135,16 +194,20 @@ function runRange(rt: WasmRuntime, table: number, start: number, count: number, 
   const t = rt.i32(), ws = rt.ws(tid), o0 = table >>> 2;
   for (let i = start; i < start + count; i++) {
     const o = o0 + i * TASK_WORDS;
+    if (t[o + 11] !== 0) {
+      extraKernels.get(t[o + 11])!.deref()!(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8]);
+      continue;
+    }
     rt.exports.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7],
       t[o + 8], t[o + 9], t[o + 10], ws);
   }
 }
 
 let pool: Pool | null | undefined;
-const stats = { parallelJobs: 0, workerShares: 0, revoked: 0 };
+const stats = { parallelJobs: 0, workerShares: 0, revoked: 0, splitCalls: 0 };
 
-/** Counters for tests and benchmarks: jobs split over threads, shares run by workers/revoked. */
-export function poolStats(): { threads: number; parallelJobs: number; workerShares: number; revoked: number } {
+/** Counters for tests and benchmarks: jobs split over threads, shares run by workers/revoked, split extra-kernel calls. */
+export function poolStats(): { threads: number; parallelJobs: number; workerShares: number; revoked: number; splitCalls: number } {
   return { threads: pool ? pool.size : 1, ...stats };
 }
 
@@ -239,4 +302,67 @@ export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cP
     starts.push(s); counts.push(e - s);
   }
   runTasks(rt, table, starts, counts);
+}
+
+// ---------------------------------------------------------------------------------------
+// extra kernels: functions of other modules on their own shared memories
+
+/** An extra kernel takes nine int32 arguments (exec/wasm-gemm.ts's gemm). */
+export type ExtraKernel = (a0: number, a1: number, a2: number, a3: number, a4: number, a5: number, a6: number, a7: number, a8: number) => void;
+
+/** This thread's instances of the registered kernels, held weakly: their owners keep them. */
+const extraKernels = new Map<number, { deref(): ExtraKernel | undefined }>();
+let nextExtraId = 1;
+const dropExtra = new FinalizationRegistry<number>((id) => {
+  extraKernels.delete(id);
+  pool?.broadcast({ drop: true, id });
+});
+
+/**
+ * Registers `fn`, export `name` of `module` instantiated here on the shared WebAssembly
+ * `memory`, with the worker threads (which instantiate it on the same memory); dropped there
+ * once `fn` is collected. Null when there are no worker threads.
+ */
+export function registerExtraKernel(module: object, memory: object, name: string, fn: ExtraKernel): number | null {
+  const rt = getWasmRuntime();
+  if (rt === null || rt.maxThreads < 2) return null;
+  const p = getPool(rt);
+  if (p === null || p.size < 2) return null;
+  const id = nextExtraId++;
+  extraKernels.set(id, new WeakRef(fn));
+  dropExtra.register(fn, id);
+  p.broadcast({ id, module, memory, name });
+  return id;
+}
+
+/**
+ * Calls registered kernel `id` twice at once: with `here` on this thread and `there` on the
+ * first worker, when that worker is awake (spinning). Otherwise runs nothing, wakes the worker
+ * for the next call and returns false: the caller makes the whole call itself. A worker that
+ * does not take its share at once loses it to this thread, so nothing waits on a sleeping one.
+ */
+export function runSplit(id: number, fn: ExtraKernel, here: readonly number[], there: readonly number[]): boolean {
+  const p = pool;
+  if (!p || threadLimit < 2 || p.size < 2) return false;
+  if (!p.spinning(1)) {
+    p.wake(1);
+    return false;
+  }
+  const rt = p.rt;
+  rt.reset();
+  const table = rt.alloc(TASK_WORDS * 4);
+  const w = rt.i32(),
+    o = table >>> 2;
+  for (let i = 0; i < 9; i++) w[o + i] = there[i]!;
+  w[o + 9] = 0;
+  w[o + 10] = 0;
+  w[o + 11] = id;
+  const call = (a: readonly number[]) => fn(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, a[7]!, a[8]!);
+  try {
+    p.run(table, [0, 0], [0, 1], () => call(here), 0);
+  } catch {
+    call(there); // the worker failed before starting its share
+  }
+  stats.splitCalls++;
+  return true;
 }
