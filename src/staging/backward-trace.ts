@@ -62,6 +62,8 @@ export interface BackwardTrace {
   kept: Value[];
   /** What feeds each backward input after the cotangents: a kept value, or an outside tensor. */
   inputs: ({ kept: number } | { outside: Tensor })[];
+  /** The kept value (index into `kept`) behind a backward input, where one is. */
+  keptOf(input: Value): number | undefined;
 }
 
 /**
@@ -78,8 +80,11 @@ export function traceBackward(
   wanted: boolean[],
   ctTypes: ValueType[],
   fullCotangents: (cts: Tensor[]) => Tensor[] = (cts) => cts,
-  /** Rewrites the backward graph's outputs before pruning (what is kept follows the rewrite). */
-  rewrite?: (g: Graph) => void,
+  /**
+   * Rewrites the backward graph's outputs before pruning (what is kept follows the rewrite);
+   * may name inputs whose forward values must be kept even if the backward no longer reads them.
+   */
+  rewrite?: (g: Graph) => Value[] | void,
 ): BackwardTrace {
   const bwd = new TraceContext(name, fwd.library, fwd, false, fwd.functionName, fwd.variablesAsInputs, true);
   const cts = ctTypes.map((t, i) => bwd.placeholder(t, `cotangent_${i}`));
@@ -90,9 +95,9 @@ export function traceBackward(
     bwd.active = false;
   }
   const graph = bwd.graph;
-  rewrite?.(graph);
+  const alsoKept = rewrite?.(graph) ?? [];
   runPrune(graph, undefined);
-  const read = new Set<Value>(graph.outputs);
+  const read = new Set<Value>([...graph.outputs, ...alsoKept]);
   for (const node of graph.nodes) for (const v of node.inputs) read.add(v);
   const liveCaptures = bwd.captures.filter((c) => read.has(c.value));
   const keepInput = graph.inputs.map((v, i) => i < ctTypes.length || read.has(v));
@@ -113,5 +118,10 @@ export function traceBackward(
     }
     return { outside: c.tensor };
   });
-  return { graph, kept, inputs };
+  const byInput = new Map<Value, number>();
+  liveCaptures.forEach((c, i) => {
+    const k = (inputs[i] as { kept?: number }).kept;
+    if (k !== undefined) byInput.set(c.value, k);
+  });
+  return { graph, kept, inputs, keptOf: (v) => byInput.get(v) };
 }

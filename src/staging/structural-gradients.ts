@@ -30,7 +30,7 @@ import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Node, type Value, type ValueType } from "../graph/ir.js";
 import { matmul } from "../ops/linalg.js";
 import { sum } from "../ops/reduce.js";
-import { reshape } from "../ops/shape.js";
+import { flip, reshape } from "../ops/shape.js";
 import { seedVariableReads, TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
 import { tapeGradient, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
@@ -157,8 +157,8 @@ interface IterationSplit {
   backward(cts: Tensor[], kept: Tensor[]): { carried: Tensor[]; invariants: (Tensor | null)[]; rows: Tensor[] };
   /** Types of the rows the backward loop pushes for deferred contributions. */
   rowTypes: ValueType[];
-  /** Per invariant whose gradient is deferred: that gradient, from the final row stacks. */
-  deferred: Map<number, (rows: Tensor[]) => Tensor>;
+  /** Per invariant whose gradient is deferred: that gradient, from the final row stacks and the forward's stacks. */
+  deferred: Map<number, (rows: Tensor[], keptStacks: Tensor[]) => Tensor>;
 }
 
 /**
@@ -216,7 +216,7 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
       const k = summed.indexOf(i);
       if (k >= 0) return res[1 + m + k]!;
       const deferred = split.deferred.get(i);
-      return deferred ? deferred(rowStacks) : null;
+      return deferred ? deferred(rowStacks, stacks) : null;
     });
     return [...gradInit, ...gradInvariants];
   });
@@ -253,7 +253,8 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
     const sources = [...xs, ...invariants];
     const keep = sources.map((_, i) => !loop.accumulator[i]);
     backward = traceBackward(fwd, "body_vjp", tape, outs, sources.filter((_, i) => keep[i]), wrt.filter((_, i) => keep[i]), loop.ctTypes, loop.fullCotangents, (g) => {
-      deferral = deferWeightGradients(g, numCarried, invariants.map((_, i) => wrt[n + i]!));
+      deferral = deferWeightGradients(g, numCarried, loop.ctTypes.length, invariants.map((_, i) => wrt[n + i]!));
+      return deferral.forwardRows;
     });
     return outs;
   });
@@ -283,7 +284,11 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
       };
     },
     rowTypes: def.rowTypes,
-    deferred: def.deferred,
+    // Rows that are kept forward values come from the forward's stack, reversed to the
+    // backward loop's order (the stack of its rows would hold exactly the same data).
+    deferred: new Map(
+      [...def.deferred].map(([i, f]) => [i, (rows: Tensor[], keptStacks: Tensor[]) => f(rows, (v) => flip(keptStacks[bwd.keptOf(v)!]!, 0))]),
+    ),
   };
 }
 
@@ -291,7 +296,9 @@ interface Deferral {
   /** Per invariant: whether the backward graph still outputs its contribution. */
   summed: boolean[];
   rowTypes: ValueType[];
-  deferred: Map<number, (rows: Tensor[]) => Tensor>;
+  /** Backward inputs (kept forward values) that deferred products read from the forward's stacks. */
+  forwardRows: Value[];
+  deferred: Map<number, (rows: Tensor[], forwardStack: (input: Value) => Tensor) => Tensor>;
 }
 
 /**
@@ -301,19 +308,27 @@ interface Deferral {
  * Those contributions leave the backward loop as rows (one push per iteration instead of a
  * product and an addition of weight-sized tensors), and one large product after the loop
  * computes them, as cuDNN does for RNN weight gradients. Rewrites the backward graph's
- * outputs to [carried..., summed contributions..., rows...].
+ * outputs to [carried..., summed contributions..., rows...]. A row that is a kept forward
+ * value (an input of the backward graph after its `numCotangents` cotangents) is not pushed
+ * again: the forward already stacked it.
  */
-function deferWeightGradients(g: Graph, numCarried: number, wanted: boolean[]): Deferral {
+function deferWeightGradients(g: Graph, numCarried: number, numCotangents: number, wanted: boolean[]): Deferral {
   const producer = new Map<Value, Node>();
   for (const node of g.nodes) for (const o of node.outputs) producer.set(o, node);
   const rank2 = (v: Value) => v.type.shape.length === 2 && v.type.shape.every((d) => d >= 0);
   const rows: Value[] = [];
-  const rowOf = (v: Value): number => {
+  const forwardRows: Value[] = [];
+  /** The stack of v's rows over the iterations, in the backward loop's order. */
+  const rowsOf = (v: Value): ((stacks: Tensor[], forwardStack: (input: Value) => Tensor) => Tensor) => {
+    if (g.inputs.indexOf(v) >= numCotangents) {
+      if (!forwardRows.includes(v)) forwardRows.push(v);
+      return (_stacks, forwardStack) => forwardStack(v);
+    }
     let k = rows.indexOf(v);
     if (k < 0) k = rows.push(v) - 1;
-    return k;
+    return (stacks) => stacks[k]!;
   };
-  const deferred = new Map<number, (stacks: Tensor[]) => Tensor>();
+  const deferred = new Map<number, (stacks: Tensor[], forwardStack: (input: Value) => Tensor) => Tensor>();
   const summed: boolean[] = [];
   const kept: Value[] = g.outputs.slice(0, numCarried);
   g.outputs.slice(numCarried).forEach((out, i) => {
@@ -321,25 +336,25 @@ function deferWeightGradients(g: Graph, numCarried: number, wanted: boolean[]): 
     if (!wanted[i]) return;
     const p = producer.get(out);
     if (p?.op === "matmul" && p.attrs.transposeA === true && p.attrs.transposeB !== true && rank2(p.inputs[0]!) && rank2(p.inputs[1]!)) {
-      const [a, d] = [rowOf(p.inputs[0]!), rowOf(p.inputs[1]!)];
+      const [a, d] = [rowsOf(p.inputs[0]!), rowsOf(p.inputs[1]!)];
       const [k, nOut] = [p.inputs[0]!.type.shape[1]!, p.inputs[1]!.type.shape[1]!];
-      deferred.set(i, (stacks) => matmul(reshape(stacks[a]!, [-1, k]), reshape(stacks[d]!, [-1, nOut]), { transposeA: true }));
+      deferred.set(i, (stacks, fs) => matmul(reshape(a(stacks, fs), [-1, k]), reshape(d(stacks, fs), [-1, nOut]), { transposeA: true }));
       return;
     }
     const sumNode = p && (p.op === "squeeze" || p.op === "reshape") ? producer.get(p.inputs[0]!) : p;
     const axes = sumNode?.attrs.axes as number[] | undefined;
     if (sumNode?.op === "sum" && rank2(sumNode.inputs[0]!) && axes?.length === 1 && axes[0] === 0) {
-      const d = rowOf(sumNode.inputs[0]!);
+      const d = rowsOf(sumNode.inputs[0]!);
       const nOut = sumNode.inputs[0]!.type.shape[1]!;
       const shape = out.type.shape.slice();
-      deferred.set(i, (stacks) => reshape(sum(reshape(stacks[d]!, [-1, nOut]), 0), shape));
+      deferred.set(i, (stacks, fs) => reshape(sum(reshape(d(stacks, fs), [-1, nOut]), 0), shape));
       return;
     }
     summed[i] = true;
     kept.push(out);
   });
   g.setOutputs([...kept, ...rows]);
-  return { summed, rowTypes: rows.map((v) => v.type), deferred };
+  return { summed, rowTypes: rows.map((v) => v.type), forwardRows, deferred };
 }
 
 /**
