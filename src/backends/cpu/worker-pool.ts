@@ -40,7 +40,7 @@ function spinUntil(ctl: Int32Array, i: number, v: number): void {
  */
 export const PARALLEL_MIN_FLOPS = 2 * 180 * 180 * 180;
 export const PARALLEL_MIN_FLOPS_WARM = 2 * 48 * 48 * 48;
-const WORKER_SPIN_MS = 0.25;
+const WORKER_SPIN_MS = 1;
 
 const WORKER_SOURCE = `
 const { workerData } = require("node:worker_threads");
