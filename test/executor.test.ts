@@ -459,3 +459,18 @@ test("a loop pushing on a stack compiles once: the stack's row count is known on
   const [compiled] = compiledSpecializations(cf.graph, cf.library);
   assert.match(compiled!.source, /for \(let it = 0;/, "the loop is compiled natively (one body for every trip count), not run by the generic path");
 });
+
+test("stacks grown again from the same empty stack start with the length the last one reached", () => {
+  const empty = sc.zeros([0, 3]);
+  let first = empty;
+  for (let i = 0; i < 50; i++) first = sc.stackPush(first, sc.full([3], i));
+  // a second lineage (a compiled loop's next call starts from the same constant empty stack)
+  let second = sc.stackPush(empty, sc.full([3], -1));
+  const storage = second.concrete().buffer;
+  assert.ok(storage.byteLength >= 50 * 3 * 4, `the first push allocated ${storage.byteLength} bytes`);
+  for (let i = 1; i < 50; i++) second = sc.stackPush(second, sc.full([3], -1 - i));
+  assert.strictEqual(second.concrete().buffer, storage, "no regrowth");
+  assert.deepEqual(sc.stackRead(first, sc.scalar(49, "int32")).arraySync(), [49, 49, 49], "the first lineage is untouched");
+  assert.deepEqual(sc.stackRead(second, sc.scalar(49, "int32")).arraySync(), [-50, -50, -50]);
+  assert.deepEqual(second.shape, [50, 3]);
+});

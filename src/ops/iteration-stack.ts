@@ -21,6 +21,14 @@ import { adoptRecord, recordOf } from "./residuals.js";
 
 /** Elements written so far into each growable storage (its newest stack's length). */
 const committed = new WeakMap<ArrayBufferLike, number>();
+/**
+ * The storage of the empty stack a growable storage's rows were first pushed onto, and the
+ * length the newest stack grown from each such empty stack reached. A compiled loop starts
+ * every call from the same empty stack (a constant), so from its second call on, the first
+ * push allocates what the last call needed and the stack never regrows.
+ */
+const origin = new WeakMap<ArrayBufferLike, ArrayBufferLike>();
+const reached = new WeakMap<ArrayBufferLike, number>();
 
 type Ctor = { new (buffer: ArrayBufferLike, offset: number, length: number): TypedArray; new (length: number): TypedArray };
 
@@ -48,18 +56,21 @@ function push(stack: TypedArray, row: TypedArray): TypedArray {
   const need = len + row.length;
   const ctor = stack.constructor as Ctor;
   const bytes = (stack as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+  const root = origin.get(stack.buffer) ?? stack.buffer;
   let out: TypedArray;
   if (stack.byteOffset === 0 && committed.get(stack.buffer) === len && stack.buffer.byteLength >= need * bytes) {
     out = new ctor(stack.buffer, 0, need);
   } else {
-    const capacity = Math.max(need, 2 * len, 8 * row.length);
+    const capacity = Math.max(need, 2 * len, 8 * row.length, len === 0 ? (reached.get(root) ?? 0) : 0);
     out = new ctor(new ArrayBuffer(capacity * bytes), 0, need);
+    origin.set(out.buffer, root);
     out.set(stack);
     const rows = rowRecords.get(stack.buffer);
     if (rows) rowRecords.set(out.buffer, new Map(rows));
   }
   out.set(row, len);
   committed.set(out.buffer, need);
+  reached.set(root, need);
   return out;
 }
 
