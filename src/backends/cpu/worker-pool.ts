@@ -68,8 +68,10 @@ function extra(id) {
 let last = 0; // (a job posted before this worker started is taken, or already revoked)
 for (;;) {
   // spin briefly first: a futex wake-up costs tens of microseconds on a VM
+  // (the clock is read every 1024 polls: reading it allocates, and a worker that allocates
+  // while it waits collects garbage, which delays the job it waits for)
   const until = performance.now() + ${WORKER_SPIN_MS};
-  while (Atomics.load(ctl, B + ${GEN}) === last && performance.now() < until);
+  for (let n = 1; Atomics.load(ctl, B + ${GEN}) === last; n++) if ((n & 1023) === 0 && performance.now() >= until) break;
   Atomics.store(ctl, B + ${SPINNING}, 0);
   Atomics.wait(ctl, B + ${GEN}, last);
   const g = Atomics.load(ctl, B + ${GEN});
