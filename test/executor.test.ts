@@ -474,3 +474,31 @@ test("stacks grown again from the same empty stack start with the length the las
   assert.deepEqual(sc.stackRead(second, sc.scalar(49, "int32")).arraySync(), [-50, -50, -50]);
   assert.deepEqual(second.shape, [50, 3]);
 });
+
+test("stack storage is reused by the next call, never under a value the call handed out", () => {
+  const v = sc.variable(sc.zeros([2]));
+  const f = sc.stage((x: sc.Tensor, n: sc.Tensor) => {
+    const [, , s] = sc.whileLoop((i) => sc.less(i, n), (i, y, s) => [i.add(1), y!.mul(2), sc.stackPush(s!, y!)], [sc.scalar(0, "int32"), x, sc.emptyStack(x)], {
+      shapeInvariants: [null, null, [null, 2]],
+    });
+    v.assign(sc.stackRead(s!, sc.scalar(1, "int32"))); // a row view of the stack, kept by a variable
+    return [s!, sc.reshape(s!, [-1])]; // the stack and a view of it, handed out
+  });
+  const n = sc.scalar(3, "int32");
+  const results: [number[][], number[], number[]][] = [];
+  const kept: sc.Tensor[][] = [];
+  for (const x of [sc.tensor([1, 3]), sc.tensor([5, 7]), sc.tensor([-1, 0]), sc.tensor([2, 2])]) {
+    const [s, flat] = f(x, n) as sc.Tensor[];
+    kept.push([s!, flat!, v.read()]);
+    results.push([s!.arraySync() as number[][], flat!.arraySync() as number[], v.read().arraySync() as number[]]);
+  }
+  assert.ok(f.traceCount === 1);
+  // every call's outputs and the variable's values keep what that call computed
+  kept.forEach(([s, flat, vr], i) => {
+    assert.deepEqual(s!.arraySync(), results[i]![0]);
+    assert.deepEqual(flat!.arraySync(), results[i]![1]);
+    assert.deepEqual(vr!.arraySync(), results[i]![2]);
+  });
+  assert.deepEqual(results[1], [[[5, 7], [10, 14], [20, 28]], [5, 7, 10, 14, 20, 28], [10, 14]]);
+  assert.deepEqual(results[3]![2], [4, 4]);
+});

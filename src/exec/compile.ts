@@ -40,6 +40,7 @@ import { SCALAR_PRELUDE } from "../backends/cpu/scalar-math.js";
 import { WASM_MIN_MNK } from "../backends/cpu/matmul.js";
 import { getWasmRuntime } from "../backends/cpu/wasm-runtime.js";
 import { gemmInstance, gemmModule } from "./wasm-gemm.js";
+import { isScopedStorage, StackScope, withStackScope } from "../ops/stack-storage.js";
 import { elementwiseInstance, elementwiseModule, simdLoopFits, simdSupported, type SimdLoop } from "./wasm-elementwise.js";
 import { interpret, type ExecEnv } from "./interpreter.js";
 import { structuralHandlers } from "./structural.js";
@@ -105,6 +106,8 @@ export class CompiledGraph {
   assumedOuts: OutputDesc[] | null = null;
   private factory: (() => RawFn) | null = null;
   private readonly pool: RawFn[] = [];
+  /** Stack storage scopes of calls from JavaScript (one per re-entrant call). */
+  private readonly scopes: StackScope[] = [];
   private wrapShapes: (readonly number[])[] = [];
 
   constructor(
@@ -152,13 +155,29 @@ export class CompiledGraph {
     return res;
   }
 
-  /** Runs the graph on concrete tensors. */
+  /**
+   * Runs the graph on concrete tensors (the entry from JavaScript): stacks it grows take their
+   * storage from a scope of this graph, reused by its next call, so outputs in that storage
+   * are copied (ops/stack-storage.ts).
+   */
   run(inputs: Tensor[]): Tensor[] {
     const n = inputs.length;
     const ins = new Array<TypedArray>(n);
     for (let i = 0; i < n; i++) ins[i] = inputs[i]!.concrete();
     const dev = currentDevice();
-    return this.wrap(this.raw(ins, dev), dev);
+    const scope = this.scopes.pop() ?? new StackScope();
+    try {
+      return withStackScope(scope, () => {
+        const outs = this.raw(ins, dev);
+        for (let i = 0; i < outs.length; i++) {
+          const o = outs[i]!;
+          outs[i] = o instanceof Tensor ? leavingTensor(o) : leavingStorage(o);
+        }
+        return this.wrap(outs, dev);
+      });
+    } finally {
+      if (this.scopes.length < MAX_POOLED_INSTANCES) this.scopes.push(scope);
+    }
   }
 }
 
@@ -308,6 +327,16 @@ export const compiledExecutor: Executor = createCompiledExecutor();
 
 /** The reference interpreter as an Executor (for comparisons and debugging). */
 export const interpretExecutor: Executor = (graph, inputs, library) => interpret(graph, inputs, { library });
+
+/** Storage leaving a compiled call: copied if a stack scope owns it (it is reused after the call). */
+function leavingStorage(x: TypedArray): TypedArray {
+  return isScopedStorage(x.buffer) ? x.slice() : x;
+}
+
+function leavingTensor(t: Tensor): Tensor {
+  const data = t.concrete();
+  return isScopedStorage(data.buffer) ? new Tensor(data.slice(), t.shape, t.dtype, t.device) : t;
+}
 
 /** The generic path for one node: shape rule + kernel (structural ops: regions compiled per shape). */
 function runDynamic(node: Node, args: Tensor[], library: FunctionLibrary): Tensor[] {
@@ -805,13 +834,21 @@ class Codegen {
       if (info.type === null || info.roots.size === 0) return x;
       return `(${x}.buffer === ARENA ? ${x}.slice() : ${x})`;
     };
-    const tensorOf = (info: ValueInfo): string => {
-      if (info.type === null) return use(info);
+    /**
+     * A value as a Tensor for a kernel or the generic path; where the value `leaves` the call
+     * (a variable, a stateful kernel, the generic path may keep it), stack-scope storage is
+     * copied too (ops/stack-storage.ts: it is reused once the call returns).
+     */
+    let stackTemps = 0;
+    const tensorOf = (info: ValueInfo, leaves: boolean): string => {
+      if (info.type === null) return leaves ? `${this.konst(leavingTensor, "leavingTensor")}(${use(info)})` : use(info);
+      const storage = leaves ? `${this.konst(leavingStorage, "leavingStorage")}(${fresh(info)})` : fresh(info);
       if (isStack(info.type)) {
-        const x = fresh(info);
+        const x = `X${current}_${stackTemps++}`;
+        nodeCode[current]!.push(`const ${x} = ${storage};`);
         return `new ${Tensor_}(${x}, ${this.konst(runtimeShape, "runtimeShape")}(${this.konst(info.type, "T")}, ${x}), ${JSON.stringify(info.type.dtype)}, dev)`;
       }
-      return `new ${Tensor_}(${fresh(info)}, ${this.konst(Object.freeze(info.type.shape.slice()), "S")}, ${JSON.stringify(info.type.dtype)}, dev)`;
+      return `new ${Tensor_}(${storage}, ${this.konst(Object.freeze(info.type.shape.slice()), "S")}, ${JSON.stringify(info.type.dtype)}, dev)`;
     };
     /** Copies an operand of a WebAssembly node into its slot (planned buffers are in place). */
     const copyIn = (x: ValueInfo, k: number, out: string[]): void => {
@@ -850,7 +887,7 @@ class Codegen {
           define(outs[0]!, `${this.konst(node.attrs.variable, "Var")}.storedValue.concrete()`);
           break;
         case "assignVariable":
-          out.push(`${this.konst(node.attrs.variable, "Var")}.setStoredValue(${tensorOf(ins[0]!)});`);
+          out.push(`${this.konst(node.attrs.variable, "Var")}.setStoredValue(${tensorOf(ins[0]!, true)});`);
           break;
         case "elementwise": {
           const o = outs[0]!;
@@ -939,7 +976,7 @@ class Codegen {
           const outTypes = this.konst(outs.map((o) => ({ dtype: o.type!.dtype, shape: Object.freeze(o.type!.shape.slice()) })), "OT");
           let args: string;
           if (s.escapesInputs) {
-            args = `[${ins.map((x) => tensorOf(x)).join(", ")}]`;
+            args = `[${ins.map((x) => tensorOf(x, true)).join(", ")}]`;
           } else {
             // handles made once per instance; only their storage changes per call
             const hs = ins.map((x, i) => {
@@ -993,7 +1030,9 @@ class Codegen {
           const nodeK = this.konst(node, "Node");
           const lib = this.konst(this.library, "Lib");
           const dyn = this.konst(runDynamic, "runDynamic");
-          out.push(`const R${k} = ${dyn}(${nodeK}, [${ins.map((x) => tensorOf(x)).join(", ")}], ${lib});`);
+          // (stack ops work on stack-scope storage in place; a stateful op may keep its inputs)
+          const stateful = !!structuralHandlers[node.op] || getOp(node.op).stateful === true;
+          out.push(`const R${k} = ${dyn}(${nodeK}, [${ins.map((x) => tensorOf(x, stateful)).join(", ")}], ${lib});`);
           outs.forEach((o, i) => define(o, `R${k}[${i}].concrete()`));
           break;
         }
@@ -1001,7 +1040,7 @@ class Codegen {
           const nodeK = this.konst(node, "Node");
           const lib = this.konst(this.library, "Lib");
           const dyn = this.konst(runDynamic, "runDynamic");
-          out.push(`const R${k} = ${dyn}(${nodeK}, [${ins.map((x) => tensorOf(x)).join(", ")}], ${lib});`);
+          out.push(`const R${k} = ${dyn}(${nodeK}, [${ins.map((x) => tensorOf(x, true)).join(", ")}], ${lib});`);
           outs.forEach((o, i) => define(o, `R${k}[${i}]`));
           break;
         }

@@ -18,6 +18,7 @@ import { applyOp, applyOp1, defineOp, runtimeShapes, type TensorType } from "./r
 import { zerosLikeTensor } from "./fill.js";
 import { expandDims, reshape, scatterAdd } from "./shape.js";
 import { adoptRecord, recordOf } from "./residuals.js";
+import { stackStorage } from "./stack-storage.js";
 
 /** Elements written so far into each growable storage (its newest stack's length). */
 const committed = new WeakMap<ArrayBufferLike, number>();
@@ -62,11 +63,12 @@ function push(stack: TypedArray, row: TypedArray): TypedArray {
     out = new ctor(stack.buffer, 0, need);
   } else {
     const capacity = Math.max(need, 2 * len, 8 * row.length, len === 0 ? (reached.get(root) ?? 0) : 0);
-    out = new ctor(new ArrayBuffer(capacity * bytes), 0, need);
+    out = new ctor(stackStorage(capacity * bytes), 0, need);
     origin.set(out.buffer, root);
     out.set(stack);
     const rows = rowRecords.get(stack.buffer);
     if (rows) rowRecords.set(out.buffer, new Map(rows));
+    else rowRecords.delete(out.buffer); // (reused storage: no records of an earlier call)
   }
   out.set(row, len);
   committed.set(out.buffer, need);
