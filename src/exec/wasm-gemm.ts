@@ -23,7 +23,7 @@ import {
   i32mul, i32shl, I32, F32, loop, moduleBytes, set, sharedMemory, splatLoad, V128, v128load, v128store, v128zero, VOID, WA,
   type WasmMemory, type WasmModule,
 } from "./wasm-bytes.js";
-import { registerExtraKernel, runSplit } from "../backends/cpu/worker-pool.js";
+import { registerExtraKernel, runRowChunks } from "../backends/cpu/worker-pool.js";
 
 // locals: params 0..8, then the function's own
 const [A, B, C, M, N, K, SAI, SAP, ACC] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
@@ -200,8 +200,8 @@ export interface GemmInstance {
   memory: WasmMemory;
   gemm: GemmFn;
   /**
-   * The same product, its rows split between this thread and a worker thread when one is
-   * awake (rows are independent, so the results are the same bits); `gemm` otherwise.
+   * The same product, its rows shared with a worker thread in 4-row chunks when one is awake
+   * (rows are independent, so the results are the same bits); `gemm` otherwise.
    */
   split: GemmFn;
 }
@@ -218,10 +218,7 @@ export function gemmInstance(bytes: number, threads = false): GemmInstance {
   const id = threads ? registerExtraKernel(mod, memory, "gemm", gemm) : null;
   if (id === null) return { memory, gemm, split: gemm };
   const split: GemmFn = (a, b, c, m, n, k, sai, sap, acc) => {
-    if (m >= 8) {
-      const r0 = Math.ceil(m / 8) * 4; // half the rows, in whole 4-row tiles
-      if (runSplit(id, gemm, [a, b, c, r0, n, k, sai, sap, acc], [a + r0 * sai * 4, b, c + r0 * n * 4, m - r0, n, k, sai, sap, acc])) return;
-    }
+    if (m >= 8 && runRowChunks(id, gemm, [a, b, c, m, n, k, sai, sap, acc], 4)) return;
     gemm(a, b, c, m, n, k, sai, sap, acc);
   };
   return { memory, gemm, split };

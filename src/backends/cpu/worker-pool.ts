@@ -11,7 +11,9 @@
 // A task is 12 int32 words: sgemm(a, b, c, m, n, k, lda, ldb, ldc, transA, transB, 0), where
 // the executing thread passes its own packing workspace; or, with a last word id > 0, a call
 // of the extra kernel registered as id (exec/wasm-gemm.ts, on a compiled graph's own memory)
-// with the first nine words as arguments.
+// with the first nine words as arguments, gemm-like (a, b, c, m, n, k, sai, sap, acc). When
+// word 9 (rows per chunk) is > 0, the threads share that call's rows in chunks, each taking the
+// next chunk from the counter in word 10 until none are left (see ROW_CHUNKS).
 // Extra kernels reach the workers as messages (module, memory, export name) on a port that
 // each worker drains synchronously when EXTRA_GEN changes. SPINNING is 1 from the end of a
 // worker's job until it goes to sleep: a job posted meanwhile starts without a wake-up.
@@ -42,9 +44,23 @@ export const PARALLEL_MIN_FLOPS = 2 * 180 * 180 * 180;
 export const PARALLEL_MIN_FLOPS_WARM = 2 * 48 * 48 * 48;
 const WORKER_SPIN_MS = 1;
 
+/**
+ * Runs chunks of a row-chunked extra task (words at o in t) until the counter runs out: chunk c
+ * is rows [c*chunk, (c+1)*chunk) of C = op(A) B, A's rows sai elements apart, C's n apart.
+ */
+const ROW_CHUNKS = `function rowChunks(f, t, o) {
+  const m = t[o + 3], n = t[o + 4], sai = t[o + 6], chunk = t[o + 9];
+  for (;;) {
+    const r0 = Atomics.add(t, o + 10, 1) * chunk;
+    if (r0 >= m) return;
+    f(t[o] + r0 * sai * 4, t[o + 1], t[o + 2] + r0 * n * 4, Math.min(chunk, m - r0), n, t[o + 5], sai, t[o + 7], t[o + 8]);
+  }
+}`;
+const rowChunks = new Function(`${ROW_CHUNKS}; return rowChunks;`)() as (f: ExtraKernel, t: Int32Array, o: number) => void;
+
 const WORKER_SOURCE = `
-const { workerData } = require("node:worker_threads");
-const { receiveMessageOnPort } = require("node:worker_threads");
+const { workerData, receiveMessageOnPort } = require("node:worker_threads");
+${ROW_CHUNKS}
 const { module, memory, control, tid, ws, port } = workerData;
 const ctl = new Int32Array(control);
 const B = ${BLOCK} * tid;
@@ -85,7 +101,11 @@ for (;;) {
     const table = Atomics.load(ctl, ${TABLE}) >>> 2;
     for (let i = start; i < start + count; i++) {
       const o = table + i * ${TASK_WORDS};
-      if (t[o + 11] !== 0) extra(t[o + 11])(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8]);
+      if (t[o + 11] !== 0) {
+        const f = extra(t[o + 11]);
+        if (t[o + 9] > 0) rowChunks(f, t, o);
+        else f(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8]);
+      }
       else exp.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8], t[o + 9], t[o + 10], ws);
     }
   } catch (e) {
@@ -151,11 +171,38 @@ class Pool {
   }
 
   /**
+   * Offers task 0 of `table` (a row-chunked task) to worker 1 and runs `mainWork` (which takes
+   * chunks of the same task until none are left); then either revokes the offer, if the worker
+   * never took it, or waits for the worker to finish the chunk it is on. The main thread never
+   * waits for a worker to wake up, and a slow worker only holds it up by one chunk.
+   */
+  share(table: number, mainWork: () => void): void {
+    const ctl = this.ctl;
+    const g = (this.gen = (this.gen % 0x3fffffff) + 1);
+    const b = BLOCK;
+    Atomics.store(ctl, TABLE, table);
+    Atomics.store(ctl, b + START, 0);
+    Atomics.store(ctl, b + COUNT, 1);
+    Atomics.store(ctl, b + ERR, 0);
+    Atomics.store(ctl, b + CLAIM, g);
+    Atomics.store(ctl, b + GEN, g);
+    Atomics.notify(ctl, b + GEN);
+    mainWork();
+    if (Atomics.compareExchange(ctl, b + CLAIM, g, 0) === g) {
+      stats.revoked++;
+      return;
+    }
+    stats.workerShares++;
+    spinUntil(ctl, b + DONE, g);
+    while (Atomics.load(ctl, b + DONE) !== g) Atomics.wait(ctl, b + DONE, Atomics.load(ctl, b + DONE), 1000);
+  }
+
+  /**
    * Runs the task table; thread t runs entries [starts[t], starts[t] + counts[t]), the main
    * thread `mainShare` instead of its entries when given. A worker that has not claimed its
    * share within `claimWaitMs` (after a short spin) loses it to the main thread.
    */
-  run(table: number, starts: number[], counts: number[], mainShare?: () => void, claimWaitMs = CLAIM_WAIT_MS): void {
+  run(table: number, starts: number[], counts: number[]): void {
     const ctl = this.ctl;
     const g = (this.gen = (this.gen % 0x3fffffff) + 1);
     Atomics.store(ctl, TABLE, table);
@@ -169,15 +216,14 @@ class Pool {
       Atomics.store(ctl, b + GEN, g);
       Atomics.notify(ctl, b + GEN);
     }
-    if (mainShare) mainShare();
-    else runRange(this.rt, table, starts[0], counts[0], 0);
+    runRange(this.rt, table, starts[0], counts[0], 0);
     let failed = false;
     for (let t = 1; t < starts.length; t++) {
       if (counts[t] === 0) continue;
       const b = t * BLOCK;
       if (this.workers[t] === null) { runRange(this.rt, table, starts[t], counts[t], 0); continue; }
       spinWhile(ctl, b + CLAIM, g);
-      if (Atomics.load(ctl, b + CLAIM) === g && claimWaitMs > 0) Atomics.wait(ctl, b + CLAIM, g, claimWaitMs);
+      if (Atomics.load(ctl, b + CLAIM) === g) Atomics.wait(ctl, b + CLAIM, g, CLAIM_WAIT_MS);
       if (Atomics.compareExchange(ctl, b + CLAIM, g, 0) === g) {
         runRange(this.rt, table, starts[t], counts[t], 0); // worker never woke: do it here
         stats.revoked++;
@@ -197,7 +243,9 @@ function runRange(rt: WasmRuntime, table: number, start: number, count: number, 
   for (let i = start; i < start + count; i++) {
     const o = o0 + i * TASK_WORDS;
     if (t[o + 11] !== 0) {
-      extraKernels.get(t[o + 11])!.deref()!(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8]);
+      const f = extraKernels.get(t[o + 11])!.deref()!;
+      if (t[o + 9] > 0) rowChunks(f, t, o);
+      else f(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8]);
       continue;
     }
     rt.exports.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7],
@@ -338,12 +386,12 @@ export function registerExtraKernel(module: object, memory: object, name: string
 }
 
 /**
- * Calls registered kernel `id` twice at once: with `here` on this thread and `there` on the
- * first worker, when that worker is awake (spinning). Otherwise runs nothing, wakes the worker
- * for the next call and returns false: the caller makes the whole call itself. A worker that
- * does not take its share at once loses it to this thread, so nothing waits on a sleeping one.
+ * Calls registered kernel `id` (gemm-like arguments, `args`) with its rows shared between this
+ * thread and the first worker in chunks of `chunk` rows, when that worker is awake (polling).
+ * Otherwise runs nothing, wakes the worker for the next call and returns false: the caller
+ * makes the whole call itself. Every row is computed by exactly one thread, with the same code.
  */
-export function runSplit(id: number, fn: ExtraKernel, here: readonly number[], there: readonly number[]): boolean {
+export function runRowChunks(id: number, fn: ExtraKernel, args: readonly number[], chunk: number): boolean {
   const p = pool;
   if (!p || threadLimit < 2 || p.size < 2) return false;
   if (!p.spinning(1)) {
@@ -355,16 +403,11 @@ export function runSplit(id: number, fn: ExtraKernel, here: readonly number[], t
   const table = rt.alloc(TASK_WORDS * 4);
   const w = rt.i32(),
     o = table >>> 2;
-  for (let i = 0; i < 9; i++) w[o + i] = there[i]!;
-  w[o + 9] = 0;
+  for (let i = 0; i < 9; i++) w[o + i] = args[i]!;
+  w[o + 9] = chunk;
   w[o + 10] = 0;
   w[o + 11] = id;
-  const call = (a: readonly number[]) => fn(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, a[7]!, a[8]!);
-  try {
-    p.run(table, [0, 0], [0, 1], () => call(here), 0);
-  } catch {
-    call(there); // the worker failed before starting its share
-  }
+  p.share(table, () => rowChunks(fn, w, o));
   stats.splitCalls++;
   return true;
 }
