@@ -287,18 +287,23 @@ function checkCase(c: StepCase): void {
 
 let sink: unknown = null;
 
-/** Milliseconds per training step of one call. */
-function msPerStep(fn: () => unknown, steps: number): number {
+/** Milliseconds per training step over `calls` consecutive calls. */
+function msPerStep(fn: () => unknown, steps: number, calls: number): number {
   const t = performance.now();
-  sink = fn();
-  return (performance.now() - t) / steps;
+  for (let i = 0; i < calls; i++) sink = fn();
+  return (performance.now() - t) / (steps * calls);
 }
 
+/** Consecutive calls that take about ROUND_MS (at least one), from the time of one call. */
+const ROUND_MS = 150;
+const callsPerRound = (fn: () => unknown): number => Math.max(1, Math.round(ROUND_MS / msPerStep(fn, 1, 1)));
 
 /**
  * Median ms/step of both variants after a warm-up (tracing, compiling, V8 tiers). Rounds
  * alternate between them so that load changes on the machine hit both alike; the ratio is the
- * median of the per-round ratios.
+ * median of the per-round ratios. A round runs one variant for ~150 ms of consecutive steps,
+ * as a training loop does: a single step timed right after the other variant's steps would
+ * mostly time the garbage collection the other one left running.
  */
 function measure(c: StepCase, rounds: number, warmupSeconds: number): { eager: number; staged: number; ratio: number } {
   for (const fn of [c.staged, c.eager]) {
@@ -312,9 +317,11 @@ function measure(c: StepCase, rounds: number, warmupSeconds: number): { eager: n
   const e: number[] = [];
   const s: number[] = [];
   const r: number[] = [];
+  const ne = callsPerRound(c.eager);
+  const ns = callsPerRound(c.staged);
   for (let i = 0; i < rounds; i++) {
-    const a = msPerStep(c.eager, c.steps);
-    const b = msPerStep(c.staged, c.steps);
+    const a = msPerStep(c.eager, c.steps, ne);
+    const b = msPerStep(c.staged, c.steps, ns);
     e.push(a);
     s.push(b);
     r.push(a / b);
