@@ -1030,9 +1030,11 @@ class Codegen {
           const nodeK = this.konst(node, "Node");
           const lib = this.konst(this.library, "Lib");
           const dyn = this.konst(runDynamic, "runDynamic");
-          // (stack ops work on stack-scope storage in place; a stateful op may keep its inputs)
+          // (stack ops work on stack-scope storage in place; a stateful op may keep its inputs; a
+          // pushed row is copied at once, so it may stay a view of this instance's buffers)
           const stateful = !!structuralHandlers[node.op] || getOp(node.op).stateful === true;
-          out.push(`const R${k} = ${dyn}(${nodeK}, [${ins.map((x) => tensorOf(x, stateful)).join(", ")}], ${lib});`);
+          const args = ins.map((x, i) => (node.op === "stackPush" && i === 1 && x.type !== null && !isStack(x.type) ? `new ${Tensor_}(${use(x)}, ${this.konst(Object.freeze(x.type.shape.slice()), "S")}, ${JSON.stringify(x.type.dtype)}, dev)` : tensorOf(x, stateful)));
+          out.push(`const R${k} = ${dyn}(${nodeK}, [${args.join(", ")}], ${lib});`);
           outs.forEach((o, i) => define(o, `R${k}[${i}].concrete()`));
           break;
         }
