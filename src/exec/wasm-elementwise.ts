@@ -12,13 +12,14 @@
  * - neg, abs, maximum, minimum, relu: exact, written with selects so that signed zeros and
  *   NaNs come out as the templates give them (Math.max-style instructions treat -0 and +0
  *   differently from `a >= b ? a : b`);
- * - tanh: the float32 template (the odd rational of ops/unary.ts) in float64x2 lanes, the same
- *   operations in the same order, then rounded; past its range the template's constants.
+ * - tanh: the float32 rational (backends/cpu/tanh-f32.ts) in float64x2 lanes, the same
+ *   operations in the same order, then rounded; past its range the same constants.
  * Lanes are independent, so the last elements of a row (fewer than four) run the same code on
  * splatted operands and store lane 0.
  */
 import { broadcastStrides } from "../core/shape.js";
 import { collapse } from "./loops.js";
+import { TANH_EDGE, TANH_P, TANH_Q, TANH_RANGE } from "../backends/cpu/tanh-f32.js";
 import {
   brIf, end, f32store, get, i32add, i32c, i32ltS, I32, loop, moduleBytes, set, simd, splatLoad, V128, v128load,
   v128store, WA, type WasmMemory, type WasmModule,
@@ -56,7 +57,6 @@ const OP = {
   f32x4mul: 0xe6,
   f32x4div: 0xe7,
   f64x2add: 0xf0,
-  f64x2sub: 0xf1,
   f64x2mul: 0xf2,
   f64x2div: 0xf3,
 } as const;
@@ -74,11 +74,6 @@ const HIGH_HALF = shuffle([8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 1
 /** the low 8 bytes of each operand: [a0, a1, b0, b1] */
 const LOW_HALVES = shuffle([0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]);
 
-// The float32 tanh of ops/unary.ts (TANH_F32) and backends/cpu/scalar-math.ts (tanhF32).
-const TANH_RANGE = 7.90531110763549805;
-const TANH_P = [-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-8, 1.48572235717979e-5, 6.37261928875436e-4, 4.89352455891786e-3];
-const TANH_Q = [1.19825839466702e-6, 1.18534705686654e-4, 2.268434632439e-3, 4.89352518554385e-3];
-const TANH_EDGE = 0.9999997397382441;
 
 /** Registry ops with a SIMD form. */
 const SIMD_OPS = new Set(["add", "sub", "mul", "div", "neg", "abs", "sqrt", "square", "reciprocal", "maximum", "minimum", "relu", "tanh"]);
@@ -102,12 +97,9 @@ const TANH_TEMPS = 5;
  */
 function tanhRational(a: number, y2: number, num: number, den: number): number[] {
   const code = [...set(a), ...get(a), ...get(a), ...op(OP.f64x2mul), ...set(y2)];
-  // p = y2 * P0 + P1; p = y2 * p - P2; ... (the template's order; x * y == y * x exactly)
+  // p = y2 * P0 + P1; p = y2 * p + P2; ... (the template's order; x * y == y * x exactly)
   code.push(...get(y2), ...f64x2c(TANH_P[0]!), ...op(OP.f64x2mul), ...f64x2c(TANH_P[1]!), ...op(OP.f64x2add));
-  for (let i = 2; i < TANH_P.length; i++) {
-    const c = TANH_P[i]!;
-    code.push(...get(y2), ...op(OP.f64x2mul), ...f64x2c(Math.abs(c)), ...op(c < 0 ? OP.f64x2sub : OP.f64x2add));
-  }
+  for (let i = 2; i < TANH_P.length; i++) code.push(...get(y2), ...op(OP.f64x2mul), ...f64x2c(TANH_P[i]!), ...op(OP.f64x2add));
   code.push(...get(a), ...op(OP.f64x2mul), ...set(num));
   code.push(...get(y2), ...f64x2c(TANH_Q[0]!), ...op(OP.f64x2mul), ...f64x2c(TANH_Q[1]!), ...op(OP.f64x2add));
   for (let i = 2; i < TANH_Q.length; i++) code.push(...get(y2), ...op(OP.f64x2mul), ...f64x2c(TANH_Q[i]!), ...op(OP.f64x2add));

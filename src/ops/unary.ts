@@ -1,4 +1,5 @@
 /** Unary elementwise ops. Each: template, dtype rule, VJP written with registry ops. */
+import { TANH_F32_TEMPLATE } from "../backends/cpu/tanh-f32.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { installMethods } from "./methods.js";
 import { callElementwise, callElementwiseWithAttrs, defineElementwise, unaryVjp, type DtypeRule, type UnaryVjp } from "./define-elementwise.js";
@@ -45,10 +46,7 @@ export const acosOp = unary("acos", "Math.acos(a)", "float", (x, _y, dy) => neg(
 export const atanOp = unary("atan", "Math.atan(a)", "float", (x, _y, dy) => div(dy, add(mul(x, x), 1)));
 export const sinhOp = unary("sinh", "Math.sinh(a)", "float", (x, _y, dy) => mul(dy, cosh(x)));
 export const coshOp = unary("cosh", "Math.cosh(a)", "float", (x, _y, dy) => mul(dy, sinh(x)));
-// float32: scalar-math.ts tanhF32, written out as one expression so that fused loops inline it
-// (the same operations in the same order; the rare tail goes through the function).
-const TANH_F32 = "(a > -7.90531110763549805 && a < 7.90531110763549805 ? (a * ((a * a) * ((a * a) * ((a * a) * ((a * a) * ((a * a) * ((a * a) * -2.76076847742355e-16 + 2.00018790482477e-13) - 8.60467152213735e-11) + 5.12229709037114e-8) + 1.48572235717979e-5) + 6.37261928875436e-4) + 4.89352455891786e-3)) / ((a * a) * ((a * a) * ((a * a) * 1.19825839466702e-6 + 1.18534705686654e-4) + 2.268434632439e-3) + 4.89352518554385e-3) : tanhF32(a))";
-export const tanhOp = unary("tanh", "Math.tanh(a)", "float", (_x, y, dy) => mul(dy, sub(1, mul(y, y))), TANH_F32);
+export const tanhOp = unary("tanh", "Math.tanh(a)", "float", (_x, y, dy) => mul(dy, sub(1, mul(y, y))), TANH_F32_TEMPLATE);
 export const sigmoidOp = unary("sigmoid", "sigmoid(a)", "float", (_x, y, dy) => mul(dy, mul(y, sub(1, y))));
 export const reluOp = unary("relu", "a > 0 ? a : 0", "numeric", (x, _y, dy) => mul(dy, step(x)));
 export const softplusOp = unary("softplus", "softplus(a)", "float", (x, _y, dy) => mul(dy, sigmoid(x)));
