@@ -30,10 +30,10 @@ import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { storageCtor, type DType, type TypedArray } from "../core/dtype.js";
 import { sizeOf } from "../core/shape.js";
-import { ShapeError, atNode, executing } from "../core/errors.js";
+import { ShapeError, executing } from "../core/errors.js";
 import { currentDevice } from "../core/device.js";
 import { isTracing, withEagerContext } from "../core/context.js";
-import { getOp, wrapOutputs, type OpDef, type TensorType } from "../ops/registry.js";
+import { getOp, type OpDef, type TensorType } from "../ops/registry.js";
 import "../ops/index.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../graph/ir.js";
 import { SCALAR_PRELUDE } from "../backends/cpu/scalar-math.js";
@@ -42,7 +42,7 @@ import { getWasmRuntime } from "../backends/cpu/wasm-runtime.js";
 import { gemmInstance, gemmModule } from "./wasm-gemm.js";
 import { isScopedStorage, StackScope, withStackScope } from "../ops/stack-storage.js";
 import { elementwiseInstance, elementwiseModule, simdLoopFits, simdSupported, type SimdLoop } from "./wasm-elementwise.js";
-import { interpret, type ExecEnv } from "./interpreter.js";
+import { interpret, runNode, type ExecEnv } from "./interpreter.js";
 import { structuralHandlers } from "./structural.js";
 import { setDefaultExecutor, type Executor } from "../staging/concrete-function.js";
 import { elementwiseSource, matmulSource, type MatmulArith, reduceSource, templateFor, INLINE_REDUCTIONS, type LoopInput, type LoopOutput, type LoopStep } from "./loops.js";
@@ -340,14 +340,7 @@ function leavingTensor(t: Tensor): Tensor {
 
 /** The generic path for one node: shape rule + kernel (structural ops: regions compiled per shape). */
 function runDynamic(node: Node, args: Tensor[], library: FunctionLibrary): Tensor[] {
-  const env: ExecEnv = { library };
-  const structural = structuralHandlers[node.op];
-  if (structural) return structural(node, args, env, runGraph);
-  const def = getOp(node.op);
-  return atNode(node.loc, () => {
-    const types = def.infer(args, node.attrs);
-    return wrapOutputs(types, def.kernel(args, node.attrs, types));
-  });
+  return runNode(node, args, { library }, runGraph);
 }
 
 // ---------------------------------------------------------------------------------------

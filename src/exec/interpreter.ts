@@ -9,7 +9,7 @@ import { withEagerContext } from "../core/context.js";
 import { atNode } from "../core/errors.js";
 import { getOp, wrapOutputs } from "../ops/registry.js";
 import type { FunctionLibrary, Graph, Node } from "../graph/ir.js";
-import { structuralHandlers } from "./structural.js";
+import { structuralHandlers, type RunGraph } from "./structural.js";
 
 export interface ExecEnv {
   library: FunctionLibrary;
@@ -36,9 +36,10 @@ export function interpret(graph: Graph, inputs: Tensor[], env: ExecEnv): Tensor[
   });
 }
 
-export function runNode(node: Node, args: Tensor[], env: ExecEnv): Tensor[] {
+/** One node: shape rule + kernel, or a structural op whose regions `runRegion` runs. */
+export function runNode(node: Node, args: Tensor[], env: ExecEnv, runRegion: RunGraph = interpret): Tensor[] {
   const structural = structuralHandlers[node.op];
-  if (structural) return structural(node, args, env, interpret);
+  if (structural) return structural(node, args, env, runRegion);
   const def = getOp(node.op);
   return atNode(node.loc, () => {
     const types = def.infer(args, node.attrs);
