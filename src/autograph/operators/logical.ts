@@ -31,31 +31,22 @@ export function isScalarLike(t: Tensor): boolean {
   return t.shape.every((d) => d === 1);
 }
 
-/**
- * Reads a concrete tensor condition of `construct`; a tensor that is not a single element is
- * a ShapeError naming the construct and the source location.
- */
+/** A tensor condition of `construct` that is not a single element is a ShapeError naming the construct and the source location. */
+function checkCondition(t: Tensor, construct: string, loc: string | null | undefined): void {
+  if (isScalarLike(t)) return;
+  throw new ShapeError(`the condition must be a scalar tensor, got shape ${fmtShape(t.shape)}; reduce it first (sc.all, sc.any)`, construct, locArg(loc));
+}
+
+/** Reads a concrete tensor condition of `construct`. */
 export function concreteTruth(t: Tensor, construct: string, loc?: string | null): boolean {
-  if (!isScalarLike(t)) {
-    throw new ShapeError(
-      `the condition must be a scalar tensor, got shape ${fmtShape(t.shape)}; reduce it first (sc.all, sc.any)`,
-      construct,
-      locArg(loc),
-    );
-  }
+  checkCondition(t, construct, loc);
   const v = t.dataSync()[0]!;
   return v !== 0 && v === v;
 }
 
 /** A bool scalar predicate for a staged construct, with the same checks. */
 export function symbolicPredicate(t: Tensor, construct: string, loc?: string | null): Tensor {
-  if (!isScalarLike(t)) {
-    throw new ShapeError(
-      `the condition must be a scalar tensor, got shape ${fmtShape(t.shape)}; reduce it first (sc.all, sc.any)`,
-      construct,
-      locArg(loc),
-    );
-  }
+  checkCondition(t, construct, loc);
   return truthyTensor(t);
 }
 
