@@ -60,70 +60,57 @@ export function usesSuper(fn: t.Function): boolean {
   return found;
 }
 
-/** The identifiers a binding pattern (or assignment target) writes. */
-export function patternIdentifiers(p: t.Node | null | undefined, out: t.Identifier[] = []): t.Identifier[] {
-  if (!p) return out;
+/**
+ * The places a binding pattern or assignment target writes: its identifiers and member
+ * expressions (`[a, b.x, { c: d[i] }, ...e] = ...`), through defaults, rests, parameter
+ * properties and TypeScript/parenthesis wrappers.
+ */
+function patternTargets(p: t.Node | null | undefined, out: (t.Identifier | t.MemberExpression)[]): void {
+  if (!p) return;
   switch (p.type) {
     case "Identifier":
+    case "MemberExpression":
       out.push(p);
       break;
     case "ArrayPattern":
-      for (const e of p.elements) patternIdentifiers(e, out);
+      for (const e of p.elements) patternTargets(e, out);
       break;
     case "ObjectPattern":
-      for (const prop of p.properties) {
-        if (prop.type === "RestElement") patternIdentifiers(prop.argument, out);
-        else patternIdentifiers(prop.value as t.Node, out);
-      }
+      for (const prop of p.properties) patternTargets(prop.type === "RestElement" ? prop.argument : (prop.value as t.Node), out);
       break;
     case "AssignmentPattern":
-      patternIdentifiers(p.left, out);
+      patternTargets(p.left, out);
       break;
     case "RestElement":
-      patternIdentifiers(p.argument, out);
+      patternTargets(p.argument, out);
       break;
     case "TSParameterProperty":
-      patternIdentifiers(p.parameter, out);
+      patternTargets(p.parameter, out);
       break;
     case "TSAsExpression":
     case "TSSatisfiesExpression":
     case "TSNonNullExpression":
     case "TSTypeAssertion":
     case "ParenthesizedExpression":
-      patternIdentifiers(p.expression, out);
+      patternTargets(p.expression, out);
       break;
     default:
       break;
   }
-  return out;
+}
+
+/** The identifiers a binding pattern (or assignment target) writes. */
+export function patternIdentifiers(p: t.Node | null | undefined): t.Identifier[] {
+  const out: (t.Identifier | t.MemberExpression)[] = [];
+  patternTargets(p, out);
+  return out.filter((x): x is t.Identifier => x.type === "Identifier");
 }
 
 /** The member expressions an assignment target pattern writes (`[a.x, b[i]] = ...`). */
-export function patternMembers(p: t.Node | null | undefined, out: t.MemberExpression[] = []): t.MemberExpression[] {
-  if (!p) return out;
-  switch (p.type) {
-    case "MemberExpression":
-      out.push(p);
-      break;
-    case "ArrayPattern":
-      for (const e of p.elements) patternMembers(e, out);
-      break;
-    case "ObjectPattern":
-      for (const prop of p.properties) {
-        if (prop.type === "RestElement") patternMembers(prop.argument, out);
-        else patternMembers(prop.value as t.Node, out);
-      }
-      break;
-    case "AssignmentPattern":
-      patternMembers(p.left, out);
-      break;
-    case "RestElement":
-      patternMembers(p.argument, out);
-      break;
-    default:
-      break;
-  }
-  return out;
+export function patternMembers(p: t.Node | null | undefined): t.MemberExpression[] {
+  const out: (t.Identifier | t.MemberExpression)[] = [];
+  patternTargets(p, out);
+  return out.filter((x): x is t.MemberExpression => x.type === "MemberExpression");
 }
 
 /** The identifier at the root of a member chain (`x` in `x.a[i].b`), if any. */
