@@ -22,6 +22,9 @@ function t(x: unknown): Tensor {
   return v.dtype === "bool" ? cast(v, "int32") : v;
 }
 
+/** A tensor argument as an operand (a JS value stays one: weak typing). */
+const operand = (x: unknown): TensorLike => (x instanceof Tensor ? t(x) : (x as TensorLike));
+
 function jsRound(x: Tensor): Tensor {
   if (!isFloat(x.dtype)) return x;
   const f = U.floor(x);
@@ -35,7 +38,7 @@ function trunc(x: Tensor): Tensor {
 
 function fold(op: (a: TensorLike, b: TensorLike) => Tensor, args: unknown[]): Tensor {
   let acc = args[0] instanceof Tensor ? t(args[0]) : toTensor(args[0] as TensorLike, "Math");
-  for (let i = 1; i < args.length; i++) acc = op(acc, args[i] instanceof Tensor ? t(args[i]) : (args[i] as TensorLike));
+  for (let i = 1; i < args.length; i++) acc = op(acc, operand(args[i]));
   return acc;
 }
 
@@ -89,8 +92,8 @@ const tensorForms: Record<string, Fn> = {
     const v = t(x);
     return v.dtype === "float64" ? cast(cast(v, "float32"), "float64") : v;
   },
-  atan2: (y, x) => atan2(y instanceof Tensor ? t(y) : (y as TensorLike), x instanceof Tensor ? t(x) : (x as TensorLike)),
-  pow: (x, y) => pow(x instanceof Tensor ? t(x) : (x as TensorLike), y instanceof Tensor ? t(y) : (y as TensorLike)),
+  atan2: (y, x) => atan2(operand(y), operand(x)),
+  pow: (x, y) => pow(operand(x), operand(y)),
   max: (...xs) => fold(maximum, xs),
   min: (...xs) => fold(minimum, xs),
   hypot: (...xs) => U.sqrt(xs.map((x) => U.square(x instanceof Tensor ? t(x) : toTensor(x as TensorLike, "Math.hypot"))).reduce((a, b) => add(a, b))),
