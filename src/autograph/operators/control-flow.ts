@@ -378,7 +378,7 @@ export function whileStmt(
   for (;;) {
     const p = dispatchCondition(test(), "while", loc);
     if (typeof p !== "boolean") {
-      stagedWhile(test, body, getState, setState, names, loc, opts, "while");
+      stagedWhile({ test, body, getState, setState, names, loc, opts, construct: "while" });
       return;
     }
     if (!p) return;
@@ -518,20 +518,25 @@ function shapeFits(p: Extract<Plan, { kind: "var" }>, t: Tensor): boolean {
   return t.rank === p.shape.length && p.shape.every((d, j) => d < 0 || d === t.shape[j]);
 }
 
+/** A loop to stage: `while (test()) body()` over the state that getState/setState reach. */
+interface StagedLoop {
+  test: () => unknown;
+  body: () => void;
+  getState: GetState;
+  setState: SetState;
+  names: readonly string[];
+  loc: string | null | undefined;
+  opts: LoopOptions;
+  /** The source construct, for messages ("while", "for...of"). */
+  construct: string;
+}
+
 /**
- * Stages `while (test()) body()` over the state: tensors (and numbers and booleans, which
- * become tensors) are loop variables; other JS values must not change.
+ * Stages a loop over its state: tensors (and numbers and booleans, which become tensors) are
+ * loop variables; other JS values must not change.
  */
-function stagedWhile(
-  test: () => unknown,
-  body: () => void,
-  getState: GetState,
-  setState: SetState,
-  names: readonly string[],
-  loc: string | null | undefined,
-  opts: LoopOptions,
-  construct: string,
-): void {
+function stagedWhile(loop: StagedLoop): void {
+  const { getState, setState, names, loc, construct } = loop;
   const init = getState();
   const snaps = init.map((v) => snapshot(v));
   const overrides = new Map<string, Override>();
@@ -540,7 +545,7 @@ function stagedWhile(
     const leaves: LeafRef[] = [];
     snaps.forEach((s, i) => leavesOf(s, names[i] ?? `state[${i}]`, undefined, leaves));
     try {
-      stagedWhileAttempt(test, body, setState, getState, names, loc, opts, construct, snaps, leaves, overrides);
+      stagedWhileAttempt(loop, snaps, leaves, overrides);
       break;
     } catch (e) {
       if (!(e instanceof RetryLoop) || attempt > leaves.length + 8) throw e;
@@ -581,19 +586,8 @@ function stagedWhile(
   }
 }
 
-function stagedWhileAttempt(
-  test: () => unknown,
-  body: () => void,
-  setState: SetState,
-  getState: GetState,
-  names: readonly string[],
-  loc: string | null | undefined,
-  opts: LoopOptions,
-  construct: string,
-  snaps: Snap[],
-  leaves: LeafRef[],
-  overrides: Map<string, Override>,
-): void {
+function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], overrides: Map<string, Override>): void {
+  const { test, body, getState, setState, names, loc, opts, construct } = loop;
   const plans = leaves.map((l) => planLeaf(l, overrides.get(l.path), opts));
   const vars = plans.filter((p): p is Extract<Plan, { kind: "var" }> => p.kind === "var");
   const where = `a staged ${construct} loop${at(loc)}`;
@@ -816,22 +810,22 @@ function stagedCounterLoop(
     if (!(e instanceof Tensor)) return e ? m : false;
     return logicalAnd(m, symbolicPredicate(readIfVariable(e) as Tensor, "for...of", loc));
   };
-  stagedWhile(
+  stagedWhile({
     test,
-    () => {
+    body: () => {
       body(item(i));
       i = step(i);
     },
-    () => [...getState(), i],
-    (s) => {
+    getState: () => [...getState(), i],
+    setState: (s) => {
       setState(s.slice(0, -1));
       i = s[s.length - 1] as Tensor;
     },
-    [...names, "$i"],
+    names: [...names, "$i"],
     loc,
     opts,
-    "for...of",
-  );
+    construct: "for...of",
+  });
 }
 
 function stagedTensorFor(t: Tensor, body: (item: any) => void, getState: GetState, setState: SetState, names: readonly string[], loc: string | null | undefined, opts: LoopOptions): void {
