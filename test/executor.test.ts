@@ -5,6 +5,7 @@ import { compiledExecutor, createCompiledExecutor, interpretExecutor, compileGra
 import { setDefaultExecutor } from "../src/staging/concrete-function.js";
 import { FunctionLibrary, Graph, type ValueType } from "../src/graph/ir.js";
 import { Rng } from "./util/rng.js";
+import { assertMutateExample } from "./util/mutate-example.js";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -295,16 +296,7 @@ test("a recursive library function built by hand runs compiled (re-entrant insta
 });
 
 test("variables: the mutate() example gives 1.0, then 2.0 eagerly, then 3.0", () => {
-  const v = sc.variable(0);
-  const mutate = sc.stage(() => {
-    v.assignAdd(1);
-    return v.read();
-  });
-  assert.equal(mutate().item(), 1);
-  v.assignAdd(1);
-  assert.equal(v.item(), 2);
-  assert.equal(mutate().item(), 3);
-  assert.equal(v.item(), 3);
+  assertMutateExample();
   // values assigned inside compiled code are fresh storage: later calls do not change them
   const w = sc.variable([1, 2]);
   const step = sc.stage((x: sc.Tensor) => {

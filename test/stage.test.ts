@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
+import { assertMutateExample } from "./util/mutate-example.js";
 
 const f64 = (v: number[] | number) => sc.tensor(v, "float64");
 
@@ -126,16 +127,7 @@ test("closures: eager tensors become captured inputs", () => {
 });
 
 test("the TF Eager paper's mutate(): variables are captured by reference", () => {
-  const v = sc.variable(0);
-  const mutate = sc.stage(() => {
-    v.assignAdd(1);
-    return v.read();
-  });
-  assert.equal(mutate().item(), 1);
-  v.assignAdd(1);
-  assert.equal(v.item(), 2);
-  assert.equal(mutate().item(), 3);
-  assert.equal(v.item(), 3);
+  assertMutateExample();
 });
 
 test("variables: reads see assignments made earlier in the same graph", () => {
