@@ -479,6 +479,7 @@ function build(c: CompiledGraph): void {
       }
     }
     let def: OpDef;
+    let fused: ReturnType<typeof fusedSteps> = null;
     let outTypes: TensorType[];
     try {
       def = getOp(node.op);
@@ -507,9 +508,8 @@ function build(c: CompiledGraph): void {
     } else if (def.elementwise && outTypes.length === 1) {
       const steps = [{ op: node.op, args: types.map((_, i) => i), dtype: outTypes[0]!.dtype }];
       strategies.push(simdLoop(types, outTypes, steps, [0]) ?? { kind: "elementwise", def });
-    } else if (node.op === "fusedElementwise" && fusedSteps(node, types) !== null) {
-      const f = fusedSteps(node, types)!;
-      strategies.push(simdLoop(types, outTypes, f.steps, f.outputs) ?? { kind: "fused" });
+    } else if (node.op === "fusedElementwise" && (fused = fusedSteps(node, types)) !== null) {
+      strategies.push(simdLoop(types, outTypes, fused.steps, fused.outputs) ?? { kind: "fused" });
     } else if (node.op === "matmul" && wasmMatmul(types, outTypes[0]!, node.attrs as MatmulAttrs)) {
       strategies.push({ kind: "wasmMatmul", ...wasmMatmul(types, outTypes[0]!, node.attrs as MatmulAttrs)! });
     } else if (node.op === "matmul" && inlineMatmul(types, outTypes[0]!, node.attrs as { transposeA?: boolean })) {

@@ -48,6 +48,7 @@ export class WasmRuntime {
   readonly arenaBase: number;
   private top: number;
   private f32View: Float32Array;
+  private i32View: Int32Array;
 
   constructor(module: WasmModule) {
     this.module = module;
@@ -60,6 +61,7 @@ export class WasmRuntime {
     this.top = this.arenaBase;
     this.ensure(this.arenaBase);
     this.f32View = new Float32Array(this.memory.buffer);
+    this.i32View = new Int32Array(this.memory.buffer);
   }
 
   /** Byte address of thread `tid`'s sgemm workspace. */
@@ -90,9 +92,10 @@ export class WasmRuntime {
     return this.f32View;
   }
 
-  /** Int32 view of the whole memory (fresh each call; used for task tables). */
+  /** Int32 view of the whole memory (refreshed after growth; used for task tables). */
   i32(): Int32Array {
-    return new Int32Array(this.memory.buffer);
+    if (this.i32View.buffer.byteLength !== this.memory.buffer.byteLength) this.i32View = new Int32Array(this.memory.buffer);
+    return this.i32View;
   }
 
   private ensure(bytes: number): void {
