@@ -42,12 +42,10 @@ export const I32 = 0x7f,
 export const block = [0x02, VOID],
   loop = [0x03, VOID],
   end = [0x0b];
-export const ifVoid = [0x04, VOID];
 export const br = (d: number) => [0x0c, ...u32(d)];
 export const brIf = (d: number) => [0x0d, ...u32(d)];
 export const get = (l: number) => [0x20, ...u32(l)];
 export const set = (l: number) => [0x21, ...u32(l)];
-export const tee = (l: number) => [0x22, ...u32(l)];
 
 // i32
 export const i32c = (v: number) => [0x41, ...s32(v)];
@@ -67,13 +65,39 @@ export const f32zero = [0x43, 0, 0, 0, 0];
 
 // SIMD (0xfd prefix)
 export const simd = (op: number, ...imm: number[]) => [0xfd, ...u32(op), ...imm];
+/** SIMD opcodes (after the 0xfd prefix). */
+export const SIMD_OP = {
+  v128const: 0x0c,
+  shuffle: 0x0d,
+  extractLaneF32: 0x1f,
+  f32x4ne: 0x42,
+  f32x4lt: 0x43,
+  f32x4gt: 0x44,
+  f32x4le: 0x45,
+  f32x4ge: 0x46,
+  and: 0x4e,
+  or: 0x50,
+  bitselect: 0x52,
+  demote: 0x5e, // f32x4.demote_f64x2_zero
+  promote: 0x5f, // f64x2.promote_low_f32x4
+  f32x4abs: 0xe0,
+  f32x4neg: 0xe1,
+  f32x4sqrt: 0xe3,
+  f32x4add: 0xe4,
+  f32x4sub: 0xe5,
+  f32x4mul: 0xe6,
+  f32x4div: 0xe7,
+  f64x2add: 0xf0,
+  f64x2mul: 0xf2,
+  f64x2div: 0xf3,
+} as const;
 export const v128load = (off = 0) => simd(0x00, 0x02, ...u32(off));
 export const v128store = (off = 0) => simd(0x0b, 0x02, ...u32(off));
 /** v128.load32_splat */
 export const splatLoad = (off = 0) => simd(0x09, 0x02, ...u32(off));
-export const v128zero = simd(0x0c, ...new Array<number>(16).fill(0));
-export const f32x4add = simd(228),
-  f32x4mul = simd(230);
+export const v128zero = simd(SIMD_OP.v128const, ...new Array<number>(16).fill(0));
+export const f32x4add = simd(SIMD_OP.f32x4add),
+  f32x4mul = simd(SIMD_OP.f32x4mul);
 
 /** Pages a generated module's memory may have (the most WebAssembly allows). */
 export const MAX_PAGES = 65536;

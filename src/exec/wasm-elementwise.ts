@@ -22,7 +22,7 @@ import { collapse } from "./loops.js";
 import { TANH_EDGE, TANH_P, TANH_Q, TANH_RANGE } from "../backends/cpu/tanh-f32.js";
 import {
   brIf, end, f32store, get, i32add, i32c, i32ltS, I32, loop, moduleBytes, set, simd, splatLoad, V128, v128load,
-  v128store, WA, type WasmMemory, type WasmModule,
+  v128store, SIMD_OP, WA, type WasmMemory, type WasmModule,
 } from "./wasm-bytes.js";
 
 /** One fused loop: every input, step and output is float32. Addresses are byte offsets. */
@@ -35,35 +35,11 @@ export interface SimdLoop {
   outputs: { at: number; value: number }[];
 }
 
-// SIMD opcodes (after the 0xfd prefix)
-const OP = {
-  shuffle: 0x0d,
-  extractLaneF32: 0x1f,
-  f32x4ne: 0x42,
-  f32x4lt: 0x43,
-  f32x4gt: 0x44,
-  f32x4le: 0x45,
-  f32x4ge: 0x46,
-  and: 0x4e,
-  or: 0x50,
-  bitselect: 0x52,
-  demote: 0x5e, // f32x4.demote_f64x2_zero
-  promote: 0x5f, // f64x2.promote_low_f32x4
-  f32x4abs: 0xe0,
-  f32x4neg: 0xe1,
-  f32x4sqrt: 0xe3,
-  f32x4add: 0xe4,
-  f32x4sub: 0xe5,
-  f32x4mul: 0xe6,
-  f32x4div: 0xe7,
-  f64x2add: 0xf0,
-  f64x2mul: 0xf2,
-  f64x2div: 0xf3,
-} as const;
+const OP = SIMD_OP;
 const op = (code: number) => simd(code);
 
 function v128const(bytes: Uint8Array): number[] {
-  return simd(0x0c, ...bytes);
+  return simd(OP.v128const, ...bytes);
 }
 const f32x4c = (v: number) => v128const(new Uint8Array(new Float32Array([v, v, v, v]).buffer));
 const f64x2c = (v: number) => v128const(new Uint8Array(new Float64Array([v, v]).buffer));
