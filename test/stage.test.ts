@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
+import { applyOp1, defineOp } from "../src/ops/registry.js";
 import { assertMutateExample } from "./util/mutate-example.js";
 
 const f64 = (v: number[] | number) => sc.tensor(v, "float64");
@@ -251,6 +252,29 @@ test("devices: listDevices, device scopes, tensors know their device", () => {
   const t = sc.device("cpu", () => sc.ones([2]).add(1));
   assert.equal(t.device, "cpu:0");
   assert.throws(() => sc.device("gpu:3", () => 0), sc.ValueError);
+  // an input that lives on another device (a tensor made elsewhere) is copied to the op's device:
+  // kernels only ever see inputs on their own device
+  const elsewhere = new sc.Tensor(new Float32Array([1, 2]), [2], "float32", "sim:0");
+  const seen: string[] = [];
+  const probe = defineOp<Record<string, never>>({
+    name: "testDeviceProbe",
+    family: "test",
+    inputs: ["x"],
+    infer: (ins) => [ins[0]!],
+    kernel: (ins) => {
+      seen.push(...ins.map((x) => x.device));
+      return [ins[0]!.concrete().slice()];
+    },
+  });
+  assert.deepEqual(applyOp1(probe, [elsewhere], {}).arraySync(), [1, 2]);
+  assert.deepEqual(seen, ["cpu:0"]);
+  const sum = sc.add(elsewhere, sc.ones([2]));
+  assert.equal(sum.device, "cpu:0");
+  assert.deepEqual(sum.arraySync(), [2, 3]);
+  assert.equal(elsewhere.device, "sim:0", "the input itself stays where it is");
+  const doubled = sc.stage((x: sc.Tensor) => x.mul(2))(elsewhere);
+  assert.equal(doubled.device, "cpu:0");
+  assert.deepEqual(doubled.arraySync(), [2, 4]);
 });
 
 test("scan threads a carry over the leading axis, eagerly and staged", () => {
