@@ -34,9 +34,11 @@ interface Split {
   fullVjp: StagedFunction<Tensor[], Tensor[]>;
   /** Backward staged function: (cotangents..., backwardCaptures...) -> gradients of every forward input. */
   backward: StagedFunction<Tensor[], Tensor[]>;
-  /** For each backward capture: index into the forward's saved outputs, or the outside tensor. */
-  backwardInputs: ({ saved: number } | { tensor: Tensor })[];
+  /** For each backward capture: the forward's output or saved value it is, or the outside tensor. */
+  backwardInputs: BackwardInput[];
 }
+
+type BackwardInput = { output: number } | { saved: number } | { tensor: Tensor };
 
 /** Splits per concrete function and per set of captured tensors that need gradients. */
 const splits = new WeakMap<ConcreteFunction, Map<string, Split>>();
@@ -89,10 +91,15 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
   } finally {
     bwd.active = false;
   }
+  // A value the backward reads that the forward already returns (an op whose VJP reads its
+  // own output, such as exp, as the last op) is read from that output, not returned twice.
   const saved: Tensor[] = [];
-  const backwardInputs = bwd.captures.map((c) => {
+  const outputOf = new Map(outs.map((o, i) => [fwd.valueOf(o), i] as const).reverse());
+  const backwardInputs = bwd.captures.map((c): BackwardInput => {
     const ref = c.tensor.symbol as SymbolRef | null;
     if (ref && ref.ctx === fwd) {
+      const output = outputOf.get(ref.value);
+      if (output !== undefined) return { output };
       saved.push(c.tensor);
       return { saved: saved.length - 1 };
     }
@@ -127,7 +134,10 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
 export function gradientGraphs(cf: ConcreteFunction): { forward: ConcreteFunction; backward: ConcreteFunction } {
   const split = splitFor(cf, cf.captures.map(() => true));
   const cts = split.forward.graph.outputs.slice(0, split.numOutputs).map((v) => placeholderLike(v.type));
-  const extra = split.backwardInputs.map((b) => ("saved" in b ? placeholderLike(split!.forward.graph.outputs[split!.numOutputs + b.saved]!.type) : b.tensor));
+  const outputs = split.forward.graph.outputs;
+  const extra = split.backwardInputs.map((b) =>
+    "output" in b ? placeholderLike(outputs[b.output]!.type) : "saved" in b ? placeholderLike(outputs[split.numOutputs + b.saved]!.type) : b.tensor,
+  );
   return { forward: split.forward, backward: split.backward.concrete(...cts, ...extra) };
 }
 
@@ -163,7 +173,7 @@ export function recordStagedCall(cf: ConcreteFunction, args: Tensor[]): unknown 
     vjp: (_ctx, cts) => {
       const filled = cts.map((c, i) => c ?? zerosLikeTensor(flat[i]!));
       if (cts.slice(numOutputs).every((c) => c === null)) {
-        const extra = backwardInputs.map((b) => ("saved" in b ? saved[b.saved]! : b.tensor));
+        const extra = backwardInputs.map((b) => ("output" in b ? outputs[b.output]! : "saved" in b ? saved[b.saved]! : b.tensor));
         return backward(...filled.slice(0, numOutputs), ...extra);
       }
       return fullVjp(...inputs, ...filled);
