@@ -19,7 +19,7 @@ import { full, zerosLikeTensor } from "../ops/fill.js";
 import { HANDLE_TYPE, packResiduals, unpackResiduals } from "../ops/residuals.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
-import { TraceContext } from "./trace-context.js";
+import { embedCaptures, TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
 import { recordsAllowed, traceBackward } from "./backward-trace.js";
 import { deferWeightGradients, gradientFromStacks, selfCalls, type DeferredWeight } from "./deferred-gradients.js";
@@ -36,6 +36,8 @@ interface CallSplit {
   library: FunctionLibrary;
   forward: Graph;
   backward: Graph;
+  /** The callee's input types (its gradients have them). */
+  argTypes: ValueType[];
   /** The trainable variables the callee reads (explicit inputs of both). */
   vars: Variable[];
   /** Weights whose gradients the backward returns as stacks of rows (recursive callees). */
@@ -110,7 +112,13 @@ function emitBackward(split: CallSplit, cts: Tensor[], args: Tensor[], varValues
   const stacks0 = split.deferred.flatMap((d) => d.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype)));
   const type = (t: Tensor) => ({ dtype: t.dtype, shape: t.shape });
   const dense = varValues.filter((_, i) => !deferred.has(split.vars[i]!));
-  const res = emitCall({ graph: split.backward, library: split.library }, [...cts, ...varValues, record, ...stacks0], [...args.map(type), ...dense.map(type), ...stacks0.map((s) => ({ dtype: s.dtype, shape: [-1, ...s.shape.slice(1)] }))]);
+  // The gradients have the callee's declared input types (an argument may be more specific:
+  // the empty stack a stack input starts from is [0, ...], its gradient a stack of any length).
+  const res = emitCall(
+    { graph: split.backward, library: split.library },
+    [...cts, ...varValues, record, ...stacks0],
+    [...split.argTypes, ...dense.map(type), ...stacks0.map((s) => ({ dtype: s.dtype, shape: [-1, ...s.shape.slice(1)] }))],
+  );
   let k = args.length;
   let stack = args.length + dense.length;
   const varGrads = split.vars.map((v) => {
@@ -137,7 +145,7 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
   const bwd = new TraceContext(`${g.name}_backward`, library, null, false, g.name, true);
   library.add(fwd.graph);
   library.add(bwd.graph);
-  const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, vars, deferred: [], earlyCalls: -1 };
+  const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, argTypes: g.inputs.map((v) => v.type), vars, deferred: [], earlyCalls: -1 };
   splits.set(g, split);
   // Variables the callee reads (regions and callees too) are inputs, resolved by reads.
   const varInputs = (ctx: TraceContext) =>
@@ -188,6 +196,12 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
           [...xs.map((_, i) => `grad_${i}`), ...vars.filter((v) => !deferredVars.has(v)).map((v) => `grad_${v.name}`), ...stacksIn.map((_, i) => `stack_out_${i}`)],
         );
       });
+      // A split's graphs are called with exactly their declared inputs (args, variables,
+      // record, stacks), and recursive calls are emitted before its trace ends, so what the
+      // traces captured beyond them (eager tensors that gradient rules create while tracing,
+      // variables that are not trainable) is embedded in the graphs instead.
+      embedCaptures(fwd);
+      embedCaptures(bwd);
     });
   } catch (e) {
     splits.delete(g);

@@ -25,7 +25,6 @@ import { full, zerosLikeTensor } from "../ops/fill.js";
 import { emptyStack, stackPush, stackRead } from "../ops/iteration-stack.js";
 import { add, sub } from "../ops/binary.js";
 import { greater } from "../ops/compare.js";
-import { makeTensor } from "../core/tensor.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Node, type Value, type ValueType } from "../graph/ir.js";
 import { matmul } from "../ops/linalg.js";
@@ -172,7 +171,7 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
   const n = init.length;
   const loop = loopShape(p);
   const split = splitIteration(p, loop) ?? recomputingSplit(p, loop);
-  const zero = makeTensor("while", 0, undefined, "int32");
+  const zero = full([], 0, "int32");
   const cond = (...xs: Tensor[]) => replay(condG, library, [...xs.slice(0, n), ...invariants])[0]!;
   const stackTypes: ValueType[] = split.kept.map((t) => ({ dtype: t.dtype, shape: [-1, ...t.shape] }));
   const outs = p.emit([...types, { dtype: "int32", shape: [] }, ...stackTypes], [...init, zero, ...split.emptyStacks(init)], cond, (...xs) => {

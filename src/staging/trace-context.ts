@@ -10,6 +10,8 @@ import type { Variable } from "../core/variable.js";
 import type { OpHandler } from "../core/context.js";
 import type { OpDef } from "../ops/registry.js";
 import { Graph, uniqueGraphName, type FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
+import { constantAttrsOf } from "../graph/passes/constant.js";
+import { makeNode, replaceAllUses } from "../graph/passes/util.js";
 
 /** What a symbolic tensor's `symbol` holds. */
 export interface SymbolRef {
@@ -159,4 +161,34 @@ export function seedVariableReads(region: TraceContext, outer: TraceContext, ori
     const k = originals.indexOf(t);
     if (k >= 0) region.variableInputs.set(v, replacements[k]!);
   }
+}
+
+/**
+ * Turns captured inputs of a finished trace into nodes of its graph, for graphs that are
+ * called with their declared inputs only (recursion by name, gradient splits): an eager
+ * tensor (immutable) becomes a constant node, a variable's value a readVariable node (read
+ * when the graph runs, as the captured input would have been). Only eager tensors of at most
+ * `maxElements` are embedded. Returns the captures left as inputs (symbolic values of an
+ * enclosing trace, larger tensors).
+ */
+export function embedCaptures(ctx: TraceContext, maxElements = Infinity): Capture[] {
+  const g = ctx.graph;
+  const embedded = new Set<Value>();
+  const nodes = ctx.captures.flatMap((c) => {
+    if (!c.variable && (c.tensor.isSymbolic || c.tensor.size > maxElements)) return [];
+    const type = { dtype: c.value.type.dtype, shape: c.value.type.shape.slice() };
+    const node = c.variable ? makeNode("readVariable", [], { variable: c.variable }, [type]) : makeNode("constant", [], { ...constantAttrsOf(c.tensor) }, [type]);
+    replaceAllUses(g, c.value, node.outputs[0]!);
+    embedded.add(c.value);
+    return [node];
+  });
+  if (nodes.length === 0) return ctx.captures;
+  g.nodes.unshift(...nodes);
+  const keep = g.inputs.map((v) => !embedded.has(v));
+  g.inputNames = g.inputNames.filter((_, i) => keep[i]);
+  g.inputs = g.inputs.filter((_, i) => keep[i]);
+  g.inputs.forEach((v, i) => (v.index = i));
+  const left = ctx.captures.filter((c) => !embedded.has(c.value));
+  ctx.captures.splice(0, ctx.captures.length, ...left);
+  return left;
 }
