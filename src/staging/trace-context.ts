@@ -4,7 +4,7 @@
  * of an enclosing graph) are captured as extra inputs; variables are read and assigned by
  * reference through readVariable/assignVariable nodes.
  */
-import { ValueError, StagecraftError, userLocation } from "../core/errors.js";
+import { ValueError, StagecraftError, executing, userLocation } from "../core/errors.js";
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import type { OpHandler } from "../core/context.js";
@@ -55,6 +55,7 @@ export class TraceContext implements OpHandler {
   ) {
     // Function graphs get process-unique names: libraries refer to them by name.
     this.graph = new Graph(isRegion ? name : uniqueGraphName(name));
+    functionNames.set(this.graph, functionName);
   }
 
   symbolic(value: Value): Tensor {
@@ -93,14 +94,14 @@ export class TraceContext implements OpHandler {
   run(def: OpDef, inputs: Tensor[], attrs: any): Tensor[] {
     const values = inputs.map((t) => this.valueOf(t));
     const types = def.infer(inputs, attrs);
-    const node = this.graph.addNode(def.name, values, attrs ?? {}, types, [], userLocation());
+    const node = this.graph.addNode(def.name, values, attrs ?? {}, types, [], nodeLocation());
     return node.outputs.map((v) => this.symbolic(v));
   }
 
   /** Records a structural node (cond, while, call, ...) whose inputs are tensors. */
   addStructural(op: string, inputs: Tensor[], attrs: Record<string, unknown>, outTypes: ValueType[], regions: Graph[] = []): Tensor[] {
     const values = inputs.map((t) => this.valueOf(t));
-    const node = this.graph.addNode(op, values, attrs, outTypes, regions, userLocation());
+    const node = this.graph.addNode(op, values, attrs, outTypes, regions, nodeLocation());
     return node.outputs.map((v) => this.symbolic(v));
   }
 
@@ -142,6 +143,21 @@ export class TraceContext implements OpHandler {
       );
     }
   }
+}
+
+/**
+ * Where a node traced now was written: the user's line, or, while a graph is replayed (a
+ * gradient split, a recomputation) or a gradient rule runs, the line of the op it stands for.
+ */
+function nodeLocation() {
+  return executing.at ?? userLocation();
+}
+
+/** The user's name of the function a graph was traced from (graph names are made unique). */
+const functionNames = new WeakMap<Graph, string>();
+
+export function functionNameOf(g: Graph): string {
+  return functionNames.get(g) ?? g.name;
 }
 
 /** The tensors standing for variables' values in `ctx` and the contexts it is nested in. */
