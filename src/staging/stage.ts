@@ -192,11 +192,16 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
       }
       const outputs: Value[] = [];
       const names: string[] = [];
-      const template = templateOf(result, (t, path) => {
-        outputs.push(ctx.valueOf(t));
-        names.push(path || `output_${outputs.length - 1}`);
-        return outputs.length - 1;
-      });
+      // (inside the trace: a variable returned as is is read by a node, at every call)
+      const template = withoutRecorders(null, () =>
+        withHandler(ctx, () =>
+          templateOf(result, (t, path) => {
+            outputs.push(ctx.valueOf(t));
+            names.push(path || `output_${outputs.length - 1}`);
+            return outputs.length - 1;
+          }),
+        ),
+      );
       ctx.graph.setOutputs(outputs, names);
       if (pending.recursiveCalls > 0) {
         // Recursive calls pass the arguments only: small eager tensors (constants made in the
