@@ -11,43 +11,24 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { structuralPrograms } from "./grad-programs.js";
 import { lossOf } from "./util/grad-transforms.js";
-import { assertClose, numericGrad } from "./util/gradcheck.js";
+import { assertAllClose, numericGrad } from "./util/gradcheck.js";
 import { runEager, runStaged, sweepCases } from "./util/seam-sweep.js";
+import { freshProcessJson } from "./util/fresh-process.js";
 
 const SEED = 11;
-
-/** The staged results of a fresh process running the sweep in the reverse order. */
-function freshProcessResults(): Promise<Record<string, number[][] | string>> {
-  const script = fileURLToPath(new URL("./util/seam-sweep.ts", import.meta.url));
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", script, String(SEED)], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d));
-    child.stderr.on("data", (d: Buffer) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`the fresh process failed (${code}): ${err.slice(-2000)}`))));
-  });
-}
-
-function compare(got: number[][], want: number[][], tol: number, what: string): void {
-  assert.equal(got.length, want.length, `${what}: ${got.length} results vs ${want.length}`);
-  got.forEach((g, i) => assertClose(g, want[i]!, tol, `${what}, result ${i}`));
-}
 
 test("the eager references of the structural programs match float64 finite differences", () => {
   for (const c of sweepCases(SEED).filter((c) => c.transform.name === "grad")) {
     const fd = numericGrad(lossOf(c.program.eager, c.probe), c.xs);
-    compare(runEager(c), fd, 1e-6, `${c.program.name}: eager tape vs finite differences`);
+    assertAllClose(runEager(c), fd, 1e-6, `${c.program.name}: eager tape vs finite differences`);
   }
 });
 
 test("structural programs: every transform, in a shuffled order, equals the eager tape; a fresh process in the reverse order agrees", async () => {
-  const fresh = freshProcessResults();
+  // (the staged results of a fresh process running the sweep in the reverse order)
+  const fresh = freshProcessJson<Record<string, number[][] | string>>(new URL("./util/seam-sweep.ts", import.meta.url), [String(SEED)]);
   const cases = sweepCases(SEED);
   assert.ok(cases.length >= 180, `only ${cases.length} (program, transform) pairs`);
   const mine = new Map<string, number[][]>();
@@ -56,7 +37,7 @@ test("structural programs: every transform, in a shuffled order, equals the eage
     try {
       const got = runStaged(c);
       mine.set(c.key, got);
-      compare(got, runEager(c), 1e-9, `${c.key}: staged vs eager`);
+      assertAllClose(got, runEager(c), 1e-9, `${c.key}: staged vs eager`);
     } catch (e) {
       failures.push(`${c.key}: ${(e as Error).message.split("\n")[0]}`);
     }
@@ -67,7 +48,7 @@ test("structural programs: every transform, in a shuffled order, equals the eage
     if (typeof theirs === "string" || theirs === undefined) failures.push(`${key}: the fresh process got ${theirs ?? "nothing"}`);
     else {
       try {
-        compare(got, theirs, 1e-12, `${key}: this process vs a fresh process in the reverse order`);
+        assertAllClose(got, theirs, 1e-12, `${key}: this process vs a fresh process in the reverse order`);
       } catch (e) {
         failures.push((e as Error).message.split("\n")[0]!);
       }
