@@ -190,6 +190,10 @@ export class DtypeError extends StagecraftError {}
 export class IndexError extends StagecraftError {}
 /** Invalid values or arguments that are not about shape or dtype. */
 export class ValueError extends StagecraftError {}
+/** A tensor too large to allocate (more elements than a typed array holds, or out of memory). */
+export class AllocationError extends StagecraftError {}
+/** A staged function recursing past what the JavaScript stack holds (no symbolic base case, or too deep). */
+export class RecursionDepthError extends StagecraftError {}
 /** NaN or Inf found by checkNumerics. */
 export class NumericsError extends StagecraftError {}
 /** Misuse of gradient tapes and differentiation APIs. */
