@@ -21,7 +21,9 @@ test("npm reads the project's configuration without a warning, and onnxruntime-n
   // An empty user config, so only the project's own files (package.json, .npmrc) are read.
   const userconfig = path.join(mkdtempSync(path.join(os.tmpdir(), "npmrc-")), ".npmrc");
   writeFileSync(userconfig, "");
-  const r = spawnSync("npm", ["install-scripts", "ls", "--json", "--userconfig", userconfig], { cwd: root, encoding: "utf8", timeout: 60_000 });
+  // (and no npm_config_* variables: under `npm test`, npm passes the user's config on to children through them)
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_config_/i.test(k)));
+  const r = spawnSync("npm", ["install-scripts", "ls", "--json", "--userconfig", userconfig], { cwd: root, encoding: "utf8", timeout: 60_000, env });
   if (r.status !== 0 && /Unknown command|install-scripts/.test(r.stderr) && !/warn/.test(r.stderr)) {
     t.skip(`this npm has no install-scripts command (npm ${spawnSync("npm", ["--version"], { encoding: "utf8" }).stdout.trim()})`);
     return;
