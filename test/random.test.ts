@@ -193,3 +193,17 @@ test("keys are checked: dtype, shape, one source of randomness per draw", () => 
   assert.throws(() => sc.random.foldIn(sc.random.key(1), 1.5), sc.ValueError);
   assert.throws(() => sc.random.normal([2], { sed: 1 } as any), (e: Error) => e instanceof sc.ValueError && /did you mean "seed"/.test(e.message));
 });
+
+test("draws in the branches of a staged cond advance the stream only on the branch taken, as eagerly", () => {
+  const f = (p: sc.Tensor) => {
+    const a = sc.cond(p, () => sc.random.normal([2]), () => sc.random.uniform([2]));
+    return [a, sc.random.normal([2])];
+  };
+  const staged = sc.stage(f, { autograph: false });
+  for (const p of [true, false, true]) {
+    sc.random.setSeed(4);
+    const eager = f(sc.tensor(p)).map(arr);
+    sc.random.setSeed(4);
+    assert.deepEqual(staged(sc.tensor(p)).map(arr), eager, `predicate ${p}`);
+  }
+});
