@@ -6,6 +6,7 @@
  */
 import { pushRecorder, removeRecorder, withoutRecorders, type OpRecorder } from "../core/context.js";
 import { GradientError } from "../core/errors.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor } from "../core/tensor.js";
 import { Variable, variableReadObservers, type VariableReadObserver } from "../core/variable.js";
 import { isFloat } from "../core/dtype.js";
@@ -29,7 +30,15 @@ export interface GradientTapeOptions {
   watchAccessedVariables?: boolean;
 }
 
+const TAPE_OPTIONS = optionKeys<GradientTapeOptions>()("persistent", "watchAccessedVariables");
+
 export type UnconnectedGradients = "zero" | "none";
+
+export interface GradientOptions {
+  outputGradient?: Tensor | Tensor[];
+  unconnected?: UnconnectedGradients;
+}
+const GRADIENT_OPTIONS = optionKeys<GradientOptions>()("outputGradient", "unconnected");
 
 export class GradientTape implements OpRecorder, VariableReadObserver {
   readonly persistent: boolean;
@@ -42,6 +51,7 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
   private used = false;
 
   constructor(options: GradientTapeOptions = {}) {
+    checkOptions("GradientTape", options, TAPE_OPTIONS);
     this.persistent = options.persistent ?? false;
     this.watchAccessedVariables = options.watchAccessedVariables ?? true;
   }
@@ -128,8 +138,9 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
   gradient<S extends Structure<Tensor>>(
     target: Tensor | Tensor[],
     sources: S,
-    options: { outputGradient?: Tensor | Tensor[]; unconnected?: UnconnectedGradients } = {},
+    options: GradientOptions = {},
   ): Structure<Tensor | null> & any {
+    checkOptions("GradientTape.gradient", options, GRADIENT_OPTIONS);
     if (this.used && !this.persistent) {
       throw new GradientError("gradient() was already called on this non-persistent tape; create it with { persistent: true } to call it again", "GradientTape.gradient");
     }

@@ -29,7 +29,7 @@
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { storageCtor, type DType, type TypedArray } from "../core/dtype.js";
-import { sizeOf } from "../core/shape.js";
+import { MAX_ELEMENTS, sizeOf } from "../core/shape.js";
 import { ShapeError, executing } from "../core/errors.js";
 import { currentDevice } from "../core/device.js";
 import { isTracing, withEagerContext } from "../core/context.js";
@@ -494,7 +494,8 @@ function build(c: CompiledGraph): void {
     } catch {
       return dynamic(); // the generic path raises the error if the node runs
     }
-    if (!outTypes.every(compilable)) return dynamic();
+    // (an output too large to allocate: the generic path raises the error when the node runs)
+    if (!outTypes.every(compilable) || outTypes.some((t) => sizeOf(t.shape) > MAX_ELEMENTS)) return dynamic();
     setOuts(outTypes);
     if (!outTypes.every((t) => isConcrete(t.shape)) || !types.every((t) => isConcrete(t.shape))) {
       strategies.push({ kind: "runtime" });

@@ -8,7 +8,8 @@ import type { Tensor } from "../core/tensor.js";
 import { Tensor as TensorClass } from "../core/tensor.js";
 import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
 import { Variable } from "../core/variable.js";
-import { ValueError } from "../core/errors.js";
+import { AllocationError, ValueError } from "../core/errors.js";
+import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
 import { currentDevice } from "../core/device.js";
 
 /** Moves a tensor to another device (all devices share host memory today: the storage is shared). */
@@ -134,12 +135,31 @@ export function applyOp1<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor {
   return applyOp(def, inputs, attrs)[0]!;
 }
 
+/**
+ * Runs `def` on concrete inputs: shape rule, the size check of every output (before anything
+ * is allocated), the kernel; an allocation the engine refuses is an AllocationError naming the op.
+ */
+export function runKernel<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor[] {
+  const types = def.infer(inputs, attrs);
+  for (let i = 0; i < types.length; i++) checkAllocation(def.name, types[i]!.shape, types[i]!.dtype);
+  let data: TypedArray[];
+  try {
+    data = def.kernel(inputs, attrs, types);
+  } catch (e) {
+    // (allocStorage's error, which knows no op; or a kernel's own allocation)
+    if (e instanceof AllocationError && e.op === undefined) throw new AllocationError(e.message, def.name);
+    if (!(e instanceof RangeError) || !/allocat|array (buffer )?length/i.test(e.message) || types.length === 0) throw e;
+    const big = types.reduce((a, t) => (sizeOf(t.shape) > sizeOf(a.shape) ? t : a), types[0]!);
+    throw allocationFailure(def.name, big.shape, big.dtype, e);
+  }
+  return wrapOutputs(types, data);
+}
+
 /** Eager execution: infer, run the kernel, wrap the storage. */
 setEagerHandler({
   run(def, inputs, attrs) {
     const dev = currentDevice();
     for (let i = 0; i < inputs.length; i++) if (inputs[i]!.device !== dev) inputs[i] = copyToDevice(inputs[i]!, dev);
-    const types = def.infer(inputs, attrs);
-    return wrapOutputs(types, def.kernel(inputs, attrs, types));
+    return runKernel(def, inputs, attrs);
   },
 });

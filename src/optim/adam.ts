@@ -4,6 +4,7 @@ import type { Variable } from "../core/variable.js";
 import { add, div, maximum, mul, sub } from "../ops/binary.js";
 import { sqrt, square } from "../ops/unary.js";
 import { checkHyper, Optimizer, type OptimizerOptions } from "./optimizer.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface AdamOptions extends OptimizerOptions {
   /** Default 0.001. */
@@ -44,6 +45,7 @@ export class Adam extends Optimizer {
   readonly slotNames: readonly string[];
 
   constructor(options: AdamOptions = {}) {
+    checkOptions("Adam", options, optionKeys<AdamOptions>()("learningRate", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad"));
     super("Adam", options, 0.001);
     this.beta1 = checkHyper("Adam", "beta1", options.beta1 ?? 0.9, 0, 1, false, true);
     this.beta2 = checkHyper("Adam", "beta2", options.beta2 ?? 0.999, 0, 1, false, true);

@@ -4,6 +4,7 @@ import type { Variable } from "../core/variable.js";
 import { ValueError } from "../core/errors.js";
 import { add, mul, sub } from "../ops/binary.js";
 import { checkHyper, Optimizer, type OptimizerOptions } from "./optimizer.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface SGDOptions extends OptimizerOptions {
   /** Default 0.01. */
@@ -33,6 +34,7 @@ export class SGD extends Optimizer {
   readonly slotNames: readonly string[];
 
   constructor(options: SGDOptions = {}) {
+    checkOptions("SGD", options, optionKeys<SGDOptions>()("learningRate", "momentum", "nesterov", "weightDecay"));
     super("SGD", options, 0.01);
     this.momentum = checkHyper("SGD", "momentum", options.momentum ?? 0, 0, 1, false, true);
     this.nesterov = options.nesterov ?? false;

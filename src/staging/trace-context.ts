@@ -5,6 +5,7 @@
  * reference through readVariable/assignVariable nodes.
  */
 import { ValueError, StagecraftError, executing, userLocation } from "../core/errors.js";
+import { checkAllocation } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import type { OpHandler } from "../core/context.js";
@@ -94,6 +95,7 @@ export class TraceContext implements OpHandler {
   run(def: OpDef, inputs: Tensor[], attrs: any): Tensor[] {
     const values = inputs.map((t) => this.valueOf(t));
     const types = def.infer(inputs, attrs);
+    for (const t of types) checkAllocation(def.name, t.shape, t.dtype);
     const node = this.graph.addNode(def.name, values, attrs ?? {}, types, [], nodeLocation());
     return node.outputs.map((v) => this.symbolic(v));
   }
