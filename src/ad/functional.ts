@@ -44,8 +44,10 @@ export function valueAndGrad<Args extends any[]>(f: (...args: Args) => Tensor, o
   checkOptions("grad", options, GRAD_OPTIONS);
   const argnums = options.argnums ?? 0;
   return (...rawArgs: Args): [Tensor, any] => {
-    const args = rawArgs.map((a) => mapStructure(a as Structure<unknown>, toLeafTensor)) as Args;
-    const which = selected(argnums, args.length);
+    const which = selected(argnums, rawArgs.length);
+    // Only the differentiated arguments become tensors; the others (JS numbers, arrays,
+    // flags a staged function specializes on) reach f untouched, as in JAX.
+    const args = rawArgs.map((a, i) => (which.includes(i) ? mapStructure(a as Structure<unknown>, toLeafTensor) : a)) as Args;
     const tape = new GradientTape();
     const y = tape.record(() => {
       for (const i of which) for (const leaf of leaves(args[i] as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);

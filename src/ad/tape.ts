@@ -193,7 +193,7 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     for (let e = this.entries.length - 1; e >= 0; e--) {
       if (!relevant[e]) continue;
       const entry = this.entries[e]!;
-      const outCts = entry.outputs.map((o) => cts.get(o.id) ?? null);
+      const outCts = outputCotangents(entry, cts);
       if (outCts.every((c) => c === null)) continue;
       // Outputs without a cotangent pass null (zero): multi-output VJPs skip that work.
       const inCts = entry.def.vjp!({ inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs }, outCts);
@@ -205,4 +205,23 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     }
     return cts;
   }
+}
+
+/**
+ * The cotangent each output slot of `entry` receives. The tape keys cotangents by tensor, and
+ * a tensor's cotangent is the sum over all its uses, so it must reach the entry once: a tensor
+ * that fills several output slots (a staged forward returning a value both as an output and
+ * as a value its backward reads) gets it in its first slot only, and an output slot holding
+ * one of the entry's own inputs (a value passed through) gets none, since the input already
+ * carries that cotangent. Handing it to every slot would count it twice.
+ */
+function outputCotangents(entry: Entry, cts: Map<number, Tensor>): (Tensor | null)[] {
+  const outs = entry.outputs;
+  let aliased = false;
+  for (let i = 0; i < outs.length && !aliased; i++) {
+    if (entry.inputs.includes(outs[i]!)) aliased = true;
+    for (let j = 0; j < i && !aliased; j++) if (outs[j] === outs[i]) aliased = true;
+  }
+  if (!aliased) return outs.map((o) => cts.get(o.id) ?? null);
+  return outs.map((o, i) => (entry.inputs.includes(o) || outs.indexOf(o) < i ? null : (cts.get(o.id) ?? null)));
 }

@@ -7,6 +7,7 @@ import type { DType, TypedArray } from "../core/dtype.js";
 import type { Tensor } from "../core/tensor.js";
 import { Tensor as TensorClass } from "../core/tensor.js";
 import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
+import { Variable } from "../core/variable.js";
 import { AllocationError, ValueError } from "../core/errors.js";
 import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
 import { currentDevice } from "../core/device.js";
@@ -113,11 +114,21 @@ export function wrapOutputs(types: TensorType[], data: TypedArray[]): Tensor[] {
 
 /** Applies an op to tensor inputs through the current handler, then notifies tapes. */
 export function applyOp<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor[] {
+  inputs = readVariables(inputs);
   const outputs = currentHandler().run(def, inputs, attrs);
   if (recorders.length > 0) {
     for (let i = 0; i < recorders.length; i++) recorders[i]!.recordOp(def, inputs, attrs, outputs);
   }
   return outputs;
+}
+
+/**
+ * A variable given as an input is read, as the op wrappers' argument conversion does: tapes
+ * and staged code see the read (its gradient, its value at run time).
+ */
+function readVariables(inputs: Tensor[]): Tensor[] {
+  for (let i = 0; i < inputs.length; i++) if (inputs[i] instanceof Variable) return inputs.map((t) => (t instanceof Variable ? t.read() : t));
+  return inputs;
 }
 
 export function applyOp1<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor {

@@ -6,7 +6,7 @@ import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { currentHandler, withHandler, withoutRecorders, recorders } from "../core/context.js";
 import { FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
-import { TraceContext, StagingError } from "./trace-context.js";
+import { embedCaptures, TraceContext, StagingError } from "./trace-context.js";
 import { ConcreteFunction, ConstantLeaf, OutputLeaf, type OutputTemplate } from "./concrete-function.js";
 import { describeChange, signatureOf, TensorSpec, type LeafInfo, type Signature } from "./signature.js";
 import { leaves, mapStructure, type Structure } from "../ad/structure.js";
@@ -46,6 +46,9 @@ export interface StagedFunction<A extends unknown[], R> {
   readonly pythonFunction: (...args: A) => R;
   readonly stagedName: string;
 }
+
+/** Eager tensors up to this size that a recursive function closes over become constants. */
+const MAX_EMBEDDED_ELEMENTS = 4096;
 
 /** Retraces beyond this count warn once, with the reason. */
 export const RETRACE_WARNING_THRESHOLD = 5;
@@ -194,11 +197,16 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
       }
       const outputs: Value[] = [];
       const names: string[] = [];
-      const template = templateOf(result, (t, path) => {
-        outputs.push(ctx.valueOf(t));
-        names.push(path || `output_${outputs.length - 1}`);
-        return outputs.length - 1;
-      });
+      // (inside the trace: a variable returned as is is read by a node, at every call)
+      const template = withoutRecorders(null, () =>
+        withHandler(ctx, () =>
+          templateOf(result, (t, path) => {
+            outputs.push(ctx.valueOf(t));
+            names.push(path || `output_${outputs.length - 1}`);
+            return outputs.length - 1;
+          }),
+        ),
+      );
       ctx.graph.setOutputs(outputs, names);
       if (pending.recursiveCalls > 0) {
         const selfCall = ctx.graph.nodes.find((n) => n.op === "call" && n.attrs.callee === ctx.graph.name);
@@ -210,9 +218,13 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
             selfCall.loc ?? undefined,
           );
         }
-        if (ctx.captures.length > 0) {
+        // Recursive calls pass the arguments only: small eager tensors (constants made in the
+        // body) become constant nodes.
+        const left = embedCaptures(ctx, MAX_EMBEDDED_ELEMENTS);
+        if (left.length > 0) {
           throw new StagingError(
-            `recursive staged function "${name}" closes over ${ctx.captures.length} eager tensor(s); pass them as arguments or hold them in variables`,
+            `recursive staged function "${name}" closes over ${left.length} tensor(s) (${left.map((c) => `${c.tensor.dtype}[${c.tensor.shape.join(", ")}]`).join(", ")}) ` +
+              `that are not constants of at most ${MAX_EMBEDDED_ELEMENTS} elements; pass them as arguments or hold them in variables`,
           );
         }
         const types = outputs.map((v) => v.type);
