@@ -5,7 +5,7 @@ export { Variable, variable } from "../core/variable.js";
 export { type DType, DTYPES, promoteTypes } from "../core/dtype.js";
 export { StagecraftError, ShapeError, DtypeError, IndexError, ValueError, NumericsError, GradientError, AllocationError, RecursionDepthError } from "../core/errors.js";
 export { GradientTape, type GradientTapeOptions } from "../ad/tape.js";
-export { grad, valueAndGrad, vjp, customGradient, type GradOptions, type CustomGradientResult } from "../ad/functional.js";
+export { grad, valueAndGrad, vjp, customGradient, type GradOptions, type CustomGradientResult } from "../grad/functional.js";
 export { stage, type StageOptions, type StagedFunction } from "../staging/stage.js";
 export { spec, TensorSpec } from "../staging/signature.js";
 export { cond, whileLoop, scan, type WhileOptions } from "../staging/control-flow.js";
@@ -19,7 +19,7 @@ export { graphsEqual } from "../graph/equal.js";
 export { verifyGraph, GraphVerificationError } from "../graph/verify.js";
 export { Graph, Node, Value, FunctionLibrary } from "../graph/ir.js";
 export * as optim from "../optim/index.js";
-export { jvp, hvp } from "../ad/functional.js";
+export { jvp, hvp } from "../grad/functional.js";
 // Ops the optimizer introduces (constant, fusedElementwise) must be registered wherever graphs run.
 export { optimize, optimizeCopy } from "../graph/passes/index.js";
 export { autograph, type AutographOptions } from "../autograph/api.js";
@@ -27,3 +27,8 @@ export { ag, AutoGraphError, AssertionFailedError } from "../autograph/operators
 export { range, relaxShape, assert } from "../autograph/operators/index.js";
 // The compiled executor (exec/compile.ts) becomes the default for staged functions.
 export { compileGraph, compiledExecutor, interpretExecutor, createCompiledExecutor, type CompiledGraph } from "../exec/compile.js";
+
+// Wiring. Graph AD's rules for cond, while and call, which the tracer hands those nodes to
+// while tapes record (staging knows no gradient rule).
+import { installGradientRules } from "../grad/rules.js";
+installGradientRules();

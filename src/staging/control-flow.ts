@@ -16,9 +16,7 @@ import { expandDims, gather, reshape, scatterAdd, stack, unstack } from "../ops/
 import { add } from "../ops/binary.js";
 import { less } from "../ops/compare.js";
 import { full } from "../ops/fill.js";
-import { whileWithGradient, type RegionTracer } from "./structural-gradients.js";
-import { condWithGradient } from "./cond-gradient.js";
-import { variablesReadByCalls } from "./call-gradient.js";
+import { structuralGradientRules } from "./recording.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 
 function activeTrace(): TraceContext | null {
@@ -137,38 +135,20 @@ export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn
 }
 
 /**
- * Emits a cond node over traced branches (inputs: `operands`); while tapes record, the cond
- * augmented for its gradient (cond-gradient.ts).
+ * Emits a cond node over traced branches (inputs: `operands`); while tapes record, the cond's
+ * gradient rule emits it (recording.ts).
  */
 export function emitCond(ctx: TraceContext, pred: Tensor, operands: Tensor[], thenG: Graph, elseG: Graph, types: ValueType[]): Tensor[] {
-  if (recorders.length === 0) {
-    const outs = ctx.addStructural("cond", [pred, ...operands], {}, types, [thenG, elseG]);
-    ctx.variableValues.clear();
-    return outs;
-  }
-  const all = withCalleeVariables(ctx, [thenG, elseG], operands);
-  const outs = condWithGradient({ ctx, pred, operands: all, thenG, elseG, types, traceRegion: probeTracer(ctx), cond: (p, a, b) => cond(p, a, b) });
+  const outs =
+    recorders.length === 0
+      ? ctx.addStructural("cond", [pred, ...operands], {}, types, [thenG, elseG])
+      : structuralGradientRules().cond({ ctx, pred, operands, thenG, elseG, types });
   ctx.variableValues.clear();
   return outs;
 }
 
-/**
- * Regions (a cond's branches, a loop's cond and body) that call staged functions read those
- * functions' variables without showing them among their operands. While tapes record, the
- * variables' values become extra operands (inputs the region graphs ignore), so that their
- * gradients leave the region; returns the operands with them appended.
- */
-function withCalleeVariables(ctx: TraceContext, regions: Graph[], operands: Tensor[]): Tensor[] {
-  const all = operands.slice();
-  const vars = new Set(regions.flatMap((g) => variablesReadByCalls(g, ctx.library)));
-  for (const v of vars) {
-    const t = v.read();
-    if (all.includes(t)) continue;
-    all.push(t);
-    for (const g of regions) g.addInput({ dtype: t.dtype, shape: t.shape }, `variable_${v.name}`);
-  }
-  return all;
-}
+/** Traces a function of tensors over placeholders of `types` as a graph of its own. */
+export type RegionTracer = (types: ValueType[], fn: (...xs: Tensor[]) => Tensor[]) => { graph: Graph; ctx: TraceContext };
 
 /** Traces `fn` over placeholders of `types` in a discarded region of `ctx`, with no tape recording. */
 export function probeTracer(ctx: TraceContext): RegionTracer {
@@ -217,16 +197,14 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
     ctx.variableValues.clear();
     return outs;
   }
-  // A tape records: emit the loop augmented for its gradient instead (structural-gradients.ts).
-  return whileWithGradient({
+  // A tape records: the loop's gradient rule emits it (recording.ts).
+  return structuralGradientRules().while({
     ctx,
     init,
-    invariants: withCalleeVariables(ctx, [traced.condG, traced.bodyG], traced.invariants),
+    invariants: traced.invariants,
     types,
     condG: traced.condG,
     bodyG: traced.bodyG,
-    whileLoop: (c, b, vars, shapeInvariants) => whileLoop(c, b, vars, { shapeInvariants }),
-    traceRegion: probeTracer(ctx),
     emit(augTypes, augInit, augCond, augBody) {
       const aug = traceLoop(ctx, augTypes, augCond, augBody, {});
       const outs = ctx.addStructural("while", [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);

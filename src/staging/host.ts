@@ -9,7 +9,7 @@ import { DtypeError, ShapeError, ValueError, atNode } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
 import { applyOp, defineOp, runtimeShapes, type TensorType } from "../ops/registry.js";
 import { toTensor } from "../ops/convert.js";
-import { vjp } from "../ad/functional.js";
+import { GradientTape } from "../ad/tape.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { TensorSpec } from "./signature.js";
 
@@ -62,11 +62,14 @@ export const hostCallOp = defineOp<HostCallAttrs>({
     const entry = hostFunctions.get(ctx.attrs.fnId)!;
     const n = ctx.inputs.length;
     const gradFn: HostFn = (...xs) => {
-      const [, back] = vjp((...ins: Tensor[]) => {
+      const ins = xs.slice(0, n);
+      const tape = new GradientTape();
+      const outs = tape.record(() => {
+        tape.watch(ins);
         const r = entry.fn(...ins);
         return Array.isArray(r) ? r : [r];
-      }, ...xs.slice(0, n));
-      return back(xs.slice(n)) as Tensor[];
+      });
+      return tape.gradient(outs, ins, { outputGradient: xs.slice(n) }) as Tensor[];
     };
     const filled = cts.map((c, i) => c ?? zerosOf(ctx.outputs[i]!));
     const specs = ctx.inputs.map((x) => new TensorSpec(x.shape, x.dtype));

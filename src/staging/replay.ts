@@ -12,7 +12,7 @@ import type { FunctionLibrary, Graph, Node } from "../graph/ir.js";
 import { cond, whileLoop } from "./control-flow.js";
 import { currentHandler } from "../core/context.js";
 import { TraceContext } from "./trace-context.js";
-import { emitCall } from "./call-gradient.js";
+import { emitCall } from "./call.js";
 
 export function replay(graph: Graph, library: FunctionLibrary, inputs: Tensor[]): Tensor[] {
   if (inputs.length !== graph.inputs.length) {

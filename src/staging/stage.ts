@@ -12,8 +12,8 @@ import { describeChange, signatureOf, TensorSpec, type LeafInfo, type Signature 
 import { leaves, mapStructure, type Structure } from "../ad/structure.js";
 import { RecursionDepthError, ValueError } from "../core/errors.js";
 import { recursiveFunctions } from "../graph/passes/inline.js";
-import { recordStagedCall } from "./staged-gradient.js";
-import { emitCall } from "./call-gradient.js";
+import { callFromTrace, emitCall } from "./call.js";
+import { structuralGradientRules } from "./recording.js";
 import { isPlainObject } from "../core/objects.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 
@@ -300,8 +300,9 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
       return mapStructure(p.template, (leaf) => (leaf instanceof OutputLeaf ? outs[leaf.index] : leaf.value)) as R;
     }
     const cf = found.cf;
-    if (h instanceof TraceContext) return callFromTrace(h, cf, sig.tensors) as R;
-    if (recorders.length > 0) return recordStagedCall(cf, sig.tensors) as R;
+    if (h instanceof TraceContext) return callFromTrace(cf, sig.tensors) as R;
+    // Called eagerly while tapes record: one tape entry, by the call's gradient rule.
+    if (recorders.length > 0) return cf.structureOutputs(structuralGradientRules().call({ ctx: null, fn: cf, args: sig.tensors })) as R;
     return cf.structureOutputs(cf.callFlat(sig.tensors)) as R;
   }
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
@@ -361,12 +362,6 @@ function snapshotArrays(args: readonly unknown[]): unknown[] {
 
 function describeTypes(ts: ValueType[]): string {
   return `(${ts.map((t) => `${t.dtype}[${t.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]`).join(", ")})`;
-}
-
-/** Emits a call node to `cf` in the graph being built by `ctx`. */
-export function callFromTrace(_ctx: TraceContext, cf: ConcreteFunction, args: Tensor[]): unknown {
-  const outs = emitCall({ graph: cf.graph, library: cf.library }, [...args, ...cf.captureValues()], cf.graph.outputs.map((v) => v.type));
-  return cf.structureOutputs(outs);
 }
 
 function inputName(path: string, index: number): string {

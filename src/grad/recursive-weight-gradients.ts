@@ -10,7 +10,7 @@
  * the backward instead threads stacks through the recursion: each call pushes its rows A and D
  * and passes the stacks on to the calls it makes; the caller of the outermost call computes
  * the weight gradient once, [A_1; ...; A_n]^T [D_1; ...; D_n], from the final stacks. This is
- * the loop rule's batching (structural-gradients.ts) carried through calls.
+ * the loop rule's batching (loop-weight-gradients.ts) carried through calls.
  *
  * The rewrite is applied to the backward function of a self-recursive callee (call-gradient.ts)
  * when every value on the way from those terms to the gradient output is used once (so
@@ -125,7 +125,7 @@ function planOf(variable: Variable, type: ValueType, terms: Term[]): DeferredWei
  * outputs, and their stacks become extra inputs (in) and outputs (out), threaded through the
  * recursive calls. Returns the deferred weights (in order), or [] when nothing changes.
  */
-export function deferWeightGradients(g: Graph, self: string, variables: Variable[], weightOutputs: number[]): DeferredWeight[] {
+export function deferRecursiveWeightGradients(g: Graph, self: string, variables: Variable[], weightOutputs: number[]): DeferredWeight[] {
   if (selfCalls(g, self).size === 0) return [];
   if (anyCall(g, (name) => name !== self && deferredOf.has(name))) return [];
   const uses = useCounts(g);

@@ -13,24 +13,14 @@ import { GradientError } from "../core/errors.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { packResiduals, unpackResiduals } from "../ops/residuals.js";
 import { GradientTape } from "../ad/tape.js";
-import type { Graph, ValueType } from "../graph/ir.js";
-import { seedVariableReads, TraceContext } from "./trace-context.js";
-import { replay } from "./replay.js";
+import type { Graph } from "../graph/ir.js";
+import { seedVariableReads, TraceContext } from "../staging/trace-context.js";
+import { replay } from "../staging/replay.js";
+import { cond, probeTracer } from "../staging/control-flow.js";
+import type { CondNode } from "../staging/recording.js";
 import { differentiating, recordsAllowed, traceBackward, type BackwardTrace } from "./backward-trace.js";
-import { recordEntry, regionVjp, type CondFn, type RegionTracer } from "./structural-gradients.js";
-
-export interface CondParts {
-  ctx: TraceContext;
-  pred: Tensor;
-  /** The values both branches read (their inputs, in order). */
-  operands: Tensor[];
-  thenG: Graph;
-  elseG: Graph;
-  /** The cond's output types. */
-  types: ValueType[];
-  traceRegion: RegionTracer;
-  cond: CondFn;
-}
+import { recordEntry, regionVjp } from "./tape-entry.js";
+import { withCalleeVariables } from "./callee-variables.js";
 
 interface BranchSplit {
   /** (operands..., outside...) -> (outputs..., record) */
@@ -39,11 +29,11 @@ interface BranchSplit {
   backward: BackwardTrace;
 }
 
-function splitBranch(p: CondParts, g: Graph, name: string): BranchSplit {
+function splitBranch(p: CondNode, g: Graph, name: string): BranchSplit {
   const library = p.ctx.library;
   let fwd: TraceContext | null = null;
   let backward: BackwardTrace | null = null;
-  const probe = p.traceRegion(
+  const probe = probeTracer(p.ctx)(
     p.operands.map((t) => ({ dtype: t.dtype, shape: t.shape })),
     (...xs) => {
       const ctx = (fwd = currentHandler() as TraceContext);
@@ -63,18 +53,23 @@ function splitBranch(p: CondParts, g: Graph, name: string): BranchSplit {
   return { forward: probe.graph, outside: (fwd as TraceContext).captures.map((c) => c.tensor), backward };
 }
 
-/** Emits the cond augmented with its taken branch's record, records its gradient, returns its outputs. */
-export function condWithGradient(p: CondParts): Tensor[] {
+/**
+ * The gradient rule for cond: emits the cond augmented with its taken branch's record, records
+ * its gradient, returns its outputs.
+ */
+export function condGradient(node: CondNode): Tensor[] {
+  // Variables that calls in the branches read are operands too, so that their gradients leave.
+  const p = { ...node, operands: withCalleeVariables(node.ctx, [node.thenG, node.elseG], node.operands) };
   return differentiating(p.ctx.functionName, () => augmentedCond(p));
 }
 
-function augmentedCond(p: CondParts): Tensor[] {
+function augmentedCond(p: CondNode): Tensor[] {
   const library = p.ctx.library;
   if (!recordsAllowed()) return recomputingCond(p);
   const m = p.types.length;
   const branches = [splitBranch(p, p.thenG, "then"), splitBranch(p, p.elseG, "else")] as const;
   const forward = (b: BranchSplit) => () => replay(b.forward, library, [...p.operands, ...b.outside]);
-  const res = withoutRecorders(null, () => p.cond(p.pred, forward(branches[0]), forward(branches[1])));
+  const res = withoutRecorders(null, () => cond(p.pred, forward(branches[0]), forward(branches[1])));
   const outs = res.slice(0, m);
   const record = res[m]!;
   // The record is an output of the entry too, so an outer tape sees how it depends on the operands.
@@ -91,13 +86,13 @@ function augmentedCond(p: CondParts): Tensor[] {
       const kept = unpackResiduals(record, b.backward.kept.map((v) => v.type));
       return replay(b.backward.graph, library, [...filled, ...b.backward.inputs.map((x) => ("kept" in x ? kept[x.kept]! : x.outside))]);
     };
-    return [null, ...p.cond(p.pred, backward(branches[0]), backward(branches[1]))];
+    return [null, ...cond(p.pred, backward(branches[0]), backward(branches[1]))];
   });
   return outs;
 }
 
 /** Where no record may be kept: the plain cond, whose backward branches recompute their forward. */
-function recomputingCond(p: CondParts): Tensor[] {
+function recomputingCond(p: CondNode): Tensor[] {
   const library = p.ctx.library;
   const outs = p.ctx.addStructural("cond", [p.pred, ...p.operands], {}, p.types, [p.thenG, p.elseG]);
   recordEntry("cond", p.ctx.functionName, [p.pred, ...p.operands], outs, (cts) => {
@@ -107,7 +102,7 @@ function recomputingCond(p: CondParts): Tensor[] {
       if (h instanceof TraceContext) seedVariableReads(h, p.ctx, p.operands, p.operands);
       return regionVjp(g, library, p.operands, filled);
     };
-    return [null, ...p.cond(p.pred, branch(p.thenG), branch(p.elseG))];
+    return [null, ...cond(p.pred, branch(p.thenG), branch(p.elseG))];
   });
   return outs;
 }

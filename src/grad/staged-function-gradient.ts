@@ -1,6 +1,6 @@
 /**
- * Tape integration for staged functions. A staged call made while tapes record is one tape
- * entry. Its forward is a staged function that also returns what the backward needs, and
+ * The gradient of a staged function called from eager code. A staged call made while tapes
+ * record is one tape entry. Its forward is a staged function that also returns what the backward needs, and
  * its backward is itself a staged function (so outer tapes differentiate it again):
  *
  *   forward graph  F(args, captures)        -> (outputs, saved...)
@@ -17,11 +17,11 @@ import type { OpDef } from "../ops/registry.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary } from "../graph/ir.js";
-import { functionNameOf, TraceContext, type SymbolRef } from "./trace-context.js";
-import { ConcreteFunction, OutputLeaf } from "./concrete-function.js";
-import { replay } from "./replay.js";
+import { functionNameOf, TraceContext, type SymbolRef } from "../staging/trace-context.js";
+import { ConcreteFunction, OutputLeaf } from "../staging/concrete-function.js";
+import { replay } from "../staging/replay.js";
+import { stage, type StagedFunction } from "../staging/stage.js";
 import { differentiating } from "./backward-trace.js";
-import { stage, type StagedFunction } from "./stage.js";
 
 interface Split {
   forward: ConcreteFunction;
@@ -147,10 +147,11 @@ function placeholderLike(t: { dtype: Tensor["dtype"]; shape: readonly number[] }
 }
 
 /**
- * Runs `cf` on `args` and records it on the active tapes as one entry whose VJP calls the
- * staged backward function.
+ * The call rule for a staged function called from eager code: runs `cf` on `args` and records
+ * it on the active tapes as one entry whose VJP calls the staged backward function. Returns the
+ * flat outputs.
  */
-export function recordStagedCall(cf: ConcreteFunction, args: Tensor[]): unknown {
+export function stagedFunctionGradient(cf: ConcreteFunction, args: Tensor[]): Tensor[] {
   const name = functionNameOf(cf.graph);
   const split = differentiating(name, () => splitFor(cf, cf.captures.map((c) => anyRecorderTracks(c.tensor))));
   const { forward, numOutputs, backward, backwardInputs, fullVjp } = split;
@@ -183,7 +184,5 @@ export function recordStagedCall(cf: ConcreteFunction, args: Tensor[]): unknown 
       }),
   };
   for (const r of recorders.slice()) r.recordOp(def, inputs, {}, flat);
-  return cf.structureOutputs(outputs);
+  return outputs;
 }
-
-export type { SymbolRef };

@@ -1,4 +1,8 @@
-/** Functional differentiation: grad, valueAndGrad, vjp, customGradient. Built on GradientTape. */
+/**
+ * The functional transforms: grad, valueAndGrad, vjp, jvp, hvp, customGradient. Built on
+ * GradientTape; a staged function they differentiate is differentiated as a program (the rules
+ * of this folder).
+ */
 import { withoutRecorders } from "../core/context.js";
 import { GradientError, ShapeError } from "../core/errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
@@ -6,8 +10,8 @@ import { Tensor, makeTensor } from "../core/tensor.js";
 import { applyOp, defineOp } from "../ops/registry.js";
 import { toTensor } from "../ops/convert.js";
 import { zerosLikeTensor } from "../ops/fill.js";
-import { GradientTape } from "./tape.js";
-import { leaves, mapStructure, type Structure } from "./structure.js";
+import { GradientTape } from "../ad/tape.js";
+import { leaves, mapStructure, type Structure } from "../ad/structure.js";
 
 export type Argnums = number | number[] | "all";
 

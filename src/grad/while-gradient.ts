@@ -1,92 +1,37 @@
 /**
- * The graph AD rules for structural nodes. While a graph is being built and a tape records
- * (a staged function differentiated by sc.grad, or a tape used inside staged code), cond,
- * while and call nodes are recorded as single tape entries whose VJPs emit structural
- * nodes again, so the gradient is a graph with the same control flow. Each rule splits the
- * region once into a forward that keeps what the backward reads and that backward
- * (backward-trace.ts):
- *
- * - while (this file): the forward loop counts its iterations and pushes the kept values on
- *   stacks, one row per iteration; the backward is a while loop running the same number of
- *   iterations in reverse, reading them.
- * - cond (cond-gradient.ts): each branch returns a record of what its VJP reads; the backward
- *   is a cond on the same predicate whose branches unpack it.
- * - call (call-gradient.ts): the callee's forward returns a record; its backward, a library
- *   function, unpacks it. Recursion builds a tree of records.
- *
- * regionVjp, the recomputing rule, remains for the cases a split cannot serve (higher-order
- * gradients through a record, loops whose kept values change shape).
+ * The gradient rule for while loops. While a graph is being built and a tape records (a staged
+ * function differentiated by sc.grad, or a tape used inside staged code), a loop is emitted
+ * augmented for its gradient and recorded as one tape entry: the forward loop counts its
+ * iterations and pushes the values its backward reads on stacks, one row per iteration
+ * (the split of backward-trace.ts); the backward is a while loop running the same number of
+ * iterations in reverse, reading them. Weight gradients of the form A^T D leave the backward
+ * loop as rows and are summed by one product after it (loop-weight-gradients.ts).
  */
 import { Tensor } from "../core/tensor.js";
-import { anyRecorderTracks, currentHandler, recorders, withoutRecorders } from "../core/context.js";
+import { anyRecorderTracks, currentHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
-import type { OpDef } from "../ops/registry.js";
 import { full, zerosLikeTensor } from "../ops/fill.js";
 import { emptyStack, stackPush, stackRead } from "../ops/iteration-stack.js";
 import { add, sub } from "../ops/binary.js";
 import { greater } from "../ops/compare.js";
 import { GradientTape } from "../ad/tape.js";
-import { FunctionLibrary, type Graph, type Node, type Value, type ValueType } from "../graph/ir.js";
-import { matmul } from "../ops/linalg.js";
-import { sum } from "../ops/reduce.js";
-import { flip, reshape } from "../ops/shape.js";
-import { seedVariableReads, TraceContext } from "./trace-context.js";
-import { replay } from "./replay.js";
-import { differentiating, tapeGradient, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
-import { atNode, executing, GradientError, userLocation } from "../core/errors.js";
-
-/**
- * Records one entry on every active tape. Its VJP runs at the location where the structural
- * node was written (its gradient's nodes and errors name that line) and says which staged
- * function (`functionName`) is differentiated.
- */
-export function recordEntry(
-  name: string,
-  functionName: string,
-  inputs: Tensor[],
-  outputs: Tensor[],
-  vjp: (cts: (Tensor | null)[]) => (Tensor | null)[],
-): void {
-  if (outputs.length === 0 || recorders.length === 0) return;
-  const loc = executing.at ?? userLocation();
-  const def: OpDef = {
-    name,
-    family: "ad",
-    inputs: inputs.map((_, i) => `x${i}`),
-    infer: () => outputs.map((o) => ({ dtype: o.dtype, shape: o.shape })),
-    kernel: () => {
-      throw new GradientError(`a structural tape entry has no kernel`, name);
-    },
-    vjp: (_ctx, cts) => atNode(loc, () => differentiating(functionName, () => vjp(cts))),
-  };
-  for (const r of recorders.slice()) r.recordOp(def, inputs, {}, outputs);
-}
-
-/**
- * Gradients of a region's outputs with respect to its inputs (and `extra` sources, such as
- * variable values the region reads), recomputing its forward.
- */
-export function regionVjp(g: Graph, library: FunctionLibrary, inputs: Tensor[], cts: Tensor[], extra: Tensor[] = [], wrt?: boolean[]): Tensor[] {
-  const all = [...inputs, ...extra];
-  const wanted = wrt ?? all.map(() => true);
-  const sources = all.filter((_, i) => wanted[i]);
-  const tape = new GradientTape();
-  const outs = tape.record(() => {
-    tape.watch(sources);
-    return replay(g, library, inputs);
-  });
-  return tapeGradient(tape, outs, cts, all, wanted);
-}
-
-export type CondFn = (pred: Tensor, a: () => Tensor[], b: () => Tensor[]) => Tensor[];
-type WhileFn = (c: (...v: Tensor[]) => Tensor, b: (...v: Tensor[]) => Tensor[], init: Tensor[], shapeInvariants: (number | null)[][]) => Tensor[];
-export type RegionTracer = (types: ValueType[], fn: (...xs: Tensor[]) => Tensor[]) => { graph: Graph; ctx: TraceContext };
+import type { Value, ValueType } from "../graph/ir.js";
+import { flip } from "../ops/shape.js";
+import { seedVariableReads, TraceContext } from "../staging/trace-context.js";
+import { replay } from "../staging/replay.js";
+import { probeTracer, whileLoop } from "../staging/control-flow.js";
+import type { WhileNode } from "../staging/recording.js";
+import { GradientError } from "../core/errors.js";
+import { differentiating, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
+import { recordEntry, regionVjp } from "./tape-entry.js";
+import { deferLoopWeightGradients, type LoopDeferral } from "./loop-weight-gradients.js";
+import { withCalleeVariables } from "./callee-variables.js";
 
 /** Which of a body's loop variables its VJP reads (liveness on a discarded probe trace). */
-function loopVarsReadByBodyVjp(p: WhileParts, loop: LoopShape): boolean[] {
+function loopVarsReadByBodyVjp(p: WhileNode, loop: LoopShape): boolean[] {
   const { types, bodyG, invariants, ctx } = p;
   const n = types.length;
-  const probe = p.traceRegion([...types, ...loop.ctTypes], (...xs) => {
+  const probe = probeTracer(p.ctx)([...types, ...loop.ctTypes], (...xs) => {
     const vars = xs.slice(0, n).map((x, i) => (loop.accumulator[i] ? emptyStack(xs[n + i]!) : x));
     return regionVjp(bodyG, ctx.library, [...vars, ...invariants], loop.fullCotangents(xs.slice(n)), [], loop.wrt).filter((_, i) => !loop.accumulator[i]);
   });
@@ -97,19 +42,6 @@ function loopVarsReadByBodyVjp(p: WhileParts, loop: LoopShape): boolean[] {
     if (node.outputs.some((o) => live.has(o.id)) || node.outputs.length === 0) for (const v of node.inputs) live.add(v.id);
   }
   return g.inputs.slice(0, n).map((v: Value, i) => !loop.accumulator[i] && live.has(v.id));
-}
-
-export interface WhileParts {
-  ctx: TraceContext;
-  init: Tensor[];
-  invariants: Tensor[];
-  types: ValueType[];
-  condG: Graph;
-  bodyG: Graph;
-  traceRegion: RegionTracer;
-  whileLoop: WhileFn;
-  /** Emits a while node with the given regions; returns its outputs. */
-  emit(types: ValueType[], init: Tensor[], condFn: (...xs: Tensor[]) => Tensor, bodyFn: (...xs: Tensor[]) => Tensor[]): Tensor[];
 }
 
 /**
@@ -131,7 +63,7 @@ interface LoopShape {
   fullCotangents(cts: Tensor[]): Tensor[];
 }
 
-function loopShape(p: WhileParts): LoopShape {
+function loopShape(p: WhileNode): LoopShape {
   const { init, invariants, types, bodyG, condG } = p;
   const uses = new Map<number, number>();
   const count = (id: number) => uses.set(id, (uses.get(id) ?? 0) + 1);
@@ -173,15 +105,17 @@ interface IterationSplit {
 }
 
 /**
- * Emits the forward loop augmented with an iteration count and one stack per kept value, and
- * records its gradient: a loop running the same number of iterations in reverse, reading row
- * j of each stack. Returns the user-visible loop outputs.
+ * The gradient rule for while loops: emits the forward loop augmented with an iteration count
+ * and one stack per kept value, and records its gradient: a loop running the same number of
+ * iterations in reverse, reading row j of each stack. Returns the user-visible loop outputs.
  */
-export function whileWithGradient(p: WhileParts): Tensor[] {
+export function whileGradient(node: WhileNode): Tensor[] {
+  // Variables that calls in the loop read are invariants too, so that their gradients leave it.
+  const p = { ...node, invariants: withCalleeVariables(node.ctx, [node.condG, node.bodyG], node.invariants) };
   return differentiating(p.ctx.functionName, () => augmentedWhile(p));
 }
 
-function augmentedWhile(p: WhileParts): Tensor[] {
+function augmentedWhile(p: WhileNode): Tensor[] {
   const { init, invariants, types, condG, ctx } = p;
   const library = ctx.library;
   const n = init.length;
@@ -206,7 +140,7 @@ function augmentedWhile(p: WhileParts): Tensor[] {
     const ctFinal = cts.map((c, i) => c ?? zerosLikeTensor(results[i]!));
     const m = carried.length;
     const rows0 = split.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype));
-    const res = p.whileLoop(
+    const res = whileLoop(
       (j) => greater(j, 0),
       (j, ...rest) => {
         const j1 = sub(j, 1);
@@ -221,8 +155,10 @@ function augmentedWhile(p: WhileParts): Tensor[] {
         return [j1, ...g.carried, ...sums, ...rows];
       },
       [count, ...carried.map((i) => ctFinal[i]!), ...summed.map((i) => zerosLikeTensor(invariants[i]!)), ...rows0],
-      // Cotangents keep the loop variables' declared types; row stacks grow.
-      [[], ...carried.map((i) => known(types[i]!)), ...summed.map((i) => known(invariants[i]!)), ...split.rowTypes.map((t) => [null, ...known(t)])],
+      {
+        // Cotangents keep the loop variables' declared types; row stacks grow.
+        shapeInvariants: [[], ...carried.map((i) => known(types[i]!)), ...summed.map((i) => known(invariants[i]!)), ...split.rowTypes.map((t) => [null, ...known(t)])],
+      },
     );
     let c = 0;
     const gradInit = types.map((_, i) => (loop.accumulator[i] ? zerosLikeTensor(init[i]!) : res[1 + c++]!));
@@ -246,7 +182,7 @@ function augmentedWhile(p: WhileParts): Tensor[] {
  * kept value has a shape only known at run time (e.g. the stacks of an inner loop), whose rows
  * could differ between iterations.
  */
-function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
+function splitIteration(p: WhileNode, loop: LoopShape): IterationSplit | null {
   const { invariants, types, bodyG, ctx } = p;
   const { wrt } = loop;
   const library = ctx.library;
@@ -254,8 +190,8 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
   const numCarried = loop.accumulator.filter((a) => !a).length;
   let forwardCtx: TraceContext | null = null;
   let backward: BackwardTrace | null = null;
-  let deferral: Deferral | null = null;
-  const probe = p.traceRegion(types, (...xs) => {
+  let deferral: LoopDeferral | null = null;
+  const probe = probeTracer(p.ctx)(types, (...xs) => {
     const fwd = (forwardCtx = currentHandler() as TraceContext);
     // Variables read by calls in the body resolve to the invariants standing for them.
     seedVariableReads(fwd, ctx, invariants, invariants);
@@ -268,14 +204,14 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
     const sources = [...xs, ...invariants];
     const keep = sources.map((_, i) => !loop.accumulator[i]);
     backward = traceBackward(fwd, "body_vjp", tape, outs, sources.filter((_, i) => keep[i]), wrt.filter((_, i) => keep[i]), loop.ctTypes, loop.fullCotangents, (g) => {
-      deferral = deferWeightGradients(g, numCarried, loop.ctTypes.length, invariants.map((_, i) => wrt[n + i]!));
+      deferral = deferLoopWeightGradients(g, numCarried, loop.ctTypes.length, invariants.map((_, i) => wrt[n + i]!));
       return deferral.forwardRows;
     });
     return outs;
   });
   const fwd = forwardCtx as TraceContext | null;
   const bwd = backward as BackwardTrace | null;
-  const def = deferral as Deferral | null;
+  const def = deferral as LoopDeferral | null;
   if (!fwd || !bwd || !def) throw new GradientError("the gradient rule's probe of the loop body did not run", "whileLoop");
   if (bwd.kept.some((v) => v.type.shape.some((d) => d < 0))) return null;
   // The forward of one iteration: the probe's own graph, with the kept values as extra outputs.
@@ -307,76 +243,11 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
   };
 }
 
-interface Deferral {
-  /** Per invariant: whether the backward graph still outputs its contribution. */
-  summed: boolean[];
-  rowTypes: ValueType[];
-  /** Backward inputs (kept forward values) that deferred products read from the forward's stacks. */
-  forwardRows: Value[];
-  deferred: Map<number, (rows: Tensor[], forwardStack: (input: Value) => Tensor) => Tensor>;
-}
-
-/**
- * Batched weight gradients. An invariant's per-iteration contribution of the form A^T D
- * (the gradient of x W with respect to W) or of column sums of D (a broadcast bias) sums,
- * over all iterations, to one product of the stacked rows: [A_1; ...; A_T]^T [D_1; ...; D_T].
- * Those contributions leave the backward loop as rows (one push per iteration instead of a
- * product and an addition of weight-sized tensors), and one large product after the loop
- * computes them, as cuDNN does for RNN weight gradients. Rewrites the backward graph's
- * outputs to [carried..., summed contributions..., rows...]. A row that is a kept forward
- * value (an input of the backward graph after its `numCotangents` cotangents) is not pushed
- * again: the forward already stacked it.
- */
-function deferWeightGradients(g: Graph, numCarried: number, numCotangents: number, wanted: boolean[]): Deferral {
-  const producer = new Map<Value, Node>();
-  for (const node of g.nodes) for (const o of node.outputs) producer.set(o, node);
-  const rank2 = (v: Value) => v.type.shape.length === 2 && v.type.shape.every((d) => d >= 0);
-  const rows: Value[] = [];
-  const forwardRows: Value[] = [];
-  /** The stack of v's rows over the iterations, in the backward loop's order. */
-  const rowsOf = (v: Value): ((stacks: Tensor[], forwardStack: (input: Value) => Tensor) => Tensor) => {
-    if (g.inputs.indexOf(v) >= numCotangents) {
-      if (!forwardRows.includes(v)) forwardRows.push(v);
-      return (_stacks, forwardStack) => forwardStack(v);
-    }
-    let k = rows.indexOf(v);
-    if (k < 0) k = rows.push(v) - 1;
-    return (stacks) => stacks[k]!;
-  };
-  const deferred = new Map<number, (stacks: Tensor[], forwardStack: (input: Value) => Tensor) => Tensor>();
-  const summed: boolean[] = [];
-  const kept: Value[] = g.outputs.slice(0, numCarried);
-  g.outputs.slice(numCarried).forEach((out, i) => {
-    summed.push(false);
-    if (!wanted[i]) return;
-    const p = producer.get(out);
-    if (p?.op === "matmul" && p.attrs.transposeA === true && p.attrs.transposeB !== true && rank2(p.inputs[0]!) && rank2(p.inputs[1]!)) {
-      const [a, d] = [rowsOf(p.inputs[0]!), rowsOf(p.inputs[1]!)];
-      const [k, nOut] = [p.inputs[0]!.type.shape[1]!, p.inputs[1]!.type.shape[1]!];
-      deferred.set(i, (stacks, fs) => matmul(reshape(a(stacks, fs), [-1, k]), reshape(d(stacks, fs), [-1, nOut]), { transposeA: true }));
-      return;
-    }
-    const sumNode = p && (p.op === "squeeze" || p.op === "reshape") ? producer.get(p.inputs[0]!) : p;
-    const axes = sumNode?.attrs.axes as number[] | undefined;
-    if (sumNode?.op === "sum" && rank2(sumNode.inputs[0]!) && axes?.length === 1 && axes[0] === 0) {
-      const d = rowsOf(sumNode.inputs[0]!);
-      const nOut = sumNode.inputs[0]!.type.shape[1]!;
-      const shape = out.type.shape.slice();
-      deferred.set(i, (stacks, fs) => reshape(sum(reshape(d(stacks, fs), [-1, nOut]), 0), shape));
-      return;
-    }
-    summed[i] = true;
-    kept.push(out);
-  });
-  g.setOutputs([...kept, ...rows]);
-  return { summed, rowTypes: rows.map((v) => v.type), forwardRows, deferred };
-}
-
 /**
  * The fallback split: keeps the loop variables the body's VJP reads and recomputes the
  * iteration's forward inside the backward loop.
  */
-function recomputingSplit(p: WhileParts, loop: LoopShape): IterationSplit {
+function recomputingSplit(p: WhileNode, loop: LoopShape): IterationSplit {
   const { invariants, types, bodyG, ctx } = p;
   const library = ctx.library;
   const saved = loopVarsReadByBodyVjp(p, loop);

@@ -13,24 +13,21 @@
  */
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
-import { currentHandler, recorders, withHandler, withoutRecorders } from "../core/context.js";
+import { withHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
 import { full, zerosLikeTensor } from "../ops/fill.js";
 import { HANDLE_TYPE, packResiduals, unpackResiduals } from "../ops/residuals.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
-import { embedCaptures, functionNameOf, StagingError, TraceContext } from "./trace-context.js";
-import { replay } from "./replay.js";
-import { differentiating, recordsAllowed, traceBackward } from "./backward-trace.js";
-import { deferWeightGradients, gradientFromStacks, selfCalls, type DeferredWeight } from "./deferred-gradients.js";
 import { runPrune } from "../graph/passes/prune.js";
-import { recordEntry, regionVjp } from "./structural-gradients.js";
-
-/** A function graph plus the library holding everything it calls. */
-export interface FunctionBundle {
-  graph: Graph;
-  library: FunctionLibrary;
-}
+import { embedCaptures, functionNameOf, TraceContext } from "../staging/trace-context.js";
+import { replay } from "../staging/replay.js";
+import { addFunctions, emitCall, emitPlainCall, type FunctionBundle } from "../staging/call.js";
+import type { TracedCall } from "../staging/recording.js";
+import { differentiating, recordsAllowed, traceBackward } from "./backward-trace.js";
+import { deferRecursiveWeightGradients, gradientFromStacks, selfCalls, type DeferredWeight } from "./recursive-weight-gradients.js";
+import { recordEntry, regionVjp } from "./tape-entry.js";
+import { variablesReadBy } from "./callee-variables.js";
 
 interface CallSplit {
   library: FunctionLibrary;
@@ -47,35 +44,27 @@ interface CallSplit {
 }
 
 /**
- * Emits a call node in the graph being built; while tapes record, it calls the callee's
- * forward and records one entry whose VJP calls its backward on the record. Where no record
- * may be kept (a loop iteration's forward, see backward-trace.ts) or the callee is still being
- * traced (a recursive call met while tracing itself under a tape), the plain call is emitted,
- * and its VJP runs the callee's forward once more for the record.
+ * The gradient rule for calls. A call node emitted while tapes record calls the callee's forward
+ * and is one entry whose VJP calls its backward on the record. Where no record may be kept (a
+ * loop iteration's forward, see backward-trace.ts) or the callee is still being traced (a
+ * recursive call met while tracing itself under a tape), the plain call is emitted, and its VJP
+ * runs the callee's forward once more for the record.
  */
-export function emitCall(bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[], calleeComplete = true): Tensor[] {
-  const ctx = currentHandler();
-  if (!(ctx instanceof TraceContext)) throw new StagingError("a call node needs a graph under construction", "call");
-  if (recorders.length > 0 && outTypes.length > 0 && calleeComplete && recordsAllowed()) return emitDifferentiatedCall(ctx, bundle, args, outTypes);
-  addFunctions(ctx, bundle.library, bundle.graph);
-  const outs = ctx.addStructural("call", args, { callee: bundle.graph.name }, outTypes);
-  ctx.variableValues.clear();
-  if (recorders.length > 0 && outs.length > 0) {
-    const varValues = variablesReadBy(bundle).map((v) => v.read());
+export function callGradient(node: TracedCall): Tensor[] {
+  const { ctx, callee, args, outTypes } = node;
+  if (outTypes.length > 0 && node.calleeComplete && recordsAllowed()) return emitDifferentiatedCall(ctx, callee, args, outTypes);
+  const outs = emitPlainCall(ctx, callee, args, outTypes);
+  if (outs.length > 0) {
+    const varValues = variablesReadBy(callee).map((v) => v.read());
     const inputs = [...args, ...varValues];
-    recordEntry("call", functionNameOf(bundle.graph), inputs, outs, (cts) => {
-      const split = callSplitFor(bundle);
+    recordEntry("call", functionNameOf(callee.graph), inputs, outs, (cts) => {
+      const split = callSplitFor(callee);
       const filled = cts.map((c, i) => c ?? zerosLikeTensor(outs[i]!));
       const record = withoutRecorders(null, () => emitCall({ graph: split.forward, library: split.library }, inputs, [...outTypes, HANDLE_TYPE]))[outTypes.length]!;
       return emitBackward(split, filled, args, varValues, record);
     });
   }
   return outs;
-}
-
-function addFunctions(ctx: TraceContext, library: FunctionLibrary, graph: Graph): void {
-  for (const g of library.functions.values()) ctx.library.add(g);
-  ctx.library.add(graph);
 }
 
 function emitDifferentiatedCall(ctx: TraceContext, bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[]): Tensor[] {
@@ -104,7 +93,7 @@ function emitDifferentiatedCall(ctx: TraceContext, bundle: FunctionBundle, args:
 /**
  * Calls the callee's backward on cotangents and a record; returns one gradient per input
  * (args, then variables). Gradients the backward returns as stacks of rows
- * (deferred-gradients.ts) are computed from the final stacks here.
+ * (recursive-weight-gradients.ts) are computed from the final stacks here.
  */
 function emitBackward(split: CallSplit, cts: Tensor[], args: Tensor[], varValues: Tensor[], record: Tensor): Tensor[] {
   if (split.earlyCalls >= 0) split.earlyCalls++;
@@ -182,7 +171,7 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
       // unless calls of its backward were made from elsewhere (mutual recursion) with the
       // signature it has now.
       const own = selfCalls(backward.graph, bwd.graph.name).size;
-      if (split.earlyCalls === own) split.deferred = deferWeightGradients(backward.graph, bwd.graph.name, vars, vars.map((_, k) => xs.length + k));
+      if (split.earlyCalls === own) split.deferred = deferRecursiveWeightGradients(backward.graph, bwd.graph.name, vars, vars.map((_, k) => xs.length + k));
       split.earlyCalls = -1;
       if (split.deferred.length > 0) runPrune(backward.graph, undefined);
       const stacksIn = split.deferred.flatMap((d, k) => d.rowTypes.map((t, j) => bwd.placeholder({ dtype: t.dtype, shape: [-1, ...t.shape] }, `stack_${k}_${j}`)));
@@ -211,43 +200,4 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
     bwd.active = false;
   }
   return split;
-}
-
-/** Variables a function reads, directly, in regions, or in the functions it calls. */
-export function variablesReadBy(bundle: FunctionBundle): Variable[] {
-  const found = new Set<Variable>();
-  const seen = new Set<Graph>();
-  const walk = (g: Graph): void => {
-    if (seen.has(g)) return;
-    seen.add(g);
-    for (const node of g.nodes) {
-      if (node.op === "readVariable") found.add(node.attrs.variable as Variable);
-      if (node.op === "call") {
-        const callee = bundle.library.functions.get(node.attrs.callee as string);
-        if (callee) walk(callee);
-      }
-      node.regions.forEach(walk);
-    }
-  };
-  walk(bundle.graph);
-  return [...found].filter((v) => v.trainable);
-}
-
-/**
- * Variables that the calls in `g` (a branch or loop body, with its regions) read inside their
- * callees: a region's operands do not show them, but their gradients must leave the region.
- */
-export function variablesReadByCalls(g: Graph, library: FunctionLibrary): Variable[] {
-  const found = new Set<Variable>();
-  const walk = (r: Graph): void => {
-    for (const node of r.nodes) {
-      if (node.op === "call") {
-        const callee = library.functions.get(node.attrs.callee as string);
-        if (callee) for (const v of variablesReadBy({ graph: callee, library })) found.add(v);
-      }
-      node.regions.forEach(walk);
-    }
-  };
-  walk(g);
-  return [...found];
 }

@@ -14,7 +14,7 @@ import { zerosLikeTensor } from "../ops/fill.js";
 import type { GradientTape } from "../ad/tape.js";
 import type { Graph, Value, ValueType } from "../graph/ir.js";
 import { runPrune } from "../graph/passes/prune.js";
-import { TraceContext, type SymbolRef } from "./trace-context.js";
+import { TraceContext, type SymbolRef } from "../staging/trace-context.js";
 
 const annotated = new WeakSet<Error>();
 
