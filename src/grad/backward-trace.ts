@@ -8,7 +8,7 @@
  */
 import type { Tensor } from "../core/tensor.js";
 import { withHandler } from "../core/context.js";
-import { formatLocation, StagecraftError } from "../core/errors.js";
+import { formatLocation, gradientNote, StagecraftError, withinGradientOf } from "../core/errors.js";
 import { isFloat } from "../core/dtype.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import type { GradientTape } from "../ad/tape.js";
@@ -16,28 +16,30 @@ import type { Graph, Value, ValueType } from "../graph/ir.js";
 import { runPrune } from "../graph/passes/prune.js";
 import { TraceContext, type SymbolRef } from "../staging/trace-context.js";
 
-const annotated = new WeakSet<Error>();
-
 /**
- * Runs `fn`, part of differentiating staged function `functionName`; a typed error it raises
- * says so (once: the innermost function differentiated is named), next to the user's line.
+ * Runs `fn`, part of differentiating staged function `functionName`: the nodes it traces carry
+ * the name (the errors they raise when they run say so), and a typed error it raises says so
+ * too (once: the innermost function differentiated is named), next to the user's line.
  */
 export function differentiating<T>(functionName: string, fn: () => T): T {
   try {
-    return fn();
+    return withinGradientOf(functionName, fn);
   } catch (e) {
-    if (e instanceof StagecraftError && !annotated.has(e)) {
+    // (an error raised by a node of a gradient names its function already)
+    if (e instanceof StagecraftError && !annotated.has(e) && e.location?.gradientOf === undefined) {
       annotated.add(e);
       const old = e.message;
       const where = formatLocation(e.location);
       const suffix = where ? ` (at ${where})` : "";
       const body = suffix && old.endsWith(suffix) ? old.slice(0, old.length - suffix.length) : old;
-      e.message = `${body} (in the gradient of staged function "${functionName}")${suffix}`;
+      e.message = `${body} ${gradientNote(functionName)}${suffix}`;
       if (e.stack?.startsWith(`${e.name}: ${old}`)) e.stack = `${e.name}: ${e.message}${e.stack.slice(e.name.length + 2 + old.length)}`;
     }
     throw e;
   }
 }
+
+const annotated = new WeakSet<Error>();
 
 let keepRecords = true;
 

@@ -21,7 +21,7 @@ import { seedVariableReads, TraceContext } from "../staging/trace-context.js";
 import { replay } from "../staging/replay.js";
 import { probeTracer, whileLoop } from "../staging/control-flow.js";
 import type { WhileNode } from "../staging/recording.js";
-import { GradientError } from "../core/errors.js";
+import { GradientError, ShapeError } from "../core/errors.js";
 import { differentiating, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
 import { recordEntry, regionVjp } from "./tape-entry.js";
 import { deferLoopWeightGradients, type LoopDeferral } from "./loop-weight-gradients.js";
@@ -112,7 +112,41 @@ interface IterationSplit {
 export function whileGradient(node: WhileNode): Tensor[] {
   // Variables that calls in the loop read are invariants too, so that their gradients leave it.
   const p = { ...node, invariants: withCalleeVariables(node.ctx, [node.condG, node.bodyG], node.invariants) };
-  return differentiating(p.ctx.functionName, () => augmentedWhile(p));
+  return differentiating(p.ctx.functionName, () => explainShapeChanges(p, () => augmentedWhile(p)));
+}
+
+const explained = new WeakSet<Error>();
+
+/**
+ * Runs `fn`, part of differentiating loop `p`. A ShapeError it raises, where a loop variable
+ * changes shape across iterations (its shapeInvariants leave a size open that its initial value
+ * has) and no input of the loop has an unknown size of its own, comes from that change: the
+ * gradient of an op in the body needs a size that differs from one iteration to the next. The
+ * op's own message speaks of inputSignature dimensions, which are not the cause: it is replaced.
+ */
+function explainShapeChanges<T>(p: WhileNode, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (!(e instanceof ShapeError) || explained.has(e)) throw e;
+    const { accumulator } = loopShape(p);
+    const i = p.types.findIndex((t, k) => !accumulator[k] && t.shape.some((d, j) => d < 0 && p.init[k]!.shape[j]! >= 0));
+    if (i < 0 || [...p.init, ...p.invariants].some((t) => t.shape.some((d) => d < 0))) throw e;
+    const err = new ShapeError(
+      `loop variable ${i} changes shape across iterations (${fmtType(p.init[i]!)} at the start, ${fmtType(p.types[i]!)} as its shapeInvariants allow), ` +
+        `and the gradient of ${e.op ?? "an op"} in the loop's body depends on a size that then differs from one iteration to the next, ` +
+        `so the loop cannot be differentiated; keep the loop variables' shapes fixed to differentiate it ` +
+        `(write rows into a buffer allocated before the loop, as sc.scan does)`,
+      "whileLoop",
+      e.location,
+    );
+    explained.add(err);
+    throw err;
+  }
+}
+
+function fmtType(t: { dtype: string; shape: readonly number[] }): string {
+  return `${t.dtype}[${t.shape.map((d) => (d < 0 ? "?" : String(d))).join(", ")}]`;
 }
 
 function augmentedWhile(p: WhileNode): Tensor[] {
@@ -136,7 +170,7 @@ function augmentedWhile(p: WhileNode): Tensor[] {
   // deferred ones, computed once from stacked rows after the loop).
   const summed = invariants.flatMap((_, i) => (loop.wrt[n + i] && !split.deferred.has(i) ? [i] : []));
   const known = (t: { shape: readonly number[] }) => t.shape.map((d) => (d < 0 ? null : d));
-  recordEntry("while", ctx.functionName, [...init, ...invariants], results, (cts) => {
+  recordEntry("while", ctx.functionName, [...init, ...invariants], results, (cts) => explainShapeChanges(p, () => {
     const ctFinal = cts.map((c, i) => c ?? zerosLikeTensor(results[i]!));
     const m = carried.length;
     const rows0 = split.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype));
@@ -170,7 +204,7 @@ function augmentedWhile(p: WhileNode): Tensor[] {
       return deferred ? deferred(rowStacks, stacks) : null;
     });
     return [...gradInit, ...gradInvariants];
-  });
+  }));
   return results;
 }
 

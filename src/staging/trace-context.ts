@@ -4,7 +4,7 @@
  * of an enclosing graph) are captured as extra inputs; variables are read and assigned by
  * reference through readVariable/assignVariable nodes.
  */
-import { ValueError, StagecraftError, executing, userLocation } from "../core/errors.js";
+import { ValueError, StagecraftError, executing, gradientLocation, userLocation } from "../core/errors.js";
 import { checkAllocation } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
@@ -149,10 +149,12 @@ export class TraceContext implements OpHandler {
 
 /**
  * Where a node traced now was written: the user's line, or, while a graph is replayed (a
- * gradient split, a recomputation) or a gradient rule runs, the line of the op it stands for.
+ * gradient split, a recomputation) or a gradient rule runs, the line of the op it stands for;
+ * while graph AD traces a gradient, marked with the function differentiated (so the errors the
+ * node raises when it runs name it).
  */
 function nodeLocation() {
-  return executing.at ?? userLocation();
+  return gradientLocation(executing.at ?? userLocation());
 }
 
 /** The user's name of the function a graph was traced from (graph names are made unique). */
