@@ -172,7 +172,7 @@ export function stagedFunctionGradient(cf: ConcreteFunction, args: Tensor[]): Te
     family: "ad",
     inputs: inputs.map((_, i) => `x${i}`),
     infer: () => flat.map((o) => ({ dtype: o.dtype, shape: o.shape })),
-    kernel: () => flat.map((o) => o.dataSync()),
+    kernels: { cpu: () => flat.map((o) => o.dataSync()) },
     vjp: (_ctx, cts) =>
       differentiating(name, () => {
         const filled = cts.map((c, i) => c ?? zerosLikeTensor(flat[i]!));

@@ -32,8 +32,10 @@ export function recordEntry(
     family: "ad",
     inputs: inputs.map((_, i) => `x${i}`),
     infer: () => outputs.map((o) => ({ dtype: o.dtype, shape: o.shape })),
-    kernel: () => {
-      throw new GradientError(`a structural tape entry has no kernel`, name);
+    kernels: {
+      cpu: () => {
+        throw new GradientError(`a structural tape entry has no kernel`, name);
+      },
     },
     vjp: (_ctx, cts) => atNode(loc, () => differentiating(functionName, () => vjp(cts))),
   };

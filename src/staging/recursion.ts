@@ -9,7 +9,7 @@ import type { Tensor } from "../core/tensor.js";
 import { RecursionDepthError, ValueError } from "../core/errors.js";
 import type { ValueType } from "../graph/ir.js";
 import { recursiveFunctions } from "../graph/passes/inline.js";
-import { leaves, mapStructure, type Structure } from "../ad/structure.js";
+import { leaves, mapStructure, type Structure } from "../core/structure.js";
 import { embedCaptures, StagingError, type TraceContext } from "./trace-context.js";
 import { ConcreteFunction, ConstantLeaf, OutputLeaf, type OutputTemplate } from "./concrete-function.js";
 import { describeChange, TensorSpec, type LeafInfo, type Signature } from "./signature.js";

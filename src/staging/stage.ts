@@ -41,14 +41,12 @@ export interface StagedFunction<A extends unknown[], R> {
   readonly traceCount: number;
   /** The concrete function for these arguments (tracing if needed). */
   concrete(...args: A): ConcreteFunction;
-  /** The original JavaScript function. */
-  readonly pythonFunction: (...args: A) => R;
   readonly stagedName: string;
 }
 
 /**
- * Converts a function's source before it is staged (AutoGraph): installed by
- * autograph/api.ts, so staging has no static dependency on the transform.
+ * Converts a function's source before it is staged (AutoGraph): installed by the package
+ * entry (api/wiring.ts), so staging has no static dependency on the transform.
  */
 export type StageConverter = (fn: (...args: any[]) => any) => { fn: (...args: any[]) => any; note?: string };
 let stageConverter: StageConverter | null = null;
@@ -110,7 +108,6 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     }
   }) as StagedFunction<A, R>;
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
-  Object.defineProperty(staged, "pythonFunction", { value: original });
   Object.defineProperty(staged, "stagedName", { value: name });
   (staged as { concrete: unknown }).concrete = (...args: A): ConcreteFunction => {
     const found = lookup(args);
