@@ -17,6 +17,7 @@ import { withHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
 import { full, zerosLikeTensor } from "../ops/fill.js";
 import { HANDLE_TYPE, packResiduals, unpackResiduals } from "../ops/residuals.js";
+import { callOp } from "../ops/structural.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
 import { runPrune } from "../graph/passes/prune.js";
@@ -57,7 +58,7 @@ export function callGradient(node: TracedCall): Tensor[] {
   if (outs.length > 0) {
     const varValues = variablesReadBy(callee).map((v) => v.read());
     const inputs = [...args, ...varValues];
-    recordEntry("call", functionNameOf(callee.graph), inputs, outs, (cts) => {
+    recordEntry(callOp.name, functionNameOf(callee.graph), inputs, outs, (cts) => {
       const split = callSplitFor(callee);
       const filled = cts.map((c, i) => c ?? zerosLikeTensor(outs[i]!));
       const record = withoutRecorders(null, () => emitCall({ graph: split.forward, library: split.library }, inputs, [...outTypes, HANDLE_TYPE]))[outTypes.length]!;
@@ -73,12 +74,12 @@ function emitDifferentiatedCall(ctx: TraceContext, bundle: FunctionBundle, args:
   // The callee's variables are inputs of the gradient entry, so gradients reach them.
   const varValues = split.vars.map((v) => v.read());
   const inputs = [...args, ...varValues];
-  const res = ctx.addStructural("call", inputs, { callee: split.forward.name }, [...outTypes, HANDLE_TYPE]);
+  const res = ctx.addStructural(callOp.name, inputs, { callee: split.forward.name }, [...outTypes, HANDLE_TYPE]);
   ctx.variableValues.clear();
   const outs = res.slice(0, -1);
   const record = res[res.length - 1]!;
   // The record is an output of the entry too, so an outer tape sees how it depends on the inputs.
-  recordEntry("call", functionNameOf(bundle.graph), inputs, res, (cts) => {
+  recordEntry(callOp.name, functionNameOf(bundle.graph), inputs, res, (cts) => {
     const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
     const recordCt = cts[outs.length];
     if (recordCt) {

@@ -6,6 +6,8 @@
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import type { FunctionLibrary, Graph } from "../graph/ir.js";
+import { calleeOf } from "../graph/declarations.js";
+import { readVariableOp } from "../ops/structural.js";
 import type { TraceContext } from "../staging/trace-context.js";
 import type { FunctionBundle } from "../staging/call.js";
 
@@ -17,11 +19,10 @@ export function variablesReadBy(bundle: FunctionBundle): Variable[] {
     if (seen.has(g)) return;
     seen.add(g);
     for (const node of g.nodes) {
-      if (node.op === "readVariable") found.add(node.attrs.variable as Variable);
-      if (node.op === "call") {
-        const callee = bundle.library.functions.get(node.attrs.callee as string);
-        if (callee) walk(callee);
-      }
+      if (node.op === readVariableOp.name) found.add(node.attrs.variable as Variable);
+      const name = calleeOf(node);
+      const callee = name === null ? undefined : bundle.library.functions.get(name);
+      if (callee) walk(callee);
       node.regions.forEach(walk);
     }
   };
@@ -37,10 +38,9 @@ function variablesReadByCalls(g: Graph, library: FunctionLibrary): Variable[] {
   const found = new Set<Variable>();
   const walk = (r: Graph): void => {
     for (const node of r.nodes) {
-      if (node.op === "call") {
-        const callee = library.functions.get(node.attrs.callee as string);
-        if (callee) for (const v of variablesReadBy({ graph: callee, library })) found.add(v);
-      }
+      const name = calleeOf(node);
+      const callee = name === null ? undefined : library.functions.get(name);
+      if (callee) for (const v of variablesReadBy({ graph: callee, library })) found.add(v);
       node.regions.forEach(walk);
     }
   };

@@ -12,6 +12,7 @@ import { isFloat } from "../core/dtype.js";
 import { GradientError } from "../core/errors.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { packResiduals, unpackResiduals } from "../ops/residuals.js";
+import { condOp } from "../ops/structural.js";
 import { GradientTape } from "../ad/tape.js";
 import type { Graph } from "../graph/ir.js";
 import { seedVariableReads, TraceContext } from "../staging/trace-context.js";
@@ -49,7 +50,7 @@ function splitBranch(p: CondNode, g: Graph, name: string): BranchSplit {
       return [...outs, packResiduals(bwd.kept.map((v) => ctx.symbolic(v)))];
     },
   );
-  if (!fwd || !backward) throw new GradientError("the gradient rule's probe of a branch did not run", "cond");
+  if (!fwd || !backward) throw new GradientError("the gradient rule's probe of a branch did not run", condOp.name);
   return { forward: probe.graph, outside: (fwd as TraceContext).captures.map((c) => c.tensor), backward };
 }
 
@@ -73,7 +74,7 @@ function augmentedCond(p: CondNode): Tensor[] {
   const outs = res.slice(0, m);
   const record = res[m]!;
   // The record is an output of the entry too, so an outer tape sees how it depends on the operands.
-  recordEntry("cond", p.ctx.functionName, [p.pred, ...p.operands], res, (cts) => {
+  recordEntry(condOp.name, p.ctx.functionName, [p.pred, ...p.operands], res, (cts) => {
     const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
     const recordCt = cts[m];
     const n = p.operands.length;
@@ -94,8 +95,8 @@ function augmentedCond(p: CondNode): Tensor[] {
 /** Where no record may be kept: the plain cond, whose backward branches recompute their forward. */
 function recomputingCond(p: CondNode): Tensor[] {
   const library = p.ctx.library;
-  const outs = p.ctx.addStructural("cond", [p.pred, ...p.operands], {}, p.types, [p.thenG, p.elseG]);
-  recordEntry("cond", p.ctx.functionName, [p.pred, ...p.operands], outs, (cts) => {
+  const outs = p.ctx.addStructural(condOp.name, [p.pred, ...p.operands], {}, p.types, [p.thenG, p.elseG]);
+  recordEntry(condOp.name, p.ctx.functionName, [p.pred, ...p.operands], outs, (cts) => {
     const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
     const branch = (g: Graph) => () => {
       const h = currentHandler();

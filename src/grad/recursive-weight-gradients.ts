@@ -24,6 +24,8 @@ import { sum } from "../ops/reduce.js";
 import { reshape } from "../ops/shape.js";
 import type { Graph, Node, Value, ValueType } from "../graph/ir.js";
 import { makeNode } from "../graph/passes/util.js";
+import { calleeOf } from "../graph/declarations.js";
+import { callOp, condOp } from "../ops/structural.js";
 
 /** A weight whose gradient a backward function returns as stacks of rows. */
 export interface DeferredWeight {
@@ -39,8 +41,8 @@ export interface DeferredWeight {
 type Term =
   | { kind: "outer"; at: Node; a: Value; d: Value }
   | { kind: "rows"; at: Node; d: Value }
-  | { kind: "call"; at: Node }
-  | { kind: "cond"; at: Node; output: number; branches: [Term[], Term[]] };
+  | { kind: "selfCall"; at: Node }
+  | { kind: "branches"; at: Node; output: number; branches: [Term[], Term[]] };
 
 const stackType = (row: ValueType): ValueType => ({ dtype: row.dtype, shape: [-1, ...row.shape] });
 const known = (v: Value) => v.type.shape.every((d) => d > 0);
@@ -87,13 +89,13 @@ function termsOf(g: Graph, v: Value, self: string, selfOutput: number, uses: Map
       if (s?.op !== "sum" || !d || d.type.shape.length !== 2 || !known(d) || axes?.length !== 1 || axes[0] !== 0) return null;
       return [{ kind: "rows", at: s, d }];
     }
-    case "call":
-      return p.attrs.callee === self && v.index === selfOutput ? [{ kind: "call", at: p }] : null;
-    case "cond": {
+    case callOp.name:
+      return calleeOf(p) === self && v.index === selfOutput ? [{ kind: "selfCall", at: p }] : null;
+    case condOp.name: {
       const [thenG, elseG] = p.regions as [Graph, Graph];
       const t = termsOf(thenG, thenG.outputs[v.index]!, self, selfOutput, useCounts(thenG));
       const e = t && termsOf(elseG, elseG.outputs[v.index]!, self, selfOutput, useCounts(elseG));
-      return t && e ? [{ kind: "cond", at: p, output: v.index, branches: [t, e] }] : null;
+      return t && e ? [{ kind: "branches", at: p, output: v.index, branches: [t, e] }] : null;
     }
     default:
       return null;
@@ -109,8 +111,8 @@ function planOf(variable: Variable, type: ValueType, terms: Term[]): DeferredWei
   let plan: DeferredWeight | null = null;
   const visit = (ts: Term[]): boolean =>
     ts.every((t) => {
-      if (t.kind === "call") return true;
-      if (t.kind === "cond") return visit(t.branches[0]) && visit(t.branches[1]);
+      if (t.kind === "selfCall") return true;
+      if (t.kind === "branches") return visit(t.branches[0]) && visit(t.branches[1]);
       const rowTypes = t.kind === "outer" ? [t.a.type, t.d.type] : [t.d.type];
       if (t.kind === "outer" && !sameType(t.at.outputs[0]!.type, type)) return false;
       if (!plan) plan = { variable, kind: t.kind, rowTypes, type };
@@ -202,11 +204,11 @@ function thread(g: Graph, termsByWeight: Term[][], counts: number[], stacks: Val
           current[at] = push.outputs[0]!;
         });
       }
-    } else if (first.kind === "call") {
+    } else if (first.kind === "selfCall") {
       // The recursive call takes every deferred weight's stacks and returns them.
       const info = deferredOf.get(self)!;
       const keep = node.outputs.map((_, i) => !info.outputs.includes(i));
-      const call = makeNode("call", [...node.inputs, ...current], node.attrs, [...node.outputs.filter((_, i) => keep[i]).map((o) => o.type), ...current.map((s) => s.type)], [], node.loc);
+      const call = makeNode(callOp.name, [...node.inputs, ...current], node.attrs, [...node.outputs.filter((_, i) => keep[i]).map((o) => o.type), ...current.map((s) => s.type)], [], node.loc);
       let k = 0;
       node.outputs.forEach((o, i) => {
         if (keep[i]) replaceValue(g, o, call.outputs[k++]!);
@@ -217,7 +219,7 @@ function thread(g: Graph, termsByWeight: Term[][], counts: number[], stacks: Val
       // A cond: both branches take the stacks and return them (a branch without terms passes them on).
       const [thenG, elseG] = node.regions as [Graph, Graph];
       const removedOutputs = new Set(here.map((h) => (h.term as { output: number }).output));
-      const branchTerms = (b: 0 | 1) => termsByWeight.map((_, k) => here.filter((h) => h.weight === k).flatMap((h) => (h.term as Extract<Term, { kind: "cond" }>).branches[b]));
+      const branchTerms = (b: 0 | 1) => termsByWeight.map((_, k) => here.filter((h) => h.weight === k).flatMap((h) => (h.term as Extract<Term, { kind: "branches" }>).branches[b]));
       const rewriteBranch = (r: Graph, b: 0 | 1): void => {
         const ins = current.map((s, i) => r.addInput(s.type, `stack_${i}`));
         const outs = thread(r, branchTerms(b), counts, ins, self);
@@ -227,7 +229,7 @@ function thread(g: Graph, termsByWeight: Term[][], counts: number[], stacks: Val
       rewriteBranch(thenG, 0);
       rewriteBranch(elseG, 1);
       const keep = node.outputs.map((_, i) => !removedOutputs.has(i));
-      const cond = makeNode("cond", [...node.inputs, ...current], node.attrs, [...node.outputs.filter((_, i) => keep[i]).map((o) => o.type), ...current.map((s) => s.type)], [thenG, elseG], node.loc);
+      const cond = makeNode(condOp.name, [...node.inputs, ...current], node.attrs, [...node.outputs.filter((_, i) => keep[i]).map((o) => o.type), ...current.map((s) => s.type)], [thenG, elseG], node.loc);
       let k = 0;
       node.outputs.forEach((o, i) => {
         if (keep[i]) replaceValue(g, o, cond.outputs[k++]!);
@@ -241,13 +243,13 @@ function thread(g: Graph, termsByWeight: Term[][], counts: number[], stacks: Val
 }
 
 function anyCall(g: Graph, test: (callee: string) => boolean): boolean {
-  return g.nodes.some((n) => (n.op === "call" && test(n.attrs.callee as string)) || n.regions.some((r) => anyCall(r, test)));
+  return g.nodes.some((n) => { const callee = calleeOf(n); return (callee !== null && test(callee)) || n.regions.some((r) => anyCall(r, test)); });
 }
 
 /** The call nodes of function `self` in `g` and its regions. */
 export function selfCalls(g: Graph, self: string, found = new Set<Node>()): Set<Node> {
   for (const n of g.nodes) {
-    if (n.op === "call" && n.attrs.callee === self) found.add(n);
+    if (calleeOf(n) === self) found.add(n);
     for (const r of n.regions) selfCalls(r, self, found);
   }
   return found;
@@ -255,8 +257,8 @@ export function selfCalls(g: Graph, self: string, found = new Set<Node>()): Set<
 
 function collectCalls(terms: Term[], found: Set<Node>): void {
   for (const t of terms) {
-    if (t.kind === "call") found.add(t.at);
-    if (t.kind === "cond") t.branches.forEach((b) => collectCalls(b, found));
+    if (t.kind === "selfCall") found.add(t.at);
+    if (t.kind === "branches") t.branches.forEach((b) => collectCalls(b, found));
   }
 }
 

@@ -12,6 +12,7 @@ import { anyRecorderTracks, currentHandler, withoutRecorders } from "../core/con
 import { isFloat } from "../core/dtype.js";
 import { full, zerosLikeTensor } from "../ops/fill.js";
 import { emptyStack, stackPush, stackRead } from "../ops/iteration-stack.js";
+import { whileOp } from "../ops/structural.js";
 import { add, sub } from "../ops/binary.js";
 import { greater } from "../ops/compare.js";
 import { GradientTape } from "../ad/tape.js";
@@ -170,7 +171,7 @@ function augmentedWhile(p: WhileNode): Tensor[] {
   // deferred ones, computed once from stacked rows after the loop).
   const summed = invariants.flatMap((_, i) => (loop.wrt[n + i] && !split.deferred.has(i) ? [i] : []));
   const known = (t: { shape: readonly number[] }) => t.shape.map((d) => (d < 0 ? null : d));
-  recordEntry("while", ctx.functionName, [...init, ...invariants], results, (cts) => explainShapeChanges(p, () => {
+  recordEntry(whileOp.name, ctx.functionName, [...init, ...invariants], results, (cts) => explainShapeChanges(p, () => {
     const ctFinal = cts.map((c, i) => c ?? zerosLikeTensor(results[i]!));
     const m = carried.length;
     const rows0 = split.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype));

@@ -165,6 +165,14 @@ export interface StructuralForm<A> {
 
 export interface StructuralOpDef<A = any> extends OpFacts {
   readonly structural: StructuralForm<A>;
+  /**
+   * Graph AD's rule for the op, as a registry op's is its `vjp`: the gradient layer (src/grad)
+   * fills it at wiring time. While tapes record, the tracer hands the rule the node it is about
+   * to emit instead of emitting it; the rule emits it augmented for its gradient, records its
+   * tape entry and returns the node's outputs. What the rule receives is the tracer's
+   * (staging/recording.ts): ops know no tracer, so it is opaque here.
+   */
+  gradient?: (node: never) => Tensor[];
 }
 
 export type AnyOpDef = OpDef | StructuralOpDef;

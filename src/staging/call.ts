@@ -5,9 +5,10 @@
 import type { Tensor } from "../core/tensor.js";
 import { currentHandler, recorders } from "../core/context.js";
 import type { FunctionLibrary, Graph, ValueType } from "../graph/ir.js";
+import { callOp } from "../ops/structural.js";
 import { StagingError, TraceContext } from "./trace-context.js";
 import type { ConcreteFunction } from "./concrete-function.js";
-import { structuralGradientRules } from "./recording.js";
+import { recordCall } from "./recording.js";
 
 /** A function graph plus the library holding everything it calls. */
 export interface FunctionBundle {
@@ -22,15 +23,15 @@ export interface FunctionBundle {
  */
 export function emitCall(bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[], calleeComplete = true): Tensor[] {
   const ctx = currentHandler();
-  if (!(ctx instanceof TraceContext)) throw new StagingError("a call node needs a graph under construction", "call");
-  if (recorders.length > 0) return structuralGradientRules().call({ ctx, callee: bundle, args, outTypes, calleeComplete });
+  if (!(ctx instanceof TraceContext)) throw new StagingError("a call node needs a graph under construction", callOp.name);
+  if (recorders.length > 0) return recordCall({ ctx, callee: bundle, args, outTypes, calleeComplete });
   return emitPlainCall(ctx, bundle, args, outTypes);
 }
 
 /** Emits the call node itself in `ctx` (no gradient rule), with the functions it needs. */
 export function emitPlainCall(ctx: TraceContext, bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[]): Tensor[] {
   addFunctions(ctx, bundle.library, bundle.graph);
-  const outs = ctx.addStructural("call", args, { callee: bundle.graph.name }, outTypes);
+  const outs = ctx.addStructural(callOp.name, args, { callee: bundle.graph.name }, outTypes);
   ctx.variableValues.clear();
   return outs;
 }

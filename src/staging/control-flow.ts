@@ -16,7 +16,7 @@ import { expandDims, gather, reshape, scatterAdd, stack, unstack } from "../ops/
 import { add } from "../ops/binary.js";
 import { less } from "../ops/compare.js";
 import { full } from "../ops/fill.js";
-import { structuralGradientRules } from "./recording.js";
+import { recordCond, recordWhile } from "./recording.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { condOp, whileOp } from "../ops/structural.js";
 
@@ -148,7 +148,7 @@ export function emitCond(ctx: TraceContext, pred: Tensor, operands: Tensor[], th
   const outs =
     recorders.length === 0
       ? ctx.addStructural(COND, [pred, ...operands], {}, types, [thenG, elseG])
-      : structuralGradientRules().cond({ ctx, pred, operands, thenG, elseG, types });
+      : recordCond({ ctx, pred, operands, thenG, elseG, types });
   ctx.variableValues.clear();
   return outs;
 }
@@ -204,7 +204,7 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
     return outs;
   }
   // A tape records: the loop's gradient rule emits it (recording.ts).
-  return structuralGradientRules().while({
+  return recordWhile({
     ctx,
     init,
     invariants: traced.invariants,

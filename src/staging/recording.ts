@@ -1,17 +1,20 @@
 /**
  * What the tracer tells the recorders (gradient tapes) about structural nodes. A registry op
- * reaches the tapes through applyOp, and each tape looks up the op's VJP. A cond, while or call
- * node is different: to be differentiated as a program it must be emitted augmented for its
- * gradient (a loop that keeps what its backward reads on stacks, a branch or callee that returns
- * a record of it), so while tapes record, the tracer does not emit it plainly but hands the node
- * it would emit to its op's gradient rule, which emits it, records its tape entry and returns
- * the node's outputs.
+ * reaches the tapes through applyOp, and each tape looks up the op's VJP on its declaration. A
+ * cond, while or call node is different: to be differentiated as a program it must be emitted
+ * augmented for its gradient (a loop that keeps what its backward reads on stacks, a branch or
+ * callee that returns a record of it). So while tapes record, the tracer does not emit it
+ * plainly: it hands the node it would emit to the gradient rule on its op's declaration
+ * (StructuralOpDef.gradient, ops/structural.ts), which emits it, records its tape entry and
+ * returns the node's outputs.
  *
  * The rules are graph AD's (src/grad), installed at wiring time (the package entry, api/);
  * staging knows what a node is made of, never how it is differentiated.
  */
 import type { Tensor } from "../core/tensor.js";
 import { GradientError } from "../core/errors.js";
+import type { StructuralOpDef } from "../ops/registry.js";
+import { callOp, condOp, whileOp } from "../ops/structural.js";
 import type { Graph, ValueType } from "../graph/ir.js";
 import type { TraceContext } from "./trace-context.js";
 import type { ConcreteFunction } from "./concrete-function.js";
@@ -68,30 +71,32 @@ export interface EagerCall {
 
 export type CallNode = TracedCall | EagerCall;
 
-/**
- * The gradient rules of the structural ops: each emits its node augmented for its gradient (a
- * call from eager code: runs it), records the node's tape entry on the active recorders, and
- * returns the node's outputs (flat).
- */
-export interface StructuralGradientRules {
-  cond(node: CondNode): Tensor[];
-  while(node: WhileNode): Tensor[];
-  call(node: CallNode): Tensor[];
-}
+/** A structural op's gradient rule, as the tracer calls it (the type of its slot, per op). */
+export type GradientRule<N> = (node: N) => Tensor[];
 
-let installed: StructuralGradientRules | null = null;
-
-/** @internal Installs graph AD's rules (the package entry does, at wiring time). */
-export function installStructuralGradientRules(rules: StructuralGradientRules): void {
-  installed = rules;
-}
-
-/** The rules to hand structural nodes to while tapes record. */
-export function structuralGradientRules(): StructuralGradientRules {
-  if (installed === null) {
+/** `op`'s gradient rule, installed at wiring time. */
+function ruleOf<N>(op: StructuralOpDef): GradientRule<N> {
+  const rule = op.gradient as GradientRule<N> | undefined;
+  if (rule === undefined) {
     throw new GradientError(
-      "a tape records a staged cond, loop or call, but no gradient rules for them are installed: import Stagecraft through its package entry (src/api/index.ts), which installs graph AD",
+      `a tape records a staged ${op.name}, but no gradient rule for ${op.name} is installed: import Stagecraft through its package entry (src/api/index.ts), which installs graph AD`,
+      op.name,
     );
   }
-  return installed;
+  return rule;
+}
+
+/** While tapes record: the cond, emitted and recorded by its op's gradient rule. */
+export function recordCond(node: CondNode): Tensor[] {
+  return ruleOf<CondNode>(condOp)(node);
+}
+
+/** While tapes record: the loop, emitted and recorded by its op's gradient rule. */
+export function recordWhile(node: WhileNode): Tensor[] {
+  return ruleOf<WhileNode>(whileOp)(node);
+}
+
+/** While tapes record: the call, emitted (or, from eager code, run) and recorded by its op's gradient rule. */
+export function recordCall(node: CallNode): Tensor[] {
+  return ruleOf<CallNode>(callOp)(node);
 }

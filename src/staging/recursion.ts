@@ -9,6 +9,7 @@ import type { Tensor } from "../core/tensor.js";
 import { RecursionDepthError, ValueError } from "../core/errors.js";
 import type { ValueType } from "../graph/ir.js";
 import { recursiveFunctions } from "../graph/passes/inline.js";
+import { calleeOf } from "../graph/declarations.js";
 import { leaves, mapStructure, type Structure } from "../core/structure.js";
 import { embedCaptures, StagingError, type TraceContext } from "./trace-context.js";
 import { ConcreteFunction, ConstantLeaf, OutputLeaf, type OutputTemplate } from "./concrete-function.js";
@@ -150,7 +151,7 @@ export class Recursion {
    * small eager tensors it closes over (constants made in the body) become constant nodes.
    */
   private checkCloses(ctx: TraceContext): void {
-    const selfCall = ctx.graph.nodes.find((n) => n.op === "call" && n.attrs.callee === ctx.graph.name);
+    const selfCall = ctx.graph.nodes.find((n) => calleeOf(n) === ctx.graph.name);
     if (selfCall) {
       throw new RecursionDepthError(
         `staged function "${this.name}" calls itself unconditionally, so every call recurses again and it never returns: ` +

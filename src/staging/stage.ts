@@ -14,7 +14,7 @@ import { TraceCache } from "./trace-cache.js";
 import { openTrace, runOnPlaceholders, setResult } from "./trace.js";
 import { isStackOverflow, Recursion } from "./recursion.js";
 import { callFromTrace } from "./call.js";
-import { structuralGradientRules } from "./recording.js";
+import { recordCall } from "./recording.js";
 
 export interface StageOptions {
   /** Per positional argument: sc.spec(shape, dtype) (null dims = any size), or nested structures of specs. */
@@ -96,7 +96,7 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     const { cf, sig } = found;
     if (h instanceof TraceContext) return callFromTrace(cf, sig.tensors) as R;
     // Called eagerly while tapes record: one tape entry, by the call's gradient rule.
-    if (recorders.length > 0) return cf.structureOutputs(structuralGradientRules().call({ ctx: null, fn: cf, args: sig.tensors })) as R;
+    if (recorders.length > 0) return cf.structureOutputs(recordCall({ ctx: null, fn: cf, args: sig.tensors })) as R;
     return cf.structureOutputs(cf.callFlat(sig.tensors)) as R;
   }
 

@@ -198,7 +198,7 @@ export function embedCaptures(ctx: TraceContext, maxElements = Infinity): Captur
   const nodes = ctx.captures.flatMap((c) => {
     if (!c.variable && (c.tensor.isSymbolic || c.tensor.size > maxElements)) return [];
     const type = { dtype: c.value.type.dtype, shape: c.value.type.shape.slice() };
-    const node = c.variable ? makeNode("readVariable", [], { variable: c.variable }, [type]) : makeNode("constant", [], { ...constantAttrsOf(c.tensor) }, [type]);
+    const node = c.variable ? makeNode(readVariableOp.name, [], { variable: c.variable }, [type]) : makeNode("constant", [], { ...constantAttrsOf(c.tensor) }, [type]);
     replaceAllUses(g, c.value, node.outputs[0]!);
     embedded.add(c.value);
     return [node];
