@@ -23,7 +23,8 @@ import { FunctionLibrary, type Graph, type Value, type ValueType } from "../grap
 import { runPrune } from "../graph/passes/prune.js";
 import { embedCaptures, functionNameOf, TraceContext } from "../staging/trace-context.js";
 import { replay } from "../staging/replay.js";
-import { addFunctions, emitCall, emitPlainCall, type FunctionBundle } from "../staging/call.js";
+import { addFunctions, emitCall, emitPlainCall } from "../staging/call.js";
+import type { FunctionBundle } from "../staging/concrete-function.js";
 import type { TracedCall } from "../staging/recording.js";
 import { differentiating, recordsAllowed, traceBackward } from "./backward-trace.js";
 import { deferRecursiveWeightGradients, gradientFromStacks, selfCalls, type DeferredWeight } from "./recursive-weight-gradients.js";

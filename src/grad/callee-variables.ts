@@ -9,7 +9,7 @@ import type { FunctionLibrary, Graph } from "../graph/ir.js";
 import { calleeOf } from "../graph/declarations.js";
 import { readVariableOp } from "../ops/structural.js";
 import type { TraceContext } from "../staging/trace-context.js";
-import type { FunctionBundle } from "../staging/call.js";
+import type { FunctionBundle } from "../staging/concrete-function.js";
 
 /** Variables a function reads, directly, in regions, or in the functions it calls. */
 export function variablesReadBy(bundle: FunctionBundle): Variable[] {

@@ -7,14 +7,8 @@ import { currentHandler, recorders } from "../core/context.js";
 import type { FunctionLibrary, Graph, ValueType } from "../graph/ir.js";
 import { callOp } from "../ops/structural.js";
 import { StagingError, TraceContext } from "./trace-context.js";
-import type { ConcreteFunction } from "./concrete-function.js";
+import type { ConcreteFunction, FunctionBundle } from "./concrete-function.js";
 import { recordCall } from "./recording.js";
-
-/** A function graph plus the library holding everything it calls. */
-export interface FunctionBundle {
-  graph: Graph;
-  library: FunctionLibrary;
-}
 
 /**
  * Emits a call of `bundle.graph` in the graph being built; while tapes record, the call's

@@ -25,6 +25,12 @@ export type OutputTemplate = Structure<OutputLeaf | ConstantLeaf>;
 
 export type Executor = (graph: Graph, inputs: Tensor[], library: FunctionLibrary) => Tensor[];
 
+/** A function graph plus the library holding everything it calls. */
+export interface FunctionBundle {
+  graph: Graph;
+  library: FunctionLibrary;
+}
+
 /** What runs graph functions: the package entry installs it (api/wiring.ts); staging knows no executor. */
 let defaultExecutor: Executor | null = null;
 

@@ -17,8 +17,7 @@ import type { StructuralOpDef } from "../ops/registry.js";
 import { callOp, condOp, whileOp } from "../ops/structural.js";
 import type { Graph, ValueType } from "../graph/ir.js";
 import type { TraceContext } from "./trace-context.js";
-import type { ConcreteFunction } from "./concrete-function.js";
-import type { FunctionBundle } from "./call.js";
+import type { ConcreteFunction, FunctionBundle } from "./concrete-function.js";
 
 /** A cond over traced branches, about to be emitted in `ctx`. */
 export interface CondNode {
