@@ -201,8 +201,8 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
       const outCts = outputCotangents(entry, cts);
       if (outCts.every((c) => c === null)) continue;
       // Outputs without a cotangent pass null (zero): multi-output VJPs skip that work.
-      const vjp = () => entry.def.vjp!({ inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs }, outCts);
-      const inCts = entry.loc === null ? vjp() : atNode(entry.loc, vjp);
+      const vjpCtx = { inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs };
+      const inCts = entry.loc === null ? entry.def.vjp!(vjpCtx, outCts) : atNode(entry.loc, () => entry.def.vjp!(vjpCtx, outCts));
       for (let i = 0; i < entry.inputs.length; i++) {
         const g = inCts[i];
         const x = entry.inputs[i]!;
