@@ -10,6 +10,7 @@ import { currentHandler, recorders } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import type { ConcreteFunction } from "./concrete-function.js";
+import type { Signature } from "./signature.js";
 import { TraceCache } from "./trace-cache.js";
 import { openTrace, runOnPlaceholders, setResult } from "./trace.js";
 import { isStackOverflow, Recursion } from "./recursion.js";
@@ -75,19 +76,16 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
   const recursion = new Recursion(name, options.outputSignature);
   let traceCount = 0;
 
-  const lookup = (args: readonly unknown[]) =>
-    cache.lookup(
-      args,
-      (key) => recursion.pending(key),
-      (sig) =>
-        recursion.trace(
-          sig,
-          () => openTrace(name, traceCount++ === 0),
-          (ctx) => runOnPlaceholders(ctx, fn, args, sig),
-          setResult,
-        ),
-      traceCount,
+  // (made once: a call allocates nothing to look its signature up)
+  const pending = (key: string) => recursion.pending(key);
+  const trace = (args: readonly unknown[], sig: Signature) =>
+    recursion.trace(
+      sig,
+      () => openTrace(name, traceCount++ === 0),
+      (ctx) => runOnPlaceholders(ctx, fn, args, sig),
+      setResult,
     );
+  const lookup = (args: readonly unknown[]) => cache.lookup(args, pending, trace, traceCount);
 
   function call(args: A): R {
     const h = currentHandler();

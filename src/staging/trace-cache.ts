@@ -37,7 +37,7 @@ export class TraceCache {
   lookup<P>(
     args: readonly unknown[],
     pending: (key: string) => P | undefined,
-    trace: (sig: Signature) => ConcreteFunction,
+    trace: (args: readonly unknown[], sig: Signature) => ConcreteFunction,
     traceCount: number,
   ): Lookup<P> {
     const fast = this.sameAsLast(args);
@@ -70,7 +70,7 @@ export class TraceCache {
           `Pass tensors instead of changing JS values, or use inputSignature / reduceRetracing to trace once for many shapes.`,
       );
     }
-    cf = trace(sig);
+    cf = trace(args, sig);
     this.bySignature.set(sig.key, cf);
     this.lastLeaves = sig.leaves;
     return { sig, cf };
