@@ -25,6 +25,28 @@ async function casesOf(root: string): Promise<Cases> {
   const rnn1 = staged.makeRnnBench(1), rnn32 = staged.makeRnnBench(32);
   const l2hmc1 = staged.makeL2hmcBench(1), l2hmc32 = staged.makeL2hmcBench(32);
   const a4 = sc.tensor([1, 2, 3, 4]), b4 = sc.tensor([5, 6, 7, 8]), a1 = sc.tensor([1]), b1 = sc.tensor([2]);
+  // a graph-AD training step: the gradient of a while loop's RNN (stacks, the loop's gradient rule)
+  const [T, B, H] = [20, 8, 64];
+  const values = (n: number, seed: number) => Array.from({ length: n }, (_, i) => Math.sin(seed * 7919 + i * 12.9898) * 0.1);
+  const W = sc.tensor(values(H * H, 1), "float32", [H, H]);
+  const U = sc.tensor(values(H * H, 2), "float32", [H, H]);
+  const xs = sc.tensor(values(T * B * H, 3), "float32", [T, B, H]);
+  const trainStep = sc.stage(
+    (seq: any, W: any, U: any) => {
+      const tape = new sc.GradientTape();
+      tape.watch([W, U]);
+      const loss = tape.record(() => {
+        const [, h] = sc.whileLoop(
+          (i: any) => sc.less(i, T),
+          (i: any, hPrev: any) => [i.add(1), sc.tanh(sc.matmul(sc.gather(seq, i), W).add(sc.matmul(hPrev, U)))],
+          [sc.scalar(0, "int32"), sc.zeros([B, H])],
+        );
+        return sc.sum(h!);
+      });
+      return tape.gradient(loss, [W, U]);
+    },
+    { autograph: false },
+  );
   return {
     "eager add f32 [4] + [4]": [100000, () => sc.add(a4, b4)],
     "eager add f32 [1] + [1]": [100000, () => sc.add(a1, b1)],
@@ -36,6 +58,7 @@ async function casesOf(root: string): Promise<Cases> {
     "staged l2hmc, batch 32": [100, l2hmc32.staged],
     "staged tanh(x + b) [32, 256] (SIMD)": [2000, () => tanhAdd(x, b)],
     "staged maximum(x * b, b) - x [32, 256] (SIMD)": [2000, () => maxChain(x, b)],
+    "staged graph-AD rnn h64 x20, batch 8 (while)": [20, () => trainStep(xs, W, U)],
   };
 }
 
