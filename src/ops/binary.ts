@@ -52,11 +52,12 @@ export const powOp = binary("pow", E.fn("pow", a, b), "same", (a, b, y, dy) => {
   const gb = where(positive, mul(dy, mul(y, log(safeA))), 0);
   return [ga, gb];
 });
-export const maximumOp = binary("maximum", E.select(E.or(E.ne(a, a), E.ne(b, b)), NaN, E.select(E.ge(a, b), a, b)), "same", (a, b, _y, dy) => {
+// NaN when either operand is NaN (neither comparison holds), and a for equal operands (-0 vs +0 as written)
+export const maximumOp = binary("maximum", E.select(E.lt(a, b), b, E.select(E.ge(a, b), a, NaN)), "same", (a, b, _y, dy) => {
   const takeA = cast(greaterEqual(a, b), dy.dtype);
   return [mul(dy, takeA), sub(dy, mul(dy, takeA))];
 });
-export const minimumOp = binary("minimum", E.select(E.or(E.ne(a, a), E.ne(b, b)), NaN, E.select(E.le(a, b), a, b)), "same", (a, b, _y, dy) => {
+export const minimumOp = binary("minimum", E.select(E.gt(a, b), b, E.select(E.le(a, b), a, NaN)), "same", (a, b, _y, dy) => {
   const takeB = cast(less(b, a), dy.dtype);
   return [sub(dy, mul(dy, takeB)), mul(dy, takeB)];
 });

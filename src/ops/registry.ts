@@ -17,6 +17,7 @@ import { Variable } from "../core/variable.js";
 import { AllocationError, ValueError } from "../core/errors.js";
 import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
 import { currentDevice } from "../core/device.js";
+import { hasUnknownDims } from "../core/shape.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
 import type { CpuKernel } from "../backends/cpu/kernel.js";
@@ -239,8 +240,7 @@ export function wrapOutputs(types: TensorType[], data: unknown[], backend: Backe
   for (let i = 0; i < types.length; i++) {
     const t = types[i]!;
     const d = data[i]! as object;
-    const unknown = t.shape.some((n) => n < 0);
-    outs[i] = backend.tensor(d, unknown ? (runtimeShapes.get(d) ?? t.shape) : t.shape, t.dtype, device);
+    outs[i] = backend.tensor(d, hasUnknownDims(t.shape) ? (runtimeShapes.get(d) ?? t.shape) : t.shape, t.dtype, device);
   }
   return outs;
 }

@@ -53,16 +53,19 @@ export function elementwiseKernel(form: ElementwiseForm): CpuKernel<Readonly<Rec
     return loop;
   };
   const attrFree = !hasAttrs(form.expr) && (form.f32 === undefined || !hasAttrs(form.f32));
+  const f32Form = form.f32;
   return (inputs, attrs, outs) => {
     const o = outs[0]!;
     const out = allocStorage(o.dtype, sizeOf(o.shape));
     const arity = inputs.length;
-    let loop: ElementwiseLoop;
-    if (form.f32 !== undefined && o.dtype === "float32") loop = f32Loop ?? loopFor(form.f32, arity, attrs);
-    else loop = exprLoop ?? loopFor(form.expr, arity, attrs);
-    if (attrFree) {
-      if (form.f32 !== undefined && o.dtype === "float32") f32Loop = loop;
-      else exprLoop = loop;
+    const f32 = f32Form !== undefined && o.dtype === "float32";
+    let loop = f32 ? f32Loop : exprLoop;
+    if (loop === null) {
+      loop = loopFor(f32 ? f32Form! : form.expr, arity, attrs);
+      if (attrFree) {
+        if (f32) f32Loop = loop;
+        else exprLoop = loop;
+      }
     }
     const datas = new Array<TypedArray>(arity);
     const shapes = new Array<Shape>(arity);
