@@ -30,9 +30,12 @@ function lineOf(marker: string): number {
   return i + 1;
 }
 
-/** The generated code of a function's source, whitespace collapsed. */
-function gen(src: string): string {
-  return squash(convertFunctionSource(src, { filename: "t.js", line: 1, column: 0 }).code);
+/**
+ * The generated code of a function's source, whitespace collapsed: the staged form (the `ag`
+ * contract), without the native copies `if` and `?:` also get (tested on their own below).
+ */
+function gen(src: string, nativeCopies = false): string {
+  return squash(convertFunctionSource(src, { filename: "t.js", line: 1, column: 0, nativeCopies }).code);
 }
 const squash = (s: string) => s.replace(/\s+/g, " ").trim();
 
@@ -183,7 +186,7 @@ test("operators converter: arithmetic, comparison, unary, compound assignment, +
     'function f(x, o) { let $t; x = ag.add(x, 1); o.p = ag.mul(o.p, 2); typeof x === "object" ? x = ag.sub(x, -1) : ++x; return typeof x === "object" ? ($t = ag.sub(x, 0), x = ag.sub($t, 1), $t) : x--; }',
   );
   // A complex object is evaluated once.
-  assert.equal(gen("function f(g) { g().p += 1; }"), "function f(g) { let $o; ($o = ag.call(g, undefined, [])).p = ag.add($o.p, 1); }");
+  assert.equal(gen("function f(g) { g().p += 1; }"), "function f(g) { let $o; ($o = ag.callee(g)()).p = ag.add($o.p, 1); }");
 });
 
 test("indexing converter: reads, writes (functional update rebinding x), nested and compound writes", () => {
@@ -198,10 +201,10 @@ test("indexing converter: reads, writes (functional update rebinding x), nested 
   assert.match(gen("function f(v) { const x = [0]; x[0] = v; return x; }"), /let x = \[0\]; x = ag\.setItem\(x, 0, v\);/);
 });
 
-test("calls converter: ag.call and ag.callMethod (arguments with effects in a thunk, so the method is read first)", () => {
+test("calls converter: ag.callee and ag.callMethod (arguments with effects in a thunk, so the method is read first)", () => {
   assert.equal(
     gen("function f(o, g) { g(1); o.m(2, ...o.rest); return o.n(g(3)); }"),
-    'function f(o, g) { ag.call(g, undefined, [1]); ag.callMethod(o, "m", () => [2, ...o.rest]); return ag.callMethod(o, "n", () => [ag.call(g, undefined, [3])]); }',
+    'function f(o, g) { ag.callee(g)(1); ag.callMethod(o, "m", () => [2, ...o.rest]); return ag.callMethod(o, "n", () => [ag.callee(g)(3)]); }',
   );
   assert.equal(gen("(o, k) => o[k](1)"), "(o, k) => ag.callMethod(o, k, [1])");
 });
@@ -677,9 +680,16 @@ test("sc.autograph caches, needs free variables in scope (the error names them a
   assert.equal(autograph(timed, { scope: { performance } })(), 42);
 });
 
-test("generators and async functions are left unconverted; sc.autograph on one says so", () => {
-  assert.throws(() => autograph(async function a() {}), /async functions are left unconverted/);
-  assert.throws(() => autograph(function* g() {}), /generator functions are left unconverted/);
+test("generators and async functions are left unconverted: sc.autograph returns them as they are; sc.stage refuses them", async () => {
+  const a = async function a(x: number) {
+    return x > 0 ? "pos" : "neg";
+  };
+  assert.equal(autograph(a), a);
+  assert.equal(await autograph(a)(1), "pos");
+  function* g() {
+    yield 1;
+  }
+  assert.equal(autograph(g), g);
   assert.throws(() => convertForStage(async () => 1), (e: unknown) => e instanceof AutoGraphError && /cannot be staged/.test(e.message));
   // Inside a converted module they keep no twin (see the module tests below).
 });
@@ -691,7 +701,9 @@ test("toSource shows the generated code", () => {
   }
   const src = autograph.toSource(absDiff);
   assert.match(src, /^function absDiff\(a, b\) \{/);
-  assert.match(src, /ag\.ifStmt\(ag\.gt\(a, b\)/);
+  // The native copy for a JS-valued condition, and ag.ifStmt for a tensor one.
+  assert.match(src, /if \(typeof \(\$c = ag\.gt\(a, b\)\) !== "object"\) \{\s*if \(\$c\) \{/);
+  assert.match(src, /\} else ag\.ifStmt\(\$c, \(\) => \{/);
   assert.equal(autograph.toSource(autograph(absDiff)), src);
 });
 
@@ -923,7 +935,7 @@ test("the Babel plugin (stagecraft/babel) converts a file with other plugins", (
     plugins: [[autographBabelPlugin, { runtime: "my-runtime" }]],
   });
   assert.match(r!.code!, /^import \{ ag \} from "my-runtime";/);
-  assert.match(r!.code!, /ag\.registerConverted\(f, x => ag\.ifExp\(ag\.gt\(x, 0\), \(\) => x, \(\) => 0, "\/app\/file\.js:1:18"\)\);/);
+  assert.match(r!.code!, /ag\.registerConverted\(f, x => \{\s*let \$c;\s*return typeof \(\$c = ag\.gt\(x, 0\)\) !== "object" \? \$c \? x : 0 : ag\.ifExp\(\$c, \(\) => x, \(\) => 0, "\/app\/file\.js:1:18"\);\s*\}\);/);
   const skipped = babel.transformSync("const f = (x) => x + 1;", {
     filename: "/app/node_modules/dep/index.js",
     babelrc: false,

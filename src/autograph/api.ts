@@ -234,6 +234,9 @@ function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions =
   if (made.has(fn)) return fn;
   const twin = getConverted(fn);
   if (twin) return twin;
+  // Async functions and generators are left as they are (as the loader leaves them): their
+  // bodies run after the call returns, outside anything a staged construct could capture.
+  if (kindOf(fn)) return fn;
   const scope = options.scope;
   if (!scope) {
     const c = unscoped.get(fn);
@@ -245,6 +248,7 @@ function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions =
   const conv = convert(fn);
   const missing = conv.free.filter((n) => !(scope && Object.prototype.hasOwnProperty.call(scope, n)));
   if (missing.length > 0 || conv.lexical.length > 0) throw freeVariableError(conv, missing, conv.lexical, "sc.autograph");
+  if (scope) shareScope(scope);
   const out = instantiate(conv, scope ?? {});
   if (!scope) {
     unscoped.set(fn, out);
@@ -371,21 +375,35 @@ function worthConverting(text: string): boolean {
   return verdict;
 }
 
+/**
+ * The scope given to sc.autograph for the functions it names: converted code calling one of
+ * them converts it with that scope too (so mutual recursion over tensors is converted).
+ */
+const sharedScopes = new WeakMap<AnyFunction, Record<string, unknown>>();
+
+function shareScope(scope: Record<string, unknown>): void {
+  for (const v of Object.values(scope)) {
+    if (typeof v === "function" && !made.has(v as AnyFunction) && !sharedScopes.has(v as AnyFunction)) sharedScopes.set(v as AnyFunction, scope);
+  }
+}
+
 function convertCallee(fn: AnyFunction): AnyFunction | null {
   if (made.has(fn) || kindOf(fn)) return null;
   const existing = unscoped.get(fn) ?? stageCache.get(fn);
   if (existing) return existing;
-  if (!worthConverting(Function.prototype.toString.call(fn))) return null;
+  const scope = sharedScopes.get(fn);
+  if (!scope && !worthConverting(Function.prototype.toString.call(fn))) return null;
   let conv: Conversion;
   try {
     conv = convert(fn);
   } catch {
     return null;
   }
-  if (conv.free.length > 0 || conv.lexical.length > 0 || !needsConversion(conv)) return null;
+  const missing = scope ? conv.free.filter((n) => !Object.prototype.hasOwnProperty.call(scope, n)) : conv.free;
+  if (missing.length > 0 || conv.lexical.length > 0 || !needsConversion(conv)) return null;
   if (conv.site && isLibraryFile(conv.site.file, LIB_ROOT)) return null;
   try {
-    const out = instantiate(conv, {});
+    const out = instantiate(conv, scope ?? {});
     unscoped.set(fn, out);
     return out;
   } catch {

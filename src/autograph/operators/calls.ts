@@ -12,7 +12,7 @@ import * as ops from "../../ops/index.js";
 import * as stagingControlFlow from "../../staging/control-flow.js";
 import * as stagingHost from "../../staging/host.js";
 import { stage } from "../../staging/stage.js";
-import { currentHandler } from "../../core/context.js";
+import { currentHandler, isTracing } from "../../core/context.js";
 import { TraceContext } from "../../staging/trace-context.js";
 import { AutoGraphError, TensorList, describeValue } from "./state.js";
 import { print } from "./logging.js";
@@ -154,10 +154,28 @@ function invoke(g: AnyFunction, thisArg: unknown, args: readonly unknown[], orig
   }
 }
 
-/** `f(...args)` with `this` = thisArg (undefined for plain calls). */
+/**
+ * `f(...args)` with `this` = thisArg (undefined for plain calls). Outside staging it is one
+ * frame besides the callee's (recursion in converted code goes nearly as deep as native).
+ */
 export function call(f: unknown, thisArg: unknown, args: readonly unknown[]): unknown {
   if (typeof f !== "function") throw new TypeError(`${describeValue(f)} is not a function`);
-  return invoke(resolveCallee(f as AnyFunction), thisArg, args, f as AnyFunction);
+  const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
+  if (!isTracing()) return Reflect.apply(g, thisArg, args);
+  return invoke(g, thisArg, args, f as AnyFunction);
+}
+
+/**
+ * The function a plain call `f(...)` in converted code calls: `ag.callee(f)(...args)`. The
+ * call itself is the generated code's own (JavaScript's argument evaluation, `this` and error
+ * for a non-function), so outside staging a converted call adds no frame to the stack.
+ * While staging, the returned function also detects staged recursion.
+ */
+export function callee(f: unknown): unknown {
+  if (typeof f !== "function") return f;
+  const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
+  if (!isTracing()) return g;
+  return (...args: unknown[]) => invoke(g, undefined, args, f as AnyFunction);
 }
 
 /**
@@ -170,5 +188,7 @@ export function callMethod(o: unknown, name: PropertyKey, args: readonly unknown
   if (typeof f !== "function") throw new TypeError(`${describeValue(o)}.${String(name)} is not a function`);
   if (o === console && name === "log") return print(...list);
   if (o === Math && typeof name === "string" && typeof math[name] === "function") return math[name](...list);
-  return invoke(resolveCallee(f as AnyFunction), o, list, f as AnyFunction);
+  const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
+  if (!isTracing()) return Reflect.apply(g, o, list);
+  return invoke(g, o, list, f as AnyFunction);
 }

@@ -6,10 +6,10 @@ import { ifStmt, ifExp, whileStmt, forOf, range, RangeObject, dispatchCondition,
 import { and, or, nullish, not } from "./logical.js";
 import { add, sub, mul, div, mod, pow, neg, pos, lt, le, gt, ge, eq, ne, looseEq, looseNe } from "./arithmetic.js";
 import { getItem, setItem, slice, SliceSpec, dimSize } from "./indexing.js";
-import { call, callMethod, registerConverted, getConverted, setConverter, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
+import { call, callee, callMethod, registerConverted, getConverted, setConverter, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
 import { print, assertOrThrow, assert } from "./logging.js";
 import { math } from "./math.js";
-import { AutoGraphError, AssertionFailedError, UNDEFINED, relaxShape, TensorList } from "./state.js";
+import { AutoGraphError, AssertionFailedError, UNDEFINED, relaxShape, TensorList, tdz } from "./state.js";
 
 export const ag = {
   // control flow
@@ -46,6 +46,7 @@ export const ag = {
   slice,
   // calls
   call,
+  callee,
   callMethod,
   registerConverted,
   getConverted,
@@ -58,6 +59,7 @@ export const ag = {
   math,
   // state
   UNDEFINED,
+  tdz,
   relaxShape,
 } as const;
 

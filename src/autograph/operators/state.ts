@@ -42,6 +42,15 @@ export class AssertionFailedError extends StagecraftError {}
  */
 export const UNDEFINED: unique symbol = Symbol("ag.UNDEFINED");
 
+/**
+ * A read of a `let`/`const`/`class` binding whose declaration the transform moved up: before
+ * its original declaration has run it holds UNDEFINED, and the read throws as natively.
+ */
+export function tdz<T>(value: T, name: string): T {
+  if (value === UNDEFINED) throw new ReferenceError(`Cannot access '${name}' before initialization`);
+  return value;
+}
+
 export function isUndef(x: unknown): boolean {
   return x === undefined || x === UNDEFINED;
 }

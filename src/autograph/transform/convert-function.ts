@@ -32,6 +32,8 @@ export interface ConvertFunctionOptions {
   lines?: Map<number, string>;
   /** Strict-mode code (default true: modules, classes, TypeScript); a "use strict" body is strict anyway. */
   strict?: boolean;
+  /** Give `if` and `?:` a native copy for JS-valued conditions (default true). */
+  nativeCopies?: boolean;
 }
 
 export interface ConvertedFunction {
@@ -117,8 +119,25 @@ class Converter implements ConvertContext {
     private readonly outerBinding: (name: string) => boolean,
     private readonly fallbackNode: t.Node,
     readonly strict: boolean,
+    nativeCopies: boolean,
   ) {
     this.stateParam = names.fresh("$s");
+    if (!nativeCopies) this.closureDepth = 1;
+  }
+
+  private closureDepth = 0;
+
+  get nativeCopies(): boolean {
+    return this.closureDepth === 0;
+  }
+
+  closureForm<T>(fn: () => T): T {
+    this.closureDepth++;
+    try {
+      return fn();
+    } finally {
+      this.closureDepth--;
+    }
   }
 
   feature(f: Feature): void {
@@ -183,7 +202,10 @@ class Converter implements ConvertContext {
         return withLoc(
           t.variableDeclaration(
             s.kind,
-            s.declarations.map((d) => withLoc(t.variableDeclarator(d.id, d.init ? this.expr(d.init) : null), d)),
+            s.declarations.map((d) => {
+              const init = d.init ? this.expr(d.init) : this.isTdzHoisted(d.id) ? t.memberExpression(t.identifier(this.agName), t.identifier("UNDEFINED")) : null;
+              return withLoc(t.variableDeclarator(d.id, init), d);
+            }),
           ),
           s,
         );
@@ -262,8 +284,23 @@ class Converter implements ConvertContext {
 
   // ---- expressions --------------------------------------------------------------------
 
+  /** A declaration the lowering moved up: until its original place runs, the name is in its TDZ. */
+  private isTdzHoisted(id: t.Node): boolean {
+    return id.type === "Identifier" && !!this.lowering?.tdzHoisted.has(id);
+  }
+
+  /** Whether an identifier refers to a binding whose declaration the lowering moved up. */
+  tdzChecked(id: t.Identifier): boolean {
+    if (!this.lowering) return false;
+    const k = this.scopes.keyOf(id);
+    return typeof k !== "string" && this.lowering.tdzHoisted.has(k.identifier);
+  }
+
   expr(e: t.Expression, valueUsed = true): t.Expression {
     switch (e.type) {
+      case "Identifier":
+        if (this.tdzChecked(e)) return this.agCall("tdz", [t.identifier(e.name), t.stringLiteral(e.name)], e);
+        return e;
       case "BinaryExpression":
         return convertBinary(this, e);
       case "LogicalExpression":
@@ -396,13 +433,13 @@ export function convertFunctionNode(original: t.Function, opts: ConvertFunctionO
   names.reserve(agName);
   normalizeFunction(fn);
   let lowering: LoweringResult | null = null;
-  if (fn.body.type === "BlockStatement") lowering = new Lowering(names).lowerFunctionBody(fn.body);
+  if (fn.body.type === "BlockStatement") lowering = new Lowering(names, agName).lowerFunctionBody(fn.body);
   const scopes = analyzeScopes(fn);
   const states = fn.body.type === "BlockStatement" && lowering ? computeStates(fn.body, scopes, lowering) : new Map<t.Node, StateInfo>();
   const directiveStrict = fn.body.type === "BlockStatement" && fn.body.directives.some((d) => d.value.value === "use strict");
   const isMethod = original.type === "ClassMethod" || original.type === "ClassPrivateMethod";
   const strict = opts.strict !== false || directiveStrict || isMethod;
-  const conv = new Converter(agName, names, opts.filename, scopes, states, lowering, opts.outerBinding ?? (() => false), original, strict);
+  const conv = new Converter(agName, names, opts.filename, scopes, states, lowering, opts.outerBinding ?? (() => false), original, strict, opts.nativeCopies !== false);
   const params = conv.params(fn.params);
   let body: t.BlockStatement | t.Expression;
   if (fn.body.type === "BlockStatement") {

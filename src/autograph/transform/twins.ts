@@ -32,6 +32,8 @@ export interface TwinOptions {
   onSkip?: (fn: t.Function, reason: string) => void;
   /** Strict-mode code (default true). */
   strict?: boolean;
+  /** See ConvertFunctionOptions.nativeCopies. */
+  nativeCopies?: boolean;
 }
 
 function agMember(agName: string, name: string): t.MemberExpression {
@@ -70,7 +72,7 @@ function tryConvert(o: TwinOptions, fn: t.Function): ConvertedFunction | null {
     return null;
   }
   try {
-    const conv = convertFunctionNode(fn, { filename: o.filename, agName: o.agName, outerBinding: o.outerBinding, lines: o.lines, strict: o.strict });
+    const conv = convertFunctionNode(fn, { filename: o.filename, agName: o.agName, outerBinding: o.outerBinding, lines: o.lines, strict: o.strict, nativeCopies: o.nativeCopies });
     // Nothing rewritten: the twin would be the original (ag.call then calls it as it is).
     return conv.features.size === 0 ? null : conv;
   } catch (e) {

@@ -20,6 +20,7 @@ import * as t from "../build.js";
 import { bodyList, declaredNames, identifierNames, letDecl, notAll, walk, withLoc } from "../ast.js";
 import type { NameGen } from "../names.js";
 import { lowerDoWhile, lowerFor, lowerForIn, lowerForOf, lowerWhile, type LoopLowering } from "./loops.js";
+import { checkReadsInNestedFunctions } from "./tdz.js";
 
 export interface Flag {
   name: string;
@@ -52,6 +53,12 @@ export interface LoweringResult {
   forOfExit: Map<t.Node, string[]>;
   /** Whether returns were lowered (the body ends with `return $retval`). */
   loweredReturns: boolean;
+  /**
+   * Declaring identifiers of `let`/`const`/`class` bindings moved up (hoistRestDeclarations):
+   * the converter starts them as `ag.UNDEFINED` and checks reads (`ag.tdz`), so a read before
+   * the original declaration still throws ReferenceError.
+   */
+  tdzHoisted: WeakSet<t.Identifier>;
 }
 
 function assignBool(name: string, value: boolean): t.ExpressionStatement {
@@ -110,11 +117,17 @@ interface FinallyContext {
   abrupt: string | null;
   /** Targets enclosing the try statement (jumps to them leave the finally block). */
   targetCount: number;
+  /**
+   * Flags the try block and its handler may have set (a pending return, break or continue):
+   * a jump out of the finally block replaces that completion, so it clears them.
+   */
+  pending: Flag[];
 }
 
 export class Lowering implements LoopLowering {
   nativeIfs = new WeakSet<t.Node>();
   readonly forOfExit = new Map<t.Node, string[]>();
+  tdzHoisted = new WeakSet<t.Identifier>();
   depth = 0;
   targets: JumpTarget[] = [];
   ret: Flag | null = null;
@@ -124,7 +137,11 @@ export class Lowering implements LoopLowering {
   private nativeReturns = 0;
   private finallies: FinallyContext[] = [];
 
-  constructor(readonly names: NameGen) {}
+  constructor(
+    readonly names: NameGen,
+    /** The operators' identifier (for the TDZ checks of moved declarations). */
+    private readonly agName = "ag",
+  ) {}
 
   // ---- flags --------------------------------------------------------------------------
 
@@ -219,13 +236,17 @@ export class Lowering implements LoopLowering {
         for (const b of before) identifierNames(b, seen);
       }
       if (!names.some((n) => seen!.has(n))) continue;
-      out.push(t.variableDeclaration("let", names.map((n) => t.variableDeclarator(t.identifier(n)))));
+      const ids = names.map((n) => t.identifier(n));
+      ids.forEach((id) => this.tdzHoisted.add(id));
+      checkReadsInNestedFunctions([...before, ...rest.slice(0, k)], new Set(names), this.agName);
+      out.push(t.variableDeclaration("let", ids.map((id) => t.variableDeclarator(id))));
       if (r.type === "ClassDeclaration") {
         const expr = t.classExpression(r.id, r.superClass, r.body, r.decorators ?? []);
         rest[k] = withLoc(t.expressionStatement(t.assignmentExpression("=", t.identifier(r.id!.name), withLoc(expr, r))), r);
       } else {
-        const parts = r.declarations.filter((d) => d.init).map((d) => withLoc(t.assignmentExpression("=", d.id as t.LVal, d.init!), d));
-        rest[k] = parts.length === 0 ? t.emptyStatement() : withLoc(t.expressionStatement(parts.length === 1 ? parts[0]! : t.sequenceExpression(parts)), r);
+        // `let y;` initializes y to undefined where it stands (before it, y is in its TDZ).
+        const parts = r.declarations.map((d) => withLoc(t.assignmentExpression("=", d.id as t.LVal, d.init ?? t.identifier("undefined")), d));
+        rest[k] = withLoc(t.expressionStatement(parts.length === 1 ? parts[0]! : t.sequenceExpression(parts)), r);
       }
     }
   }
@@ -315,7 +336,7 @@ export class Lowering implements LoopLowering {
         if (!target || (!target.converted && this.depth <= target.depth)) return { out: [s], sets: none };
         const f = kind === "break" ? this.brkFlag(target) : this.contFlag(target);
         const out: t.Statement[] = [withLoc(t.expressionStatement(t.assignmentExpression("=", t.identifier(f.name), t.booleanLiteral(true))), s)];
-        out.push(...this.leaveFinallies(this.targets.indexOf(target), s));
+        out.push(...this.leaveFinallies(this.targets.indexOf(target), s, f));
         return { out, sets: new Set([f]) };
       }
       case "ReturnStatement": {
@@ -329,7 +350,7 @@ export class Lowering implements LoopLowering {
           out: [
             withLoc(t.expressionStatement(t.assignmentExpression("=", t.identifier(this.retval), value)), s),
             withLoc(t.expressionStatement(t.assignmentExpression("=", t.identifier(f.name), t.booleanLiteral(true))), s),
-            ...this.leaveFinallies(-1, s),
+            ...this.leaveFinallies(-1, s, f),
           ],
           sets: new Set([f]),
         };
@@ -371,7 +392,7 @@ export class Lowering implements LoopLowering {
       case "TryStatement": {
         const b = this.lowerList(s.block.body);
         const h = s.handler ? this.lowerList(s.handler.body.body) : null;
-        const fctx: FinallyContext = { abrupt: null, targetCount: this.targets.length };
+        const fctx: FinallyContext = { abrupt: null, targetCount: this.targets.length, pending: [...b.sets, ...(h?.sets ?? [])] };
         let f: Lowered | null = null;
         if (s.finalizer) {
           this.finallies.push(fctx);
@@ -412,14 +433,16 @@ export class Lowering implements LoopLowering {
 
   /**
    * `$fab = true` for each finally block a lowered jump leaves (its target is outside the try
-   * statement; `targetIndex` -1 for return).
+   * statement; `targetIndex` -1 for return), and the pending jumps of that try statement
+   * cleared (`continue` in a finally block cancels a `return` of its try block, as natively).
    */
-  private leaveFinallies(targetIndex: number, at: t.Node): t.Statement[] {
+  private leaveFinallies(targetIndex: number, at: t.Node, own: Flag): t.Statement[] {
     const out: t.Statement[] = [];
     for (const fc of this.finallies) {
       if (targetIndex < fc.targetCount) {
         fc.abrupt ??= this.names.fresh("$fab");
         out.push(withLoc(assignBool(fc.abrupt, true), at));
+        for (const p of fc.pending) if (p !== own) out.push(withLoc(assignBool(p.name, false), at));
       }
     }
     return out;
@@ -435,6 +458,7 @@ export class Lowering implements LoopLowering {
       // through $retval (a native return would not see a return in a finally block, say).
       this.names.restore(names);
       this.nativeIfs = new WeakSet();
+      this.tdzHoisted = new WeakSet();
       this.forOfExit.clear();
       this.targets = [];
       this.finallies = [];
@@ -452,6 +476,6 @@ export class Lowering implements LoopLowering {
       ];
     }
     body.body = stmts;
-    return { nativeIfs: this.nativeIfs, forOfExit: this.forOfExit, loweredReturns: !!this.ret };
+    return { nativeIfs: this.nativeIfs, forOfExit: this.forOfExit, loweredReturns: !!this.ret, tdzHoisted: this.tdzHoisted };
   }
 }
