@@ -169,7 +169,7 @@ test("jumps converter: labeled continue stops the inner loop and runs the outer 
 
 test("jumps converter: jumps out of a switch or for...in under a converted if are re-issued natively", () => {
   const code = gen("function f(xs) { let n = 0; for (const k in xs) { switch (xs[k]) { case 0: if (n > 2) break; n++; break; default: n += 2; } } return n; }");
-  assert.match(code, /for \(const k in xs\) \{ let \$brk = false; \$L: switch \(ag\.getItem\(xs, k\)\)/);
+  assert.match(code, /for \(const k in xs\) \{ let \$brk = false; \$L: switch \(ag\.switchValue\(ag\.getItem\(xs, k\), "t\.js:1:51"\)\)/);
   assert.match(code, /if \(\$brk === true \|\| \$brk !== false && ag\.assertOrThrow\(true, \(\) => new TypeError\("autograph: a jump/);
   assert.match(code, /break \$L;/);
 });

@@ -18,7 +18,7 @@ import { setStageConverter } from "../staging/stage.js";
 import { fileURLToPath } from "node:url";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { ag, getConverted, registerConverted, setConverter, AutoGraphError } from "./operators/index.js";
+import { ag, getConverted, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
 import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
 import { ConversionError } from "./transform/errors.js";
 import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.js";
@@ -412,5 +412,12 @@ function convertCallee(fn: AnyFunction): AnyFunction | null {
 }
 
 setConverter(convertCallee);
+
+/** Stagecraft's own functions (their callbacks are converted when converted code calls them). */
+setLibraryCheck((f) => {
+  if (isNativeSource(Function.prototype.toString.call(f))) return false;
+  const site = locateFunction(f);
+  return !!site && site.file.startsWith(LIB_ROOT + path.sep);
+});
 
 setStageConverter((fn) => convertForStage(fn));

@@ -40,7 +40,8 @@ function numericTensor(t: Tensor): Tensor {
 /** `a + b`. */
 export function add(a: unknown, b: unknown): unknown {
   if (!(a instanceof Tensor) && !(b instanceof Tensor)) return (a as any) + (b as any);
-  if (typeof a === "string" || typeof b === "string") return (a as any) + (b as any);
+  // A string and a tensor concatenate the printed tensor (JavaScript's `+` on a tensor is an error).
+  if (typeof a === "string" || typeof b === "string") return String(a) + String(b);
   return tensorBinary("+", a, b, addOp);
 }
 

@@ -17,6 +17,7 @@ import { TraceContext } from "../../staging/trace-context.js";
 import { AutoGraphError, TensorList, describeValue } from "./state.js";
 import { print } from "./logging.js";
 import { math } from "./math.js";
+import { builtinStandIns } from "./globals.js";
 
 type AnyFunction = (...args: any[]) => any;
 /** Returns the converted form of a function, or null when it cannot or should not be converted. */
@@ -90,6 +91,8 @@ function isNativeOrClass(f: AnyFunction): boolean {
 export function resolveCallee<F extends AnyFunction>(f: F): F {
   const twin = twins.get(f);
   if (twin) return twin as F;
+  const standIn = builtinStandIns.get(f);
+  if (standIn) return standIn as F;
   if (converter === null || isTwin.has(f) || library.has(f) || unconvertible.has(f)) return f;
   if (isNativeOrClass(f) || Object.prototype.hasOwnProperty.call(f, "stagedName")) {
     unconvertible.add(f);
@@ -102,6 +105,56 @@ export function resolveCallee<F extends AnyFunction>(f: F): F {
   }
   unconvertible.add(f);
   return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+// callbacks
+
+/** Built-in methods that call the functions they are given (their callbacks are converted). */
+const CALLBACK_TAKERS: ReadonlySet<unknown> = (() => {
+  const out = new Set<unknown>();
+  const names = ["map", "forEach", "filter", "reduce", "reduceRight", "some", "every", "find", "findIndex", "findLast", "findLastIndex", "flatMap", "sort", "toSorted"];
+  const typedArrayProto = Object.getPrototypeOf(Int8Array.prototype) as Record<string, unknown>;
+  for (const proto of [Array.prototype as unknown as Record<string, unknown>, typedArrayProto]) for (const n of names) if (typeof proto[n] === "function") out.add(proto[n]);
+  out.add(Map.prototype.forEach);
+  out.add(Set.prototype.forEach);
+  out.add(Array.from);
+  return out;
+})();
+
+/** Whether a function is Stagecraft's own (installed by autograph/api.ts: by its source file). */
+let libraryCheck: ((f: AnyFunction) => boolean) | null = null;
+const libraryVerdicts = new WeakMap<AnyFunction, boolean>();
+
+/** @internal Installs the test for Stagecraft's own functions (sc.grad, sc.cond, ...). */
+export function setLibraryCheck(check: ((f: AnyFunction) => boolean) | null): void {
+  libraryCheck = check;
+}
+
+function isLibraryFunction(f: AnyFunction): boolean {
+  if (library.has(f)) return true;
+  if (!libraryCheck) return false;
+  let v = libraryVerdicts.get(f);
+  if (v === undefined) libraryVerdicts.set(f, (v = libraryCheck(f)));
+  return v;
+}
+
+/**
+ * Whether the callbacks given to `f` are converted: array methods (`xs.map(v => v * x)`) and
+ * Stagecraft's own functions (`sc.cond(p, () => ..., () => ...)`, `sc.grad(f)`, `tape.record`),
+ * which call them; as AutoGraph's converted_call, the callback is converted when the call is
+ * made from converted code. Other functions get the functions they are given as they are
+ * (their identity may matter: `emitter.off(handler)`).
+ */
+function convertsCallbacks(f: AnyFunction, args: readonly unknown[]): boolean {
+  let any = false;
+  for (let i = 0; i < args.length; i++) if (typeof args[i] === "function") any = true;
+  return any && (CALLBACK_TAKERS.has(f) || isLibraryFunction(f));
+}
+
+/** The arguments with each function replaced by the function converted code would call. */
+function convertedCallbacks(args: readonly unknown[]): unknown[] {
+  return args.map((a) => (typeof a === "function" ? resolveCallee(a as AnyFunction) : a));
 }
 
 /** How many times each converted function is executing right now (to detect recursion). */
@@ -161,8 +214,22 @@ function invoke(g: AnyFunction, thisArg: unknown, args: readonly unknown[], orig
 export function call(f: unknown, thisArg: unknown, args: readonly unknown[]): unknown {
   if (typeof f !== "function") throw new TypeError(`${describeValue(f)} is not a function`);
   const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
-  if (!isTracing()) return Reflect.apply(g, thisArg, args);
-  return invoke(g, thisArg, args, f as AnyFunction);
+  const list = g === f && convertsCallbacks(g, args) ? convertedCallbacks(args) : args;
+  if (!isTracing()) return Reflect.apply(g, thisArg, list);
+  return invoke(g, thisArg, list, f as AnyFunction);
+}
+
+const FN_CALL = Function.prototype.call;
+const FN_APPLY = Function.prototype.apply;
+const FN_BIND = Function.prototype.bind;
+
+/** `f.call(t, ...a)`, `f.apply(t, a)`, `f.bind(t, ...a)` from converted code: with f's converted twin. */
+function callFunctionMethod(fn: AnyFunction, method: unknown, list: readonly unknown[]): unknown {
+  if (method === FN_BIND) return Reflect.apply(FN_BIND, resolveCallee(fn), list);
+  if (method === FN_CALL) return call(fn, list[0], list.slice(1));
+  const spread = list[1];
+  if (spread !== null && spread !== undefined && typeof spread !== "object" && typeof spread !== "function") throw new TypeError("CreateListFromArrayLike called on non-object");
+  return call(fn, list[0], spread === null || spread === undefined ? [] : Array.from(spread as ArrayLike<unknown>));
 }
 
 /**
@@ -174,6 +241,7 @@ export function call(f: unknown, thisArg: unknown, args: readonly unknown[]): un
 export function callee(f: unknown): unknown {
   if (typeof f !== "function") return f;
   const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
+  if (g === f && (CALLBACK_TAKERS.has(g) || isLibraryFunction(g))) return (...args: unknown[]) => call(g, undefined, args);
   if (!isTracing()) return g;
   return (...args: unknown[]) => invoke(g, undefined, args, f as AnyFunction);
 }
@@ -188,7 +256,6 @@ export function callMethod(o: unknown, name: PropertyKey, args: readonly unknown
   if (typeof f !== "function") throw new TypeError(`${describeValue(o)}.${String(name)} is not a function`);
   if (o === console && name === "log") return print(...list);
   if (o === Math && typeof name === "string" && typeof math[name] === "function") return math[name](...list);
-  const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
-  if (!isTracing()) return Reflect.apply(g, o, list);
-  return invoke(g, o, list, f as AnyFunction);
+  if (typeof o === "function" && (f === FN_CALL || f === FN_APPLY || f === FN_BIND)) return callFunctionMethod(o as AnyFunction, f, list);
+  return call(f, o, list);
 }

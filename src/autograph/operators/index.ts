@@ -3,10 +3,10 @@
  * docs/autograph.md for the contract with the source transform).
  */
 import { ifStmt, ifExp, whileStmt, forOf, range, RangeObject, dispatchCondition, type LoopOptions } from "./control-flow.js";
-import { and, or, nullish, not } from "./logical.js";
+import { and, or, nullish, not, switchValue } from "./logical.js";
 import { add, sub, mul, div, mod, pow, neg, pos, lt, le, gt, ge, eq, ne, looseEq, looseNe } from "./arithmetic.js";
 import { getItem, setItem, slice, SliceSpec, dimSize } from "./indexing.js";
-import { call, callee, callMethod, registerConverted, getConverted, setConverter, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
+import { call, callee, callMethod, registerConverted, getConverted, setConverter, setLibraryCheck, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
 import { print, assertOrThrow, assert } from "./logging.js";
 import { math } from "./math.js";
 import { AutoGraphError, AssertionFailedError, UNDEFINED, relaxShape, TensorList, tdz } from "./state.js";
@@ -23,6 +23,7 @@ export const ag = {
   or,
   nullish,
   not,
+  switchValue,
   // arithmetic and comparison
   add,
   sub,
@@ -70,6 +71,6 @@ export type AG = typeof ag;
 
 // Every operator is reached through `ag`; these are the names used on their own (by the
 // transform's API, the public surface and tests), plus the classes the operators return.
-export { range, registerConverted, getConverted, setConverter, assert, relaxShape };
+export { range, registerConverted, getConverted, setConverter, setLibraryCheck, assert, relaxShape };
 export { RangeObject, SliceSpec, TensorList, dimSize, dispatchCondition, resolveCallee, doNotConvert, markLibrary, AutoGraphError, AssertionFailedError };
 export type { LoopOptions, Converter };

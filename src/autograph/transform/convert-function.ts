@@ -241,9 +241,10 @@ class Converter implements ConvertContext {
       case "LabeledStatement":
         return withLoc(t.labeledStatement(s.label, this.stmt(s.body)), s);
       case "SwitchStatement":
+        this.feature("if");
         return withLoc(
           t.switchStatement(
-            this.expr(s.discriminant),
+            this.agCall("switchValue", [this.expr(s.discriminant), this.loc(s)], s.discriminant),
             s.cases.map((c) => withLoc(t.switchCase(c.test ? this.expr(c.test) : null, this.stmts(c.consequent)), c)),
           ),
           s,

@@ -1,0 +1,366 @@
+/**
+ * Staged loops: `while (test()) body()` over the state that getState/setState reach, traced into
+ * a `while` node. Tensors (and numbers and booleans, which become weakly typed tensors) are loop
+ * variables; other JS values must not change. A first trace that shows a better plan for a
+ * leaf (a number that becomes a float, an array appended to, a generated flag first set in the
+ * body) raises RetryLoop and the loop is traced again.
+ */
+import { Tensor } from "../../core/tensor.js";
+import { Variable } from "../../core/variable.js";
+import { fmtShape, hasUnknownDims, shapesEqual } from "../../core/shape.js";
+import { promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
+import { whileLoop } from "../../staging/control-flow.js";
+import { scalarOf } from "../../ops/convert.js";
+import { cast } from "../../ops/cast.js";
+import { full } from "../../ops/fill.js";
+import { broadcastTo, stack } from "../../ops/shape.js";
+import {
+  AutoGraphError,
+  at,
+  describeValue,
+  dtypeOfNumber,
+  isGeneratedName,
+  isTensorLike,
+  isUndef,
+  isWeak,
+  leavesOf,
+  markWeak,
+  readIfVariable,
+  relaxedShapeOf,
+  restore,
+  sameStructure,
+  snapValue,
+  snapshot,
+  structureDifference,
+  withLeaves,
+  type GetState,
+  type LeafRef,
+  type SetState,
+  type Snap,
+  TensorList,
+  emptyBuffer,
+} from "./state.js";
+import { symbolicPredicate } from "./logical.js";
+import type { LoopOptions } from "./control-flow.js";
+
+/** Raised inside a loop trace to trace again with a better plan for one state leaf (by path). */
+class RetryLoop {
+  constructor(
+    readonly path: string,
+    readonly override: Override,
+    /** A generated variable with no value before the loop that the body makes a nest: its zero-filled start. */
+    readonly replaceVar?: { index: number; snap: Snap },
+    /** An array the body appends to: it becomes a tensor list of these elements. */
+    readonly toList?: { index: number; dtype: DType; elementShape: readonly number[] },
+  ) {}
+}
+
+/** Tensors a loop made by stacking a tensor list (an enclosing loop turns that array into a list too). */
+const stackedLists = new WeakSet<Tensor>();
+
+/** The element type of the values appended to an array in a loop body, or null if they cannot form a list. */
+function listElementType(appended: readonly Snap[]): { dtype: DType; elementShape: readonly number[] } | null {
+  if (appended.length === 0) return null;
+  let strong: DType | null = null;
+  let weakD: DType | null = null;
+  let shape: readonly number[] | null = null;
+  for (const it of appended) {
+    if (it.kind !== "leaf" || !isTensorLike(it.value)) return null;
+    const v = it.value;
+    const s = v instanceof Tensor ? v.shape : [];
+    if (shape === null) shape = s;
+    else if (shape.length !== s.length) return null;
+    else shape = shape.map((d, j) => (d === s[j] ? d : -1));
+    if (v instanceof Tensor && !isWeak(v)) {
+      if (strong !== null && strong !== v.dtype) return null;
+      strong = v.dtype;
+    } else {
+      const d = v instanceof Tensor ? v.dtype : dtypeOfNumber(v as number | boolean);
+      weakD = weakD === null ? d : promoteTypes(weakD, d);
+    }
+  }
+  return { dtype: strong ?? weakD ?? "float32", elementShape: shape ?? [] };
+}
+
+/** A list's starting buffer: the array's current elements, stacked (or an empty buffer). */
+function listBuffer(prefix: readonly unknown[], dtype: DType, elementShape: readonly number[], name: string, where: string, loc: string | null | undefined): Tensor {
+  if (prefix.length === 0) {
+    const b = emptyBuffer(dtype, elementShape);
+    if (!b) throw new AutoGraphError(`variable ${name} is appended to inside ${where} with elements of partly unknown shape ${fmtShape(elementShape)}; give it a first element before the loop`, loc);
+    return b;
+  }
+  const items = prefix.map((v, k) => {
+    if (!isTensorLike(v)) throw new AutoGraphError(`variable ${name} is appended to inside ${where}, so it becomes a tensor list, but its element ${k} is ${describeValue(v)}`, loc);
+    const t = v instanceof Tensor ? (readIfVariable(v) as Tensor) : scalarOf(Number(v), dtype);
+    return t.dtype === dtype ? t : cast(t, dtype);
+  });
+  return stack(items, 0);
+}
+
+/** A loop-variable start of zeros (generated names whose first value comes from the body). */
+class ZeroFill {
+  constructor(
+    readonly dtype: DType,
+    readonly shape: readonly number[],
+  ) {}
+}
+
+/** A fresh nest like `s` with tensor-like leaves replaced by zeros of their type (null if a shape is unknown). */
+function zeroFilled(s: Snap): Snap | null {
+  if (s.kind === "leaf") {
+    const v = s.value;
+    if (!isTensorLike(v)) return { kind: "leaf", value: v };
+    const dtype = v instanceof Tensor ? v.dtype : dtypeOfNumber(v);
+    const shape = v instanceof Tensor ? v.shape : [];
+    return hasUnknownDims(shape) ? null : { kind: "leaf", value: new ZeroFill(dtype, shape) };
+  }
+  if (s.kind === "list") return null;
+  const items: Snap[] = [];
+  for (const c of s.items) {
+    const z = zeroFilled(c);
+    if (!z) return null;
+    items.push(z);
+  }
+  return s.kind === "array" ? { kind: "array", orig: [], items } : { kind: "object", orig: {}, keys: s.keys, items };
+}
+
+interface Override {
+  /** A JS number's tensor dtype and shape (after the body showed what it becomes). */
+  dtype?: DType;
+  shape?: readonly number[];
+  /** A Variable leaf the body replaces: carry its value. */
+  asVar?: boolean;
+  /** A generated name with no value before the loop: start from zeros of this type. */
+  zeros?: { dtype: DType; shape: readonly number[] };
+}
+
+type Plan =
+  | { kind: "var"; init: Tensor; dtype: DType; shape: readonly number[]; invariant: (number | null)[] | null; fromNumber: boolean; ov: Override | undefined }
+  | { kind: "fixed"; orig: unknown };
+
+function planLeaf(l: LeafRef, ov: Override | undefined, opts: LoopOptions): Plan {
+  const v = l.value;
+  const invariantOf = (x: unknown): (number | null)[] | null => {
+    const r = relaxedShapeOf(x);
+    if (r) return r;
+    const s = opts.shapeInvariants?.[l.path];
+    return s ? [...s] : null;
+  };
+  const tensorPlan = (init: Tensor, fromNumber: boolean, src: unknown): Plan => {
+    const invariant = invariantOf(src);
+    return { kind: "var", init, dtype: init.dtype, shape: invariant ? invariant.map((d) => (d === null ? -1 : d)) : init.shape, invariant, fromNumber, ov };
+  };
+  if (ov?.zeros) return tensorPlan(full([...ov.zeros.shape], 0, ov.zeros.dtype), false, undefined);
+  if (v instanceof ZeroFill) return tensorPlan(full([...v.shape], 0, v.dtype), false, undefined);
+  if (v instanceof Variable) return ov?.asVar ? tensorPlan(v.read(), false, v) : { kind: "fixed", orig: v };
+  if (v instanceof Tensor && isWeak(v)) {
+    // A tensor standing for a JS number: its dtype and shape may follow what the body gives.
+    let init: Tensor = v;
+    if (ov?.dtype && init.dtype !== ov.dtype) init = cast(init, ov.dtype);
+    if (ov?.shape && !shapesEqual(init.shape, ov.shape)) init = broadcastTo(init, ov.shape);
+    return tensorPlan(init, true, v);
+  }
+  if (v instanceof Tensor) return tensorPlan(v, false, v);
+  if (typeof v === "number" || typeof v === "boolean") {
+    const dtype = ov?.dtype ?? dtypeOfNumber(v);
+    const shape = ov?.shape ?? [];
+    const init = shape.length > 0 ? full([...shape], Number(v), dtype) : scalarOf(Number(v), dtype);
+    return tensorPlan(init, true, v);
+  }
+  return { kind: "fixed", orig: v };
+}
+
+function shapeFits(p: Extract<Plan, { kind: "var" }>, t: Tensor): boolean {
+  if (p.invariant) return t.rank === p.invariant.length && p.invariant.every((d, j) => d === null || d === t.shape[j]);
+  return t.rank === p.shape.length && p.shape.every((d, j) => d < 0 || d === t.shape[j]);
+}
+
+/** A loop to stage: `while (test()) body()` over the state that getState/setState reach. */
+export interface StagedLoop {
+  test: () => unknown;
+  body: () => void;
+  getState: GetState;
+  setState: SetState;
+  names: readonly string[];
+  loc: string | null | undefined;
+  opts: LoopOptions;
+  /** The source construct, for messages ("while", "for...of"). */
+  construct: string;
+}
+
+/**
+ * Stages a loop over its state: tensors (and numbers and booleans, which become tensors) are
+ * loop variables; other JS values must not change.
+ */
+export function stagedWhile(loop: StagedLoop): void {
+  const { getState, setState, names, loc, construct } = loop;
+  const init = getState();
+  const snaps = init.map((v) => snapshot(v));
+  const overrides = new Map<string, Override>();
+  const toStack = new Set<number>();
+  for (let attempt = 0; ; attempt++) {
+    const leaves: LeafRef[] = [];
+    snaps.forEach((s, i) => leavesOf(s, names[i] ?? `state[${i}]`, undefined, leaves));
+    try {
+      stagedWhileAttempt(loop, snaps, leaves, overrides);
+      break;
+    } catch (e) {
+      if (!(e instanceof RetryLoop) || attempt > leaves.length + 8) throw e;
+      if (e.replaceVar) snaps[e.replaceVar.index] = e.replaceVar.snap;
+      else if (e.toList) {
+        const { index, dtype, elementShape } = e.toList;
+        const name = names[index] ?? `state[${index}]`;
+        const where = `a staged ${construct} loop${at(loc)}`;
+        const before = snaps[index]!;
+        const prefix = before.kind === "array" ? before.items.map(snapValue) : [];
+        for (const s of snaps) restore(s);
+        const list = new TensorList(listBuffer(prefix, dtype, elementShape, name, where, loc));
+        const top = snaps.map(snapValue);
+        top[index] = list;
+        setState(top);
+        if (getState()[index] !== list) {
+          throw new AutoGraphError(
+            `variable ${name} is an array appended to inside ${where}: it becomes a tensor list (a tensor after the loop), so it must be rebindable; declare it with let rather than const`,
+            loc,
+          );
+        }
+        snaps[index] = snapshot(list);
+        toStack.add(index);
+      } else overrides.set(e.path, { ...overrides.get(e.path), ...e.override });
+    }
+  }
+  if (toStack.size > 0) {
+    // The lists this loop made from arrays are stacked: the variables hold tensors now.
+    const top = getState();
+    for (const i of toStack) {
+      const list = top[i];
+      if (list instanceof TensorList) {
+        stackedLists.add(list.buffer);
+        top[i] = list.buffer;
+      }
+    }
+    setState(top);
+  }
+}
+
+function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], overrides: Map<string, Override>): void {
+  const { test, body, getState, setState, names, loc, opts, construct } = loop;
+  const plans = leaves.map((l) => planLeaf(l, overrides.get(l.path), opts));
+  const vars = plans.filter((p): p is Extract<Plan, { kind: "var" }> => p.kind === "var");
+  const where = `a staged ${construct} loop${at(loc)}`;
+
+  const write = (values: readonly Tensor[]): unknown[] => {
+    let k = 0;
+    const leafValues = plans.map((p) => (p.kind === "var" ? (p.fromNumber ? markWeak(values[k++]!) : values[k++]) : p.orig));
+    const pos = { i: 0 };
+    const next = snaps.map((s) => withLeaves(s, leafValues, pos));
+    for (const s of next) restore(s);
+    setState(next.map(snapValue));
+    return leafValues;
+  };
+  const readLeaves = (): { after: Snap[]; values: unknown[] } => {
+    const after = getState().map((v) => snapshot(v));
+    const out: LeafRef[] = [];
+    after.forEach((s, i) => leavesOf(s, names[i] ?? `state[${i}]`, undefined, out));
+    return { after, values: out.map((l) => l.value) };
+  };
+
+  const condFn = (...vs: Tensor[]): Tensor => {
+    const written = write(vs);
+    const r = test();
+    const { after, values } = readLeaves();
+    const changed = after.findIndex((s, i) => !sameStructure(s, snaps[i]!));
+    const leafChanged = changed >= 0 ? -1 : values.findIndex((v, i) => !Object.is(v, written[i]));
+    if (changed >= 0 || leafChanged >= 0) {
+      const what = changed >= 0 ? (names[changed] ?? `state[${changed}]`) : leaves[leafChanged]!.path;
+      throw new AutoGraphError(`the condition of ${where} assigns variable ${what}; move the assignment into the loop body`, loc);
+    }
+    if (r instanceof Tensor) return symbolicPredicate(readIfVariable(r) as Tensor, construct, loc);
+    return scalarOf(r ? 1 : 0, "bool");
+  };
+
+  const bodyFn = (...vs: Tensor[]): Tensor[] => {
+    write(vs);
+    body();
+    const { after, values } = readLeaves();
+    after.forEach((s, i) => {
+      if (!sameStructure(snaps[i]!, s)) {
+        const name = names[i] ?? `state[${i}]`;
+        const before = snaps[i]!;
+        if (before.kind === "leaf" && isUndef(before.value) && isGeneratedName(name)) {
+          const z = zeroFilled(s);
+          if (z) throw new RetryLoop(name, {}, { index: i, snap: z });
+        }
+        if (before.kind === "array") {
+          // An array the body appends to (or that an inner loop turned into a stacked list).
+          let elem: { dtype: DType; elementShape: readonly number[] } | null = null;
+          if (s.kind === "array" && s.orig === before.orig && s.items.length > before.items.length) elem = listElementType(s.items.slice(before.items.length));
+          else if (s.kind === "leaf" && s.value instanceof Tensor && stackedLists.has(s.value)) elem = { dtype: s.value.dtype, elementShape: s.value.shape.slice(1) };
+          if (elem) throw new RetryLoop(name, {}, undefined, { index: i, ...elem });
+        }
+        throw new AutoGraphError(
+          `variable ${name} changes structure inside ${where}: ${structureDifference(snaps[i]!, s, name)}; loop variables must keep their structure (give arrays their final length before the loop)`,
+          loc,
+        );
+      }
+    });
+    const results: Tensor[] = [];
+    plans.forEach((p, i) => {
+      const out = values[i];
+      const l = leaves[i]!;
+      if (p.kind === "fixed") {
+        if (Object.is(out, p.orig) || (isUndef(out) && isUndef(p.orig))) return;
+        if (isUndef(p.orig)) {
+          if (isGeneratedName(l.name) && isTensorLike(out)) {
+            const t = out instanceof Tensor ? out : null;
+            const dtype = t ? t.dtype : dtypeOfNumber(out as number | boolean);
+            const shape = t ? t.shape : [];
+            if (!hasUnknownDims(shape)) throw new RetryLoop(l.path, { zeros: { dtype, shape } });
+          }
+          throw new AutoGraphError(`variable ${l.path} is first assigned inside ${where} and used after it; assign it before the loop`, loc);
+        }
+        if (p.orig instanceof Variable && isTensorLike(out)) throw new RetryLoop(l.path, { asVar: true });
+        throw new AutoGraphError(
+          `variable ${l.path} holds ${describeValue(p.orig)} and is changed to ${describeValue(out)} inside ${where}; only tensors, numbers and booleans can change in a staged loop`,
+          loc,
+        );
+      }
+      if (!isTensorLike(out)) {
+        throw new AutoGraphError(`variable ${l.path} is a ${p.dtype} tensor before ${where} and becomes ${describeValue(out)} in its body; loop variables must stay tensors`, loc);
+      }
+      let t: Tensor;
+      if (out instanceof Tensor) t = readIfVariable(out) as Tensor;
+      else {
+        const d = typeof out === "boolean" ? (p.dtype === "bool" ? "bool" : p.dtype) : weakScalarDtype(out, p.dtype);
+        t = p.shape.length > 0 && !hasUnknownDims(p.shape) ? full([...p.shape], Number(out), d) : scalarOf(Number(out), d);
+      }
+      const dtypeOk = t.dtype === p.dtype;
+      const shapeOk = shapeFits(p, t);
+      if ((!dtypeOk || !shapeOk) && p.fromNumber && !p.ov?.dtype && !p.ov?.shape && !hasUnknownDims(t.shape)) {
+        throw new RetryLoop(l.path, { dtype: t.dtype, shape: t.shape });
+      }
+      if (!dtypeOk) {
+        throw new AutoGraphError(
+          `variable ${l.path} changes dtype from ${p.dtype} to ${t.dtype} inside ${where}; loop variables must keep their dtype (cast the new value, or give the variable that dtype before the loop)`,
+          loc,
+        );
+      }
+      if (!shapeOk) {
+        throw new AutoGraphError(
+          `variable ${l.path} changes shape from ${fmtShape(p.shape)} to ${fmtShape(t.shape)} inside ${where}; loop variables must keep their shape ` +
+            `unless relaxed: call sc.relaxShape(${l.name}) before the loop, or pass shapeInvariants`,
+          loc,
+        );
+      }
+      results.push(t);
+    });
+    return results;
+  };
+
+  const hasInvariants = vars.some((p) => p.invariant);
+  const outs = whileLoop(condFn, bodyFn, vars.map((p) => p.init), {
+    ...(hasInvariants ? { shapeInvariants: vars.map((p) => p.invariant) } : {}),
+    ...(opts.maximumIterations !== undefined ? { maxIterations: opts.maximumIterations } : {}),
+  });
+  write(outs);
+}
