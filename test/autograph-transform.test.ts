@@ -146,16 +146,19 @@ test("jumps converter: return lowered to flags (the rest goes into the other bra
     gen("function f(x) { if (x > 0) { return 1; } return 2; }"),
     "function f(x) { let $ret = false, $retval; " +
       'ag.ifStmt(ag.gt(x, 0), () => { $retval = 1; $ret = true; }, () => { $retval = 2; $ret = true; }, () => [$retval], $s => { [$retval] = $s; }, ["$retval"], "t.js:1:17"); ' +
-      "return $retval; }",
+      "return ag.retval($retval); }",
   );
   assert.equal(
     gen("function f(xs) { for (const x of xs) { if (x) return x; } return null; }"),
     "function f(xs) { let $ret = false, $retval; ag.forOf(xs, x => { " +
-      'ag.ifStmt(x, () => { $retval = x; $ret = true; }, null, () => [$ret, $retval], $s => { [$ret, $retval] = $s; }, ["$ret", "$retval"], "t.js:1:40"); ' +
+      'ag.ifStmt(x, () => { $retval = ag.ret(x); $ret = true; }, null, () => [$ret, $retval], $s => { [$ret, $retval] = $s; }, ["$ret", "$retval"], "t.js:1:40"); ' +
       '}, () => [$ret, $retval], $s => { [$ret, $retval] = $s; }, ["$ret", "$retval"], "t.js:1:18", () => ag.not($ret)); ' +
       'ag.ifStmt(ag.not($ret), () => { $retval = null; $ret = true; }, null, () => [$retval], $s => { [$retval] = $s; }, ["$retval"], "t.js:1:59"); ' +
-      "return $retval; }",
+      "return ag.retval($retval); }",
   );
+  // Control can reach the end: the final return checks that no staged condition decides it.
+  assert.match(gen("function f(x) { if (x > 0) return x; }"), /return ag\.retval\(\$retval, \$ret, "t\.js:1:1"\); \}$/);
+  assert.match(gen("function f(x) { while (true) { if (x > 9) return x; x++; } }"), /return ag\.retval\(\$retval\); \}$/);
   // A return outside any converted construct stays native.
   assert.equal(gen("function f(x) { const y = x; return y; }"), "function f(x) { const y = x; return y; }");
 });

@@ -14,7 +14,8 @@ import * as stagingHost from "../../staging/host.js";
 import { stage } from "../../staging/stage.js";
 import { currentHandler, isTracing } from "../../core/context.js";
 import { TraceContext } from "../../staging/trace-context.js";
-import { AutoGraphError, TensorList, describeValue } from "./state.js";
+import { AutoGraphError, TensorList, describeValue, readIfVariable } from "./state.js";
+import { concreteTruth } from "./logical.js";
 import { print } from "./logging.js";
 import { math } from "./math.js";
 import { builtinStandIns } from "./globals.js";
@@ -152,9 +153,42 @@ function convertsCallbacks(f: AnyFunction, args: readonly unknown[]): boolean {
   return any && (CALLBACK_TAKERS.has(f) || isLibraryFunction(f));
 }
 
+/** Built-in methods that take the truth of what their callback returns (a tensor is always truthy to them). */
+const PREDICATE_TAKERS: ReadonlyMap<unknown, string> = (() => {
+  const out = new Map<unknown, string>();
+  const names = ["filter", "some", "every", "find", "findIndex", "findLast", "findLastIndex"];
+  const typedArrayProto = Object.getPrototypeOf(Int8Array.prototype) as Record<string, unknown>;
+  for (const proto of [Array.prototype as unknown as Record<string, unknown>, typedArrayProto]) for (const n of names) if (typeof proto[n] === "function") out.set(proto[n], n);
+  return out;
+})();
+
+/**
+ * A predicate for `filter`, `some`, ...: a concrete tensor result is read (as a condition is);
+ * a symbolic one is an error, since the method needs a JavaScript boolean while tracing.
+ */
+function truthOf(cb: AnyFunction, method: string): AnyFunction {
+  return function (this: unknown, ...a: unknown[]): unknown {
+    const r = Reflect.apply(cb, this, a);
+    if (!(r instanceof Tensor)) return r;
+    const t = readIfVariable(r) as Tensor;
+    if (t.isSymbolic) {
+      throw new AutoGraphError(
+        `the callback given to ${method} returned a symbolic tensor: ${method} needs a JavaScript boolean for each element while tracing, which a staged value is not; ` +
+          `compute on the whole tensor instead (a boolean mask with sc.where, or sc.any / sc.all)`,
+      );
+    }
+    return concreteTruth(t, method);
+  };
+}
+
 /** The arguments with each function replaced by the function converted code would call. */
-function convertedCallbacks(args: readonly unknown[]): unknown[] {
-  return args.map((a) => (typeof a === "function" ? resolveCallee(a as AnyFunction) : a));
+function convertedCallbacks(f: AnyFunction, args: readonly unknown[]): unknown[] {
+  const predicate = PREDICATE_TAKERS.get(f);
+  return args.map((a) => {
+    if (typeof a !== "function") return a;
+    const g = resolveCallee(a as AnyFunction);
+    return predicate ? truthOf(g, predicate) : g;
+  });
 }
 
 /** How many times each converted function is executing right now (to detect recursion). */
@@ -214,7 +248,7 @@ function invoke(g: AnyFunction, thisArg: unknown, args: readonly unknown[], orig
 export function call(f: unknown, thisArg: unknown, args: readonly unknown[]): unknown {
   if (typeof f !== "function") throw new TypeError(`${describeValue(f)} is not a function`);
   const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
-  const list = g === f && convertsCallbacks(g, args) ? convertedCallbacks(args) : args;
+  const list = g === f && convertsCallbacks(g, args) ? convertedCallbacks(g, args) : args;
   if (!isTracing()) return Reflect.apply(g, thisArg, list);
   return invoke(g, thisArg, list, f as AnyFunction);
 }

@@ -17,6 +17,8 @@ import { full } from "../../ops/fill.js";
 import { broadcastTo } from "../../ops/shape.js";
 import {
   AutoGraphError,
+  RETURNED_UNDEFINED,
+  subjectOf,
   activeTrace,
   at,
   describeValue,
@@ -65,7 +67,7 @@ interface Carried {
 }
 
 function subject(site: CondSite, path: string): string {
-  return site.isState ? `variable ${path}` : path;
+  return site.isState ? subjectOf(path) : path;
 }
 
 function mergeLeaf(x: unknown, y: unknown, path: string, name: string, site: CondSite, carried: Carried[]): MNode {
@@ -80,7 +82,7 @@ function mergeLeaf(x: unknown, y: unknown, path: string, name: string, site: Con
     }
     if (site.isState) {
       throw new AutoGraphError(
-        `variable ${path} is assigned in only one branch of ${site.construct}${at(site.loc)}; assign it before the if or in both branches`,
+        `${subjectOf(path)} is assigned in only one branch of ${site.construct}${at(site.loc)}; assign it before the if or in both branches`,
         site.loc,
       );
     }
@@ -89,6 +91,13 @@ function mergeLeaf(x: unknown, y: unknown, path: string, name: string, site: Con
   if (isTensorLike(x) && isTensorLike(y)) {
     carried.push({ a: x, b: y, path });
     return { kind: "out", index: carried.length - 1 };
+  }
+  if (x === RETURNED_UNDEFINED || y === RETURNED_UNDEFINED) {
+    throw new AutoGraphError(
+      `this function returns undefined in one branch of ${site.construct}${at(site.loc)} and ${describeValue(x === RETURNED_UNDEFINED ? y : x)} in the other; ` +
+        `a staged conditional cannot give undefined on one path: return a value on every path`,
+      site.loc,
+    );
   }
   throw new AutoGraphError(
     `${subject(site, path)} holds different JavaScript values in the two branches of ${site.construct}${at(site.loc)} ` +

@@ -244,7 +244,7 @@ function stagedCounterLoop(
       setState(s.slice(0, -1));
       i = s[s.length - 1] as Tensor;
     },
-    names: [...names, "$i"],
+    names: [...names, "$counter"],
     loc,
     opts,
     construct: "for...of",

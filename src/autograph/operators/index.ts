@@ -8,6 +8,7 @@ import { add, sub, mul, div, mod, pow, neg, pos, lt, le, gt, ge, eq, ne, looseEq
 import { getItem, setItem, slice, SliceSpec, dimSize } from "./indexing.js";
 import { call, callee, callMethod, registerConverted, getConverted, setConverter, setLibraryCheck, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
 import { print, assertOrThrow, assert } from "./logging.js";
+import { ret, retval } from "./returns.js";
 import { math } from "./math.js";
 import { AutoGraphError, AssertionFailedError, UNDEFINED, relaxShape, TensorList, tdz } from "./state.js";
 
@@ -58,6 +59,9 @@ export const ag = {
   assert,
   // Math
   math,
+  // returns
+  ret,
+  retval,
   // state
   UNDEFINED,
   tdz,

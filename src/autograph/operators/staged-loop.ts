@@ -27,6 +27,8 @@ import {
   markWeak,
   readIfVariable,
   relaxedShapeOf,
+  subjectOf,
+  RETURNED_UNDEFINED,
   restore,
   sameStructure,
   snapValue,
@@ -86,11 +88,11 @@ function listElementType(appended: readonly Snap[]): { dtype: DType; elementShap
 function listBuffer(prefix: readonly unknown[], dtype: DType, elementShape: readonly number[], name: string, where: string, loc: string | null | undefined): Tensor {
   if (prefix.length === 0) {
     const b = emptyBuffer(dtype, elementShape);
-    if (!b) throw new AutoGraphError(`variable ${name} is appended to inside ${where} with elements of partly unknown shape ${fmtShape(elementShape)}; give it a first element before the loop`, loc);
+    if (!b) throw new AutoGraphError(`${subjectOf(name)} is appended to inside ${where} with elements of partly unknown shape ${fmtShape(elementShape)}; give it a first element before the loop`, loc);
     return b;
   }
   const items = prefix.map((v, k) => {
-    if (!isTensorLike(v)) throw new AutoGraphError(`variable ${name} is appended to inside ${where}, so it becomes a tensor list, but its element ${k} is ${describeValue(v)}`, loc);
+    if (!isTensorLike(v)) throw new AutoGraphError(`${subjectOf(name)} is appended to inside ${where}, so it becomes a tensor list, but its element ${k} is ${describeValue(v)}`, loc);
     const t = v instanceof Tensor ? (readIfVariable(v) as Tensor) : scalarOf(Number(v), dtype);
     return t.dtype === dtype ? t : cast(t, dtype);
   });
@@ -220,7 +222,7 @@ export function stagedWhile(loop: StagedLoop): void {
         setState(top);
         if (getState()[index] !== list) {
           throw new AutoGraphError(
-            `variable ${name} is an array appended to inside ${where}: it becomes a tensor list (a tensor after the loop), so it must be rebindable; declare it with let rather than const`,
+            `${subjectOf(name)} is an array appended to inside ${where}: it becomes a tensor list (a tensor after the loop), so it must be rebindable; declare it with let rather than const`,
             loc,
           );
         }
@@ -273,7 +275,7 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
     const leafChanged = changed >= 0 ? -1 : values.findIndex((v, i) => !Object.is(v, written[i]));
     if (changed >= 0 || leafChanged >= 0) {
       const what = changed >= 0 ? (names[changed] ?? `state[${changed}]`) : leaves[leafChanged]!.path;
-      throw new AutoGraphError(`the condition of ${where} assigns variable ${what}; move the assignment into the loop body`, loc);
+      throw new AutoGraphError(`the condition of ${where} assigns ${subjectOf(what)}; move the assignment into the loop body`, loc);
     }
     if (r instanceof Tensor) return symbolicPredicate(readIfVariable(r) as Tensor, construct, loc);
     return scalarOf(r ? 1 : 0, "bool");
@@ -299,7 +301,7 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
           if (elem) throw new RetryLoop(name, {}, undefined, { index: i, ...elem });
         }
         throw new AutoGraphError(
-          `variable ${name} changes structure inside ${where}: ${structureDifference(snaps[i]!, s, name)}; loop variables must keep their structure (give arrays their final length before the loop)`,
+          `${subjectOf(name)} changes structure inside ${where}: ${structureDifference(snaps[i]!, s, name)}; loop variables must keep their structure (give arrays their final length before the loop)`,
           loc,
         );
       }
@@ -308,6 +310,9 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
     plans.forEach((p, i) => {
       const out = values[i];
       const l = leaves[i]!;
+      if (out === RETURNED_UNDEFINED) {
+        throw new AutoGraphError(`this function returns undefined inside ${where}; a staged loop cannot give undefined: return a value (a tensor or a number)`, loc);
+      }
       if (p.kind === "fixed") {
         if (Object.is(out, p.orig) || (isUndef(out) && isUndef(p.orig))) return;
         if (isUndef(p.orig)) {
@@ -317,16 +322,16 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
             const shape = t ? t.shape : [];
             if (!hasUnknownDims(shape)) throw new RetryLoop(l.path, { zeros: { dtype, shape } });
           }
-          throw new AutoGraphError(`variable ${l.path} is first assigned inside ${where} and used after it; assign it before the loop`, loc);
+          throw new AutoGraphError(`${subjectOf(l.path)} is first assigned inside ${where} and used after it; assign it before the loop`, loc);
         }
         if (p.orig instanceof Variable && isTensorLike(out)) throw new RetryLoop(l.path, { asVar: true });
         throw new AutoGraphError(
-          `variable ${l.path} holds ${describeValue(p.orig)} and is changed to ${describeValue(out)} inside ${where}; only tensors, numbers and booleans can change in a staged loop`,
+          `${subjectOf(l.path)} holds ${describeValue(p.orig)} and is changed to ${describeValue(out)} inside ${where}; only tensors, numbers and booleans can change in a staged loop`,
           loc,
         );
       }
       if (!isTensorLike(out)) {
-        throw new AutoGraphError(`variable ${l.path} is a ${p.dtype} tensor before ${where} and becomes ${describeValue(out)} in its body; loop variables must stay tensors`, loc);
+        throw new AutoGraphError(`${subjectOf(l.path)} is a ${p.dtype} tensor before ${where} and becomes ${describeValue(out)} in its body; loop variables must stay tensors`, loc);
       }
       let t: Tensor;
       if (out instanceof Tensor) t = readIfVariable(out) as Tensor;
@@ -341,13 +346,13 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
       }
       if (!dtypeOk) {
         throw new AutoGraphError(
-          `variable ${l.path} changes dtype from ${p.dtype} to ${t.dtype} inside ${where}; loop variables must keep their dtype (cast the new value, or give the variable that dtype before the loop)`,
+          `${subjectOf(l.path)} changes dtype from ${p.dtype} to ${t.dtype} inside ${where}; loop variables must keep their dtype (cast the new value, or give the variable that dtype before the loop)`,
           loc,
         );
       }
       if (!shapeOk) {
         throw new AutoGraphError(
-          `variable ${l.path} changes shape from ${fmtShape(p.shape)} to ${fmtShape(t.shape)} inside ${where}; loop variables must keep their shape ` +
+          `${subjectOf(l.path)} changes shape from ${fmtShape(p.shape)} to ${fmtShape(t.shape)} inside ${where}; loop variables must keep their shape ` +
             `unless relaxed: call sc.relaxShape(${l.name}) before the loop, or pass shapeInvariants`,
           loc,
         );

@@ -42,6 +42,9 @@ export class AssertionFailedError extends StagecraftError {}
  */
 export const UNDEFINED: unique symbol = Symbol("ag.UNDEFINED");
 
+/** What the return value variable holds after `return;` or `return undefined` (see returns.ts). */
+export const RETURNED_UNDEFINED: unique symbol = Symbol("returned undefined");
+
 /**
  * A read of a `let`/`const`/`class` binding whose declaration the transform moved up: before
  * its original declaration has run it holds UNDEFINED, and the read throws as natively.
@@ -63,6 +66,31 @@ export function isUndef(x: unknown): boolean {
  */
 export function isGeneratedName(name: string): boolean {
   return name.startsWith("$");
+}
+
+/** What the transform's variables stand for, by name without its numeric suffix. */
+const GENERATED_MEANINGS: Record<string, string> = {
+  $retval: "the return value",
+  $ret: "whether the function has returned",
+  $brk: "whether the loop has been left by break",
+  $cont: "whether the iteration has been left by continue",
+  $counter: "the loop counter",
+  $fab: "whether a finally block jumped",
+  $fexc: "whether a try block threw",
+  $fval: "the exception a try block threw",
+};
+
+/**
+ * How messages name a state variable (or a path in it: `params.w`, `xs[2]`): `variable x`, or
+ * what a variable the transform introduced stands for ("the return value"), never its name.
+ */
+export function subjectOf(path: string): string {
+  if (!isGeneratedName(path)) return `variable ${path}`;
+  const m = /^(\$[A-Za-z_]+?)(\d*)([.[].*)?$/.exec(path);
+  const meaning = m ? GENERATED_MEANINGS[m[1]!] : undefined;
+  // `$x` without a known meaning is the per-iteration copy of a loop variable x.
+  if (!meaning) return m && !m[2] ? `variable ${path.slice(1)}` : "a value the transform introduced";
+  return m![3] ? `${meaning} (at ${m![3]})` : meaning;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,7 +148,7 @@ export function isTensorLike(x: unknown): x is Tensor | number | boolean {
 }
 
 export function describeValue(x: unknown): string {
-  if (x === UNDEFINED) return "undefined";
+  if (x === UNDEFINED || x === RETURNED_UNDEFINED) return "undefined";
   if (x instanceof Variable) return `sc.Variable ${x.name}`;
   if (x instanceof Tensor) return `a ${x.isSymbolic ? "symbolic " : ""}${x.dtype}${fmtShape(x.shape)} tensor`;
   if (x === null) return "null";

@@ -104,6 +104,21 @@ function computeStates(body: t.BlockStatement, scopes: ScopeInfo, lowering: Lowe
   return states;
 }
 
+/** Expressions whose value is never undefined (a lowered `return` of one needs no ag.ret). */
+function neverUndefined(e: t.Expression): boolean {
+  if (e.type === "UnaryExpression") return e.operator !== "void";
+  return (
+    (t.isLiteral(e) && e.type !== "TemplateLiteral") ||
+    e.type === "TemplateLiteral" ||
+    e.type === "ArrayExpression" ||
+    e.type === "ObjectExpression" ||
+    e.type === "BinaryExpression" ||
+    e.type === "NewExpression" ||
+    t.isFunction(e) ||
+    t.isClass(e)
+  );
+}
+
 class Converter implements ConvertContext {
   readonly features = new Set<Feature>();
   readonly temps: string[] = [];
@@ -117,7 +132,7 @@ class Converter implements ConvertContext {
     private readonly states: Map<t.Node, StateInfo>,
     private readonly lowering: LoweringResult | null,
     private readonly outerBinding: (name: string) => boolean,
-    private readonly fallbackNode: t.Node,
+    readonly fallbackNode: t.Node,
     readonly strict: boolean,
     nativeCopies: boolean,
   ) {
@@ -258,8 +273,17 @@ class Converter implements ConvertContext {
           ),
           s,
         );
-      case "ReturnStatement":
+      case "ReturnStatement": {
+        const r = this.lowering?.returns;
+        if (r && s === r.final) {
+          // return ag.retval($retval[, $ret, loc]): undefined for a `return;`; an error when a
+          // staged condition decides between returning and reaching the end of the function.
+          const args: t.Expression[] = [t.identifier(r.value)];
+          if (r.endReachable) args.push(t.identifier(r.flag), this.loc(this.fallbackNode));
+          return withLoc(t.returnStatement(this.agCall("retval", args)), s);
+        }
         return withLoc(t.returnStatement(s.argument ? this.expr(s.argument) : null), s);
+      }
       case "ThrowStatement":
         return withLoc(t.throwStatement(this.expr(s.argument)), s);
       case "WithStatement":
@@ -389,6 +413,11 @@ class Converter implements ConvertContext {
       if (r) return r;
     }
     if (left.type === "MemberExpression") return withLoc(t.assignmentExpression(e.operator, nativeMember(this, left), this.expr(e.right)), e);
+    // A lowered `return v` (`$retval = v`): ag.ret marks a returned undefined, which staged
+    // control flow cannot carry (unlike "no return yet").
+    if (left.type === "Identifier" && e.operator === "=" && left.name === this.lowering?.returns?.value && !neverUndefined(e.right)) {
+      return withLoc(t.assignmentExpression("=", left, this.agCall("ret", [this.expr(e.right)], e)), e);
+    }
     return withLoc(t.assignmentExpression(e.operator, left, this.expr(e.right)), e);
   }
 

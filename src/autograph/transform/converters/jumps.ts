@@ -17,7 +17,7 @@
  * always jumps. Loop tests become `!$brk && t`.
  */
 import * as t from "../build.js";
-import { bodyList, declaredNames, identifierNames, letDecl, notAll, walk, withLoc } from "../ast.js";
+import { bodyList, childNodes, declaredNames, identifierNames, letDecl, notAll, walk, withLoc } from "../ast.js";
 import type { NameGen } from "../names.js";
 import { lowerDoWhile, lowerFor, lowerForIn, lowerForOf, lowerWhile, type LoopLowering } from "./loops.js";
 import { checkReadsInNestedFunctions } from "./tdz.js";
@@ -59,6 +59,12 @@ export interface LoweringResult {
    * the original declaration still throws ReferenceError.
    */
   tdzHoisted: WeakSet<t.Identifier>;
+  /**
+   * When returns were lowered: the return flag, the return value variable (every assignment to
+   * it is a lowered `return`), the function's final `return $retval`, and whether the end of
+   * the original body is reachable (a path may return undefined by falling off it).
+   */
+  returns: { flag: string; value: string; final: t.ReturnStatement; endReachable: boolean } | null;
 }
 
 function assignBool(name: string, value: boolean): t.ExpressionStatement {
@@ -110,6 +116,47 @@ export function alwaysExits(s: t.Statement, inner: Set<string> = new Set()): boo
     default:
       return false;
   }
+}
+
+/** Whether a loop statement's test is missing or the literal `true` (`for (;;)`, `while (true)`). */
+function isEndless(s: t.Statement): boolean {
+  if (s.type === "ForStatement") return !s.test || (s.test.type === "BooleanLiteral" && s.test.value);
+  if (s.type === "WhileStatement" || s.type === "DoWhileStatement") return s.test.type === "BooleanLiteral" && s.test.value;
+  return false;
+}
+
+/** Whether a `break` inside `body` leaves the loop `body` belongs to (labels: that loop's labels). */
+function breaksOut(body: t.Node, labels: readonly string[]): boolean {
+  let found = false;
+  const visit = (n: t.Node, nested: boolean): void => {
+    if (found || t.isFunction(n) || t.isClass(n)) return;
+    if (n.type === "BreakStatement" && (n.label ? labels.includes(n.label.name) : !nested)) {
+      found = true;
+      return;
+    }
+    const inner = nested || t.isLoop(n) || n.type === "SwitchStatement";
+    for (const c of childNodes(n)) visit(c, inner);
+  };
+  visit(body, false);
+  return found;
+}
+
+/**
+ * Whether control can reach the end of a function body (it then returns undefined): no
+ * statement of the body always exits, and none is an endless loop without a `break`.
+ */
+export function endReachable(body: readonly t.Statement[]): boolean {
+  for (const s of body) {
+    if (alwaysExits(s)) return false;
+    let loop: t.Statement = s;
+    const labels: string[] = [];
+    while (loop.type === "LabeledStatement") {
+      labels.push(loop.label.name);
+      loop = loop.body;
+    }
+    if (isEndless(loop) && !breaksOut((loop as t.Loop).body, labels)) return false;
+  }
+  return true;
 }
 
 interface FinallyContext {
@@ -468,14 +515,19 @@ export class Lowering implements LoopLowering {
       r = this.lowerList(original.body);
     }
     let stmts = r.out;
+    let returns: LoweringResult["returns"] = null;
     if (this.ret) {
+      // (reading the flag when the end is reachable keeps it live: staged constructs carry it)
+      const reachable = endReachable(original.body);
+      const final = t.returnStatement(reachable ? t.sequenceExpression([t.identifier(this.ret.name), t.identifier(this.retval)]) : t.identifier(this.retval));
       stmts = [
         t.variableDeclaration("let", [t.variableDeclarator(t.identifier(this.ret.name), t.booleanLiteral(false)), t.variableDeclarator(t.identifier(this.retval))]),
         ...stmts,
-        t.returnStatement(t.identifier(this.retval)),
+        final,
       ];
+      returns = { flag: this.ret.name, value: this.retval, final, endReachable: reachable };
     }
     body.body = stmts;
-    return { nativeIfs: this.nativeIfs, forOfExit: this.forOfExit, loweredReturns: !!this.ret, tdzHoisted: this.tdzHoisted };
+    return { nativeIfs: this.nativeIfs, forOfExit: this.forOfExit, loweredReturns: !!this.ret, tdzHoisted: this.tdzHoisted, returns };
   }
 }
