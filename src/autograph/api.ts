@@ -18,11 +18,12 @@ import { setStageConverter } from "../staging/stage.js";
 import { fileURLToPath } from "node:url";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { ag, getConverted, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
+import { ag, getConverted, isConvertedTwin, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
 import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
 import { ConversionError } from "./transform/errors.js";
 import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.js";
-import { inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
+import { closureValues, inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
+import { constantBindings } from "./transform/bindings.js";
 import { formatLocation } from "../core/errors.js";
 
 type AnyFunction = (...args: any[]) => any;
@@ -46,8 +47,10 @@ interface Conversion {
   /** Executable code (original line numbers kept) and its source map. */
   code: string;
   map: RawSourceMap | null;
-  /** Free variables that are neither globals nor the operators. */
+  /** Free variables that are neither globals nor the operators, nor resolved. */
   free: string[];
+  /** Values of the free variables bound to bindings that never change (imports, consts...). */
+  resolved: Record<string, unknown>;
   lexical: string[];
   strict: boolean;
   pretty?: string;
@@ -132,6 +135,30 @@ function readFileText(file: string): string | undefined {
   }
 }
 
+/**
+ * The values of free variables bound to bindings that never change (imports, consts, and
+ * declarations never reassigned), read from the function's closure: so that a function of an
+ * ordinary module using `sc` or its imports converts at run time without a `scope`. A `let`
+ * or `const` still in its TDZ reads as undefined: it is left unresolved.
+ */
+function resolveConstants(fn: AnyFunction, site: FunctionSite | null, names: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (names.length === 0 || !site?.scriptSource) return out;
+  const constant = constantBindings(site.scriptSource, site.line, site.column, names);
+  if (constant.length === 0) return out;
+  const values = closureValues(
+    fn,
+    constant.map((b) => b.name),
+  );
+  for (const b of constant) {
+    if (!values.has(b.name)) continue;
+    const v = values.get(b.name);
+    if (v === undefined && (b.kind === "let" || b.kind === "const" || b.kind === "local" || b.kind === "module")) continue;
+    out[b.name] = v;
+  }
+  return out;
+}
+
 /** Converts fn's source (cached); throws ConversionError for what the transform cannot handle. */
 function convert(fn: AnyFunction): Conversion {
   const cached = conversions.get(fn);
@@ -157,7 +184,9 @@ function convert(fn: AnyFunction): Conversion {
       outerNames: [],
       strict: isStrict(fn),
     });
-    const free = [...result.freeNames].filter((n) => !isGlobalName(n, closureNames)).sort();
+    const unresolved = [...result.freeNames].filter((n) => !isGlobalName(n, closureNames)).sort();
+    const resolved = resolveConstants(fn, site, unresolved);
+    const free = unresolved.filter((n) => !Object.prototype.hasOwnProperty.call(resolved, n));
     const conv: Conversion = {
       fn,
       source,
@@ -166,6 +195,7 @@ function convert(fn: AnyFunction): Conversion {
       code: result.code,
       map: result.map,
       free,
+      resolved,
       lexical: [...result.lexicalThisLike].sort(),
       strict: isStrict(fn),
     };
@@ -209,6 +239,7 @@ function instantiate(conv: Conversion, scope: Record<string, unknown>): AnyFunct
   const agName = conv.result.agName;
   const values: Record<string, unknown> = {};
   for (const h of Object.keys(TRANSPILER_HELPERS)) if (conv.result.freeNames.has(h)) values[h] = TRANSPILER_HELPERS[h];
+  for (const k of Object.keys(conv.resolved)) values[k] = conv.resolved[k];
   for (const k of Object.keys(scope)) if (conv.result.freeNames.has(k)) values[k] = scope[k];
   const names = Object.keys(values).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k) && k !== agName);
   const factory = new Function(...names, agName, functionBody(conv)) as (...a: unknown[]) => AnyFunction;
@@ -231,7 +262,7 @@ const scoped = new WeakMap<AnyFunction, WeakMap<object, AnyFunction>>();
 
 function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions = {}): F {
   if (typeof fn !== "function") throw new TypeError(`sc.autograph expects a function, got ${fn === null ? "null" : typeof fn}`);
-  if (made.has(fn)) return fn;
+  if (made.has(fn) || isConvertedTwin(fn)) return fn;
   const twin = getConverted(fn);
   if (twin) return twin;
   // Async functions and generators are left as they are (as the loader leaves them): their
@@ -265,6 +296,8 @@ function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions =
 function toSource(fn: AnyFunction): string {
   if (typeof fn !== "function") throw new TypeError(`sc.autograph.toSource expects a function, got ${typeof fn}`);
   const original = madeFrom.get(fn) ?? fn;
+  // A twin made at load time (loader, Babel plugin) is the generated code itself.
+  if (isConvertedTwin(original) && !made.has(original)) return Function.prototype.toString.call(original);
   const twin = getConverted(original);
   // A twin made at load time (loader, Babel plugin) is the generated code itself.
   if (twin && !made.has(twin)) return Function.prototype.toString.call(twin);
@@ -295,7 +328,18 @@ export interface StageConversion<F> {
   note?: string;
 }
 
-const stageNotes = new WeakSet<AnyFunction>();
+/** Notes said, by source location (or by function when it has none). */
+const stageNotes = {
+  at: new Set<string>(),
+  fns: new WeakSet<AnyFunction>(),
+  has(k: AnyFunction | string): boolean {
+    return typeof k === "string" ? this.at.has(k) : this.fns.has(k);
+  },
+  add(k: AnyFunction | string): void {
+    if (typeof k === "string") this.at.add(k);
+    else this.fns.add(k);
+  },
+};
 const stageCache = new WeakMap<AnyFunction, AnyFunction>();
 
 function needsConversion(conv: Conversion): boolean {
@@ -309,7 +353,7 @@ function needsConversion(conv: Conversion): boolean {
  * Generators and async functions cannot be staged: an error says so.
  */
 export function convertForStage<F extends AnyFunction>(fn: F): StageConversion<F> {
-  if (made.has(fn)) return { fn };
+  if (made.has(fn) || isConvertedTwin(fn)) return { fn };
   const twin = getConverted(fn);
   if (twin) return { fn: twin };
   const cached = stageCache.get(fn);
@@ -321,18 +365,23 @@ export function convertForStage<F extends AnyFunction>(fn: F): StageConversion<F
   }
   const src = Function.prototype.toString.call(fn);
   if (isNativeSource(src) || isClassSource(src)) return { fn };
+  // Stagecraft's own functions (sc.grad(f), a staged function) are staged as they are.
+  if (isOwnFunction(fn)) return { fn };
   let conv: Conversion;
   try {
     conv = convert(fn);
   } catch (e) {
     if (!(e instanceof ConversionError)) throw e;
-    if (stageNotes.has(fn)) return { fn };
-    stageNotes.add(fn);
+    const key = noteKey(fn, null);
+    if (stageNotes.has(key)) return { fn };
+    stageNotes.add(key);
     return { fn, note: `stagecraft: ${displayName(fn)} is staged by tracing, without AutoGraph: ${e.message}` };
   }
   if (conv.free.length > 0 || conv.lexical.length > 0) {
-    if (!needsConversion(conv) || stageNotes.has(fn)) return { fn };
-    stageNotes.add(fn);
+    // Said once per source location, and only about the user's own code (not a dependency's).
+    const key = noteKey(fn, conv.site);
+    if (!needsConversion(conv) || stageNotes.has(key) || (conv.site && isLibraryFile(conv.site.file, LIB_ROOT))) return { fn };
+    stageNotes.add(key);
     const err = freeVariableError(conv, conv.free, conv.lexical, "sc.stage");
     return {
       fn,
@@ -347,6 +396,30 @@ export function convertForStage<F extends AnyFunction>(fn: F): StageConversion<F
   return { fn: out as F };
 }
 
+/** What a note is said once for: the function's source location (closures made again share it), else the function. */
+function noteKey(fn: AnyFunction, site: FunctionSite | null): AnyFunction | string {
+  const s = site ?? conversionSite(fn);
+  return s ? `${s.file}:${s.line}:${s.column}` : fn;
+}
+
+function conversionSite(fn: AnyFunction): FunctionSite | null {
+  const c = conversions.get(fn);
+  return c && !(c instanceof ConversionError) ? c.site : null;
+}
+
+const ownVerdicts = new WeakMap<AnyFunction, boolean>();
+
+/** Whether a function is defined in Stagecraft's own sources (by the inspector; cached). */
+function isOwnFunction(f: AnyFunction): boolean {
+  let v = ownVerdicts.get(f);
+  if (v === undefined) {
+    const site = isNativeSource(Function.prototype.toString.call(f)) ? null : locateFunction(f);
+    v = !!site && site.file.startsWith(LIB_ROOT + path.sep);
+    ownVerdicts.set(f, v);
+  }
+  return v;
+}
+
 // ---------------------------------------------------------------------------------------------
 // the on-demand converter for ag.call
 
@@ -357,16 +430,16 @@ const MAX_TEXT_VERDICTS = 2000;
 
 /**
  * A cheap first look at a callee's source (cached by text, since closures made again and again
- * share it): false when it has nothing to convert or uses variables that cannot be globals.
+ * share it): false when it has nothing to convert (its free variables are looked at later: the
+ * ones bound to bindings that never change are resolved).
  */
 function worthConverting(text: string): boolean {
   const cached = textVerdicts.get(text);
   if (cached !== undefined) return cached;
   let verdict = false;
   try {
-    const r = convertFunctionSource(text, { filename: "<callee>" });
-    const free = [...r.freeNames].filter((n) => !isGlobalName(n, null));
-    verdict = free.length === 0 && r.lexicalThisLike.size === 0 && [...r.features].some((f) => f !== "call");
+    const r = convertFunctionSource(text, { filename: "<callee>", nativeCopies: false });
+    verdict = r.lexicalThisLike.size === 0 && [...r.features].some((f) => f !== "call");
   } catch {
     verdict = false;
   }
@@ -414,10 +487,6 @@ function convertCallee(fn: AnyFunction): AnyFunction | null {
 setConverter(convertCallee);
 
 /** Stagecraft's own functions (their callbacks are converted when converted code calls them). */
-setLibraryCheck((f) => {
-  if (isNativeSource(Function.prototype.toString.call(f))) return false;
-  const site = locateFunction(f);
-  return !!site && site.file.startsWith(LIB_ROOT + path.sep);
-});
+setLibraryCheck(isOwnFunction);
 
 setStageConverter((fn) => convertForStage(fn));

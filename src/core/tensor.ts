@@ -10,6 +10,7 @@ import { type Shape, sizeOf, fmtShape, checkShape } from "./shape.js";
 import { DtypeError, ShapeError, StagecraftError, ValueError } from "./errors.js";
 import { formatTensor } from "./format.js";
 import { currentDevice } from "./device.js";
+import { isTracing } from "./context.js";
 
 let nextId = 1;
 
@@ -124,7 +125,10 @@ export class Tensor {
       `a ${this.isSymbolic ? "symbolic " : ""}${this.dtype}${fmtShape(this.shape)} tensor was converted to a JavaScript ${hint === "number" ? "number" : "primitive"} by ${COERCIONS[hint] ?? COERCIONS.number}, ` +
         `which would give NaN or a constant: JavaScript operators do not compute on tensors. Convert the function with AutoGraph (sc.stage, sc.autograph, ` +
         `or run with \`node --import stagecraft/register\`) so operators and control flow work on tensors, use the tensor's methods (t.greater(0), t.neg()), ` +
-        `or read a value with t.item()${hint === "default" ? " (for text, use `${t}` or t.toString())" : ""}`,
+        `or read a value with t.item()${hint === "default" ? " (for text, use `${t}` or t.toString())" : ""}` +
+        (isTracing()
+          ? `. (While staging: if this function was given to a Stagecraft function outside converted code, as in sc.stage(sc.grad(f)) in plain code, give it converted: sc.grad(sc.autograph(f)).)`
+          : ""),
     );
   }
 }

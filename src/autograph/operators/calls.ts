@@ -42,6 +42,11 @@ export function getConverted<F extends AnyFunction>(fn: F): F | undefined {
   return twins.get(fn) as F | undefined;
 }
 
+/** Whether `fn` is a converted twin (registered for some original). */
+export function isConvertedTwin(fn: AnyFunction): boolean {
+  return isTwin.has(fn);
+}
+
 /** Installs the on-demand converter used by `ag.call` for functions without a twin (null removes it). */
 export function setConverter(c: Converter | null): void {
   converter = c;
@@ -214,7 +219,8 @@ function hasSymbolicTensor(x: unknown): boolean {
  */
 function invoke(g: AnyFunction, thisArg: unknown, args: readonly unknown[], original: AnyFunction): unknown {
   const h = currentHandler();
-  if (!(h instanceof TraceContext)) return Reflect.apply(g, thisArg, args);
+  // A staged function (and the library's own) handles its own recursion.
+  if (!(h instanceof TraceContext) || library.has(g) || Object.prototype.hasOwnProperty.call(g, "stagedName")) return Reflect.apply(g, thisArg, args);
   if ((activeCalls.get(g) ?? 0) > 0 && thisArg === undefined && args.some(hasSymbolicTensor)) {
     let staged = stagedVersions.get(g);
     if (!staged) stagedVersions.set(g, (staged = stage(g, { name: original.name || "recursive", autograph: false }) as (...a: unknown[]) => unknown));
