@@ -14,7 +14,9 @@ import * as stagingHost from "../../staging/host.js";
 import { stage } from "../../staging/stage.js";
 import { currentHandler, isTracing } from "../../core/context.js";
 import { TraceContext } from "../../staging/trace-context.js";
-import { AutoGraphError, TensorList, describeValue, readIfVariable } from "./state.js";
+import { AutoGraphError, TensorList, describeValue, isWeak, markWeak, readIfVariable, weakOperands } from "./state.js";
+import { DEFAULT_FLOAT, isFloat } from "../../core/dtype.js";
+import { cast } from "../../ops/cast.js";
 import { concreteTruth } from "./logical.js";
 import { print } from "./logging.js";
 import { math } from "./math.js";
@@ -256,7 +258,29 @@ export function call(f: unknown, thisArg: unknown, args: readonly unknown[]): un
   const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
   const list = g === f && convertsCallbacks(g, args) ? convertedCallbacks(g, args) : args;
   if (!isTracing()) return Reflect.apply(g, thisArg, list);
-  return invoke(g, thisArg, list, f as AnyFunction);
+  // (weak tensors, standing for JS numbers, exist only while staging)
+  const weak = g === f && (library.has(g) || isLibraryFunction(g)) ? weakLibraryArgs(thisArg, list) : null;
+  return weak ? invoke(g, weak[0], weak.slice(1), f as AnyFunction) : invoke(g, thisArg, list, f as AnyFunction);
+}
+
+/**
+ * A Stagecraft function given weak tensors (JS numbers a staged construct carried) gets them as
+ * it would get the JS numbers: meeting strongly typed tensors (the receiver or other arguments)
+ * they take the dtype the number would (`x.mul(j * 0.1)` stays float32 for a float32 x); alone,
+ * a weak float becomes DEFAULT_FLOAT as a JS number would. Null when there is none.
+ */
+function weakLibraryArgs(thisArg: unknown, args: readonly unknown[]): unknown[] | null {
+  const all = [thisArg, ...args];
+  // Only weak floats: a weak integer may be an index (and meets a float tensor as one anyway).
+  const isWeakFloat = (a: unknown): boolean => a instanceof Tensor && isWeak(a) && isFloat(a.dtype);
+  if (!all.some(isWeakFloat)) return null;
+  const strong = all.some((a) => a instanceof Tensor && !isWeak(a));
+  const adjusted = strong ? weakOperands(all) : all;
+  return all.map((a, i) => {
+    if (!isWeakFloat(a)) return a;
+    const b = adjusted[i] as Tensor;
+    return markWeak(strong || b.dtype === DEFAULT_FLOAT ? b : cast(b, DEFAULT_FLOAT));
+  });
 }
 
 const FN_CALL = Function.prototype.call;

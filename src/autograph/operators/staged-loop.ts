@@ -8,7 +8,7 @@
 import { Tensor } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";
 import { fmtShape, hasUnknownDims, shapesEqual } from "../../core/shape.js";
-import { promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
+import { isFloat, promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
 import { whileLoop } from "../../staging/control-flow.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
@@ -104,6 +104,8 @@ class ZeroFill {
   constructor(
     readonly dtype: DType,
     readonly shape: readonly number[],
+    /** Stands for a JS number (weakly typed), as the value the body gave does. */
+    readonly weak: boolean,
   ) {}
 }
 
@@ -114,7 +116,7 @@ function zeroFilled(s: Snap): Snap | null {
     if (!isTensorLike(v)) return { kind: "leaf", value: v };
     const dtype = v instanceof Tensor ? v.dtype : dtypeOfNumber(v);
     const shape = v instanceof Tensor ? v.shape : [];
-    return hasUnknownDims(shape) ? null : { kind: "leaf", value: new ZeroFill(dtype, shape) };
+    return hasUnknownDims(shape) ? null : { kind: "leaf", value: new ZeroFill(dtype, shape, !(v instanceof Tensor) || isWeak(v)) };
   }
   if (s.kind === "list") return null;
   const items: Snap[] = [];
@@ -132,8 +134,8 @@ interface Override {
   shape?: readonly number[];
   /** A Variable leaf the body replaces: carry its value. */
   asVar?: boolean;
-  /** A generated name with no value before the loop: start from zeros of this type. */
-  zeros?: { dtype: DType; shape: readonly number[] };
+  /** A generated name with no value before the loop: start from zeros of this type (weak: a JS number's). */
+  zeros?: { dtype: DType; shape: readonly number[]; weak: boolean };
 }
 
 type Plan =
@@ -152,8 +154,9 @@ function planLeaf(l: LeafRef, ov: Override | undefined, opts: LoopOptions): Plan
     const invariant = invariantOf(src);
     return { kind: "var", init, dtype: init.dtype, shape: invariant ? invariant.map((d) => (d === null ? -1 : d)) : init.shape, invariant, fromNumber, ov };
   };
-  if (ov?.zeros) return tensorPlan(full([...ov.zeros.shape], 0, ov.zeros.dtype), false, undefined);
-  if (v instanceof ZeroFill) return tensorPlan(full([...v.shape], 0, v.dtype), false, undefined);
+  // (a weak start may still change dtype or shape as a JS number would: ov.dtype / ov.shape)
+  if (ov?.zeros) return tensorPlan(full([...(ov.shape ?? ov.zeros.shape)], 0, ov.dtype ?? ov.zeros.dtype), ov.zeros.weak, undefined);
+  if (v instanceof ZeroFill) return tensorPlan(full([...(ov?.shape ?? v.shape)], 0, ov?.dtype ?? v.dtype), v.weak, undefined);
   if (v instanceof Variable) return ov?.asVar ? tensorPlan(v.read(), false, v) : { kind: "fixed", orig: v };
   if (v instanceof Tensor && isWeak(v)) {
     // A tensor standing for a JS number: its dtype and shape may follow what the body gives.
@@ -320,7 +323,7 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
             const t = out instanceof Tensor ? out : null;
             const dtype = t ? t.dtype : dtypeOfNumber(out as number | boolean);
             const shape = t ? t.shape : [];
-            if (!hasUnknownDims(shape)) throw new RetryLoop(l.path, { zeros: { dtype, shape } });
+            if (!hasUnknownDims(shape)) throw new RetryLoop(l.path, { zeros: { dtype, shape, weak: !t || isWeak(t) } });
           }
           throw new AutoGraphError(`${subjectOf(l.path)} is first assigned inside ${where} and used after it; assign it before the loop`, loc);
         }
@@ -336,7 +339,14 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
       let t: Tensor;
       if (out instanceof Tensor) t = readIfVariable(out) as Tensor;
       else {
-        const d = typeof out === "boolean" ? (p.dtype === "bool" ? "bool" : p.dtype) : weakScalarDtype(out, p.dtype);
+        // A JS number meets the loop variable's dtype; if that stands for a JS number too, the
+        // two combine as JS numbers do (a fraction makes float64, not float32).
+        const d =
+          typeof out === "boolean"
+            ? p.dtype
+            : p.fromNumber && !isFloat(p.dtype) && !(Number.isInteger(out) && Math.abs(out) < 2 ** 31)
+              ? "float64"
+              : weakScalarDtype(out, p.dtype);
         t = p.shape.length > 0 && !hasUnknownDims(p.shape) ? full([...p.shape], Number(out), d) : scalarOf(Number(out), d);
       }
       const dtypeOk = t.dtype === p.dtype;

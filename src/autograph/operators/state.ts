@@ -11,7 +11,7 @@ import { Tensor } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";
 import { currentHandler } from "../../core/context.js";
 import { fmtShape, hasUnknownDims } from "../../core/shape.js";
-import type { DType } from "../../core/dtype.js";
+import { promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
 import { full } from "../../ops/fill.js";
 import { DtypeError, ShapeError } from "../../core/errors.js";
 import { scalarOf } from "../../ops/convert.js";
@@ -163,10 +163,14 @@ export function describeValue(x: unknown): string {
   return String(x);
 }
 
-/** Integers that fit int32 become int32 tensors; other JS numbers float32. */
-export function dtypeOfNumber(v: number | boolean): "bool" | "int32" | "float32" {
+/**
+ * The dtype of the weakly typed tensor a JS number becomes when staged control flow carries it:
+ * integers that fit int32 are int32; other numbers float64 (a JS number's own precision, so
+ * `j * 0.1` is not rounded to float32 before it meets a tensor).
+ */
+export function dtypeOfNumber(v: number | boolean): "bool" | "int32" | "float64" {
   if (typeof v === "boolean") return "bool";
-  return Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? "int32" : "float32";
+  return Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? "int32" : "float64";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -191,6 +195,33 @@ export function isWeak(x: unknown): boolean {
 /** A JS number/boolean or a weak tensor. */
 export function isWeakOperand(x: unknown): boolean {
   return typeof x === "number" || typeof x === "boolean" || (x instanceof Tensor && weak.has(x));
+}
+
+/** The dtype a weak tensor takes where a strong dtype meets it: the one its JS number would take. */
+export function weakTensorDtype(w: Tensor, strong: DType): DType {
+  const sample = w.dtype === "bool" ? true : isFloatDtype(w.dtype) ? 0.5 : 1;
+  return promoteTypes(strong, weakScalarDtype(sample, strong));
+}
+
+function isFloatDtype(d: DType): boolean {
+  return d === "float32" || d === "float64";
+}
+
+/**
+ * Operands as JavaScript numbers would meet them: a weak tensor meeting a strongly typed tensor
+ * is cast to the dtype its JS number would take there (float64 `j * 0.1` meeting a float32
+ * tensor becomes float32, as the JS number would). Other operands are unchanged.
+ */
+export function weakOperands(args: readonly unknown[]): unknown[] {
+  let strong: DType | null = null;
+  for (const a of args) if (a instanceof Tensor && !weak.has(a)) strong = strong === null ? a.dtype : promoteTypes(strong, a.dtype);
+  if (strong === null) return [...args];
+  const d = strong;
+  return args.map((a) => {
+    if (!(a instanceof Tensor) || !weak.has(a)) return a;
+    const to = weakTensorDtype(a, d);
+    return a.dtype === to ? a : cast(a, to);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -448,17 +479,18 @@ export function sameStructure(a: Snap, b: Snap): boolean {
 export function structureDifference(a: Snap, b: Snap, path: string): string {
   const what = (s: Snap) =>
     s.kind === "leaf" ? describeValue(s.value) : s.kind === "array" ? `an array of length ${s.items.length}` : s.kind === "list" ? "a tensor list" : `an object with keys {${s.keys.join(", ")}}`;
-  if (a.kind !== b.kind || a.kind === "leaf" || a.kind === "list") return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+  const shown = (p: string) => (isGeneratedName(p) ? subjectOf(p) : p);
+  if (a.kind !== b.kind || a.kind === "leaf" || a.kind === "list") return `${shown(path)} is ${what(a)} in one and ${what(b)} in the other`;
   if (a.kind === "array") {
     const bb = b as ArraySnap;
-    if (a.items.length !== bb.items.length) return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+    if (a.items.length !== bb.items.length) return `${shown(path)} is ${what(a)} in one and ${what(b)} in the other`;
     for (let i = 0; i < a.items.length; i++) if (!sameStructure(a.items[i]!, bb.items[i]!)) return structureDifference(a.items[i]!, bb.items[i]!, `${path}[${i}]`);
   } else {
     const bb = b as ObjectSnap;
-    if (a.keys.length !== bb.keys.length || a.keys.some((k, i) => bb.keys[i] !== k)) return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+    if (a.keys.length !== bb.keys.length || a.keys.some((k, i) => bb.keys[i] !== k)) return `${shown(path)} is ${what(a)} in one and ${what(b)} in the other`;
     for (let i = 0; i < a.items.length; i++) if (!sameStructure(a.items[i]!, bb.items[i]!)) return structureDifference(a.items[i]!, bb.items[i]!, `${path}.${a.keys[i]}`);
   }
-  return `${path} differs`;
+  return `${shown(path)} differs`;
 }
 
 export type GetState = () => unknown[];
