@@ -38,6 +38,7 @@ import {
   TensorList,
 } from "./state.js";
 import { concreteTruth } from "./logical.js";
+import { call, registerConverted } from "./calls.js";
 
 
 /** How a staged conditional names its values in messages. */
@@ -48,6 +49,8 @@ interface CondSite {
   /** True for state variables (messages say "variable x"), false for expression values. */
   isState: boolean;
   labels: readonly string[];
+  /** The staged predicate (set by stagedCond). */
+  pred?: Tensor;
 }
 
 /** A leaf filled with zeros of the other branch's type (generated names only). */
@@ -92,6 +95,7 @@ function mergeLeaf(x: unknown, y: unknown, path: string, name: string, site: Con
     carried.push({ a: x, b: y, path });
     return { kind: "out", index: carried.length - 1 };
   }
+  if (typeof x === "function" && typeof y === "function" && site.pred) return { kind: "value", value: chosenFunction(site.pred, x as Fn, y as Fn, site) };
   if (x === RETURNED_UNDEFINED || y === RETURNED_UNDEFINED) {
     throw new AutoGraphError(
       `this function returns undefined in one branch of ${site.construct}${at(site.loc)} and ${describeValue(x === RETURNED_UNDEFINED ? y : x)} in the other; ` +
@@ -107,6 +111,24 @@ function mergeLeaf(x: unknown, y: unknown, path: string, name: string, site: Con
 }
 
 const UNDEF_SNAP: Snap = { kind: "leaf", value: undefined };
+
+type Fn = (...args: any[]) => any;
+
+/**
+ * A staged conditional that chooses between two functions (`const f = x > 0 ? g : h`): a
+ * function that, called while the graph is traced, stages a conditional of the two calls on the
+ * same predicate (`f(v)` is `cond(pred, () => g(v), () => h(v))`), as Myia closure-converts a
+ * choice of closures. Called after the trace, it is an error (its predicate is symbolic).
+ */
+function chosenFunction(pred: Tensor, a: Fn, b: Fn, site: CondSite): Fn {
+  const label = `the value of the function chosen by ${site.construct}${at(site.loc)}`;
+  const chosen = function (this: unknown, ...args: unknown[]): unknown {
+    return condValues(pred, () => call(a, this, args), () => call(b, this, args), "call of a function chosen by a staged condition", label, site.loc);
+  };
+  // (converted code calls it as it is)
+  registerConverted(chosen, chosen);
+  return chosen;
+}
 
 function mergeSnap(a: Snap, b: Snap, path: string, name: string, site: CondSite, carried: Carried[]): MNode {
   if (a.kind === "leaf" && b.kind === "leaf") return mergeLeaf(a.value, b.value, path, name, site, carried);
@@ -237,9 +259,10 @@ export function stagedCond(ctx: TraceContext, pred: Tensor, thenFn: () => unknow
     const ts = withoutRecorders(null, () => withHandler(tctx, () => thenFn().map((v) => snapshot(v))));
     const es = withoutRecorders(null, () => withHandler(ectx, () => elseFn().map((v) => snapshot(v))));
     const carried: Carried[] = [];
+    const withPred = { ...site, pred };
     const merged = ts.map((s, i) => {
       const name = site.labels[i] ?? `value ${i}`;
-      return mergeSnap(s, es[i] ?? UNDEF_SNAP, name, name, site, carried);
+      return mergeSnap(s, es[i] ?? UNDEF_SNAP, name, name, withPred, carried);
     });
     const thenOuts: Tensor[] = [];
     const elseOuts: Tensor[] = [];

@@ -8,14 +8,19 @@
 import { Tensor } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";
 import { fmtShape, hasUnknownDims, shapesEqual } from "../../core/shape.js";
-import { isFloat, promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
+import { isFloat, weakScalarDtype, type DType } from "../../core/dtype.js";
 import { whileLoop } from "../../staging/control-flow.js";
+import { add } from "../../ops/binary.js";
+import { equal } from "../../ops/compare.js";
+import { assertOrThrow } from "./logging.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
 import { full } from "../../ops/fill.js";
 import { broadcastTo, stack } from "../../ops/shape.js";
 import {
   AutoGraphError,
+  asElement,
+  listType,
   at,
   describeValue,
   dtypeOfNumber,
@@ -54,35 +59,16 @@ class RetryLoop {
     readonly replaceVar?: { index: number; snap: Snap },
     /** An array the body appends to: it becomes a tensor list of these elements. */
     readonly toList?: { index: number; dtype: DType; elementShape: readonly number[] },
+    /**
+     * The retry gives a variable (or an object's new key) its first value from the body: after
+     * the loop, a staged check that the loop ran at least once (else it would have no value).
+     */
+    readonly mustRun = false,
   ) {}
 }
 
 /** Tensors a loop made by stacking a tensor list (an enclosing loop turns that array into a list too). */
 const stackedLists = new WeakSet<Tensor>();
-
-/** The element type of the values appended to an array in a loop body, or null if they cannot form a list. */
-function listElementType(appended: readonly Snap[]): { dtype: DType; elementShape: readonly number[] } | null {
-  if (appended.length === 0) return null;
-  let strong: DType | null = null;
-  let weakD: DType | null = null;
-  let shape: readonly number[] | null = null;
-  for (const it of appended) {
-    if (it.kind !== "leaf" || !isTensorLike(it.value)) return null;
-    const v = it.value;
-    const s = v instanceof Tensor ? v.shape : [];
-    if (shape === null) shape = s;
-    else if (shape.length !== s.length) return null;
-    else shape = shape.map((d, j) => (d === s[j] ? d : -1));
-    if (v instanceof Tensor && !isWeak(v)) {
-      if (strong !== null && strong !== v.dtype) return null;
-      strong = v.dtype;
-    } else {
-      const d = v instanceof Tensor ? v.dtype : dtypeOfNumber(v as number | boolean);
-      weakD = weakD === null ? d : promoteTypes(weakD, d);
-    }
-  }
-  return { dtype: strong ?? weakD ?? "float32", elementShape: shape ?? [] };
-}
 
 /** A list's starting buffer: the array's current elements, stacked (or an empty buffer). */
 function listBuffer(prefix: readonly unknown[], dtype: DType, elementShape: readonly number[], name: string, where: string, loc: string | null | undefined): Tensor {
@@ -91,12 +77,13 @@ function listBuffer(prefix: readonly unknown[], dtype: DType, elementShape: read
     if (!b) throw new AutoGraphError(`${subjectOf(name)} is appended to inside ${where} with elements of partly unknown shape ${fmtShape(elementShape)}; give it a first element before the loop`, loc);
     return b;
   }
-  const items = prefix.map((v, k) => {
-    if (!isTensorLike(v)) throw new AutoGraphError(`${subjectOf(name)} is appended to inside ${where}, so it becomes a tensor list, but its element ${k} is ${describeValue(v)}`, loc);
-    const t = v instanceof Tensor ? (readIfVariable(v) as Tensor) : scalarOf(Number(v), dtype);
-    return t.dtype === dtype ? t : cast(t, dtype);
+  prefix.forEach((v, k) => {
+    if (!listType([v])) throw new AutoGraphError(`${subjectOf(name)} is changed inside ${where} as a list, so it becomes a tensor list, but its element ${k} is ${describeValue(v)}`, loc);
   });
-  return stack(items, 0);
+  return stack(
+    prefix.map((v) => asElement(v, dtype)),
+    0,
+  );
 }
 
 /** A loop-variable start of zeros (generated names whose first value comes from the body). */
@@ -203,15 +190,22 @@ export function stagedWhile(loop: StagedLoop): void {
   const snaps = init.map((v) => snapshot(v));
   const overrides = new Map<string, Override>();
   const toStack = new Set<number>();
+  /** Variables whose value comes from the body only (checked, when the graph runs, that the loop ran). */
+  const mustRun: string[] = [];
   for (let attempt = 0; ; attempt++) {
     const leaves: LeafRef[] = [];
     snaps.forEach((s, i) => leavesOf(s, names[i] ?? `state[${i}]`, undefined, leaves));
     try {
-      stagedWhileAttempt(loop, snaps, leaves, overrides);
+      stagedWhileAttempt(loop, snaps, leaves, overrides, mustRun);
       break;
     } catch (e) {
       if (!(e instanceof RetryLoop) || attempt > leaves.length + 8) throw e;
-      if (e.replaceVar) snaps[e.replaceVar.index] = e.replaceVar.snap;
+      if (e.mustRun && !mustRun.includes(e.path)) mustRun.push(e.path);
+      if (e.replaceVar) {
+        snaps[e.replaceVar.index] = e.replaceVar.snap;
+        // (an object that gains keys is written now: its new keys hold the zeros the loop starts from)
+        restore(e.replaceVar.snap);
+      }
       else if (e.toList) {
         const { index, dtype, elementShape } = e.toList;
         const name = names[index] ?? `state[${index}]`;
@@ -248,7 +242,43 @@ export function stagedWhile(loop: StagedLoop): void {
   }
 }
 
-function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], overrides: Map<string, Override>): void {
+/**
+ * An object the loop body gives new keys (`o.b = v` inside the loop): its snapshot with the new
+ * keys starting from zeros of the body's values (objects nested in it likewise), or null when
+ * the change is of another kind (a key removed, an array's length, a value's type).
+ */
+function grownObject(before: Snap, after: Snap): Snap | null {
+  if (sameStructure(before, after)) return before;
+  if (before.kind === "object" && after.kind === "object" && after.orig === before.orig && before.keys.every((k) => after.keys.includes(k))) {
+    const keys = [...before.keys];
+    const items: Snap[] = [];
+    for (let j = 0; j < before.keys.length; j++) {
+      const g = grownObject(before.items[j]!, after.items[after.keys.indexOf(before.keys[j]!)]!);
+      if (!g) return null;
+      items.push(g);
+    }
+    for (let j = 0; j < after.keys.length; j++) {
+      if (before.keys.includes(after.keys[j]!)) continue;
+      const z = zeroFilled(after.items[j]!);
+      if (!z) return null;
+      keys.push(after.keys[j]!);
+      items.push(z);
+    }
+    return { kind: "object", orig: before.orig, keys, items };
+  }
+  if (before.kind === "array" && after.kind === "array" && after.orig === before.orig && before.items.length === after.items.length) {
+    const items: Snap[] = [];
+    for (let j = 0; j < before.items.length; j++) {
+      const g = grownObject(before.items[j]!, after.items[j]!);
+      if (!g) return null;
+      items.push(g);
+    }
+    return { kind: "array", orig: before.orig, items };
+  }
+  return null;
+}
+
+function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], overrides: Map<string, Override>, mustRun: readonly string[]): void {
   const { test, body, getState, setState, names, loc, opts, construct } = loop;
   const plans = leaves.map((l) => planLeaf(l, overrides.get(l.path), opts));
   const vars = plans.filter((p): p is Extract<Plan, { kind: "var" }> => p.kind === "var");
@@ -292,15 +322,23 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
       if (!sameStructure(snaps[i]!, s)) {
         const name = names[i] ?? `state[${i}]`;
         const before = snaps[i]!;
-        if (before.kind === "leaf" && isUndef(before.value) && isGeneratedName(name)) {
+        if (before.kind === "leaf" && isUndef(before.value)) {
+          // First assigned inside the loop: starts from zeros of what the body gives (a user
+          // variable read after the loop: checked that the loop ran).
           const z = zeroFilled(s);
-          if (z) throw new RetryLoop(name, {}, { index: i, snap: z });
+          if (z) throw new RetryLoop(name, {}, { index: i, snap: z }, undefined, !isGeneratedName(name));
         }
+        const grown = grownObject(before, s);
+        if (grown) throw new RetryLoop(name, {}, { index: i, snap: grown }, undefined, true);
         if (before.kind === "array") {
           // An array the body appends to (or that an inner loop turned into a stacked list).
           let elem: { dtype: DType; elementShape: readonly number[] } | null = null;
-          if (s.kind === "array" && s.orig === before.orig && s.items.length > before.items.length) elem = listElementType(s.items.slice(before.items.length));
+          if (s.kind === "array" && s.orig === before.orig && s.items.length > before.items.length) elem = listType(s.items.map(snapValue));
+          // popped: the list's own elements
+          else if (s.kind === "array" && s.orig === before.orig && s.items.length < before.items.length) elem = listType(before.items.map(snapValue));
           else if (s.kind === "leaf" && s.value instanceof Tensor && stackedLists.has(s.value)) elem = { dtype: s.value.dtype, elementShape: s.value.shape.slice(1) };
+          // written at a symbolic index (ag.setItem made the array a tensor list)
+          else if (s.kind === "list") elem = { dtype: s.orig.buffer.dtype, elementShape: s.orig.buffer.shape.slice(1) };
           if (elem) throw new RetryLoop(name, {}, undefined, { index: i, ...elem });
         }
         throw new AutoGraphError(
@@ -324,6 +362,15 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
             const dtype = t ? t.dtype : dtypeOfNumber(out as number | boolean);
             const shape = t ? t.shape : [];
             if (!hasUnknownDims(shape)) throw new RetryLoop(l.path, { zeros: { dtype, shape, weak: !t || isWeak(t) } });
+          }
+          if (isTensorLike(out)) {
+            // A user variable first assigned in the loop and read after it: it starts from zeros,
+            // and the graph checks that the loop ran (as TensorFlow's AutoGraph does).
+            const t = out instanceof Tensor ? out : null;
+            const shape = t ? t.shape : [];
+            if (!hasUnknownDims(shape)) {
+              throw new RetryLoop(l.path, { zeros: { dtype: t ? t.dtype : dtypeOfNumber(out as number | boolean), shape, weak: !t || isWeak(t) } }, undefined, undefined, true);
+            }
           }
           throw new AutoGraphError(`${subjectOf(l.path)} is first assigned inside ${where} and used after it; assign it before the loop`, loc);
         }
@@ -373,9 +420,25 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
   };
 
   const hasInvariants = vars.some((p) => p.invariant);
-  const outs = whileLoop(condFn, bodyFn, vars.map((p) => p.init), {
-    ...(hasInvariants ? { shapeInvariants: vars.map((p) => p.invariant) } : {}),
-    ...(opts.maximumIterations !== undefined ? { maxIterations: opts.maximumIterations } : {}),
-  });
+  // With variables that get their first value in the body: an iteration count, checked after.
+  const counted = mustRun.length > 0;
+  const outs = whileLoop(
+    counted ? (...vs: Tensor[]) => condFn(...vs.slice(0, -1)) : condFn,
+    counted ? (...vs: Tensor[]) => [...bodyFn(...vs.slice(0, -1)), add(vs[vs.length - 1]!, 1)] : bodyFn,
+    [...vars.map((p) => p.init), ...(counted ? [scalarOf(0, "int32")] : [])],
+    {
+      ...(hasInvariants ? { shapeInvariants: [...vars.map((p) => p.invariant), ...(counted ? [null] : [])] } : {}),
+      ...(opts.maximumIterations !== undefined ? { maxIterations: opts.maximumIterations } : {}),
+    },
+  );
+  if (counted) {
+    const what = mustRun.map((p) => subjectOf(p)).join(", ");
+    assertOrThrow(
+      equal(outs[outs.length - 1]!, 0),
+      () => new AutoGraphError(`${what} ${mustRun.length > 1 ? "get their" : "gets its"} first value inside ${where}, which ran zero times, so ${mustRun.length > 1 ? "they have" : "it has"} no value after it`, loc),
+      loc,
+    );
+    outs.pop();
+  }
   write(outs);
 }

@@ -16,7 +16,7 @@ import { full } from "../../ops/fill.js";
 import { DtypeError, ShapeError } from "../../core/errors.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
-import { concat, expandDims, slice, squeeze, unstack } from "../../ops/shape.js";
+import { concat, expandDims, slice, squeeze, stack, unstack } from "../../ops/shape.js";
 import { applyOp1, defineOp } from "../../ops/registry.js";
 import { TraceContext } from "../../staging/trace-context.js";
 
@@ -324,6 +324,7 @@ export class TensorList {
         t = cast(t, d);
       }
     } else if (typeof item === "number" || typeof item === "boolean") t = scalarOf(Number(item), d);
+    else if (Array.isArray(item) && listType(item)) t = asElement(item, d);
     else throw new DtypeError(`cannot push ${describeValue(item)} onto a list of ${d} tensors`, "push");
     if (t.rank !== shape.length || t.shape.some((x, j) => x >= 0 && shape[j]! >= 0 && x !== shape[j])) {
       throw new ShapeError(`cannot push a tensor of shape ${fmtShape(t.shape)} onto a list of elements of shape ${fmtShape(shape)}`, "push");
@@ -340,6 +341,58 @@ export class TensorList {
   toString(): string {
     return `TensorList(${this.current.toString()})`;
   }
+}
+
+/** The type of a list's elements: their dtype and shape; weak when every element stands for JS numbers. */
+export interface ElementType {
+  dtype: DType;
+  elementShape: readonly number[];
+  weak: boolean;
+}
+
+/**
+ * The common type of values as elements of a tensor list, or null when they cannot form one:
+ * tensors, numbers and booleans, and arrays of them (an array element is stacked); strongly
+ * typed dtypes must agree, weak ones (numbers) promote; a dim that differs is unknown (-1).
+ */
+export function listType(values: readonly unknown[]): ElementType | null {
+  if (values.length === 0) return null;
+  let strong: DType | null = null;
+  let weakD: DType | null = null;
+  let shape: readonly number[] | null = null;
+  for (const v of values) {
+    let dtype: DType;
+    let s: readonly number[];
+    let w: boolean;
+    if (v instanceof TensorList) {
+      [dtype, s, w] = [v.buffer.dtype, v.buffer.shape, false];
+    } else if (v instanceof Tensor) {
+      const t = readIfVariable(v) as Tensor;
+      [dtype, s, w] = [t.dtype, t.shape, isWeak(v)];
+    } else if (typeof v === "number" || typeof v === "boolean") {
+      [dtype, s, w] = [dtypeOfNumber(v), [], true];
+    } else if (Array.isArray(v) && Object.getPrototypeOf(v) === Array.prototype) {
+      const inner = listType(v);
+      if (!inner) return null;
+      [dtype, s, w] = [inner.dtype, [v.length, ...inner.elementShape], inner.weak];
+    } else return null;
+    if (shape === null) shape = s;
+    else if (shape.length !== s.length) return null;
+    else shape = shape.map((d, j) => (d === s[j] ? d : -1));
+    if (!w) {
+      if (strong !== null && strong !== dtype) return null;
+      strong = dtype;
+    } else weakD = weakD === null ? dtype : promoteTypes(weakD, dtype);
+  }
+  return { dtype: strong ?? weakD ?? "float32", elementShape: shape ?? [], weak: strong === null };
+}
+
+/** A value (tensor, number, boolean, or array of them) as a list element of this dtype. */
+export function asElement(v: unknown, dtype: DType): Tensor {
+  if (v instanceof TensorList) v = v.buffer;
+  if (Array.isArray(v)) return stack(v.map((x) => asElement(x, dtype)), 0);
+  const t = v instanceof Tensor ? (readIfVariable(v) as Tensor) : scalarOf(Number(v), dtype);
+  return t.dtype === dtype ? t : cast(t, dtype);
 }
 
 /** An empty list of elements of this type (the element shape must be known). */
