@@ -122,6 +122,14 @@ test("bound methods, f.call and f.apply in converted code use the converted func
   );
   assert.deepEqual(items(f(sc.scalar(2))), [20, 20, 20, 20]);
   assert.deepEqual(items(f(sc.scalar(-2))), [2, 2, 2, 2]);
+  // Bound functions made outside converted code, passed as values and called.
+  const boundOutside = obj.scale.bind(obj);
+  const halveAbove = function (this: unknown, a: Any, x: Any) {
+    return x > a ? x / 2 : x;
+  }.bind(null, 1);
+  const staged = sc.stage((x: Any) => [...[x].map(boundOutside), halveAbove(x)]);
+  assert.deepEqual(items(staged(sc.scalar(3))), [30, 1.5]);
+  assert.deepEqual(items(staged(sc.scalar(-3))), [3, -3]);
 });
 
 test("isNaN, isFinite, Number and Boolean called on tensors in converted code compute on the tensor", () => {

@@ -22,7 +22,7 @@ import { ag, getConverted, isConvertedTwin, registerConverted, setConverter, set
 import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
 import { ConversionError } from "./transform/errors.js";
 import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.js";
-import { closureValues, inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
+import { boundParts, closureValues, inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
 import { constantBindings } from "./transform/bindings.js";
 import { formatLocation } from "../core/errors.js";
 
@@ -460,8 +460,23 @@ function shareScope(scope: Record<string, unknown>): void {
   }
 }
 
+/**
+ * A bound function made outside converted code (`obj.m.bind(obj)`): the same binding of its
+ * target's converted twin (the target, `this` and arguments read through the inspector).
+ */
+function convertBound(fn: AnyFunction): AnyFunction | null {
+  const parts = boundParts(fn);
+  if (!parts) return null;
+  const target = parts.target as AnyFunction;
+  const twin = getConverted(target) ?? convertCallee(target);
+  if (!twin || twin === target) return null;
+  if (!getConverted(target)) registerConverted(target, twin);
+  return Reflect.apply(Function.prototype.bind, twin, [parts.thisArg, ...parts.args]) as AnyFunction;
+}
+
 function convertCallee(fn: AnyFunction): AnyFunction | null {
   if (made.has(fn) || kindOf(fn)) return null;
+  if (fn.name.startsWith("bound ") && isNativeSource(Function.prototype.toString.call(fn))) return convertBound(fn);
   const existing = unscoped.get(fn) ?? stageCache.get(fn);
   if (existing) return existing;
   const scope = sharedScopes.get(fn);

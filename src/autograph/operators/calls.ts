@@ -102,7 +102,9 @@ export function resolveCallee<F extends AnyFunction>(f: F): F {
   const standIn = builtinStandIns.get(f);
   if (standIn) return standIn as F;
   if (converter === null || isTwin.has(f) || library.has(f) || unconvertible.has(f)) return f;
-  if (isNativeOrClass(f) || Object.prototype.hasOwnProperty.call(f, "stagedName")) {
+  // (a bound function's source is native; the converter looks through it to its target)
+  const bound = typeof f.name === "string" && f.name.startsWith("bound ");
+  if ((!bound && isNativeOrClass(f)) || Object.prototype.hasOwnProperty.call(f, "stagedName")) {
     unconvertible.add(f);
     return f;
   }
