@@ -366,14 +366,16 @@ test("call / callMethod preserve this, use converted twins and the converter (ca
     assert.deepEqual(ag.call(leaveMe, undefined, [3]), ["plain", 3]);
     ag.call(leaveMe, undefined, [3]);
     assert.deepEqual(converted, [convertMe, leaveMe], "the converter runs once per function");
-    // natives, classes, bound functions and library functions never reach the converter
+    // natives, classes and library functions never reach the converter; a bound function does
+    // (the converter looks through it to its target)
     assert.equal(ag.call(Math.max, undefined, [1, 5]), 5);
     assert.deepEqual(ag.callMethod([3, 1, 2], "sort", []), [1, 2, 3]);
-    assert.equal(ag.call(user.bind(null), undefined, [1]) instanceof Array, true);
+    const boundUser = user.bind(null);
+    assert.equal(ag.call(boundUser, undefined, [1]) instanceof Array, true);
     assert.throws(() => ag.call(class A {}, undefined, []), TypeError);
     ag.call(sc.relu, undefined, [sc.tensor([1])]);
     ag.callMethod(sc.tensor([1]), "add", [1]);
-    assert.deepEqual(converted, [convertMe, leaveMe]);
+    assert.deepEqual(converted, [convertMe, leaveMe, boundUser]);
   } finally {
     ag.setConverter(null);
   }
