@@ -18,7 +18,7 @@ import { setStageConverter } from "../staging/stage.js";
 import { fileURLToPath } from "node:url";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { ag, getConverted, isConvertedTwin, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
+import { ag, getConverted, isConvertedTwin, passArgumentsThrough, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
 import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
 import { ConversionError } from "./transform/errors.js";
 import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.js";
@@ -70,7 +70,7 @@ const ALWAYS_GLOBAL = new Set(["undefined", "NaN", "Infinity", "globalThis", "ev
  * at the top of the module: supplied when a converted function's source uses them.
  */
 const TRANSPILER_HELPERS: Record<string, unknown> = {
-  __name: (target: object, value: string) => Object.defineProperty(target, "name", { value, configurable: true }),
+  __name: passArgumentsThrough((target: object, value: string) => Object.defineProperty(target, "name", { value, configurable: true })),
 };
 
 /**
@@ -160,11 +160,25 @@ function resolveConstants(fn: AnyFunction, site: FunctionSite | null, names: rea
 }
 
 /** Converts fn's source (cached); throws ConversionError for what the transform cannot handle. */
+/**
+ * Conversions of functions that use no free variable at all, by source text: closures made
+ * again and again from one source (one per loop iteration) are converted once, without asking
+ * the inspector each time. (Identical text elsewhere would share its error locations.)
+ */
+const closedConversions = new Map<string, Conversion>();
+const MAX_CLOSED_CONVERSIONS = 2000;
+
 function convert(fn: AnyFunction): Conversion {
   const cached = conversions.get(fn);
   if (cached instanceof ConversionError) throw cached;
   if (cached) return cached;
   const source = Function.prototype.toString.call(fn);
+  const closed = closedConversions.get(source);
+  if (closed && kindOf(fn) === null && isStrict(fn) === closed.strict) {
+    const conv: Conversion = { ...closed, fn, pretty: undefined };
+    conversions.set(fn, conv);
+    return conv;
+  }
   const { site, closureNames } = inspectFunction(fn, source);
   const filename = site?.file ?? `<${fn.name || "anonymous"}>`;
   const kind = kindOf(fn);
@@ -200,6 +214,10 @@ function convert(fn: AnyFunction): Conversion {
       strict: isStrict(fn),
     };
     conversions.set(fn, conv);
+    if (result.freeNames.size === 0 && result.lexicalThisLike.size === 0) {
+      if (closedConversions.size >= MAX_CLOSED_CONVERSIONS) closedConversions.clear();
+      closedConversions.set(source, conv);
+    }
     return conv;
   } catch (e) {
     if (e instanceof ConversionError) conversions.set(fn, e);
@@ -408,13 +426,21 @@ function conversionSite(fn: AnyFunction): FunctionSite | null {
 }
 
 const ownVerdicts = new WeakMap<AnyFunction, boolean>();
+/** By source text too: closures made again and again (one per call) share it, and one look suffices. */
+const ownVerdictsByText = new Map<string, boolean>();
 
 /** Whether a function is defined in Stagecraft's own sources (by the inspector; cached). */
 function isOwnFunction(f: AnyFunction): boolean {
   let v = ownVerdicts.get(f);
   if (v === undefined) {
-    const site = isNativeSource(Function.prototype.toString.call(f)) ? null : locateFunction(f);
-    v = !!site && site.file.startsWith(LIB_ROOT + path.sep);
+    const text = Function.prototype.toString.call(f);
+    v = ownVerdictsByText.get(text);
+    if (v === undefined) {
+      const site = isNativeSource(text) ? null : locateFunction(f);
+      v = !!site && site.file.startsWith(LIB_ROOT + path.sep);
+      if (ownVerdictsByText.size >= MAX_TEXT_VERDICTS) ownVerdictsByText.clear();
+      ownVerdictsByText.set(text, v);
+    }
     ownVerdicts.set(f, v);
   }
   return v;

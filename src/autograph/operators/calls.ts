@@ -141,9 +141,18 @@ export function setLibraryCheck(check: ((f: AnyFunction) => boolean) | null): vo
   libraryCheck = check;
 }
 
+/** Functions called as they are, their arguments untouched (transpiler helpers such as esbuild's `__name`). */
+const passThrough = new WeakSet<AnyFunction>();
+
+/** Marks a function to be called as it is, with its arguments as they are (no callback conversion). */
+export function passArgumentsThrough<F extends AnyFunction>(fn: F): F {
+  passThrough.add(fn);
+  return fn;
+}
+
 function isLibraryFunction(f: AnyFunction): boolean {
   if (library.has(f)) return true;
-  if (!libraryCheck) return false;
+  if (!libraryCheck || isTwin.has(f) || passThrough.has(f)) return false;
   let v = libraryVerdicts.get(f);
   if (v === undefined) libraryVerdicts.set(f, (v = libraryCheck(f)));
   return v;
@@ -159,7 +168,7 @@ function isLibraryFunction(f: AnyFunction): boolean {
 function convertsCallbacks(f: AnyFunction, args: readonly unknown[]): boolean {
   let any = false;
   for (let i = 0; i < args.length; i++) if (typeof args[i] === "function") any = true;
-  return any && (CALLBACK_TAKERS.has(f) || isLibraryFunction(f));
+  return any && !passThrough.has(f) && (CALLBACK_TAKERS.has(f) || isLibraryFunction(f));
 }
 
 /** Built-in methods that take the truth of what their callback returns (a tensor is always truthy to them). */
@@ -307,7 +316,7 @@ function callFunctionMethod(fn: AnyFunction, method: unknown, list: readonly unk
 export function callee(f: unknown): unknown {
   if (typeof f !== "function") return f;
   const g = twins.get(f as AnyFunction) ?? resolveCallee(f as AnyFunction);
-  if (g === f && (CALLBACK_TAKERS.has(g) || isLibraryFunction(g))) return (...args: unknown[]) => call(g, undefined, args);
+  if (g === f && !passThrough.has(g) && (CALLBACK_TAKERS.has(g) || isLibraryFunction(g))) return (...args: unknown[]) => call(g, undefined, args);
   if (!isTracing()) return g;
   return (...args: unknown[]) => invoke(g, undefined, args, f as AnyFunction);
 }

@@ -6,7 +6,7 @@ import { ifStmt, ifExp, whileStmt, forOf, range, RangeObject, dispatchCondition,
 import { and, or, nullish, not, switchValue } from "./logical.js";
 import { add, sub, mul, div, mod, pow, neg, pos, lt, le, gt, ge, eq, ne, looseEq, looseNe } from "./arithmetic.js";
 import { getItem, setItem, slice, SliceSpec, dimSize } from "./indexing.js";
-import { call, callee, callMethod, registerConverted, getConverted, isConvertedTwin, setConverter, setLibraryCheck, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
+import { call, callee, callMethod, registerConverted, getConverted, isConvertedTwin, setConverter, setLibraryCheck, passArgumentsThrough, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
 import { print, assertOrThrow, assert } from "./logging.js";
 import { ret, retval } from "./returns.js";
 import { math } from "./math.js";
@@ -75,6 +75,6 @@ export type AG = typeof ag;
 
 // Every operator is reached through `ag`; these are the names used on their own (by the
 // transform's API, the public surface and tests), plus the classes the operators return.
-export { range, registerConverted, getConverted, isConvertedTwin, setConverter, setLibraryCheck, assert, relaxShape };
+export { range, registerConverted, getConverted, isConvertedTwin, setConverter, setLibraryCheck, passArgumentsThrough, assert, relaxShape };
 export { RangeObject, SliceSpec, TensorList, dimSize, dispatchCondition, resolveCallee, doNotConvert, markLibrary, AutoGraphError, AssertionFailedError };
 export type { LoopOptions, Converter };
