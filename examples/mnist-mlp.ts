@@ -134,8 +134,8 @@ console.log(
 
 const stepsPerEpoch = Math.floor(train.labels.length / batchSize);
 const totalSteps = epochs * stepsPerEpoch;
-// Cosine decay from `learningRate` to 0 over the run (a schedule is a function of the step).
-const opt = new Adam({ learningRate: (s) => 0.5 * learningRate * (1 + Math.cos((Math.PI * s) / totalSteps)) });
+// Cosine decay from `learningRate` to 0 over the run (a schedule computed from the step count).
+const opt = new Adam({ learningRate: sc.optim.cosineDecay({ initial: learningRate, decaySteps: totalSteps }) });
 const order = Int32Array.from(train.labels.keys());
 let step = 0;
 let windowLoss = 0;

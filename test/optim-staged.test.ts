@@ -133,7 +133,7 @@ function trainStep(w: sc.Variable, opt: optim.Optimizer): sc.Tensor {
 /** All STEPS steps in one staged function: a native `for` over a tensor count, converted by AutoGraph. */
 function trainLoop(w: sc.Variable, opt: optim.Optimizer, steps: sc.Tensor): sc.Tensor {
   let loss = sc.scalar(0, "float64");
-  for (let i = sc.scalar(0, "int32"); i < steps; i = i + 1) {
+  for (let i: any = sc.scalar(0, "int32"); i < steps; i = i + 1) {
     loss = trainStep(w, opt);
   }
   return loss;
