@@ -184,22 +184,32 @@ export abstract class Optimizer extends Trackable {
   /**
    * Computes the loss with a GradientTape, differentiates it with respect to `variables`
    * (default: every trainable variable the loss function read) and applies one step.
-   * Returns the loss. Variables the loss does not depend on are left unchanged.
+   * `variables` may be a function, called after the loss: `() => model.parameters()` works for
+   * a model that makes its variables on its first call. Returns the loss. Variables the loss
+   * does not depend on are left unchanged.
    */
-  minimize(lossFn: () => Tensor, variables?: readonly Variable[]): Tensor {
+  minimize(lossFn: () => Tensor, variables?: readonly Variable[] | (() => readonly Variable[])): Tensor {
     const op = `${this.name}.minimize`;
     if (typeof lossFn !== "function") throw new ValueError(`takes a loss function, got ${typeof lossFn}`, op);
     const tape = new GradientTape();
     const loss = tape.record(() => {
-      if (variables) tape.watch(...variables);
+      if (Array.isArray(variables)) tape.watch(...variables);
       return lossFn();
     });
     if (!(loss instanceof Tensor)) throw new GradientError(`the loss function must return a tensor, got ${typeof loss}`, op);
     if (loss.size !== 1) {
       throw new ShapeError(`the loss must be a scalar (size-1) tensor, got shape ${fmtShape(loss.shape)}; reduce it (sc.mean / sc.sum) first`, op);
     }
-    const vars = variables ? [...variables] : tape.watchedVariables().filter((v) => v.trainable);
-    if (vars.length === 0) throw new GradientError(`the loss function read no trainable variables and none were given`, op);
+    const given = typeof variables === "function" ? variables() : variables;
+    const vars = given ? [...given] : tape.watchedVariables().filter((v) => v.trainable);
+    if (vars.length === 0) {
+      throw new GradientError(
+        given
+          ? `the list of variables is empty (a model that makes its variables on its first call has none before it: pass () => model.parameters())`
+          : `the loss function read no trainable variables and none were given`,
+        op,
+      );
+    }
     const grads = tape.gradient(loss, vars, { unconnected: "none" }) as (Tensor | null)[];
     this.step(grads, vars);
     return loss;
