@@ -21,6 +21,7 @@ export { Graph, Node, Value, FunctionLibrary } from "../graph/ir.js";
 export * as optim from "../optim/index.js";
 export * as nn from "../nn/index.js";
 export * as io from "../io/index.js";
+export * as data from "../data/index.js";
 export { jvp, hvp } from "../ad/functional.js";
 // Ops the optimizer introduces (constant, fusedElementwise) must be registered wherever graphs run.
 export { optimize, optimizeCopy } from "../graph/passes/index.js";
