@@ -16,3 +16,5 @@ export * as init from "./init.js";
 export type { Initializer, Fans } from "./init.js";
 export { softmaxCrossEntropy, binaryCrossEntropyWithLogits, mse, huber, type Reduction, type LossOptions } from "./losses.js";
 export { accuracy, Mean } from "./metrics.js";
+export { fit, type FitOptions, type FitCallbacks, type History, type Logs, type BatchFunction } from "./fit.js";
+export { Progress, type ProgressOptions } from "./progress.js";
