@@ -15,8 +15,8 @@
  *     npm run demo                     (node --import tsx --import ./src/autograph/register.ts examples/mnist-convnet.ts)
  *     npm run demo -- --steps 300 --mode step
  *
- * Options: --steps N per mode (default 1000), --mode all|eager|step|loop (default all),
- * --batch N (default 32), --lr X (peak rate, default 0.008), --seed N (default 0),
+ * Options: --steps N per mode (default 800), --mode all|eager|step|loop (default all),
+ * --batch N (default 32), --lr X (peak rate, default 0.01), --seed N (default 0),
  * --out DIR (default demo-output). Exits with status 1 if a check fails.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -45,9 +45,9 @@ const MODE_NAMES: Record<Mode, string> = { eager: "eager", step: "staged step", 
 const modeFlag = flag("mode", "all");
 const modes: Mode[] = modeFlag === "all" ? [...MODES] : (modeFlag.split(",") as Mode[]);
 for (const m of modes) if (!MODES.includes(m)) throw new Error(`--mode must be all or a list of ${MODES.join(", ")}, got ${modeFlag}`);
-const steps = numberFlag("steps", 1000);
+const steps = numberFlag("steps", 800);
 const batch = numberFlag("batch", 32);
-const peakRate = numberFlag("lr", 0.008);
+const peakRate = numberFlag("lr", 0.01);
 const seed = numberFlag("seed", 0);
 const outDir = flag("out", "demo-output");
 /** Steps per call of the staged loop (progress is reported between calls). */

@@ -120,8 +120,9 @@ export function writeFileAtomic(path: string, bytes: Uint8Array): void {
   const tmp = nodePath.join(dir, `.${nodePath.basename(path)}.tmp-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
   const fd = openSync(tmp, "w", 0o644);
   try {
+    // (in pieces of at most 1 MiB: a process killed meanwhile leaves only the temporary file)
     let at = 0;
-    while (at < bytes.byteLength) at += writeSync(fd, bytes, at, bytes.byteLength - at);
+    while (at < bytes.byteLength) at += writeSync(fd, bytes, at, Math.min(bytes.byteLength - at, 1 << 20));
     fsyncSync(fd);
   } catch (e) {
     closeSync(fd);
