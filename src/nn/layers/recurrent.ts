@@ -23,6 +23,14 @@ export interface RecurrentOptions extends WeightOptions {
 
 const RECURRENT_KEYS = [...WEIGHT_KEYS, "inputSize"];
 
+/** The values of a cell's weights for one forward pass. */
+export interface CellWeights {
+  kernel: Tensor;
+  recurrentKernel: Tensor;
+  bias: Tensor | null;
+  recurrentBias: Tensor | null;
+}
+
 /** The weights of a gated cell: x W + h U + b with `gates` blocks of `hidden` columns. */
 abstract class GatedCell extends Module {
   readonly hidden: number;
@@ -66,11 +74,26 @@ abstract class GatedCell extends Module {
     }
   }
 
+  /**
+   * The weights' current values, read once. A layer reads them before its loop over time and
+   * the loop body uses these values: a tape recording outside a staged loop gives a zero
+   * gradient for a Variable read inside the loop body (a graph-AD defect, see the report of
+   * issue 14), while values read outside are captured by the loop and differentiate correctly.
+   */
+  weights(): CellWeights {
+    return {
+      kernel: this.kernel.read(),
+      recurrentKernel: this.recurrentKernel.read(),
+      bias: this.bias ? this.bias.read() : null,
+      recurrentBias: this instanceof GRUCell && this.recurrentBias ? this.recurrentBias.read() : null,
+    };
+  }
+
   /** x W (+ b): the input's contribution to every gate. */
-  protected inputPart(x: Tensor): Tensor {
+  protected inputPart(w: CellWeights, x: Tensor): Tensor {
     axisSize(this.layerName, x, -1, "features", this.inputSize);
-    const xw = matmul(x, this.kernel);
-    return this.bias ? add(xw, this.bias) : xw;
+    const xw = matmul(x, w.kernel);
+    return w.bias ? add(xw, w.bias) : xw;
   }
 
   /** Zeros for the hidden (and cell) state of a batch. */
@@ -92,8 +115,13 @@ export class LSTMCell extends GatedCell {
   }
 
   forward(x: Tensor, state: [Tensor, Tensor]): [Tensor, Tensor] {
-    const [h, c] = state;
-    const z = add(this.inputPart(x), matmul(h, this.recurrentKernel));
+    return this.step(this.weights(), x, state);
+  }
+
+  /** One step with the given weight values. */
+  step(w: CellWeights, x: Tensor, state: readonly Tensor[]): [Tensor, Tensor] {
+    const [h, c] = state as [Tensor, Tensor];
+    const z = add(this.inputPart(w, x), matmul(h, w.recurrentKernel));
     const [i, f, g, o] = split(z, 4, -1) as [Tensor, Tensor, Tensor, Tensor];
     const c2 = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)));
     return [mul(sigmoid(o), tanh(c2)), c2];
@@ -122,9 +150,14 @@ export class GRUCell extends GatedCell {
   }
 
   forward(x: Tensor, h: Tensor): Tensor {
-    const [xr, xz, xn] = split(this.inputPart(x), 3, -1) as [Tensor, Tensor, Tensor];
-    let hu = matmul(h, this.recurrentKernel);
-    if (this.recurrentBias) hu = add(hu, this.recurrentBias);
+    return this.step(this.weights(), x, h);
+  }
+
+  /** One step with the given weight values. */
+  step(w: CellWeights, x: Tensor, h: Tensor): Tensor {
+    const [xr, xz, xn] = split(this.inputPart(w, x), 3, -1) as [Tensor, Tensor, Tensor];
+    let hu = matmul(h, w.recurrentKernel);
+    if (w.recurrentBias) hu = add(hu, w.recurrentBias);
     const [hr, hz, hn] = split(hu, 3, -1) as [Tensor, Tensor, Tensor];
     const r = sigmoid(add(xr, hr));
     const z = sigmoid(add(xz, hz));
@@ -164,7 +197,7 @@ abstract class SequenceLayer<C extends GatedCell> extends Module {
     this.returnSequences = returnSequences;
   }
 
-  protected abstract cellStep(x: Tensor, state: Tensor[]): Tensor[];
+  protected abstract cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[];
   protected abstract initialState(batch: number): Tensor[];
 
   /** x [batch, time, features] -> outputs ([batch, time, hidden], or the last [batch, hidden]) and the final state. */
@@ -176,7 +209,8 @@ abstract class SequenceLayer<C extends GatedCell> extends Module {
     if (time === 0) throw new ValueError(`needs at least one time step, got shape [${x.shape.join(", ")}]`, name);
     this.cell.buildFor(axisSize(name, x, 2, "features"));
     const s0 = state ?? this.initialState(batch);
-    const [outs, last] = scanConverted((xt: Tensor, s: Tensor[]) => this.cellStep(xt, s), transpose(x, [1, 0, 2]), s0);
+    const w = this.cell.weights();
+    const [outs, last] = scanConverted((xt: Tensor, s: Tensor[]) => this.cellStep(w, xt, s), transpose(x, [1, 0, 2]), s0);
     const seq = Array.isArray(outs) ? stack(outs, 0) : outs;
     return { output: this.returnSequences ? transpose(seq, [1, 0, 2]) : last[0]!, state: last };
   }
@@ -192,8 +226,8 @@ export class LSTM extends SequenceLayer<LSTMCell> {
     const { returnSequences, ...cellOptions } = options;
     super(new LSTMCell(hidden, cellOptions), returnSequences ?? true);
   }
-  protected cellStep(x: Tensor, state: Tensor[]): Tensor[] {
-    return this.cell.call(x, state as [Tensor, Tensor]);
+  protected cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
+    return this.cell.step(w, x, state);
   }
   protected initialState(batch: number): Tensor[] {
     return [this.cell.zeroState(batch), this.cell.zeroState(batch)];
@@ -206,8 +240,8 @@ export class GRU extends SequenceLayer<GRUCell> {
     const { returnSequences, ...cellOptions } = options;
     super(new GRUCell(hidden, cellOptions), returnSequences ?? true);
   }
-  protected cellStep(x: Tensor, state: Tensor[]): Tensor[] {
-    return [this.cell.call(x, state[0]!)];
+  protected cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
+    return [this.cell.step(w, x, state[0]!)];
   }
   protected initialState(batch: number): Tensor[] {
     return [this.cell.zeroState(batch)];
