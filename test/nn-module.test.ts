@@ -99,7 +99,7 @@ test("Dropout: seeded masks, the same sequence eagerly and staged, scaled by 1/(
   const b = new nn.Dropout(0.25, { seed: 3 });
   const f = sc.stage((m: sc.nn.Module, t: sc.Tensor) => m.call(t));
   for (let i = 0; i < 3; i++) {
-    const ea = Array.from(a.call(x).dataSync());
+    const ea = Array.from(a.call(x).dataSync() as Float32Array);
     const sb = Array.from(f(b, x).dataSync());
     assert.deepEqual(sb, ea, `call ${i}`);
     assert.ok(ea.every((v) => v === 0 || Math.abs(v - 4 / 3) < 1e-6));

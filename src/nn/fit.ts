@@ -36,7 +36,7 @@ export interface FitCallbacks {
 
 export interface FitOptions {
   /** Batches of [inputs, labels]. */
-  data: Iterable<readonly [Tensor, Tensor]> | Dataset<readonly [Tensor, Tensor]>;
+  data: Iterable<readonly Tensor[]> | Dataset<readonly Tensor[]>;
   loss: BatchFunction;
   optimizer: Optimizer;
   /** Default 1. */
@@ -44,7 +44,7 @@ export interface FitOptions {
   /** Named metrics of (output, labels), averaged over each epoch. */
   metrics?: Record<string, BatchFunction>;
   /** Batches to evaluate after each epoch (in eval mode). */
-  validationData?: Iterable<readonly [Tensor, Tensor]>;
+  validationData?: Iterable<readonly Tensor[]>;
   /** Stage the training step (default true). */
   stage?: boolean;
   /** Progress output (default "auto": a bar in a terminal, lines otherwise). */
@@ -132,6 +132,7 @@ export function fit(model: Module, options: FitOptions): History {
       model.eval();
       const val: Record<string, Mean> = {};
       for (const [x, y] of options.validationData) {
+        if (!(x instanceof Tensor) || !(y instanceof Tensor)) throw new ValueError(`each validation batch must be [inputs, labels] tensors`, op);
         for (const [k, t] of Object.entries(evaluate(model, loss, metrics, x, y))) (val[`val_${k}`] ??= new Mean()).update(t, x.shape[0]);
       }
       model.train();
