@@ -17,20 +17,10 @@ import { ShapeError, ValueError } from "../core/errors.js";
 import { isPlainObject } from "../core/objects.js";
 import { tensor } from "../ops/creation.js";
 import { stack } from "../ops/shape.js";
+import { mulberry32 } from "./rng.js";
 
 /** A dataset element: a tensor, or an array or plain object of elements. */
 export type Element = Tensor | readonly Element[] | { readonly [k: string]: Element };
-
-/** mulberry32: the seeded generator of shuffles. */
-function generator(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    let t = (s = (s + 0x6d2b79f5) >>> 0);
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function mapLeaves(e: unknown, f: (t: Tensor, path: string) => unknown, path = "element"): unknown {
   if (e instanceof Tensor) return f(e, path);
@@ -175,7 +165,7 @@ export class Dataset<T = Element> implements Iterable<T> {
     if (!Number.isInteger(seed)) throw new ValueError(`seed must be an integer, got ${seed}`, "Dataset.shuffle");
     const src = this.source;
     return new Dataset<T>(function* (epoch) {
-      const next = generator(seed * 7919 + epoch * 104729 + 1);
+      const next = mulberry32(seed * 7919 + epoch * 104729 + 1);
       const it = src(epoch);
       const buf: T[] = [];
       let r = it.next();

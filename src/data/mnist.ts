@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import type { Tensor } from "../core/tensor.js";
 import { ValueError } from "../core/errors.js";
 import { tensor } from "../ops/creation.js";
+import { mulberry32 } from "./rng.js";
 
 export interface MnistOptions {
   /** Digits in the test split (default 2,000); the other 8,000 are the training split. */
@@ -39,17 +40,6 @@ function loadPackage(): MnistPackage {
   return cached;
 }
 
-/** mulberry32 (the same stream for the same seed on every machine). */
-function generator(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    let t = (s = (s + 0x6d2b79f5) >>> 0);
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The digits as { train, test } splits of images and labels. */
 export function mnist(options: MnistOptions = {}): { train: MnistSplit; test: MnistSplit } {
   const testCount = options.testCount ?? 2000;
@@ -69,7 +59,7 @@ export function mnist(options: MnistOptions = {}): { train: MnistSplit; test: Mn
   const n = digits.length;
   if (!Number.isInteger(testCount) || testCount < 1 || testCount >= n) throw new ValueError(`testCount must be an integer in [1, ${n - 1}], got ${testCount}`, "mnist");
   const order = Int32Array.from({ length: n }, (_, i) => i);
-  const next = generator(seed + 12345);
+  const next = mulberry32(seed + 12345);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));
     const t = order[i]!;

@@ -78,13 +78,20 @@ export class Conv2d extends Module {
   }
 }
 
-/** Max pooling over NCHW windows (strides default to the window). */
-export class MaxPool2d extends Module {
+/** Pooling over NCHW windows (strides default to the window). */
+abstract class Pool2d extends Module {
   readonly options: Pool2dOptions;
-  constructor(kernelSize: Pair, options: Omit<Pool2dOptions, "kernelSize"> = {}) {
+  constructor(layer: string, kernelSize: Pair, options: Omit<Pool2dOptions, "kernelSize">) {
     super();
-    checkKeys("MaxPool2d", options, ["strides", "padding"]);
+    checkKeys(layer, options, ["strides", "padding"]);
     this.options = { kernelSize, ...options };
+  }
+}
+
+/** Max pooling over NCHW windows (strides default to the window). */
+export class MaxPool2d extends Pool2d {
+  constructor(kernelSize: Pair, options: Omit<Pool2dOptions, "kernelSize"> = {}) {
+    super("MaxPool2d", kernelSize, options);
   }
   forward(x: Tensor): Tensor {
     return maxPool2d(x, this.options);
@@ -92,12 +99,9 @@ export class MaxPool2d extends Module {
 }
 
 /** Average pooling over NCHW windows (padded positions excluded from the count). */
-export class AvgPool2d extends Module {
-  readonly options: Pool2dOptions;
+export class AvgPool2d extends Pool2d {
   constructor(kernelSize: Pair, options: Omit<Pool2dOptions, "kernelSize"> = {}) {
-    super();
-    checkKeys("AvgPool2d", options, ["strides", "padding"]);
-    this.options = { kernelSize, ...options };
+    super("AvgPool2d", kernelSize, options);
   }
   forward(x: Tensor): Tensor {
     return avgPool2d(x, this.options);
