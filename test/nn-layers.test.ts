@@ -32,6 +32,11 @@ const cases: LayerCase[] = [
   { name: "MaxPool2d", make: () => new nn.MaxPool2d(2), inputs: (r) => [r.tensor([2, 2, 4, 4], -1, 1, "float64")] },
   { name: "AvgPool2d (same padding)", make: () => new nn.AvgPool2d(3, { strides: 2, padding: "same" }), inputs: (r) => [r.tensor([1, 2, 5, 5], -1, 1, "float64")] },
   { name: "Flatten then Linear", make: () => new nn.Sequential(new nn.Flatten(), new nn.Linear(2, { ...F64, seed: 5 })), inputs: (r) => [r.tensor([2, 2, 2, 2], -1, 1, "float64")] },
+  {
+    name: "activations in a Sequential (Tanh, Sigmoid, GELU, ReLU, LogSoftmax)",
+    make: () => new nn.Sequential(new nn.Linear(4, { ...F64, seed: 14 }), new nn.Tanh(), new nn.Sigmoid(), new nn.GELU(), new nn.Linear(3, { ...F64, seed: 15 }), new nn.ReLU(), new nn.LogSoftmax()),
+    inputs: (r) => [r.tensor([2, 3], -1, 1, "float64")],
+  },
   { name: "BatchNorm (train mode, NCHW)", make: () => new nn.BatchNorm(F64), inputs: (r) => [r.tensor([3, 2, 2, 2], -1, 1, "float64")] },
   { name: "BatchNorm (eval mode, [N, C])", make: () => new nn.BatchNorm({ ...F64, numFeatures: 3 }), inputs: (r) => [r.tensor([4, 3], -1, 1, "float64")], eval: true },
   { name: "LayerNorm", make: () => new nn.LayerNorm(undefined, F64), inputs: (r) => [r.tensor([2, 3, 4], -1, 1, "float64")] },
