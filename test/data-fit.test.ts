@@ -104,5 +104,5 @@ test("fit: staged and eager training give the same history; callbacks, metrics a
   const last = staged!.epochs.at(-1)!;
   assert.ok(last.loss! < staged!.epochs[0]!.loss!, "the loss went down");
   assert.ok(last.val_accuracy! > 0.9, `validation accuracy ${last.val_accuracy}`);
-  assert.throws(() => nn.fit(new nn.Linear(2), { data: [], loss: nn.mse, optimizer: new sc.optim.SGD(), epoch: 2 } as never), (e: unknown) => e instanceof sc.ValueError && /unknown option "epoch"/.test(e.message));
+  assert.throws(() => nn.fit(new nn.Linear(2), { data: [], loss: nn.mse, optimizer: new sc.optim.SGD(), epoch: 2 } as never), (e: unknown) => e instanceof sc.ValueError && /unknown option "epoch" \(did you mean "epochs"\?\)/.test(e.message));
 });

@@ -44,7 +44,7 @@ const cases: LayerCase[] = [
     name: "Dropout (one mask)",
     make: () => new nn.Dropout(0.5, { seed: 6 }),
     inputs: (r) => [r.tensor([3, 4], -1, 1, "float64")],
-    reset: (m) => (m as sc.nn.Dropout).calls.assign(sc.scalar(0, "int32")),
+    reset: (m) => (m as sc.nn.Dropout).generator.reset(6),
   },
   { name: "Embedding", make: () => new nn.Embedding(5, 3, { ...F64, seed: 7 }), inputs: () => [sc.tensor([[0, 4], [2, 0]], "int32")] },
   {

@@ -24,6 +24,7 @@ import { ConversionError } from "./transform/errors.js";
 import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.js";
 import { inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
 import { formatLocation } from "../core/errors.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 type AnyFunction = (...args: any[]) => any;
 
@@ -231,6 +232,7 @@ const scoped = new WeakMap<AnyFunction, WeakMap<object, AnyFunction>>();
 
 function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions = {}): F {
   if (typeof fn !== "function") throw new TypeError(`sc.autograph expects a function, got ${fn === null ? "null" : typeof fn}`);
+  checkOptions("autograph", options, optionKeys<AutographOptions>()("scope"));
   if (made.has(fn)) return fn;
   const twin = getConverted(fn);
   if (twin) return twin;

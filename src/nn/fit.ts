@@ -20,6 +20,7 @@ import type { Dataset } from "../data/dataset.js";
 import { Module } from "./module.js";
 import { Mean } from "./metrics.js";
 import { Progress, type ProgressOptions } from "./progress.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 /** A loss or metric of the model's output and the labels, as a scalar tensor. */
 export type BatchFunction = (output: Tensor, labels: Tensor) => Tensor;
@@ -61,7 +62,7 @@ export interface History {
   stepsPerSecond: number[];
 }
 
-const FIT_KEYS = ["data", "loss", "optimizer", "epochs", "metrics", "validationData", "stage", "progress", "callbacks"];
+const FIT_KEYS = optionKeys<FitOptions>()("data", "loss", "optimizer", "epochs", "metrics", "validationData", "stage", "progress", "callbacks");
 
 /** One step: loss and metrics of the batch, after the optimizer's update. */
 function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, metrics: Record<string, BatchFunction>, x: Tensor, y: Tensor): Record<string, Tensor> {
@@ -88,7 +89,7 @@ export function fit(model: Module, options: FitOptions): History {
   const op = "fit";
   if (!(model instanceof Module)) throw new ValueError(`takes an nn.Module, got ${typeof model}`, op);
   if (options === null || typeof options !== "object") throw new ValueError(`takes an options object`, op);
-  for (const k of Object.keys(options)) if (!FIT_KEYS.includes(k)) throw new ValueError(`unknown option ${JSON.stringify(k)}; the options are ${FIT_KEYS.join(", ")}`, op);
+  checkOptions(op, options, FIT_KEYS);
   const { data, loss, optimizer } = options;
   if (typeof loss !== "function") throw new ValueError(`options.loss must be a function (output, labels) => scalar tensor`, op);
   if (!optimizer || typeof optimizer.minimize !== "function") throw new ValueError(`options.optimizer must be an optimizer (sc.optim.*)`, op);

@@ -3,8 +3,9 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { add, div, mul, sub } from "../ops/binary.js";
 import { sqrt, square } from "../ops/unary.js";
-import { checkHyper, checkOptionKeys, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
+import { checkHyper, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
 import { decayed } from "./weight-decay.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface AdagradOptions extends OptimizerOptions {
   /** Default 0.01. */
@@ -30,7 +31,7 @@ export class Adagrad extends Optimizer {
   readonly slotNames: readonly string[] = ["accumulator"];
 
   constructor(options: AdagradOptions = {}) {
-    checkOptionKeys("Adagrad", options, ["learningRate", "clipNorm", "initialAccumulator", "epsilon", "weightDecay"]);
+    checkOptions("Adagrad", options, optionKeys<AdagradOptions>()("learningRate", "clipNorm", "initialAccumulator", "epsilon", "weightDecay"));
     super("Adagrad", options, 0.01);
     this.initialAccumulator = checkHyper("Adagrad", "initialAccumulator", options.initialAccumulator ?? 0, 0, Infinity);
     this.epsilon = checkHyper("Adagrad", "epsilon", options.epsilon ?? 1e-10, 0, Infinity, true);

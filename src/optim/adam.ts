@@ -3,8 +3,9 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { add, div, maximum, mul, pow, sub } from "../ops/binary.js";
 import { sqrt, square } from "../ops/unary.js";
-import { checkHyper, checkOptionKeys, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
+import { checkHyper, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
 import { decayed } from "./weight-decay.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface AdamOptions extends OptimizerOptions {
   /** Default 0.001. */
@@ -24,7 +25,7 @@ export interface AdamOptions extends OptimizerOptions {
   amsgrad?: boolean;
 }
 
-const ADAM_KEYS = ["learningRate", "clipNorm", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad"];
+const ADAM_KEYS = optionKeys<AdamOptions>()("learningRate", "clipNorm", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad");
 
 /**
  * Adam, as in Algorithm 1 of the paper. With gradient g, step t (1-based: the optimizer's
@@ -47,7 +48,7 @@ export class Adam extends Optimizer {
   readonly slotNames: readonly string[];
 
   constructor(options: AdamOptions = {}, name = "Adam", defaultWeightDecay = 0) {
-    checkOptionKeys(name, options, ADAM_KEYS);
+    checkOptions(name, options, ADAM_KEYS);
     super(name, options, 0.001);
     this.beta1 = checkHyper(name, "beta1", options.beta1 ?? 0.9, 0, 1, false, true);
     this.beta2 = checkHyper(name, "beta2", options.beta2 ?? 0.999, 0, 1, false, true);

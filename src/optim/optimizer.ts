@@ -64,14 +64,6 @@ export function checkHyper(op: string, name: string, value: unknown, lo: number,
   return value;
 }
 
-/** Rejects option keys the optimizer does not know (a misspelt `learningrate` must not be ignored). */
-export function checkOptionKeys(op: string, options: object, known: readonly string[]): void {
-  if (options === null || typeof options !== "object") throw new ValueError(`options must be an object, got ${String(options)}`, op);
-  for (const k of Object.keys(options)) {
-    if (!known.includes(k)) throw new ValueError(`unknown option ${JSON.stringify(k)}; the options are ${known.join(", ")}`, op);
-  }
-}
-
 /**
  * What one step's update of one variable reads: the learning rate and the 1-based step number
  * (both scalars of the variable's dtype, computed once per step and dtype).

@@ -3,8 +3,9 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { add, div, mul, sub } from "../ops/binary.js";
 import { sqrt, square } from "../ops/unary.js";
-import { checkHyper, checkOptionKeys, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
+import { checkHyper, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
 import { decayed } from "./weight-decay.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface RMSpropOptions extends OptimizerOptions {
   /** Default 0.01. */
@@ -39,7 +40,7 @@ export class RMSprop extends Optimizer {
   readonly slotNames: readonly string[];
 
   constructor(options: RMSpropOptions = {}) {
-    checkOptionKeys("RMSprop", options, ["learningRate", "clipNorm", "rho", "epsilon", "momentum", "centered", "weightDecay"]);
+    checkOptions("RMSprop", options, optionKeys<RMSpropOptions>()("learningRate", "clipNorm", "rho", "epsilon", "momentum", "centered", "weightDecay"));
     super("RMSprop", options, 0.01);
     this.rho = checkHyper("RMSprop", "rho", options.rho ?? 0.99, 0, 1, false, true);
     this.epsilon = checkHyper("RMSprop", "epsilon", options.epsilon ?? 1e-8, 0, Infinity, true);

@@ -3,8 +3,9 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { ValueError } from "../core/errors.js";
 import { add, mul, sub } from "../ops/binary.js";
-import { checkHyper, checkOptionKeys, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
+import { checkHyper, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
 import { decayed } from "./weight-decay.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface SGDOptions extends OptimizerOptions {
   /** Default 0.01. */
@@ -35,7 +36,7 @@ export class SGD extends Optimizer {
   readonly slotNames: readonly string[];
 
   constructor(options: SGDOptions = {}) {
-    checkOptionKeys("SGD", options, ["learningRate", "clipNorm", "momentum", "nesterov", "weightDecay"]);
+    checkOptions("SGD", options, optionKeys<SGDOptions>()("learningRate", "clipNorm", "momentum", "nesterov", "weightDecay"));
     super("SGD", options, 0.01);
     this.momentum = checkHyper("SGD", "momentum", options.momentum ?? 0, 0, 1, false, true);
     this.nesterov = options.nesterov ?? false;

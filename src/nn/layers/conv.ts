@@ -6,7 +6,8 @@ import { add } from "../../ops/binary.js";
 import { avgPool2d, conv2d, maxPool2d, type Pool2dOptions, type Padding2d } from "../../ops/nn.js";
 import { reshape } from "../../ops/shape.js";
 import { Module } from "../module.js";
-import { axisSize, biasInitOf, checkKeys, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
+import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
+import { checkOptions } from "../../core/options.js";
 
 type Pair = number | readonly [number, number];
 
@@ -43,7 +44,7 @@ export class Conv2d extends Module {
 
   constructor(filters: number, kernelSize: Pair, options: Conv2dLayerOptions = {}) {
     super();
-    checkKeys("Conv2d", options, [...WEIGHT_KEYS, "inChannels", "strides", "padding", "dilations", "groups"]);
+    checkOptions("Conv2d", options, [...WEIGHT_KEYS, "inChannels", "strides", "padding", "dilations", "groups"]);
     this.filters = positiveInt("Conv2d", "filters", filters);
     this.kernelSize = pairOf("Conv2d", "kernelSize", kernelSize);
     this.options = options;
@@ -83,7 +84,7 @@ abstract class Pool2d extends Module {
   readonly options: Pool2dOptions;
   constructor(layer: string, kernelSize: Pair, options: Omit<Pool2dOptions, "kernelSize">) {
     super();
-    checkKeys(layer, options, ["strides", "padding"]);
+    checkOptions(layer, options, ["strides", "padding"]);
     this.options = { kernelSize, ...options };
   }
 }

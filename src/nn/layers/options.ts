@@ -32,12 +32,6 @@ export function positiveInt(layer: string, name: string, v: unknown): number {
   return v;
 }
 
-/** Rejects option keys a layer does not know. */
-export function checkKeys(layer: string, o: object, known: readonly string[]): void {
-  if (o === null || typeof o !== "object") throw new ValueError(`options must be an object, got ${String(o)}`, layer);
-  for (const k of Object.keys(o)) if (!known.includes(k)) throw new ValueError(`unknown option ${JSON.stringify(k)}; the options are ${known.join(", ")}`, layer);
-}
-
 export const WEIGHT_KEYS = ["dtype", "seed", "bias", "kernelInit", "biasInit"] as const;
 
 /** The size of `x`'s axis `axis`, which must be known and equal `expected` when that is given. */

@@ -14,7 +14,8 @@ import { sigmoid, tanh } from "../../ops/unary.js";
 import { autograph } from "../../autograph/api.js";
 import { initScope } from "../../staging/host.js";
 import { Module } from "../module.js";
-import { axisSize, biasInitOf, checkKeys, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
+import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
+import { checkOptions } from "../../core/options.js";
 
 export interface RecurrentOptions extends WeightOptions {
   /** Input features; without it they are read from the first input. */
@@ -47,7 +48,7 @@ abstract class GatedCell extends Module {
     options: RecurrentOptions,
   ) {
     super();
-    checkKeys(layerName, options, RECURRENT_KEYS);
+    checkOptions(layerName, options, RECURRENT_KEYS);
     this.hidden = positiveInt(layerName, "hidden", hidden);
     this.options = options;
     this.inputSize = options.inputSize === undefined ? undefined : positiveInt(layerName, "inputSize", options.inputSize);
