@@ -19,6 +19,9 @@ export { graphsEqual } from "../graph/equal.js";
 export { verifyGraph, GraphVerificationError } from "../graph/verify.js";
 export { Graph, Node, Value, FunctionLibrary } from "../graph/ir.js";
 export * as optim from "../optim/index.js";
+export * as nn from "../nn/index.js";
+export * as io from "../io/index.js";
+export * as data from "../data/index.js";
 export { jvp, hvp } from "../ad/functional.js";
 // Ops the optimizer introduces (constant, fusedElementwise) must be registered wherever graphs run.
 export { optimize, optimizeCopy } from "../graph/passes/index.js";
