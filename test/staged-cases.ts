@@ -28,6 +28,8 @@ const f32 = (rng: Rng, shape: number[], lo = -2, hi = 2) => rng.tensor(shape, lo
 const COMPARISONS = ["equal", "notEqual", "less", "lessEqual", "greater", "greaterEqual"] as const;
 const LOGICAL = ["logicalAnd", "logicalOr", "logicalXor"] as const;
 const fns = sc as unknown as Record<string, (...a: unknown[]) => sc.Tensor>;
+/** A generator whose stream the randomNextKey case restarts on every call (eager and staged alike). */
+const caseGenerator = sc.random.Generator.fromSeed(0);
 
 export const cases: StagedCase[] = [
   // creation
@@ -110,6 +112,29 @@ export const cases: StagedCase[] = [
   { op: "randomNormal", inputs: () => [], fn: () => [sc.random.normal([3, 4], { key: sc.random.key(2) }), sc.random.normal([2], { seed: 3, mean: 1, stddev: 2, dtype: "float64" })] },
   { op: "randomBernoulli", inputs: (r) => [f32(r, [2, 5], 0, 1)], fn: (p) => [sc.random.bernoulli(p, undefined, { key: sc.random.key(4) }), sc.random.bernoulli(0.3, [6], { seed: 5 })] },
   { op: "randomCategorical", inputs: (r) => [f32(r, [3, 4])], fn: (l) => [sc.random.categorical(l, 5, { key: sc.random.key(6) }), sc.random.categorical(sc.tensor([0, 1, 2]), 4, { seed: 7 })] },
+
+  // keys as tensors (a key argument, split and foldIn of it, seeds held in tensors) and a generator
+  {
+    op: "randomUniform",
+    label: "key argument",
+    inputs: () => [sc.random.key(11)],
+    fn: (k) => [sc.random.uniform([3, 2], { key: k }), sc.random.normal([4], { key: k, dtype: "float64" })],
+  },
+  { op: "randomSplit", inputs: () => [sc.random.key(12)], fn: (k) => [...sc.random.split(k, 3), sc.random.uniform([2], { key: sc.random.split(k)[1]! })] },
+  {
+    op: "randomFoldIn",
+    inputs: () => [sc.random.key(13), sc.scalar(5, "int32")],
+    fn: (k, d) => [sc.random.foldIn(k, d), sc.random.foldIn(k, 7), sc.random.normal([3], { key: sc.random.foldIn(k, d) })],
+  },
+  { op: "randomKey", inputs: () => [sc.scalar(-3, "int32"), sc.scalar(2 ** 40, "int64")], fn: (s, l) => [sc.random.key(s), sc.random.key(l)] },
+  {
+    op: "randomNextKey",
+    inputs: () => [],
+    fn: () => {
+      caseGenerator.reset(21);
+      return [caseGenerator.normal([3]), caseGenerator.uniform([2], { dtype: "float64" }), caseGenerator.nextKey(), caseGenerator.state.peek()];
+    },
+  },
 
   // integer and bool dtypes of differentiable ops
   {

@@ -297,7 +297,14 @@ const CASES: Case[] = [
  * exempt: every op's output shape follows from its input shapes and attributes, never from
  * input values.) An entry may name an op registered only when an optional module is loaded.
  */
+const KEY_ONLY = "its only tensor input is a key (int32[2]), a seed scalar or a generator state (int32[4]): fixed shapes, no dim to leave unknown (its output shape is an attribute)";
 const EXEMPT: Record<string, string> = {
+  randomUniform: KEY_ONLY,
+  randomNormal: KEY_ONLY,
+  randomKey: KEY_ONLY,
+  randomSplit: KEY_ONLY,
+  randomFoldIn: KEY_ONLY,
+  randomNextKey: KEY_ONLY,
   fusedElementwise:
     "made only by the fusion pass (graph/passes/fusion.ts) of the compiled executor, from elementwise chains of fully known shape, never by tracing; " +
     "the elementwise cases above run through it when that executor is installed",

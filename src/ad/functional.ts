@@ -1,6 +1,7 @@
 /** Functional differentiation: grad, valueAndGrad, vjp, customGradient. Built on GradientTape. */
 import { withoutRecorders } from "../core/context.js";
 import { GradientError, ShapeError } from "../core/errors.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor, makeTensor } from "../core/tensor.js";
 import { applyOp, defineOp } from "../ops/registry.js";
 import { toTensor } from "../ops/convert.js";
@@ -14,6 +15,8 @@ export interface GradOptions {
   /** Which positional arguments to differentiate (default 0). */
   argnums?: Argnums;
 }
+
+const GRAD_OPTIONS = optionKeys<GradOptions>()("argnums");
 
 function toLeafTensor(x: unknown): unknown {
   if (typeof x === "number") return makeTensor("grad", x);
@@ -38,10 +41,13 @@ function checkScalar(y: unknown, op: string): Tensor {
  * the selected argument (or a list of them when argnums is a list or "all").
  */
 export function valueAndGrad<Args extends any[]>(f: (...args: Args) => Tensor, options: GradOptions = {}) {
+  checkOptions("grad", options, GRAD_OPTIONS);
   const argnums = options.argnums ?? 0;
   return (...rawArgs: Args): [Tensor, any] => {
-    const args = rawArgs.map((a) => mapStructure(a as Structure<unknown>, toLeafTensor)) as Args;
-    const which = selected(argnums, args.length);
+    const which = selected(argnums, rawArgs.length);
+    // Only the differentiated arguments become tensors; the others (JS numbers, arrays,
+    // flags a staged function specializes on) reach f untouched, as in JAX.
+    const args = rawArgs.map((a, i) => (which.includes(i) ? mapStructure(a as Structure<unknown>, toLeafTensor) : a)) as Args;
     const tape = new GradientTape();
     const y = tape.record(() => {
       for (const i of which) for (const leaf of leaves(args[i] as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);

@@ -6,6 +6,7 @@
  */
 import { pushRecorder, removeRecorder, withoutRecorders, type OpRecorder } from "../core/context.js";
 import { GradientError } from "../core/errors.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor } from "../core/tensor.js";
 import { Variable, variableReadObservers, type VariableReadObserver } from "../core/variable.js";
 import { isFloat } from "../core/dtype.js";
@@ -29,7 +30,15 @@ export interface GradientTapeOptions {
   watchAccessedVariables?: boolean;
 }
 
+const TAPE_OPTIONS = optionKeys<GradientTapeOptions>()("persistent", "watchAccessedVariables");
+
 export type UnconnectedGradients = "zero" | "none";
+
+export interface GradientOptions {
+  outputGradient?: Tensor | Tensor[];
+  unconnected?: UnconnectedGradients;
+}
+const GRADIENT_OPTIONS = optionKeys<GradientOptions>()("outputGradient", "unconnected");
 
 export class GradientTape implements OpRecorder, VariableReadObserver {
   readonly persistent: boolean;
@@ -42,6 +51,7 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
   private used = false;
 
   constructor(options: GradientTapeOptions = {}) {
+    checkOptions("GradientTape", options, TAPE_OPTIONS);
     this.persistent = options.persistent ?? false;
     this.watchAccessedVariables = options.watchAccessedVariables ?? true;
   }
@@ -128,8 +138,9 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
   gradient<S extends Structure<Tensor>>(
     target: Tensor | Tensor[],
     sources: S,
-    options: { outputGradient?: Tensor | Tensor[]; unconnected?: UnconnectedGradients } = {},
+    options: GradientOptions = {},
   ): Structure<Tensor | null> & any {
+    checkOptions("GradientTape.gradient", options, GRADIENT_OPTIONS);
     if (this.used && !this.persistent) {
       throw new GradientError("gradient() was already called on this non-persistent tape; create it with { persistent: true } to call it again", "GradientTape.gradient");
     }
@@ -182,7 +193,7 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     for (let e = this.entries.length - 1; e >= 0; e--) {
       if (!relevant[e]) continue;
       const entry = this.entries[e]!;
-      const outCts = entry.outputs.map((o) => cts.get(o.id) ?? null);
+      const outCts = outputCotangents(entry, cts);
       if (outCts.every((c) => c === null)) continue;
       // Outputs without a cotangent pass null (zero): multi-output VJPs skip that work.
       const inCts = entry.def.vjp!({ inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs }, outCts);
@@ -194,4 +205,23 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     }
     return cts;
   }
+}
+
+/**
+ * The cotangent each output slot of `entry` receives. The tape keys cotangents by tensor, and
+ * a tensor's cotangent is the sum over all its uses, so it must reach the entry once: a tensor
+ * that fills several output slots (a staged forward returning a value both as an output and
+ * as a value its backward reads) gets it in its first slot only, and an output slot holding
+ * one of the entry's own inputs (a value passed through) gets none, since the input already
+ * carries that cotangent. Handing it to every slot would count it twice.
+ */
+function outputCotangents(entry: Entry, cts: Map<number, Tensor>): (Tensor | null)[] {
+  const outs = entry.outputs;
+  let aliased = false;
+  for (let i = 0; i < outs.length && !aliased; i++) {
+    if (entry.inputs.includes(outs[i]!)) aliased = true;
+    for (let j = 0; j < i && !aliased; j++) if (outs[j] === outs[i]) aliased = true;
+  }
+  if (!aliased) return outs.map((o) => cts.get(o.id) ?? null);
+  return outs.map((o, i) => (entry.inputs.includes(o) || outs.indexOf(o) < i ? null : (cts.get(o.id) ?? null)));
 }

@@ -3,7 +3,7 @@ export * from "../ops/index.js";
 export { Tensor, SymbolicValueError, TensorCoercionError, type TensorLike, type NestedArray } from "../core/tensor.js";
 export { Variable, variable } from "../core/variable.js";
 export { type DType, DTYPES, promoteTypes } from "../core/dtype.js";
-export { StagecraftError, ShapeError, DtypeError, IndexError, ValueError, NumericsError, GradientError } from "../core/errors.js";
+export { StagecraftError, ShapeError, DtypeError, IndexError, ValueError, NumericsError, GradientError, AllocationError, RecursionDepthError } from "../core/errors.js";
 export { GradientTape, type GradientTapeOptions } from "../ad/tape.js";
 export { grad, valueAndGrad, vjp, customGradient, type GradOptions, type CustomGradientResult } from "../ad/functional.js";
 export { stage, type StageOptions, type StagedFunction } from "../staging/stage.js";
@@ -19,6 +19,9 @@ export { graphsEqual } from "../graph/equal.js";
 export { verifyGraph, GraphVerificationError } from "../graph/verify.js";
 export { Graph, Node, Value, FunctionLibrary } from "../graph/ir.js";
 export * as optim from "../optim/index.js";
+export * as nn from "../nn/index.js";
+export * as io from "../io/index.js";
+export * as data from "../data/index.js";
 export { jvp, hvp } from "../ad/functional.js";
 // Ops the optimizer introduces (constant, fusedElementwise) must be registered wherever graphs run.
 export { optimize, optimizeCopy } from "../graph/passes/index.js";

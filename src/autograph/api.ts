@@ -25,6 +25,7 @@ import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.
 import { boundParts, closureValues, inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
 import { constantBindings } from "./transform/bindings.js";
 import { formatLocation } from "../core/errors.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 type AnyFunction = (...args: any[]) => any;
 
@@ -280,6 +281,7 @@ const scoped = new WeakMap<AnyFunction, WeakMap<object, AnyFunction>>();
 
 function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions = {}): F {
   if (typeof fn !== "function") throw new TypeError(`sc.autograph expects a function, got ${fn === null ? "null" : typeof fn}`);
+  checkOptions("autograph", options, optionKeys<AutographOptions>()("scope"));
   if (made.has(fn) || isConvertedTwin(fn)) return fn;
   const twin = getConverted(fn);
   if (twin) return twin;

@@ -4,6 +4,8 @@
  * Storage: int64 is held in a Float64Array and is exact for |x| <= 2^53 (documented in
  * docs/dtypes.md); bool is a Uint8Array of 0/1.
  */
+import { AllocationError } from "./errors.js";
+
 export type DType = "float32" | "float64" | "int32" | "int64" | "uint8" | "bool";
 export type TypedArray = Float32Array | Float64Array | Int32Array | Uint8Array;
 
@@ -36,8 +38,18 @@ export function storageCtor(d: DType): new (n: number) => TypedArray {
   }
 }
 
+/**
+ * Storage for `size` elements. Ops check their outputs' sizes before their kernels run
+ * (shape.ts checkAllocation); an allocation the engine still refuses (out of memory) is an
+ * AllocationError here (the eager handler, ops/registry.ts runKernel, names the op).
+ */
 export function allocStorage(d: DType, size: number): TypedArray {
-  return new (storageCtor(d))(size);
+  try {
+    return new (storageCtor(d))(size);
+  } catch (e) {
+    if (e instanceof RangeError) throw new AllocationError(`${size} ${d} elements could not be allocated (${e.message})`);
+    throw e;
+  }
 }
 
 /**

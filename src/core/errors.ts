@@ -3,23 +3,30 @@
  * shapes/dtypes/values, and the caller's own file:line:column (the first stack frame
  * outside Stagecraft's sources).
  */
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
+import { findSourceMap } from "node:module";
 
+/** The folder this module was loaded from, one up: src/ (run from source) or dist/ (built). */
 const LIB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+/**
+ * Stagecraft's own code, as it may appear in a stack: the folder it runs from, and its sources
+ * (src/ beside dist/), which are where source maps of dist/ point (`--enable-source-maps`, or a
+ * loader that turns source maps on for everyone, as `stagecraft/register` does).
+ */
+const LIB_DIRS = [...new Set([LIB_ROOT, path.join(path.dirname(LIB_ROOT), "src")])].map((d) => d + path.sep);
+const LIB_URLS = LIB_DIRS.map((d) => pathToFileURL(d).href.replace(/\/?$/, "/"));
 
-function isLibraryFrame(file: string): boolean {
-  let f = file;
-  if (f.startsWith("file://")) {
-    try {
-      f = fileURLToPath(f);
-    } catch {
-      return false;
-    }
-  }
-  // (code the compiled executor generates has no file: "<anonymous>" or "eval")
-  return f.startsWith(LIB_ROOT + path.sep) || f.startsWith("node:") || f.includes("/node_modules/tsx/") || f.startsWith("<anonymous>") || f === "eval";
+/** Where a frame's code comes from. */
+type FrameOwner = "library" | "dependency" | "user";
+
+function ownerOf(file: string | null | undefined): FrameOwner {
+  // (code made by `new Function` without a sourceURL, as the compiled executor's, has no file)
+  if (!file || file === "eval" || file.includes("<anonymous>")) return "library";
+  if (file.startsWith("node:") || file.startsWith("internal/")) return "library";
+  if (file.startsWith("file://") ? LIB_URLS.some((u) => file.startsWith(u)) : LIB_DIRS.some((d) => file.startsWith(d))) return "library";
+  return /[\\/]node_modules[\\/]/.test(file) ? "dependency" : "user";
 }
 
 export interface SourceLocation {
@@ -28,19 +35,83 @@ export interface SourceLocation {
   column: number;
 }
 
-const FRAME_RE = /\(?((?:file:\/\/)?[^\s()]+):(\d+):(\d+)\)?\s*$/;
-
-/** The first stack frame outside the library: where the user called us from. */
-export function userLocation(stack: string | undefined = deepStack()): SourceLocation | null {
-  if (!stack) return null;
-  for (const line of stack.split("\n").slice(1)) {
-    const m = FRAME_RE.exec(line.trim());
-    if (!m) continue;
-    const file = m[1]!;
-    if (isLibraryFrame(file)) continue;
-    return { file: file.startsWith("file://") ? fileURLToPath(file) : file, line: Number(m[2]), column: Number(m[3]) };
+/** A file name as a stack shows it (a path, a file URL, or a sourceURL with a query) as a path. */
+function toFilePath(file: string): string {
+  let f = file;
+  if (f.startsWith("file://")) {
+    try {
+      f = fileURLToPath(f);
+    } catch {
+      return f;
+    }
   }
-  return null;
+  // (functions AutoGraph converts at run time are named `<file>?autograph=N`)
+  return f.replace(/\?[^\\/]*$/, "");
+}
+
+/**
+ * A position in generated code mapped to the original source, where Node holds a source map
+ * for it (`--enable-source-maps`, `process.setSourceMapsEnabled(true)`: tsx and
+ * `stagecraft/register` turn it on); otherwise the position itself.
+ */
+function originalPosition(file: string, line: number, column: number): SourceLocation {
+  try {
+    const map = findSourceMap(file);
+    if (map) {
+      const e = map.findEntry(line - 1, column - 1) as { originalSource?: string; originalLine?: number; originalColumn?: number };
+      if (e && typeof e.originalSource === "string" && typeof e.originalLine === "number") {
+        return { file: toFilePath(e.originalSource), line: e.originalLine + 1, column: (e.originalColumn ?? 0) + 1 };
+      }
+    }
+  } catch {
+    /* an unreadable map: the generated position */
+  }
+  return { file: toFilePath(file), line, column };
+}
+
+/**
+ * The call sites of the current stack, innermost first, below `below` (V8's structured stack
+ * trace API). Call sites carry the position in the code that ran, before any source map: which
+ * code is Stagecraft's own is then known from the file it was loaded from, whatever source maps
+ * would show.
+ */
+function callSites(below: Function): NodeJS.CallSite[] {
+  const prepare = Error.prepareStackTrace;
+  const limit = Error.stackTraceLimit;
+  Error.prepareStackTrace = (_e, sites) => sites;
+  Error.stackTraceLimit = 200;
+  try {
+    const holder: { stack?: unknown } = {};
+    Error.captureStackTrace(holder, below);
+    return Array.isArray(holder.stack) ? (holder.stack as NodeJS.CallSite[]) : [];
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
+/**
+ * The first stack frame outside the library: where the user called us from (a frame of a
+ * dependency only when no frame of the user's own is on the stack), mapped through source maps
+ * where Node has them.
+ */
+export function userLocation(): SourceLocation | null {
+  let dependency: SourceLocation | null = null;
+  for (const site of callSites(userLocation)) {
+    const file = site.getFileName() ?? site.getScriptNameOrSourceURL();
+    const owner = ownerOf(file);
+    if (owner === "library") continue;
+    const line = site.getLineNumber();
+    const column = site.getColumnNumber();
+    if (line === null || column === null) continue;
+    const loc = originalPosition(file!, line, column);
+    // (a bundle that inlines Stagecraft maps back to its sources)
+    const mappedOwner = loc.file === toFilePath(file!) ? owner : ownerOf(loc.file);
+    if (mappedOwner === "library") continue;
+    if (mappedOwner === "user") return loc;
+    dependency ??= loc;
+  }
+  return dependency;
 }
 
 /**
@@ -66,15 +137,6 @@ export function formatLocation(loc: SourceLocation | null): string {
   const rel = path.relative(process.cwd(), loc.file);
   const shown = rel && !rel.startsWith("..") ? rel : loc.file;
   return `${shown}:${loc.line}:${loc.column}`;
-}
-
-/** A stack deep enough to get past the library's own frames. */
-export function deepStack(): string | undefined {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 100;
-  const stack = new Error().stack;
-  Error.stackTraceLimit = limit;
-  return stack;
 }
 
 const sourceCache = new Map<string, string[] | null>();
@@ -106,7 +168,7 @@ export class StagecraftError extends Error {
   /** The user's source line (with a caret), shown in the stack under the message. */
   readonly sourceLine: string | null;
   constructor(message: string, op?: string, location?: SourceLocation | null) {
-    const loc = location === undefined ? (executing.at ?? userLocation(deepStack())) : location;
+    const loc = location === undefined ? (executing.at ?? userLocation()) : location;
     const where = formatLocation(loc);
     super(`${op ? `${op}: ` : ""}${message}${where ? ` (at ${where})` : ""}`);
     this.name = new.target.name;
@@ -128,6 +190,10 @@ export class DtypeError extends StagecraftError {}
 export class IndexError extends StagecraftError {}
 /** Invalid values or arguments that are not about shape or dtype. */
 export class ValueError extends StagecraftError {}
+/** A tensor too large to allocate (more elements than a typed array holds, or out of memory). */
+export class AllocationError extends StagecraftError {}
+/** A staged function recursing past what the JavaScript stack holds (no symbolic base case, or too deep). */
+export class RecursionDepthError extends StagecraftError {}
 /** NaN or Inf found by checkNumerics. */
 export class NumericsError extends StagecraftError {}
 /** Misuse of gradient tapes and differentiation APIs. */

@@ -1,5 +1,6 @@
 /** Shapes, strides, axes and NumPy broadcasting. */
-import { ShapeError } from "./errors.js";
+import { AllocationError, ShapeError } from "./errors.js";
+import { storageCtor, type DType } from "./dtype.js";
 
 /**
  * A shape. While a function is staged with `inputSignature` null dims, a dimension may be
@@ -134,4 +135,37 @@ export function broadcastReductionAxes(shape: Shape, outShape: Shape): number[] 
     else if (shape[i - off] === 1 && outShape[i] !== 1) axes.push(i);
   }
   return axes;
+}
+
+/** The most elements one tensor can hold: the longest typed array JavaScript allocates (2^32). */
+export const MAX_ELEMENTS = 2 ** 32;
+
+/**
+ * The one check made before a tensor is allocated: a tensor of `shape` and `dtype` must fit in
+ * a typed array (shapes with unknown dims are checked when the dims are known). `op` names the
+ * op whose output it is.
+ */
+export function checkAllocation(op: string, shape: Shape, dtype: DType): void {
+  const n = sizeOf(shape);
+  if (n > MAX_ELEMENTS && !hasUnknownDims(shape)) {
+    throw new AllocationError(`${describeAllocation(shape, dtype)} is larger than the largest tensor that can be allocated (2^32 = ${MAX_ELEMENTS} elements)`, op);
+  }
+}
+
+/** The error for an allocation the JavaScript engine refused (a RangeError: out of memory). */
+export function allocationFailure(op: string | undefined, shape: Shape, dtype: DType, cause: RangeError): AllocationError {
+  return new AllocationError(`${describeAllocation(shape, dtype)} could not be allocated (${cause.message})`, op);
+}
+
+function describeAllocation(shape: Shape, dtype: DType): string {
+  const n = sizeOf(shape);
+  const bytes = n * new (storageCtor(dtype))(0).BYTES_PER_ELEMENT;
+  const units: [number, string][] = [
+    [2 ** 40, "TiB"],
+    [2 ** 30, "GiB"],
+    [2 ** 20, "MiB"],
+  ];
+  const [scale, unit] = units.find(([s]) => bytes >= s) ?? [1, "bytes"];
+  const size = unit === "bytes" ? `${bytes} bytes` : `${(bytes / scale).toPrecision(3)} ${unit}`;
+  return `a ${dtype} tensor of shape ${fmtShape(shape)} (${n.toPrecision(n < 1e15 ? 15 : 4).replace(/\.?0+$/, "")} elements, ${size})`;
 }

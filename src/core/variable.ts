@@ -8,6 +8,7 @@ import { DtypeError, ShapeError } from "./errors.js";
 import { fmtShape, shapesEqual } from "./shape.js";
 import type { DType } from "./dtype.js";
 import { currentHandler } from "./context.js";
+import { checkOptions, optionKeys } from "./options.js";
 
 export interface VariableReadObserver {
   onVariableRead(v: Variable, value: Tensor): void;
@@ -79,7 +80,15 @@ export class Variable extends Tensor {
   }
 }
 
-export function variable(init: TensorLike, options: { name?: string; trainable?: boolean; dtype?: DType } = {}): Variable {
+export interface VariableOptions {
+  name?: string;
+  trainable?: boolean;
+  dtype?: DType;
+}
+const VARIABLE_OPTIONS = optionKeys<VariableOptions>()("name", "trainable", "dtype");
+
+export function variable(init: TensorLike, options: VariableOptions = {}): Variable {
+  checkOptions("variable", options, VARIABLE_OPTIONS);
   currentHandler().createVariable?.(options.name ?? "variable");
   const t = init instanceof Tensor ? (init instanceof Variable ? init.peek() : init) : makeTensor("variable", init, undefined, options.dtype);
   if (t.isSymbolic) {

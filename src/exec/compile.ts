@@ -29,7 +29,7 @@
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { storageCtor, type DType, type TypedArray } from "../core/dtype.js";
-import { sizeOf } from "../core/shape.js";
+import { MAX_ELEMENTS, sizeOf } from "../core/shape.js";
 import { ShapeError, executing } from "../core/errors.js";
 import { currentDevice } from "../core/device.js";
 import { isTracing, withEagerContext } from "../core/context.js";
@@ -41,6 +41,7 @@ import { WASM_MIN_MNK } from "../backends/cpu/matmul.js";
 import { getWasmRuntime } from "../backends/cpu/wasm-runtime.js";
 import { gemmInstance, gemmModule } from "./wasm-gemm.js";
 import { isScopedStorage, StackScope, withStackScope } from "../ops/stack-storage.js";
+import { copyStorage } from "../ops/iteration-stack.js";
 import { elementwiseInstance, elementwiseModule, simdLoopFits, simdSupported, type SimdLoop } from "./wasm-elementwise.js";
 import { interpret, runNode, type ExecEnv } from "./interpreter.js";
 import { structuralHandlers } from "./structural.js";
@@ -329,14 +330,20 @@ export const compiledExecutor: Executor = createCompiledExecutor();
 export const interpretExecutor: Executor = (graph, inputs, library) => interpret(graph, inputs, { library });
 
 /** Storage leaving a compiled call: copied if a stack scope owns it (it is reused after the call). */
+// A value kept beyond the call (a variable, a residual record) may also be a graph input in a
+// caller's planned buffers (its arena), which the caller overwrites later: copied too.
+// (copies keep the residual records a stack's rows stand for: ops/iteration-stack.ts)
 function leavingStorage(x: TypedArray): TypedArray {
-  return isScopedStorage(x.buffer) ? x.slice() : x;
+  return isScopedStorage(x.buffer) || arenas.has(x.buffer) ? copyStorage(x) : x;
 }
 
 function leavingTensor(t: Tensor): Tensor {
   const data = t.concrete();
-  return isScopedStorage(data.buffer) ? new Tensor(data.slice(), t.shape, t.dtype, t.device) : t;
+  return isScopedStorage(data.buffer) || arenas.has(data.buffer) ? new Tensor(copyStorage(data), t.shape, t.dtype, t.device) : t;
 }
+
+/** The planned-buffer memory of every compiled instance. */
+const arenas = new WeakSet<ArrayBufferLike>();
 
 /** The generic path for one node: shape rule + kernel (structural ops: regions compiled per shape). */
 function runDynamic(node: Node, args: Tensor[], library: FunctionLibrary): Tensor[] {
@@ -487,7 +494,8 @@ function build(c: CompiledGraph): void {
     } catch {
       return dynamic(); // the generic path raises the error if the node runs
     }
-    if (!outTypes.every(compilable)) return dynamic();
+    // (an output too large to allocate: the generic path raises the error when the node runs)
+    if (!outTypes.every(compilable) || outTypes.some((t) => sizeOf(t.shape) > MAX_ELEMENTS)) return dynamic();
     setOuts(outTypes);
     if (!outTypes.every((t) => isConcrete(t.shape)) || !types.every((t) => isConcrete(t.shape))) {
       strategies.push({ kind: "runtime" });
@@ -807,6 +815,7 @@ class Codegen {
     } else {
       this.setup.unshift(`const ARENA = new ArrayBuffer(${arenaBytes});`);
     }
+    this.setup.splice(1, 0, `${this.konst(arenas, "arenas")}.add(ARENA);`);
     const Tensor_ = this.konst(Tensor, "Tensor");
 
     // Code is generated per node, then cut into segments of bounded size; values used in a

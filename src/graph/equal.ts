@@ -6,12 +6,15 @@
  */
 import type { FunctionLibrary, Graph, Node, Value, ValueType } from "./ir.js";
 import { isPlainObject } from "../core/objects.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 import { isVariableLike } from "./printer.js";
 
 export interface GraphEqualityOptions {
   /** Ignore graph names (root, regions, not callee names). Default false. */
   ignoreGraphNames?: boolean;
 }
+
+const EQUALITY_OPTIONS = optionKeys<GraphEqualityOptions>()("ignoreGraphNames");
 
 /**
  * Deep equality of attribute values: numbers by Object.is (so -0 != 0 and NaN == NaN),
@@ -151,6 +154,7 @@ class Comparer {
  * when they are equal. See `graphsEqual`.
  */
 export function graphDifference(a: Graph, b: Graph, libA?: FunctionLibrary, libB?: FunctionLibrary, options: GraphEqualityOptions = {}): string | null {
+  checkOptions("graphsEqual", options, EQUALITY_OPTIONS);
   return new Comparer(libA, libB, options).graph(a, b, `graph ${a.name}`);
 }
 
@@ -164,6 +168,7 @@ export function graphsEqual(a: Graph, b: Graph, libA?: FunctionLibrary, libB?: F
 
 /** The first difference between two libraries (same function names, each pair equal), or null. */
 export function libraryDifference(a: FunctionLibrary, b: FunctionLibrary, options: GraphEqualityOptions = {}): string | null {
+  checkOptions("librariesEqual", options, EQUALITY_OPTIONS);
   return new Comparer(a, b, options).libraries(a, b);
 }
 

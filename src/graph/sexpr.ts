@@ -29,6 +29,7 @@ import { Variable } from "../core/variable.js";
 import { FunctionLibrary, Graph, type Value, type ValueType } from "./ir.js";
 import { formatNumber, isVariableLike, numberValues } from "./printer.js";
 import { isPlainObject } from "../core/objects.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 // ---------------------------------------------------------------------------------------------
 // Writing
@@ -480,5 +481,6 @@ class Reader {
 
 /** Reads the S-expression form written by `toSExpr` back into a graph and its library. */
 export function parseSExpr(text: string, options: ParseSExprOptions = {}): { graph: Graph; library: FunctionLibrary } {
+  checkOptions("parseSExpr", options, optionKeys<ParseSExprOptions>()("variables"));
   return new Reader(options).module(text);
 }

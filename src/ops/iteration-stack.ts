@@ -52,6 +52,21 @@ function handOnRecord(stack: TypedArray, row: number, out: TypedArray): void {
   if (record) adoptRecord(out, record);
 }
 
+/**
+ * A copy of storage that stands for the same residual records: those of its rows (a stack of
+ * handles) or its own (a handle). Executors copy storage that leaves a call (stack storage is
+ * reused by the next call); a copy made with `slice` would lose the records, and unpacking a
+ * row read from it later would fail.
+ */
+export function copyStorage(x: TypedArray): TypedArray {
+  const out = x.slice();
+  const record = recordOf(x);
+  if (record) adoptRecord(out, record);
+  const rows = x.byteOffset === 0 ? rowRecords.get(x.buffer) : undefined;
+  if (rows) rowRecords.set(out.buffer, new Map([...rows].filter(([row]) => row < x.length)));
+  return out;
+}
+
 function push(stack: TypedArray, row: TypedArray): TypedArray {
   const len = stack.length;
   const need = len + row.length;

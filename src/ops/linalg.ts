@@ -25,6 +25,7 @@ import { mul } from "./binary.js";
 import { sum, sumTo } from "./reduce.js";
 import { broadcastTo, expandDims, reshape, squeeze, transpose } from "./shape.js";
 import { eye } from "./creation.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 // ---------------------------------------------------------------------------------------
 // matmul
@@ -41,6 +42,7 @@ export interface MatmulOptions {
   transposeB?: boolean;
 }
 
+const MATMUL_OPTIONS = optionKeys<MatmulOptions>()("transposeA", "transposeB");
 const MATMUL_DTYPES: readonly DType[] = ["float32", "float64", "int32", "int64"];
 
 function flagsText(tA: boolean, tB: boolean): string {
@@ -183,6 +185,7 @@ export const matmulOp = defineOp<MatmulAttrs>({
  * (bool and uint8 promote to int32; mixed dtypes promote).
  */
 export function matmul(a: TensorLike, b: TensorLike, options: MatmulOptions = {}): Tensor {
+  checkOptions("matmul", options, MATMUL_OPTIONS);
   let A = toTensor(a, "matmul");
   let B = toTensor(b, "matmul");
   if (A.rank === 0 || B.rank === 0) {

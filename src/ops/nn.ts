@@ -35,6 +35,7 @@ import { expandDims, reshape, scatterAdd, transpose } from "./shape.js";
 import { arange, full, oneHot } from "./creation.js";
 import { where } from "./where.js";
 import { cast } from "./cast.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 // ---- softmax / logSoftmax -------------------------------------------------------------------
 
@@ -273,6 +274,9 @@ export interface Conv2dTransposeOptions extends Conv2dOptions {
   /** Default 0; each must be smaller than its stride. Not allowed with padding "same". */
   outputPadding?: number | readonly [number, number];
 }
+
+const CONV2D_OPTIONS = optionKeys<Conv2dOptions>()("strides", "padding", "dilations", "groups");
+const CONV2D_TRANSPOSE_OPTIONS = optionKeys<Conv2dTransposeOptions>()("strides", "padding", "dilations", "groups", "outputPadding");
 
 type ConvDtype = "float32" | "float64";
 
@@ -525,6 +529,7 @@ function convBaseAttrs(op: string, x: Tensor, w: Tensor, opts: Conv2dOptions, ke
  * padding "same" gives outH = ceil(H / stride) (TensorFlow's rule; any odd pixel goes after).
  */
 export function conv2d(x: TensorLike, w: TensorLike, options: Conv2dOptions = {}): Tensor {
+  checkOptions("conv2d", options, CONV2D_OPTIONS);
   const [X, W] = convInputs("conv2d", x, w);
   const attrs = convBaseAttrs("conv2d", X, W, options, (s) => [s[2]!, s[3]!]);
   return applyOp1(conv2dOp, [X, W], attrs);
@@ -540,6 +545,7 @@ export function conv2d(x: TensorLike, w: TensorLike, options: Conv2dOptions = {}
  */
 export function conv2dTranspose(x: TensorLike, w: TensorLike, options: Conv2dTransposeOptions = {}): Tensor {
   const op = "conv2dTranspose";
+  checkOptions(op, options, CONV2D_TRANSPOSE_OPTIONS);
   const [X, W] = convInputs(op, x, w);
   checkRank4(op, "input x", X.shape, "N, C, H, W");
   checkRank4(op, "filter w", W.shape, "inC, outC/groups, kH, kW");
@@ -585,6 +591,8 @@ export interface Pool2dOptions {
   /** Default "valid". Padded positions never count (max ignores them; average excludes them from the count). */
   padding?: Padding2d;
 }
+
+const POOL2D_OPTIONS = optionKeys<Pool2dOptions>()("kernelSize", "strides", "padding");
 
 /** Output shape of pooling x under attrs; validates everything. */
 function poolShape(op: string, x: Shape, a: Pool2dAttrs): number[] {
@@ -763,6 +771,7 @@ function poolAttrs(op: string, x: Tensor, opts: Pool2dOptions): Pool2dAttrs {
  * holding a NaN gives NaN. The gradient goes to the first (row-major) maximal element.
  */
 export function maxPool2d(x: TensorLike, options: Pool2dOptions): Tensor {
+  checkOptions("maxPool2d", options, POOL2D_OPTIONS);
   const t = toTensor(x, "maxPool2d");
   return applyOp1(maxPool2dOp, [t], poolAttrs("maxPool2d", t, options));
 }
@@ -773,6 +782,7 @@ export function maxPool2d(x: TensorLike, options: Pool2dOptions): Tensor {
  * (PyTorch's count_include_pad=false, TensorFlow's "SAME" average pooling).
  */
 export function avgPool2d(x: TensorLike, options: Pool2dOptions): Tensor {
+  checkOptions("avgPool2d", options, POOL2D_OPTIONS);
   const t = toTensor(x, "avgPool2d");
   return applyOp1(avgPool2dOp, [t], poolAttrs("avgPool2d", t, options));
 }
@@ -796,6 +806,7 @@ export interface SortOptions {
   /** Default false. */
   descending?: boolean;
 }
+const SORT_OPTIONS = optionKeys<SortOptions>()("axis", "descending");
 
 /**
  * Zeros of `shape` with `updates` placed at `indices` along `axis` (take-along-axis layout:
@@ -918,6 +929,7 @@ function sortAttrs(op: string, x: Tensor, opts: SortOptions): SortAttrs {
  * among equal values the lower index comes first.
  */
 export function topK(x: TensorLike, k: number, options: { sorted?: boolean } = {}): [Tensor, Tensor] {
+  checkOptions("topK", options, ["sorted"]);
   const t = toTensor(x, "topK");
   const sorted = options.sorted ?? true;
   if (typeof sorted !== "boolean") throw new ValueError(`sorted must be a boolean, got ${String(sorted)}`, "topK");
@@ -928,12 +940,14 @@ export function topK(x: TensorLike, k: number, options: { sorted?: boolean } = {
 
 /** Sorted values along `axis` (default -1), ascending unless `descending`. NaN sorts last either way; stable. */
 export function sort(x: TensorLike, options: SortOptions = {}): Tensor {
+  checkOptions("sort", options, SORT_OPTIONS);
   const t = toTensor(x, "sort");
   return applyOp1(sortOp, [t], sortAttrs("sort", t, options));
 }
 
 /** The int32 permutation that sorts along `axis` (stable: equal values keep index order; NaN last). Not differentiable. */
 export function argsort(x: TensorLike, options: SortOptions = {}): Tensor {
+  checkOptions("argsort", options, SORT_OPTIONS);
   const t = toTensor(x, "argsort");
   return applyOp1(argsortOp, [t], sortAttrs("argsort", t, options));
 }

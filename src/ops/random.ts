@@ -1,70 +1,188 @@
 /**
- * Seeded random numbers. Every draw is a pure function of a key and an element index
- * (a counter-based generator, backends/cpu/counter-rng.ts), so results are reproducible from a seed or key, do not
- * depend on evaluation order, and stage as ordinary nodes whose key is an attribute.
+ * Seeded random numbers. Every draw is a pure function of a key and an element index (a
+ * counter-based generator, backends/cpu/counter-rng.ts), so results are reproducible from a
+ * seed or key and do not depend on evaluation order; the same key gives the same numbers eager
+ * and staged.
  *
- * Keys: `random.key(seed)`, `random.split(key, n)`. Without an explicit `key`/`seed`, a
- * draw takes the next key from a global generator (`random.setSeed(seed)` makes it
- * reproducible; by default it is seeded from the OS).
+ * Where a draw's key comes from:
+ * - `key`: a key tensor (random-keys.ts: `random.key(seed)`, `split`, `foldIn`). A key passed to
+ *   a staged function is an argument like any tensor: a new key is a new call, not a new trace.
+ * - `seed`: the key of that seed: the same numbers on every call (staged too), by request.
+ * - `generator`, or by default the global generator: a `Generator`'s state is a Variable, and
+ *   each draw reads it, takes its next key and writes the state back; staged, that is a
+ *   variable read and assignment in the graph, so a staged function draws fresh numbers on
+ *   every call and continues the stream eager draws use. `random.setSeed(seed)` resets the
+ *   global generator (seeded from the OS until then).
  */
 import { allocStorage, DEFAULT_FLOAT, isFloat, type DType } from "../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { checkShape, fmtShape, sizeOf } from "../core/shape.js";
 import { isTracing } from "../core/context.js";
-import type { Tensor, TensorLike } from "../core/tensor.js";
-import { applyOp1, defineOp } from "./registry.js";
+import { Tensor, type TensorLike } from "../core/tensor.js";
+import { Variable } from "../core/variable.js";
+import { checkOptions, optionKeys } from "../core/options.js";
+import { applyOp, applyOp1, defineOp, type TensorType } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { broadcastTo } from "./shape.js";
-import { randomBits, uniform01 } from "../backends/cpu/counter-rng.js";
+import { checkKey, checkKeyType, key as seedKeyTensor, keyWords } from "./random-keys.js";
+import "./variable-updates.js";
+import { seedKey, splitKey, uniform01 } from "../backends/cpu/counter-rng.js";
 
-/** A PRNG key: two 32-bit words. */
-export class PRNGKey {
-  constructor(
-    readonly k0: number,
-    readonly k1: number,
-  ) {}
-  toString(): string {
-    return `PRNGKey(${this.k0}, ${this.k1})`;
+export { key, split, foldIn } from "./random-keys.js";
+
+// ---------------------------------------------------------------------------------------------
+// generators
+
+const STATE_TYPE: TensorType = { dtype: "int32", shape: [4] };
+/** Keys a generator may take (2^52: its n-th key is split index n of its key, below 2^53). */
+const MAX_COUNTER = 2 ** 52;
+
+/**
+ * A generator's state (int32[4]: its key's two words, then the counter's low and high words)
+ * to (the next state, the key for this draw): the key is split key `counter` of the
+ * generator's key, so a generator made from key K hands out split(K, n)'s keys in order.
+ */
+export const randomNextKeyOp = defineOp<Record<string, never>>({
+  name: "randomNextKey",
+  family: "random",
+  inputs: ["state"],
+  infer(inputs) {
+    const s = inputs[0]!;
+    if (s.dtype !== "int32" || s.shape.length !== 1 || (s.shape[0] !== 4 && s.shape[0]! >= 0)) {
+      throw new ShapeError(`a generator state is an int32 tensor of shape [4], got ${s.dtype}${fmtShape(s.shape)}`, "random.Generator");
+    }
+    return [STATE_TYPE, { dtype: "int32", shape: [2] }];
+  },
+  kernel(inputs) {
+    const s = inputs[0]!.concrete();
+    const counter = (s[2]! >>> 0) + (s[3]! >>> 0) * 4294967296;
+    if (counter >= MAX_COUNTER) throw new ValueError(`the generator has handed out all of its 2^52 keys; make a new one`, "random.Generator");
+    const next = counter + 1;
+    return [Int32Array.of(s[0]!, s[1]!, next >>> 0, Math.floor(next / 4294967296)), Int32Array.from(splitKey(s[0]!, s[1]!, counter))];
+  },
+});
+
+function initialState(words: readonly [number, number]): Tensor {
+  return new Tensor(Int32Array.of(words[0], words[1], 0, 0), [4], "int32");
+}
+
+function osSeed(): number {
+  const w = crypto.getRandomValues(new Uint32Array(2));
+  return w[0]! + (w[1]! & 0x1fffff) * 4294967296;
+}
+
+export interface GeneratorOptions {
+  /** Start from the key of this seed (default: a seed from the OS). */
+  seed?: number;
+  /** Start from this key (a concrete key tensor). */
+  key?: Tensor;
+  /** The name of the state variable. */
+  name?: string;
+}
+const GENERATOR_OPTIONS = optionKeys<GeneratorOptions>()("seed", "key", "name");
+
+/**
+ * A random generator whose state is a Variable (as TensorFlow's `tf.random.Generator`): each
+ * draw takes the generator's next key and advances its counter, eagerly or as a variable read
+ * and assignment in a staged graph, so staged draws are fresh on every call and one generator
+ * gives one stream across eager and staged code. Create generators eagerly (or in
+ * `sc.initScope`): their state is a variable.
+ */
+export class Generator {
+  /** int32[4]: the key's two words, then the counter (low word, high word). */
+  readonly state: Variable;
+
+  constructor(options: GeneratorOptions = {}) {
+    checkOptions("random.Generator", options, GENERATOR_OPTIONS);
+    if (options.seed !== undefined && options.key !== undefined) throw new ValueError("give a seed or a key, not both", "random.Generator");
+    const words = options.key !== undefined ? concreteKeyWords(options.key, "random.Generator") : seedKey(checkSeed(options.seed ?? osSeed(), "random.Generator"));
+    this.state = new Variable(initialState(words), { name: options.name ?? "random_generator", trainable: false });
+  }
+
+  static fromSeed(seed: number): Generator {
+    return new Generator({ seed });
+  }
+
+  static fromKey(key: Tensor): Generator {
+    return new Generator({ key });
+  }
+
+  /** The next key of this generator's stream (advancing its state). */
+  nextKey(): Tensor {
+    const [state, k] = applyOp(randomNextKeyOp, [this.state.peek()], {});
+    this.state.assign(state!);
+    return k!;
+  }
+
+  /** Restarts the stream from a seed's key (staged: on every call, as eagerly). */
+  reset(seed: number): void {
+    this.state.assign(initialState(seedKey(checkSeed(seed, "random.Generator.reset"))));
+  }
+
+  /** n new generators from this one's next n keys (eager: each has a new state variable). */
+  split(n = 2): Generator[] {
+    if (!Number.isInteger(n) || n < 1) throw new ValueError(`n must be a positive integer, got ${n}`, "random.Generator.split");
+    return Array.from({ length: n }, () => Generator.fromKey(this.nextKey()));
+  }
+
+  uniform(shape: number[], options: Omit<UniformOptions, "generator" | "key" | "seed"> = {}): Tensor {
+    return uniform(shape, { ...options, generator: this });
+  }
+
+  normal(shape: number[], options: Omit<NormalOptions, "generator" | "key" | "seed"> = {}): Tensor {
+    return normal(shape, { ...options, generator: this });
+  }
+
+  bernoulli(p: TensorLike, shape?: number[]): Tensor {
+    return bernoulli(p, shape, { generator: this });
+  }
+
+  categorical(logits: TensorLike, numSamples = 1): Tensor {
+    return categorical(logits, numSamples, { generator: this });
   }
 }
 
-export function key(seed: number): PRNGKey {
-  if (!Number.isInteger(seed)) throw new ValueError(`seed must be an integer, got ${seed}`, "random.key");
-  const lo = seed >>> 0;
-  const hi = Math.floor(seed / 4294967296) >>> 0;
-  return new PRNGKey(randomBits(hi, 0x85ebca6b, lo), randomBits(lo, 0xc2b2ae35, hi));
+function checkSeed(seed: unknown, op: string): number {
+  if (typeof seed !== "number" || !Number.isInteger(seed)) throw new ValueError(`seed must be an integer, got ${String(seed)}`, op);
+  return seed;
 }
 
-/** n new independent keys derived from `k`. */
-export function split(k: PRNGKey, n = 2): PRNGKey[] {
-  if (!Number.isInteger(n) || n < 1) throw new ValueError(`n must be a positive integer, got ${n}`, "random.split");
-  return Array.from({ length: n }, (_, i) => new PRNGKey(randomBits(k.k0, k.k1, 2 * i), randomBits(k.k0, k.k1, 2 * i + 1)));
+function concreteKeyWords(k: unknown, op: string): [number, number] {
+  const t = checkKey(op, k);
+  if (t.isSymbolic) throw new ValueError("a generator's key must be concrete (create generators eagerly, or in sc.initScope)", op);
+  return keyWords(t);
 }
 
-let globalKey = key(Number(crypto.getRandomValues(new Uint32Array(1))[0]));
+let global: Generator | null = null;
 
-/** Seeds the global generator used by draws that pass no key or seed. */
+/** The generator draws use when they are given no key, seed or generator. */
+export function globalGenerator(): Generator {
+  return (global ??= new Generator({ name: "global_random_generator" }));
+}
+
+/** Seeds the global generator (staged, the reset happens on every call, as eagerly). */
 export function setSeed(seed: number): void {
-  globalKey = key(seed);
-}
-
-function nextGlobalKey(): PRNGKey {
-  const [next, use] = split(globalKey, 2) as [PRNGKey, PRNGKey];
-  globalKey = next;
-  return use;
+  globalGenerator().reset(seed);
 }
 
 export interface DrawOptions {
   dtype?: DType;
-  /** An explicit key (takes precedence over seed). */
-  key?: PRNGKey;
-  /** A seed for this draw alone. */
+  /** A key tensor for this draw (sc.random.key(seed), split, foldIn). */
+  key?: Tensor;
+  /** A seed for this draw alone: the same numbers every time. */
   seed?: number;
+  /** The generator to take the key from (default: the global generator). */
+  generator?: Generator;
 }
 
-function resolveKey(o: DrawOptions): [number, number] {
-  const k = o.key ?? (o.seed !== undefined ? key(o.seed) : nextGlobalKey());
-  return [k.k0, k.k1];
+/** The key tensor of a draw: from `key`, `seed` or a generator (at most one of them). */
+function resolveKey(op: string, o: Omit<DrawOptions, "dtype">): Tensor {
+  const given = (o.key !== undefined ? 1 : 0) + (o.seed !== undefined ? 1 : 0) + (o.generator !== undefined ? 1 : 0);
+  if (given > 1) throw new ValueError("give at most one of key, seed and generator", op);
+  if (o.key !== undefined) return checkKey(op, o.key);
+  if (o.seed !== undefined) return seedKeyTensor(checkSeed(o.seed, op));
+  if (o.generator !== undefined && !(o.generator instanceof Generator)) throw new ValueError(`generator must be a random.Generator, got ${typeof o.generator}`, op);
+  return (o.generator ?? globalGenerator()).nextKey();
 }
 
 /**
@@ -93,20 +211,22 @@ function floatDtype(op: string, d: DType | undefined): DType {
 interface DrawAttrs {
   shape: number[];
   dtype: DType;
-  key: [number, number];
 }
 
-/** A random op with no inputs: element i is `sample(attrs, k0, k1, i, f64)`. */
+/** A random op of a key: element i is `sample(attrs, k0, k1, i, f64)`. */
 function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number, k1: number, i: number, f64: boolean) => number) {
   return defineOp<A>({
     name,
     family: "random",
-    inputs: [],
-    infer: (_i, a) => [{ shape: a.shape, dtype: a.dtype }],
-    kernel(_i, a) {
+    inputs: ["key"],
+    infer: (inputs, a) => {
+      checkKeyType(name, inputs[0]!);
+      return [{ shape: a.shape, dtype: a.dtype }];
+    },
+    kernel(inputs, a) {
       const n = sizeOf(a.shape);
       const out = allocStorage(a.dtype, n);
-      const [k0, k1] = a.key;
+      const [k0, k1] = keyWords(inputs[0]!);
       const f64 = a.dtype === "float64";
       for (let i = 0; i < n; i++) out[i] = sample(a, k0, k1, i, f64);
       return [out];
@@ -126,46 +246,45 @@ export const randomNormalOp = defineDraw<DrawAttrs & { mean: number; stddev: num
   return a.mean + a.stddev * Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
 });
 
-interface BernoulliAttrs {
-  key: [number, number];
-}
-
-export const randomBernoulliOp = defineOp<BernoulliAttrs>({
+export const randomBernoulliOp = defineOp<Record<string, never>>({
   name: "randomBernoulli",
   family: "random",
-  inputs: ["p"],
+  inputs: ["p", "key"],
   infer(inputs) {
     if (!isFloat(inputs[0]!.dtype)) throw new DtypeError(`p must be a float tensor, got ${inputs[0]!.dtype}`, "random.bernoulli");
+    checkKeyType("random.bernoulli", inputs[1]!);
     return [{ shape: inputs[0]!.shape, dtype: "bool" }];
   },
-  kernel(inputs, a) {
+  kernel(inputs) {
     const p = inputs[0]!.concrete();
+    const [k0, k1] = keyWords(inputs[1]!);
     const out = allocStorage("bool", p.length);
-    for (let i = 0; i < p.length; i++) out[i] = uniform01(a.key[0], a.key[1], i, true) < p[i]! ? 1 : 0;
+    for (let i = 0; i < p.length; i++) out[i] = uniform01(k0, k1, i, true) < p[i]! ? 1 : 0;
     return [out];
   },
 });
 
 interface CategoricalAttrs {
-  key: [number, number];
   numSamples: number;
 }
 
 export const randomCategoricalOp = defineOp<CategoricalAttrs>({
   name: "randomCategorical",
   family: "random",
-  inputs: ["logits"],
+  inputs: ["logits", "key"],
   infer(inputs, a) {
     const l = inputs[0]!;
     if (!isFloat(l.dtype)) throw new DtypeError(`logits must be float, got ${l.dtype}`, "random.categorical");
     if (l.shape.length !== 1 && l.shape.length !== 2) {
       throw new ShapeError(`logits must be [classes] or [batch, classes], got shape [${l.shape.join(", ")}]`, "random.categorical");
     }
+    checkKeyType("random.categorical", inputs[1]!);
     return [{ shape: l.shape.length === 1 ? [a.numSamples] : [l.shape[0]!, a.numSamples], dtype: "int32" }];
   },
   kernel(inputs, a) {
     const l = inputs[0]!;
     const logits = l.concrete();
+    const [k0, k1] = keyWords(inputs[1]!);
     const classes = l.shape[l.shape.length - 1]!;
     const batch = l.shape.length === 1 ? 1 : l.shape[0]!;
     const out = allocStorage("int32", batch * a.numSamples);
@@ -176,7 +295,7 @@ export const randomCategoricalOp = defineOp<CategoricalAttrs>({
       let total = 0;
       for (let c = 0; c < classes; c++) cdf[c] = total += Math.exp(logits[b * classes + c]! - max);
       for (let s = 0; s < a.numSamples; s++) {
-        const u = uniform01(a.key[0], a.key[1], b * a.numSamples + s, true) * total;
+        const u = uniform01(k0, k1, b * a.numSamples + s, true) * total;
         let lo = 0,
           hi = classes - 1;
         while (lo < hi) {
@@ -191,25 +310,42 @@ export const randomCategoricalOp = defineOp<CategoricalAttrs>({
   },
 });
 
+export interface UniformOptions extends DrawOptions {
+  minval?: number;
+  maxval?: number;
+}
+export interface NormalOptions extends DrawOptions {
+  mean?: number;
+  stddev?: number;
+}
+const UNIFORM_OPTIONS = optionKeys<UniformOptions>()("dtype", "key", "seed", "generator", "minval", "maxval");
+const NORMAL_OPTIONS = optionKeys<NormalOptions>()("dtype", "key", "seed", "generator", "mean", "stddev");
+const SAMPLE_OPTIONS = optionKeys<Omit<DrawOptions, "dtype">>()("key", "seed", "generator");
+
 /** Uniform values in [minval, maxval). */
-export function uniform(shape: number[], options: DrawOptions & { minval?: number; maxval?: number } = {}): Tensor {
+export function uniform(shape: number[], options: UniformOptions = {}): Tensor {
+  checkOptions("random.uniform", options, UNIFORM_OPTIONS);
   const minval = options.minval ?? 0;
   const maxval = options.maxval ?? 1;
   if (!(maxval >= minval)) throw new ValueError(`maxval (${maxval}) must be >= minval (${minval})`, "random.uniform");
   const s = drawShape("random.uniform", shape, CONCRETE_HINT);
-  return applyOp1(randomUniformOp, [], { shape: s, dtype: floatDtype("random.uniform", options.dtype), key: resolveKey(options), minval, maxval });
+  const dtype = floatDtype("random.uniform", options.dtype);
+  return applyOp1(randomUniformOp, [resolveKey("random.uniform", options)], { shape: s, dtype, minval, maxval });
 }
 
 /** Normally distributed values. */
-export function normal(shape: number[], options: DrawOptions & { mean?: number; stddev?: number } = {}): Tensor {
+export function normal(shape: number[], options: NormalOptions = {}): Tensor {
+  checkOptions("random.normal", options, NORMAL_OPTIONS);
   const stddev = options.stddev ?? 1;
   if (!(stddev >= 0)) throw new ValueError(`stddev must be >= 0, got ${stddev}`, "random.normal");
   const s = drawShape("random.normal", shape, CONCRETE_HINT);
-  return applyOp1(randomNormalOp, [], { shape: s, dtype: floatDtype("random.normal", options.dtype), key: resolveKey(options), mean: options.mean ?? 0, stddev });
+  const dtype = floatDtype("random.normal", options.dtype);
+  return applyOp1(randomNormalOp, [resolveKey("random.normal", options)], { shape: s, dtype, mean: options.mean ?? 0, stddev });
 }
 
 /** Bool samples, true with probability p (p broadcast to `shape` when given). */
 export function bernoulli(p: TensorLike, shape?: number[], options: Omit<DrawOptions, "dtype"> = {}): Tensor {
+  checkOptions("random.bernoulli", options, SAMPLE_OPTIONS);
   let pt = toTensor(p, "random.bernoulli", typeof p === "number" ? "float64" : undefined);
   if (shape !== undefined) {
     drawShape("random.bernoulli", shape, `${CONCRETE_HINT}, or pass probabilities shaped like the tensor instead of a shape (bernoulli(fullLike(x, p)))`);
@@ -217,12 +353,13 @@ export function bernoulli(p: TensorLike, shape?: number[], options: Omit<DrawOpt
   }
   const data = pt.isSymbolic ? null : pt.dataSync();
   if (data) for (const v of data) if (!(v >= 0 && v <= 1)) throw new ValueError(`probabilities must be in [0, 1], got ${v}`, "random.bernoulli");
-  return applyOp1(randomBernoulliOp, [pt], { key: resolveKey(options) });
+  return applyOp1(randomBernoulliOp, [pt, resolveKey("random.bernoulli", options)], {});
 }
 
 /** Samples class indices from unnormalized log-probabilities. */
 export function categorical(logits: TensorLike, numSamples = 1, options: Omit<DrawOptions, "dtype"> = {}): Tensor {
+  checkOptions("random.categorical", options, SAMPLE_OPTIONS);
   if (!Number.isInteger(numSamples) || numSamples < 0) throw new ValueError(`numSamples must be a non-negative integer, got ${numSamples}`, "random.categorical");
-  return applyOp1(randomCategoricalOp, [toTensor(logits, "random.categorical")], { key: resolveKey(options), numSamples });
+  const l = toTensor(logits, "random.categorical");
+  return applyOp1(randomCategoricalOp, [l, resolveKey("random.categorical", options)], { numSamples });
 }
-

@@ -25,6 +25,7 @@ import { exp } from "./unary.js";
 import { equal, logicalAnd } from "./compare.js";
 import { where } from "./where.js";
 import { cast } from "./cast.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface ReduceAttrs {
   /** Sorted, normalized axes. */
@@ -382,6 +383,7 @@ export const cumsumOp = defineOp<CumsumAttrs>({
  * NumPy). `exclusive`: each output leaves out its own element; `reverse`: from the end.
  */
 export function cumsum(x: TensorLike, axis: number | null = null, options: CumsumOptions = {}): Tensor {
+  checkOptions("cumsum", options, optionKeys<CumsumOptions>()("exclusive", "reverse"));
   let t = toTensor(x, "cumsum");
   if (Array.isArray(axis)) throw new ValueError(`takes a single axis, got ${JSON.stringify(axis)}`, "cumsum");
   if (axis === null || axis === undefined) {

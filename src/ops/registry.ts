@@ -7,7 +7,9 @@ import type { DType, TypedArray } from "../core/dtype.js";
 import type { Tensor } from "../core/tensor.js";
 import { Tensor as TensorClass } from "../core/tensor.js";
 import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
-import { ValueError } from "../core/errors.js";
+import { Variable } from "../core/variable.js";
+import { AllocationError, ValueError } from "../core/errors.js";
+import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
 import { currentDevice } from "../core/device.js";
 
 /** Moves a tensor to another device (all devices share host memory today: the storage is shared). */
@@ -112,6 +114,7 @@ export function wrapOutputs(types: TensorType[], data: TypedArray[]): Tensor[] {
 
 /** Applies an op to tensor inputs through the current handler, then notifies tapes. */
 export function applyOp<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor[] {
+  inputs = readVariables(inputs);
   const outputs = currentHandler().run(def, inputs, attrs);
   if (recorders.length > 0) {
     for (let i = 0; i < recorders.length; i++) recorders[i]!.recordOp(def, inputs, attrs, outputs);
@@ -119,8 +122,37 @@ export function applyOp<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor[] 
   return outputs;
 }
 
+/**
+ * A variable given as an input is read, as the op wrappers' argument conversion does: tapes
+ * and staged code see the read (its gradient, its value at run time).
+ */
+function readVariables(inputs: Tensor[]): Tensor[] {
+  for (let i = 0; i < inputs.length; i++) if (inputs[i] instanceof Variable) return inputs.map((t) => (t instanceof Variable ? t.read() : t));
+  return inputs;
+}
+
 export function applyOp1<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor {
   return applyOp(def, inputs, attrs)[0]!;
+}
+
+/**
+ * Runs `def` on concrete inputs: shape rule, the size check of every output (before anything
+ * is allocated), the kernel; an allocation the engine refuses is an AllocationError naming the op.
+ */
+export function runKernel<A>(def: OpDef<A>, inputs: Tensor[], attrs: A): Tensor[] {
+  const types = def.infer(inputs, attrs);
+  for (let i = 0; i < types.length; i++) checkAllocation(def.name, types[i]!.shape, types[i]!.dtype);
+  let data: TypedArray[];
+  try {
+    data = def.kernel(inputs, attrs, types);
+  } catch (e) {
+    // (allocStorage's error, which knows no op; or a kernel's own allocation)
+    if (e instanceof AllocationError && e.op === undefined) throw new AllocationError(e.message, def.name);
+    if (!(e instanceof RangeError) || !/allocat|array (buffer )?length/i.test(e.message) || types.length === 0) throw e;
+    const big = types.reduce((a, t) => (sizeOf(t.shape) > sizeOf(a.shape) ? t : a), types[0]!);
+    throw allocationFailure(def.name, big.shape, big.dtype, e);
+  }
+  return wrapOutputs(types, data);
 }
 
 /** Eager execution: infer, run the kernel, wrap the storage. */
@@ -128,7 +160,6 @@ setEagerHandler({
   run(def, inputs, attrs) {
     const dev = currentDevice();
     for (let i = 0; i < inputs.length; i++) if (inputs[i]!.device !== dev) inputs[i] = copyToDevice(inputs[i]!, dev);
-    const types = def.infer(inputs, attrs);
-    return wrapOutputs(types, def.kernel(inputs, attrs, types));
+    return runKernel(def, inputs, attrs);
   },
 });

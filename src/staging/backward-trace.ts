@@ -8,12 +8,36 @@
  */
 import type { Tensor } from "../core/tensor.js";
 import { withHandler } from "../core/context.js";
+import { formatLocation, StagecraftError } from "../core/errors.js";
 import { isFloat } from "../core/dtype.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import type { GradientTape } from "../ad/tape.js";
 import type { Graph, Value, ValueType } from "../graph/ir.js";
 import { runPrune } from "../graph/passes/prune.js";
 import { TraceContext, type SymbolRef } from "./trace-context.js";
+
+const annotated = new WeakSet<Error>();
+
+/**
+ * Runs `fn`, part of differentiating staged function `functionName`; a typed error it raises
+ * says so (once: the innermost function differentiated is named), next to the user's line.
+ */
+export function differentiating<T>(functionName: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof StagecraftError && !annotated.has(e)) {
+      annotated.add(e);
+      const old = e.message;
+      const where = formatLocation(e.location);
+      const suffix = where ? ` (at ${where})` : "";
+      const body = suffix && old.endsWith(suffix) ? old.slice(0, old.length - suffix.length) : old;
+      e.message = `${body} (in the gradient of staged function "${functionName}")${suffix}`;
+      if (e.stack?.startsWith(`${e.name}: ${old}`)) e.stack = `${e.name}: ${e.message}${e.stack.slice(e.name.length + 2 + old.length)}`;
+    }
+    throw e;
+  }
+}
 
 let keepRecords = true;
 

@@ -19,9 +19,9 @@ import { full, zerosLikeTensor } from "../ops/fill.js";
 import { HANDLE_TYPE, packResiduals, unpackResiduals } from "../ops/residuals.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
-import { TraceContext } from "./trace-context.js";
+import { embedCaptures, functionNameOf, StagingError, TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
-import { recordsAllowed, traceBackward } from "./backward-trace.js";
+import { differentiating, recordsAllowed, traceBackward } from "./backward-trace.js";
 import { deferWeightGradients, gradientFromStacks, selfCalls, type DeferredWeight } from "./deferred-gradients.js";
 import { runPrune } from "../graph/passes/prune.js";
 import { recordEntry, regionVjp } from "./structural-gradients.js";
@@ -36,6 +36,8 @@ interface CallSplit {
   library: FunctionLibrary;
   forward: Graph;
   backward: Graph;
+  /** The callee's input types (its gradients have them). */
+  argTypes: ValueType[];
   /** The trainable variables the callee reads (explicit inputs of both). */
   vars: Variable[];
   /** Weights whose gradients the backward returns as stacks of rows (recursive callees). */
@@ -53,7 +55,7 @@ interface CallSplit {
  */
 export function emitCall(bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[], calleeComplete = true): Tensor[] {
   const ctx = currentHandler();
-  if (!(ctx instanceof TraceContext)) throw new Error("emitCall needs a graph under construction");
+  if (!(ctx instanceof TraceContext)) throw new StagingError("a call node needs a graph under construction", "call");
   if (recorders.length > 0 && outTypes.length > 0 && calleeComplete && recordsAllowed()) return emitDifferentiatedCall(ctx, bundle, args, outTypes);
   addFunctions(ctx, bundle.library, bundle.graph);
   const outs = ctx.addStructural("call", args, { callee: bundle.graph.name }, outTypes);
@@ -61,7 +63,7 @@ export function emitCall(bundle: FunctionBundle, args: Tensor[], outTypes: Value
   if (recorders.length > 0 && outs.length > 0) {
     const varValues = variablesReadBy(bundle).map((v) => v.read());
     const inputs = [...args, ...varValues];
-    recordEntry("call", inputs, outs, (cts) => {
+    recordEntry("call", functionNameOf(bundle.graph), inputs, outs, (cts) => {
       const split = callSplitFor(bundle);
       const filled = cts.map((c, i) => c ?? zerosLikeTensor(outs[i]!));
       const record = withoutRecorders(null, () => emitCall({ graph: split.forward, library: split.library }, inputs, [...outTypes, HANDLE_TYPE]))[outTypes.length]!;
@@ -77,7 +79,7 @@ function addFunctions(ctx: TraceContext, library: FunctionLibrary, graph: Graph)
 }
 
 function emitDifferentiatedCall(ctx: TraceContext, bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[]): Tensor[] {
-  const split = callSplitFor(bundle);
+  const split = differentiating(functionNameOf(bundle.graph), () => callSplitFor(bundle));
   addFunctions(ctx, split.library, split.forward);
   // The callee's variables are inputs of the gradient entry, so gradients reach them.
   const varValues = split.vars.map((v) => v.read());
@@ -87,7 +89,7 @@ function emitDifferentiatedCall(ctx: TraceContext, bundle: FunctionBundle, args:
   const outs = res.slice(0, -1);
   const record = res[res.length - 1]!;
   // The record is an output of the entry too, so an outer tape sees how it depends on the inputs.
-  recordEntry("call", inputs, res, (cts) => {
+  recordEntry("call", functionNameOf(bundle.graph), inputs, res, (cts) => {
     const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
     const recordCt = cts[outs.length];
     if (recordCt) {
@@ -110,7 +112,13 @@ function emitBackward(split: CallSplit, cts: Tensor[], args: Tensor[], varValues
   const stacks0 = split.deferred.flatMap((d) => d.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype)));
   const type = (t: Tensor) => ({ dtype: t.dtype, shape: t.shape });
   const dense = varValues.filter((_, i) => !deferred.has(split.vars[i]!));
-  const res = emitCall({ graph: split.backward, library: split.library }, [...cts, ...varValues, record, ...stacks0], [...args.map(type), ...dense.map(type), ...stacks0.map((s) => ({ dtype: s.dtype, shape: [-1, ...s.shape.slice(1)] }))]);
+  // The gradients have the callee's declared input types (an argument may be more specific:
+  // the empty stack a stack input starts from is [0, ...], its gradient a stack of any length).
+  const res = emitCall(
+    { graph: split.backward, library: split.library },
+    [...cts, ...varValues, record, ...stacks0],
+    [...split.argTypes, ...dense.map(type), ...stacks0.map((s) => ({ dtype: s.dtype, shape: [-1, ...s.shape.slice(1)] }))],
+  );
   let k = args.length;
   let stack = args.length + dense.length;
   const varGrads = split.vars.map((v) => {
@@ -133,11 +141,11 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
   for (const f of callee.library.functions.values()) library.add(f);
   library.add(g);
   const vars = variablesReadBy(callee);
-  const fwd = new TraceContext(`${g.name}_forward`, library, null, false, g.name, true);
-  const bwd = new TraceContext(`${g.name}_backward`, library, null, false, g.name, true);
+  const fwd = new TraceContext(`${g.name}_forward`, library, null, false, functionNameOf(g), true);
+  const bwd = new TraceContext(`${g.name}_backward`, library, null, false, functionNameOf(g), true);
   library.add(fwd.graph);
   library.add(bwd.graph);
-  const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, vars, deferred: [], earlyCalls: -1 };
+  const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, argTypes: g.inputs.map((v) => v.type), vars, deferred: [], earlyCalls: -1 };
   splits.set(g, split);
   // Variables the callee reads (regions and callees too) are inputs, resolved by reads.
   const varInputs = (ctx: TraceContext) =>
@@ -188,6 +196,12 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
           [...xs.map((_, i) => `grad_${i}`), ...vars.filter((v) => !deferredVars.has(v)).map((v) => `grad_${v.name}`), ...stacksIn.map((_, i) => `stack_out_${i}`)],
         );
       });
+      // A split's graphs are called with exactly their declared inputs (args, variables,
+      // record, stacks), and recursive calls are emitted before its trace ends, so what the
+      // traces captured beyond them (eager tensors that gradient rules create while tracing,
+      // variables that are not trainable) is embedded in the graphs instead.
+      embedCaptures(fwd);
+      embedCaptures(bwd);
     });
   } catch (e) {
     splits.delete(g);

@@ -9,13 +9,14 @@
 import type { Tensor } from "../core/tensor.js";
 import { currentHandler, withoutRecorders } from "../core/context.js";
 import { isFloat } from "../core/dtype.js";
+import { GradientError } from "../core/errors.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { packResiduals, unpackResiduals } from "../ops/residuals.js";
 import { GradientTape } from "../ad/tape.js";
 import type { Graph, ValueType } from "../graph/ir.js";
 import { seedVariableReads, TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
-import { recordsAllowed, traceBackward, type BackwardTrace } from "./backward-trace.js";
+import { differentiating, recordsAllowed, traceBackward, type BackwardTrace } from "./backward-trace.js";
 import { recordEntry, regionVjp, type CondFn, type RegionTracer } from "./structural-gradients.js";
 
 export interface CondParts {
@@ -58,12 +59,16 @@ function splitBranch(p: CondParts, g: Graph, name: string): BranchSplit {
       return [...outs, packResiduals(bwd.kept.map((v) => ctx.symbolic(v)))];
     },
   );
-  if (!fwd || !backward) throw new Error("cond gradient: the branch probe did not run");
+  if (!fwd || !backward) throw new GradientError("the gradient rule's probe of a branch did not run", "cond");
   return { forward: probe.graph, outside: (fwd as TraceContext).captures.map((c) => c.tensor), backward };
 }
 
 /** Emits the cond augmented with its taken branch's record, records its gradient, returns its outputs. */
 export function condWithGradient(p: CondParts): Tensor[] {
+  return differentiating(p.ctx.functionName, () => augmentedCond(p));
+}
+
+function augmentedCond(p: CondParts): Tensor[] {
   const library = p.ctx.library;
   if (!recordsAllowed()) return recomputingCond(p);
   const m = p.types.length;
@@ -73,7 +78,7 @@ export function condWithGradient(p: CondParts): Tensor[] {
   const outs = res.slice(0, m);
   const record = res[m]!;
   // The record is an output of the entry too, so an outer tape sees how it depends on the operands.
-  recordEntry("cond", [p.pred, ...p.operands], res, (cts) => {
+  recordEntry("cond", p.ctx.functionName, [p.pred, ...p.operands], res, (cts) => {
     const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
     const recordCt = cts[m];
     const n = p.operands.length;
@@ -95,7 +100,7 @@ export function condWithGradient(p: CondParts): Tensor[] {
 function recomputingCond(p: CondParts): Tensor[] {
   const library = p.ctx.library;
   const outs = p.ctx.addStructural("cond", [p.pred, ...p.operands], {}, p.types, [p.thenG, p.elseG]);
-  recordEntry("cond", [p.pred, ...p.operands], outs, (cts) => {
+  recordEntry("cond", p.ctx.functionName, [p.pred, ...p.operands], outs, (cts) => {
     const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
     const branch = (g: Graph) => () => {
       const h = currentHandler();

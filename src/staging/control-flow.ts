@@ -19,6 +19,7 @@ import { full } from "../ops/fill.js";
 import { whileWithGradient, type RegionTracer } from "./structural-gradients.js";
 import { condWithGradient } from "./cond-gradient.js";
 import { variablesReadByCalls } from "./call-gradient.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 function activeTrace(): TraceContext | null {
   const h = currentHandler();
@@ -186,15 +187,19 @@ export interface WhileOptions {
   shapeInvariants?: (readonly (number | null)[] | null)[];
 }
 
+const WHILE_OPTIONS = optionKeys<WhileOptions>()("maxIterations", "shapeInvariants");
+
 /**
  * whileLoop(condFn, bodyFn, loopVars): while condFn(...vars) is true, vars = bodyFn(...vars).
  * loopVars is an array of tensors; the body returns the same number with the same dtypes and
  * shapes (unless relaxed by shapeInvariants).
  */
 export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyFn: (...vars: Tensor[]) => Tensor[], loopVars: Tensor[], options: WhileOptions = {}): Tensor[] {
+  checkOptions("whileLoop", options, WHILE_OPTIONS);
+  const max = options.maxIterations ?? Infinity;
+  if (!(Number.isInteger(max) || max === Infinity) || max < 0) throw new ValueError(`maxIterations must be a non-negative integer, got ${String(max)}`, "whileLoop");
   const init = loopVars.map((v) => toTensor(v, "whileLoop"));
   const ctx = activeTrace();
-  const max = options.maxIterations ?? Infinity;
   if (!ctx) {
     let vars = init;
     for (let i = 0; i < max && truthy(condFn(...vars), "whileLoop"); i++) vars = checkBody(bodyFn(...vars), vars, options);

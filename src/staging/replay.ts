@@ -6,9 +6,9 @@
  */
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
-import { ValueError } from "../core/errors.js";
+import { atNode, ValueError } from "../core/errors.js";
 import { applyOp, getOp } from "../ops/registry.js";
-import type { FunctionLibrary, Graph } from "../graph/ir.js";
+import type { FunctionLibrary, Graph, Node } from "../graph/ir.js";
 import { cond, whileLoop } from "./control-flow.js";
 import { currentHandler } from "../core/context.js";
 import { TraceContext } from "./trace-context.js";
@@ -22,49 +22,56 @@ export function replay(graph: Graph, library: FunctionLibrary, inputs: Tensor[])
   graph.inputs.forEach((v, i) => values.set(v.id, inputs[i]!));
   for (const node of graph.nodes) {
     const args = node.inputs.map((v) => values.get(v.id)!);
-    let outs: Tensor[];
-    switch (node.op) {
-      case "readVariable":
-        outs = [(node.attrs.variable as Variable).read()];
-        break;
-      case "assignVariable":
-        (node.attrs.variable as Variable).assign(args[0]!);
-        outs = [];
-        break;
-      case "call": {
-        const callee = library.get(node.attrs.callee as string);
-        // While tracing, a call stays a call (recursion stays finite, and its gradient is the
-        // callee's VJP function); eagerly the callee's ops run, so tapes see them.
-        outs = currentHandler() instanceof TraceContext ? emitCall({ graph: callee, library }, args, node.outputs.map((v) => v.type)) : replay(callee, library, args);
-        break;
-      }
-      case "cond": {
-        const [pred, ...operands] = args;
-        const [thenG, elseG] = node.regions as [Graph, Graph];
-        outs = cond(pred!, () => replay(thenG, library, operands), () => replay(elseG, library, operands));
-        break;
-      }
-      case "while": {
-        const n = node.attrs.numLoopVars as number;
-        const inv = args.slice(n);
-        const [condG, bodyG] = node.regions as [Graph, Graph];
-        const max = node.attrs.maxIterations as number | undefined;
-        outs = whileLoop(
-          (...vars) => replay(condG, library, [...vars, ...inv])[0]!,
-          (...vars) => replay(bodyG, library, [...vars, ...inv]),
-          args.slice(0, n),
-          {
-            ...(max === undefined ? {} : { maxIterations: max }),
-            // The node's declared loop types (unknown dims stay unknown, e.g. gradient stacks).
-            shapeInvariants: node.outputs.map((v) => v.type.shape.map((d) => (d < 0 ? null : d))),
-          },
-        );
-        break;
-      }
-      default:
-        outs = applyOp(getOp(node.op), args, node.attrs);
-    }
+    // Issued as written at the node's location: an error raised now names the user's line of
+    // that op, and nodes traced from it keep that location.
+    const outs = atNode(node.loc, () => replayNode(node, args, library));
     node.outputs.forEach((v, i) => values.set(v.id, outs[i]!));
   }
   return graph.outputs.map((v) => values.get(v.id)!);
+}
+
+function replayNode(node: Node, args: Tensor[], library: FunctionLibrary): Tensor[] {
+  let outs: Tensor[];
+  switch (node.op) {
+    case "readVariable":
+      outs = [(node.attrs.variable as Variable).read()];
+      break;
+    case "assignVariable":
+      (node.attrs.variable as Variable).assign(args[0]!);
+      outs = [];
+      break;
+    case "call": {
+      const callee = library.get(node.attrs.callee as string);
+      // While tracing, a call stays a call (recursion stays finite, and its gradient is the
+      // callee's VJP function); eagerly the callee's ops run, so tapes see them.
+      outs = currentHandler() instanceof TraceContext ? emitCall({ graph: callee, library }, args, node.outputs.map((v) => v.type)) : replay(callee, library, args);
+      break;
+    }
+    case "cond": {
+      const [pred, ...operands] = args;
+      const [thenG, elseG] = node.regions as [Graph, Graph];
+      outs = cond(pred!, () => replay(thenG, library, operands), () => replay(elseG, library, operands));
+      break;
+    }
+    case "while": {
+      const n = node.attrs.numLoopVars as number;
+      const inv = args.slice(n);
+      const [condG, bodyG] = node.regions as [Graph, Graph];
+      const max = node.attrs.maxIterations as number | undefined;
+      outs = whileLoop(
+        (...vars) => replay(condG, library, [...vars, ...inv])[0]!,
+        (...vars) => replay(bodyG, library, [...vars, ...inv]),
+        args.slice(0, n),
+        {
+          ...(max === undefined ? {} : { maxIterations: max }),
+          // The node's declared loop types (unknown dims stay unknown, e.g. gradient stacks).
+          shapeInvariants: node.outputs.map((v) => v.type.shape.map((d) => (d < 0 ? null : d))),
+        },
+      );
+      break;
+    }
+    default:
+      outs = applyOp(getOp(node.op), args, node.attrs);
+  }
+  return outs;
 }

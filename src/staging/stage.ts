@@ -6,14 +6,16 @@ import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { currentHandler, withHandler, withoutRecorders, recorders } from "../core/context.js";
 import { FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
-import { TraceContext, StagingError } from "./trace-context.js";
+import { embedCaptures, TraceContext, StagingError } from "./trace-context.js";
 import { ConcreteFunction, ConstantLeaf, OutputLeaf, type OutputTemplate } from "./concrete-function.js";
 import { describeChange, signatureOf, TensorSpec, type LeafInfo, type Signature } from "./signature.js";
 import { leaves, mapStructure, type Structure } from "../ad/structure.js";
-import { ValueError } from "../core/errors.js";
+import { RecursionDepthError, ValueError } from "../core/errors.js";
+import { recursiveFunctions } from "../graph/passes/inline.js";
 import { recordStagedCall } from "./staged-gradient.js";
 import { emitCall } from "./call-gradient.js";
 import { isPlainObject } from "../core/objects.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface StageOptions {
   /** Per positional argument: sc.spec(shape, dtype) (null dims = any size), or nested structures of specs. */
@@ -32,6 +34,8 @@ export interface StageOptions {
   autograph?: boolean;
 }
 
+const STAGE_OPTIONS = optionKeys<StageOptions>()("inputSignature", "reduceRetracing", "name", "outputSignature", "autograph");
+
 export interface StagedFunction<A extends unknown[], R> {
   (...args: A): R;
   /** How many times the function has been traced. */
@@ -42,6 +46,9 @@ export interface StagedFunction<A extends unknown[], R> {
   readonly pythonFunction: (...args: A) => R;
   readonly stagedName: string;
 }
+
+/** Eager tensors up to this size that a recursive function closes over become constants. */
+const MAX_EMBEDDED_ELEMENTS = 4096;
 
 /** Retraces beyond this count warn once, with the reason. */
 export const RETRACE_WARNING_THRESHOLD = 5;
@@ -59,6 +66,7 @@ export function setStageConverter(c: StageConverter): void {
 }
 
 export function stage<A extends unknown[], R>(original: (...args: A) => R, options: StageOptions = {}): StagedFunction<A, R> {
+  checkOptions("stage", options, STAGE_OPTIONS);
   const name = options.name ?? (original.name || "staged");
   let converted: ((...args: A) => R) | null = null;
   // Conversion happens on first use (the converter may not be installed at definition time).
@@ -162,7 +170,7 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     traceCount++;
     ctx.library.add(ctx.graph);
     const guess = learned.get(sig.key) ?? recursionGuess(options.outputSignature, sig, attempt);
-    const pending: PendingTrace = { ctx, types: guess.types, template: guess.template, recursiveCalls: 0 };
+    const pending: PendingTrace = { ctx, types: guess.types, template: guess.template, recursiveCalls: 0, leaves: sig.leaves };
     inProgress.set(sig.key, pending);
     let k = 0;
     const symArgs = substitute(args, (t, path) => {
@@ -189,16 +197,34 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
       }
       const outputs: Value[] = [];
       const names: string[] = [];
-      const template = templateOf(result, (t, path) => {
-        outputs.push(ctx.valueOf(t));
-        names.push(path || `output_${outputs.length - 1}`);
-        return outputs.length - 1;
-      });
+      // (inside the trace: a variable returned as is is read by a node, at every call)
+      const template = withoutRecorders(null, () =>
+        withHandler(ctx, () =>
+          templateOf(result, (t, path) => {
+            outputs.push(ctx.valueOf(t));
+            names.push(path || `output_${outputs.length - 1}`);
+            return outputs.length - 1;
+          }),
+        ),
+      );
       ctx.graph.setOutputs(outputs, names);
       if (pending.recursiveCalls > 0) {
-        if (ctx.captures.length > 0) {
+        const selfCall = ctx.graph.nodes.find((n) => n.op === "call" && n.attrs.callee === ctx.graph.name);
+        if (selfCall) {
+          throw new RecursionDepthError(
+            `staged function "${name}" calls itself unconditionally, so every call recurses again and it never returns: ` +
+              `put the recursive call in a branch of a tensor condition (sc.cond, or an if on a tensor in converted code) whose other branch does not recurse`,
+            name,
+            selfCall.loc ?? undefined,
+          );
+        }
+        // Recursive calls pass the arguments only: small eager tensors (constants made in the
+        // body) become constant nodes.
+        const left = embedCaptures(ctx, MAX_EMBEDDED_ELEMENTS);
+        if (left.length > 0) {
           throw new StagingError(
-            `recursive staged function "${name}" closes over ${ctx.captures.length} eager tensor(s); pass them as arguments or hold them in variables`,
+            `recursive staged function "${name}" closes over ${left.length} tensor(s) (${left.map((c) => `${c.tensor.dtype}[${c.tensor.shape.join(", ")}]`).join(", ")}) ` +
+              `that are not constants of at most ${MAX_EMBEDDED_ELEMENTS} elements; pass them as arguments or hold them in variables`,
           );
         }
         const types = outputs.map((v) => v.type);
@@ -223,6 +249,45 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
   }
 
   const staged = ((...args: A): R => {
+    try {
+      return call(args);
+    } catch (e) {
+      throw isStackOverflow(e) ? recursionError(e as RangeError, args) : e;
+    }
+  }) as StagedFunction<A, R>;
+
+  /**
+   * A JavaScript stack overflow under this function, as a typed error that names it: while
+   * tracing, recursive calls with ever new signatures (each traced anew, nested); while running,
+   * recursion of its graph functions deeper than the stack holds. (Raised at the innermost call
+   * with stack enough to build it; the calls above pass it on.)
+   */
+  function recursionError(e: RangeError, args: readonly unknown[]): RecursionDepthError | RangeError {
+    try {
+      const nested = [...inProgress.values()].filter((p) => p.ctx.active);
+      if (nested.length > 1) {
+        const change = describeChange(nested[nested.length - 2]!.leaves, nested[nested.length - 1]!.leaves);
+        return new RecursionDepthError(
+          `staged function "${name}" recursed past the JavaScript stack while being traced (${nested.length} nested traces): its recursive calls keep ` +
+            `changing their argument signatures (${change}), so each is traced anew and the recursion never closes into a recursive graph function; ` +
+            `keep the arguments' shapes and JS values the same across recursive calls (pass a depth as a tensor, not a JS number), or write it as a loop`,
+          name,
+        );
+      }
+      const cf = cache.get(signatureOf(args, name, options.inputSignature).key);
+      const recursive = cf ? [...recursiveFunctions(cf.library)] : [];
+      return new RecursionDepthError(
+        `staged function "${name}" ran out of JavaScript stack${cf ? " while running" : ""}` +
+          (recursive.length > 0 ? `: the recursion of ${recursive.map((r) => `"${r}"`).join(", ")} went deeper than the stack holds; ` : "; ") +
+          `make the recursion shallower, write it as a loop (sc.whileLoop, or a while loop in converted code), or give Node a larger stack (node --stack-size)`,
+        name,
+      );
+    } catch (again) {
+      return isStackOverflow(again) ? e : (again as Error as RangeError);
+    }
+  }
+
+  function call(args: A): R {
     const h = currentHandler();
     const found = lookup(args);
     const sig = found.sig;
@@ -238,7 +303,7 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     if (h instanceof TraceContext) return callFromTrace(h, cf, sig.tensors) as R;
     if (recorders.length > 0) return recordStagedCall(cf, sig.tensors) as R;
     return cf.structureOutputs(cf.callFlat(sig.tensors)) as R;
-  }) as StagedFunction<A, R>;
+  }
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
   Object.defineProperty(staged, "pythonFunction", { value: original });
   Object.defineProperty(staged, "stagedName", { value: name });
@@ -255,6 +320,12 @@ interface PendingTrace {
   types: ValueType[];
   template: OutputTemplate;
   recursiveCalls: number;
+  /** The signature traced (for the error when nested traces overflow the stack). */
+  leaves: LeafInfo[];
+}
+
+function isStackOverflow(e: unknown): boolean {
+  return e instanceof RangeError && /Maximum call stack size exceeded/.test(e.message);
 }
 
 /** Output types assumed for recursive calls: outputSignature, else the `attempt`-th tensor argument's type. */

@@ -17,9 +17,10 @@ import type { OpDef } from "../ops/registry.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary } from "../graph/ir.js";
-import { TraceContext, type SymbolRef } from "./trace-context.js";
+import { functionNameOf, TraceContext, type SymbolRef } from "./trace-context.js";
 import { ConcreteFunction, OutputLeaf } from "./concrete-function.js";
 import { replay } from "./replay.js";
+import { differentiating } from "./backward-trace.js";
 import { stage, type StagedFunction } from "./stage.js";
 
 interface Split {
@@ -34,9 +35,11 @@ interface Split {
   fullVjp: StagedFunction<Tensor[], Tensor[]>;
   /** Backward staged function: (cotangents..., backwardCaptures...) -> gradients of every forward input. */
   backward: StagedFunction<Tensor[], Tensor[]>;
-  /** For each backward capture: index into the forward's saved outputs, or the outside tensor. */
-  backwardInputs: ({ saved: number } | { tensor: Tensor })[];
+  /** For each backward capture: the forward's output or saved value it is, or the outside tensor. */
+  backwardInputs: BackwardInput[];
 }
+
+type BackwardInput = { output: number } | { saved: number } | { tensor: Tensor };
 
 /** Splits per concrete function and per set of captured tensors that need gradients. */
 const splits = new WeakMap<ConcreteFunction, Map<string, Split>>();
@@ -57,7 +60,7 @@ function splitFor(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
 function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
   const library = new FunctionLibrary();
   for (const g of cf.library.functions.values()) library.add(g);
-  const fwd = new TraceContext(`${cf.name}_forward`, library, null, false, cf.name, true);
+  const fwd = new TraceContext(`${cf.name}_forward`, library, null, false, functionNameOf(cf.graph), true);
   const args = cf.graph.inputs.slice(0, cf.numArgInputs).map((v, i) => fwd.placeholder(v.type, cf.graph.inputNames[i]!));
   const tape = new GradientTape({ persistent: true });
   let outs: Tensor[] = [];
@@ -74,7 +77,7 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
   // Every forward input that gradients are computed for: args, then the forward's captures.
   const sources: Tensor[] = [...args, ...fwd.captures.map((c) => (c.variable ? fwd.variableInputs.get(c.variable)! : c.tensor))];
   // Variable reads while tracing the backward (recomputations) resolve to the forward's inputs.
-  const bwd = new TraceContext(`${cf.name}_backward`, library, fwd, false, cf.name, true);
+  const bwd = new TraceContext(`${cf.name}_backward`, library, fwd, false, fwd.functionName, true);
   const cts = outs.map((o, i) => bwd.placeholder({ dtype: o.dtype, shape: o.shape }, `cotangent_${i}`));
   try {
     const grads = withoutRecorders(null, () =>
@@ -89,10 +92,15 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
   } finally {
     bwd.active = false;
   }
+  // A value the backward reads that the forward already returns (an op whose VJP reads its
+  // own output, such as exp, as the last op) is read from that output, not returned twice.
   const saved: Tensor[] = [];
-  const backwardInputs = bwd.captures.map((c) => {
+  const outputOf = new Map(outs.map((o, i) => [fwd.valueOf(o), i] as const).reverse());
+  const backwardInputs = bwd.captures.map((c): BackwardInput => {
     const ref = c.tensor.symbol as SymbolRef | null;
     if (ref && ref.ctx === fwd) {
+      const output = outputOf.get(ref.value);
+      if (output !== undefined) return { output };
       saved.push(c.tensor);
       return { saved: saved.length - 1 };
     }
@@ -127,7 +135,10 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
 export function gradientGraphs(cf: ConcreteFunction): { forward: ConcreteFunction; backward: ConcreteFunction } {
   const split = splitFor(cf, cf.captures.map(() => true));
   const cts = split.forward.graph.outputs.slice(0, split.numOutputs).map((v) => placeholderLike(v.type));
-  const extra = split.backwardInputs.map((b) => ("saved" in b ? placeholderLike(split!.forward.graph.outputs[split!.numOutputs + b.saved]!.type) : b.tensor));
+  const outputs = split.forward.graph.outputs;
+  const extra = split.backwardInputs.map((b) =>
+    "output" in b ? placeholderLike(outputs[b.output]!.type) : "saved" in b ? placeholderLike(outputs[split.numOutputs + b.saved]!.type) : b.tensor,
+  );
   return { forward: split.forward, backward: split.backward.concrete(...cts, ...extra) };
 }
 
@@ -140,7 +151,8 @@ function placeholderLike(t: { dtype: Tensor["dtype"]; shape: readonly number[] }
  * staged backward function.
  */
 export function recordStagedCall(cf: ConcreteFunction, args: Tensor[]): unknown {
-  const split = splitFor(cf, cf.captures.map((c) => anyRecorderTracks(c.tensor)));
+  const name = functionNameOf(cf.graph);
+  const split = differentiating(name, () => splitFor(cf, cf.captures.map((c) => anyRecorderTracks(c.tensor))));
   const { forward, numOutputs, backward, backwardInputs, fullVjp } = split;
   // Reading captured variables through `read()` lets the tapes watch them.
   const captureValues = forward.captures.map((c) => (c.variable ? c.variable.read() : c.tensor));
@@ -148,7 +160,7 @@ export function recordStagedCall(cf: ConcreteFunction, args: Tensor[]): unknown 
   // An output that is one of the inputs (a passed-through value) gets its own handle, so the
   // tape never sees a tensor produced by the entry that consumes it.
   const inputSet = new Set(inputs);
-  const flat = withoutRecorders(null, () => forward.callFlat(args)).map((t) =>
+  const flat = differentiating(name, () => withoutRecorders(null, () => forward.callFlat(args))).map((t) =>
     inputSet.has(t) ? new Tensor(t.concrete(), t.shape, t.dtype, t.device) : t,
   );
   const outputs = flat.slice(0, numOutputs);
@@ -160,14 +172,15 @@ export function recordStagedCall(cf: ConcreteFunction, args: Tensor[]): unknown 
     inputs: inputs.map((_, i) => `x${i}`),
     infer: () => flat.map((o) => ({ dtype: o.dtype, shape: o.shape })),
     kernel: () => flat.map((o) => o.dataSync()),
-    vjp: (_ctx, cts) => {
-      const filled = cts.map((c, i) => c ?? zerosLikeTensor(flat[i]!));
-      if (cts.slice(numOutputs).every((c) => c === null)) {
-        const extra = backwardInputs.map((b) => ("saved" in b ? saved[b.saved]! : b.tensor));
-        return backward(...filled.slice(0, numOutputs), ...extra);
-      }
-      return fullVjp(...inputs, ...filled);
-    },
+    vjp: (_ctx, cts) =>
+      differentiating(name, () => {
+        const filled = cts.map((c, i) => c ?? zerosLikeTensor(flat[i]!));
+        if (cts.slice(numOutputs).every((c) => c === null)) {
+          const extra = backwardInputs.map((b) => ("output" in b ? outputs[b.output]! : "saved" in b ? saved[b.saved]! : b.tensor));
+          return backward(...filled.slice(0, numOutputs), ...extra);
+        }
+        return fullVjp(...inputs, ...filled);
+      }),
   };
   for (const r of recorders.slice()) r.recordOp(def, inputs, {}, flat);
   return cf.structureOutputs(outputs);

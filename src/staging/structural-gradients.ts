@@ -25,7 +25,6 @@ import { full, zerosLikeTensor } from "../ops/fill.js";
 import { emptyStack, stackPush, stackRead } from "../ops/iteration-stack.js";
 import { add, sub } from "../ops/binary.js";
 import { greater } from "../ops/compare.js";
-import { makeTensor } from "../core/tensor.js";
 import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Node, type Value, type ValueType } from "../graph/ir.js";
 import { matmul } from "../ops/linalg.js";
@@ -33,20 +32,32 @@ import { sum } from "../ops/reduce.js";
 import { flip, reshape } from "../ops/shape.js";
 import { seedVariableReads, TraceContext } from "./trace-context.js";
 import { replay } from "./replay.js";
-import { tapeGradient, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
+import { differentiating, tapeGradient, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
+import { atNode, executing, GradientError, userLocation } from "../core/errors.js";
 
-/** Records one entry on every active tape. */
-export function recordEntry(name: string, inputs: Tensor[], outputs: Tensor[], vjp: (cts: (Tensor | null)[]) => (Tensor | null)[]): void {
+/**
+ * Records one entry on every active tape. Its VJP runs at the location where the structural
+ * node was written (its gradient's nodes and errors name that line) and says which staged
+ * function (`functionName`) is differentiated.
+ */
+export function recordEntry(
+  name: string,
+  functionName: string,
+  inputs: Tensor[],
+  outputs: Tensor[],
+  vjp: (cts: (Tensor | null)[]) => (Tensor | null)[],
+): void {
   if (outputs.length === 0 || recorders.length === 0) return;
+  const loc = executing.at ?? userLocation();
   const def: OpDef = {
     name,
     family: "ad",
     inputs: inputs.map((_, i) => `x${i}`),
     infer: () => outputs.map((o) => ({ dtype: o.dtype, shape: o.shape })),
     kernel: () => {
-      throw new Error(`${name}: a structural tape entry has no kernel`);
+      throw new GradientError(`a structural tape entry has no kernel`, name);
     },
-    vjp: (_ctx, cts) => vjp(cts),
+    vjp: (_ctx, cts) => atNode(loc, () => differentiating(functionName, () => vjp(cts))),
   };
   for (const r of recorders.slice()) r.recordOp(def, inputs, {}, outputs);
 }
@@ -167,12 +178,16 @@ interface IterationSplit {
  * j of each stack. Returns the user-visible loop outputs.
  */
 export function whileWithGradient(p: WhileParts): Tensor[] {
+  return differentiating(p.ctx.functionName, () => augmentedWhile(p));
+}
+
+function augmentedWhile(p: WhileParts): Tensor[] {
   const { init, invariants, types, condG, ctx } = p;
   const library = ctx.library;
   const n = init.length;
   const loop = loopShape(p);
   const split = splitIteration(p, loop) ?? recomputingSplit(p, loop);
-  const zero = makeTensor("while", 0, undefined, "int32");
+  const zero = full([], 0, "int32");
   const cond = (...xs: Tensor[]) => replay(condG, library, [...xs.slice(0, n), ...invariants])[0]!;
   const stackTypes: ValueType[] = split.kept.map((t) => ({ dtype: t.dtype, shape: [-1, ...t.shape] }));
   const outs = p.emit([...types, { dtype: "int32", shape: [] }, ...stackTypes], [...init, zero, ...split.emptyStacks(init)], cond, (...xs) => {
@@ -187,7 +202,7 @@ export function whileWithGradient(p: WhileParts): Tensor[] {
   // deferred ones, computed once from stacked rows after the loop).
   const summed = invariants.flatMap((_, i) => (loop.wrt[n + i] && !split.deferred.has(i) ? [i] : []));
   const known = (t: { shape: readonly number[] }) => t.shape.map((d) => (d < 0 ? null : d));
-  recordEntry("while", [...init, ...invariants], results, (cts) => {
+  recordEntry("while", ctx.functionName, [...init, ...invariants], results, (cts) => {
     const ctFinal = cts.map((c, i) => c ?? zerosLikeTensor(results[i]!));
     const m = carried.length;
     const rows0 = split.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype));
@@ -261,7 +276,7 @@ function splitIteration(p: WhileParts, loop: LoopShape): IterationSplit | null {
   const fwd = forwardCtx as TraceContext | null;
   const bwd = backward as BackwardTrace | null;
   const def = deferral as Deferral | null;
-  if (!fwd || !bwd || !def) throw new Error("whileLoop gradient: the iteration probe did not run");
+  if (!fwd || !bwd || !def) throw new GradientError("the gradient rule's probe of the loop body did not run", "whileLoop");
   if (bwd.kept.some((v) => v.type.shape.some((d) => d < 0))) return null;
   // The forward of one iteration: the probe's own graph, with the kept values as extra outputs.
   const fwdGraph = probe.graph;

@@ -4,12 +4,15 @@
  * of an enclosing graph) are captured as extra inputs; variables are read and assigned by
  * reference through readVariable/assignVariable nodes.
  */
-import { ValueError, StagecraftError, userLocation } from "../core/errors.js";
+import { ValueError, StagecraftError, executing, userLocation } from "../core/errors.js";
+import { checkAllocation } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import type { OpHandler } from "../core/context.js";
 import type { OpDef } from "../ops/registry.js";
 import { Graph, uniqueGraphName, type FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
+import { constantAttrsOf } from "../graph/passes/constant.js";
+import { makeNode, replaceAllUses } from "../graph/passes/util.js";
 
 /** What a symbolic tensor's `symbol` holds. */
 export interface SymbolRef {
@@ -53,6 +56,7 @@ export class TraceContext implements OpHandler {
   ) {
     // Function graphs get process-unique names: libraries refer to them by name.
     this.graph = new Graph(isRegion ? name : uniqueGraphName(name));
+    functionNames.set(this.graph, functionName);
   }
 
   symbolic(value: Value): Tensor {
@@ -91,14 +95,15 @@ export class TraceContext implements OpHandler {
   run(def: OpDef, inputs: Tensor[], attrs: any): Tensor[] {
     const values = inputs.map((t) => this.valueOf(t));
     const types = def.infer(inputs, attrs);
-    const node = this.graph.addNode(def.name, values, attrs ?? {}, types, [], userLocation());
+    for (const t of types) checkAllocation(def.name, t.shape, t.dtype);
+    const node = this.graph.addNode(def.name, values, attrs ?? {}, types, [], nodeLocation());
     return node.outputs.map((v) => this.symbolic(v));
   }
 
   /** Records a structural node (cond, while, call, ...) whose inputs are tensors. */
   addStructural(op: string, inputs: Tensor[], attrs: Record<string, unknown>, outTypes: ValueType[], regions: Graph[] = []): Tensor[] {
     const values = inputs.map((t) => this.valueOf(t));
-    const node = this.graph.addNode(op, values, attrs, outTypes, regions, userLocation());
+    const node = this.graph.addNode(op, values, attrs, outTypes, regions, nodeLocation());
     return node.outputs.map((v) => this.symbolic(v));
   }
 
@@ -142,6 +147,21 @@ export class TraceContext implements OpHandler {
   }
 }
 
+/**
+ * Where a node traced now was written: the user's line, or, while a graph is replayed (a
+ * gradient split, a recomputation) or a gradient rule runs, the line of the op it stands for.
+ */
+function nodeLocation() {
+  return executing.at ?? userLocation();
+}
+
+/** The user's name of the function a graph was traced from (graph names are made unique). */
+const functionNames = new WeakMap<Graph, string>();
+
+export function functionNameOf(g: Graph): string {
+  return functionNames.get(g) ?? g.name;
+}
+
 /** The tensors standing for variables' values in `ctx` and the contexts it is nested in. */
 export function variableTensors(ctx: TraceContext): [Variable, Tensor][] {
   const found: [Variable, Tensor][] = [];
@@ -159,4 +179,34 @@ export function seedVariableReads(region: TraceContext, outer: TraceContext, ori
     const k = originals.indexOf(t);
     if (k >= 0) region.variableInputs.set(v, replacements[k]!);
   }
+}
+
+/**
+ * Turns captured inputs of a finished trace into nodes of its graph, for graphs that are
+ * called with their declared inputs only (recursion by name, gradient splits): an eager
+ * tensor (immutable) becomes a constant node, a variable's value a readVariable node (read
+ * when the graph runs, as the captured input would have been). Only eager tensors of at most
+ * `maxElements` are embedded. Returns the captures left as inputs (symbolic values of an
+ * enclosing trace, larger tensors).
+ */
+export function embedCaptures(ctx: TraceContext, maxElements = Infinity): Capture[] {
+  const g = ctx.graph;
+  const embedded = new Set<Value>();
+  const nodes = ctx.captures.flatMap((c) => {
+    if (!c.variable && (c.tensor.isSymbolic || c.tensor.size > maxElements)) return [];
+    const type = { dtype: c.value.type.dtype, shape: c.value.type.shape.slice() };
+    const node = c.variable ? makeNode("readVariable", [], { variable: c.variable }, [type]) : makeNode("constant", [], { ...constantAttrsOf(c.tensor) }, [type]);
+    replaceAllUses(g, c.value, node.outputs[0]!);
+    embedded.add(c.value);
+    return [node];
+  });
+  if (nodes.length === 0) return ctx.captures;
+  g.nodes.unshift(...nodes);
+  const keep = g.inputs.map((v) => !embedded.has(v));
+  g.inputNames = g.inputNames.filter((_, i) => keep[i]);
+  g.inputs = g.inputs.filter((_, i) => keep[i]);
+  g.inputs.forEach((v, i) => (v.index = i));
+  const left = ctx.captures.filter((c) => !embedded.has(c.value));
+  ctx.captures.splice(0, ctx.captures.length, ...left);
+  return left;
 }

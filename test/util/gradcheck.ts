@@ -43,3 +43,9 @@ export function checkGradients(loss: (...xs: sc.Tensor[]) => sc.Tensor, xs: sc.T
   const numeric = numericGrad(loss, xs, eps);
   analytic.forEach((g, k) => assertClose(g.dataSync(), numeric[k]!, tol, `${what} d/dx${k}`));
 }
+
+/** assertClose over lists of results (one array of numbers per result). */
+export function assertAllClose(got: number[][], want: number[][], tol: number, what: string): void {
+  assert.equal(got.length, want.length, `${what}: ${got.length} results vs ${want.length}`);
+  got.forEach((g, i) => assertClose(g, want[i]!, tol, `${what}, result ${i}`));
+}

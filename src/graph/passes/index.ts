@@ -32,6 +32,7 @@ import { runInline, type InlineOptions } from "./inline.js";
 import { runPrune } from "./prune.js";
 import { runSimplify, type SimplifyOptions } from "./simplify.js";
 import { cloneProgram } from "./util.js";
+import { checkOptions, optionKeys } from "../../core/options.js";
 
 export { constantOp, constantAttrsOf, type ConstantAttrs } from "./constant.js";
 export { constantFold, uniformValueOf, isConstantSource, DEFAULT_FOLD_LIMIT, type ConstantFoldOptions } from "./constant-fold.js";
@@ -63,10 +64,16 @@ export interface OptimizeOptions extends SimplifyOptions {
   onPass?: (pass: string, changes: number, g: Graph) => void;
 }
 
+const OPTIMIZE_OPTIONS = optionKeys<OptimizeOptions>()("exactSignedZeros", "maxIterations", "fuse", "verify", "inline", "fold", "fusion", "constantInputs", "onPass");
+
 type Pass = [name: string, run: (g: Graph, lib: FunctionLibrary) => number];
 
 /** Runs the pass pipeline on `g` and `lib` (in place); returns `g`. */
 export function optimize(g: Graph, lib: FunctionLibrary, options: OptimizeOptions = {}): Graph {
+  checkOptions("optimize", options, OPTIMIZE_OPTIONS);
+  if (options.inline !== false) checkOptions("optimize: inline", options.inline, optionKeys<InlineOptions>()("threshold", "maxGrowth"));
+  checkOptions("optimize: fold", options.fold, optionKeys<ConstantFoldOptions>()("maxElements", "maxSinkElements"));
+  checkOptions("optimize: fusion", options.fusion, optionKeys<FusionOptions>()("maxSteps"));
   const verify = options.verify ?? true;
   const check = (name: string) => {
     if (!verify) return;
