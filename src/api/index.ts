@@ -1,6 +1,6 @@
 /** Stagecraft's public surface. */
 export * from "../ops/index.js";
-export { Tensor, SymbolicValueError, type TensorLike, type NestedArray } from "../core/tensor.js";
+export { Tensor, SymbolicValueError, TensorCoercionError, type TensorLike, type NestedArray } from "../core/tensor.js";
 export { Variable, variable } from "../core/variable.js";
 export { type DType, DTYPES, promoteTypes } from "../core/dtype.js";
 export { StagecraftError, ShapeError, DtypeError, IndexError, ValueError, NumericsError, GradientError, AllocationError, RecursionDepthError } from "../core/errors.js";
