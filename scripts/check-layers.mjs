@@ -14,9 +14,14 @@ import ts from "typescript";
 
 /**
  * Known breaks, as "from/file.ts -> to/file.ts" (paths under src/), each with the step that
- * removes it. Nothing else may break the picture. (None left: every import follows it.)
+ * removes it. Nothing else may break the picture.
  */
-export const KNOWN_BREAKS = {};
+export const KNOWN_BREAKS = {
+  // The recurrent layers (models, merged from main) convert their sequence scan with AutoGraph
+  // when the module loads; Models are not above AutoGraph in the picture. The models' owner
+  // removes it (a hand-written sc.whileLoop), or the picture gains the arrow.
+  "nn/layers/recurrent.ts -> autograph/api.ts": "models write their loops with staging's control flow",
+};
 
 /** Every .ts file under `dir`. */
 function sourceFiles(dir) {

@@ -58,16 +58,23 @@ interface Converter {
   source(native: AnyFn): string;
 }
 
-/** The transform's entry point for one function, bound to the operators as sc.autograph binds it. */
-const viaTransform: Converter = {
-  convert(native) {
-    const r = convertFunctionSource(Function.prototype.toString.call(native), { filename: "fuzz.js" });
-    return new Function(r.agName, `return (${r.code});`)(ag) as AnyFn;
-  },
-  source(native) {
-    return convertFunctionSource(Function.prototype.toString.call(native), { filename: "fuzz.js" }).code;
-  },
-};
+/**
+ * The transform's entry point for one function, bound to the operators as sc.autograph binds it.
+ * With JS values every `if` and `?:` takes its native copy; `nativeCopies: false` generates only
+ * the staged form (closures given to ag.ifStmt / ag.ifExp), so its semantics are fuzzed too.
+ */
+function viaTransform(nativeCopies: boolean): Converter {
+  const opts = { filename: "fuzz.js", nativeCopies };
+  return {
+    convert(native) {
+      const r = convertFunctionSource(Function.prototype.toString.call(native), opts);
+      return new Function(r.agName, `return (${r.code});`)(ag) as AnyFn;
+    },
+    source(native) {
+      return convertFunctionSource(Function.prototype.toString.call(native), opts).code;
+    },
+  };
+}
 
 function checkProgram(p: GeneratedProgram, converter: Converter, timing: { convert: number }): Divergence | null {
   const native = new Function(...p.params, p.body) as AnyFn;
@@ -106,8 +113,8 @@ function checkProgram(p: GeneratedProgram, converter: Converter, timing: { conve
   return null;
 }
 
-/** Runs `count` programs from `firstSeed` through `converter`; fails listing every divergence. */
-function fuzz(label: string, converter: Converter, firstSeed: number, count: number): void {
+/** Runs `count` programs from `firstSeed` through `converter` (per seed); fails listing every divergence. */
+function fuzz(label: string, converterFor: (seed: number) => Converter, firstSeed: number, count: number): void {
   const start = performance.now();
   const timing = { convert: 0 };
   const divergences: Divergence[] = [];
@@ -118,7 +125,7 @@ function fuzz(label: string, converter: Converter, firstSeed: number, count: num
     if (i % 20 === 0) heartbeat(`${label}, seed ${seed}`);
     const p = generateProgram(seed);
     runs += p.inputs.length;
-    const d = checkProgram(p, converter, timing);
+    const d = checkProgram(p, converterFor(seed), timing);
     if (d) divergences.push(d);
     if (i < 200) {
       // How often runs end in an exception (natively), to show the fuzzer exercises them.
@@ -186,6 +193,14 @@ test("the program generator is deterministic and covers every construct", () => 
     "object members": /obj\.[pq] [+-]?= /,
     strings: /"s" \+/,
     "block let/const": /^\s+(let|const) [kw]\d+ =/m,
+    "callbacks (map/reduce/filter/some)": /\]\.(map|reduce|filter|some)\(\(/,
+    "forEach updating a variable": /\.forEach\(\(q\d+\) => \{ if/,
+    "built-ins as values": /\.map\((Math\.abs|Number)\)/,
+    "isNaN / Number / Math.max": /(isNaN|Number|Math\.max)\(/,
+    "helper via call/apply/bind": /helper\.(call|apply|bind)\(/,
+    "arguments[i] writes": /arguments\[\d\] [+-]?= /,
+    "TDZ read after an early return": /return \[?t\d+[,\]; ]/,
+    "continue in finally": /\} finally \{\n\s+if \(.*\) continue;/,
   };
   const seen = new Map<string, number>();
   let outOfFuel = 0;
@@ -211,8 +226,10 @@ test("the program generator is deterministic and covers every construct", () => 
   assert.equal(outOfFuel, 0, "natively, generated programs terminate within their fuel");
 });
 
-test(`autograph fuzz: ${PROGRAMS} random programs, native vs converted (convertFunctionSource)`, () => {
-  fuzz("transform", viaTransform, FIRST_SEED, PROGRAMS);
+test(`autograph fuzz: ${PROGRAMS} random programs, native vs converted (convertFunctionSource; odd seeds without native copies)`, () => {
+  const withCopies = viaTransform(true);
+  const stagedForm = viaTransform(false);
+  fuzz("transform", (seed) => (seed % 2 === 1 ? stagedForm : withCopies), FIRST_SEED, PROGRAMS);
 });
 
 test(`autograph fuzz: ${AUTOGRAPH_PROGRAMS} random programs, native vs sc.autograph`, async () => {
@@ -220,5 +237,5 @@ test(`autograph fuzz: ${AUTOGRAPH_PROGRAMS} random programs, native vs sc.autogr
   const { autograph } = await import("../src/autograph/api.js");
   const viaAutograph: Converter = { convert: (f) => autograph(f), source: (f) => autograph.toSource(f) };
   // Seeds after the bulk run's, so these programs are new ones.
-  fuzz("sc.autograph", viaAutograph, FIRST_SEED + PROGRAMS, AUTOGRAPH_PROGRAMS);
+  fuzz("sc.autograph", () => viaAutograph, FIRST_SEED + PROGRAMS, AUTOGRAPH_PROGRAMS);
 });

@@ -366,14 +366,16 @@ test("call / callMethod preserve this, use converted twins and the converter (ca
     assert.deepEqual(ag.call(leaveMe, undefined, [3]), ["plain", 3]);
     ag.call(leaveMe, undefined, [3]);
     assert.deepEqual(converted, [convertMe, leaveMe], "the converter runs once per function");
-    // natives, classes, bound functions and library functions never reach the converter
+    // natives, classes and library functions never reach the converter; a bound function does
+    // (the converter looks through it to its target)
     assert.equal(ag.call(Math.max, undefined, [1, 5]), 5);
     assert.deepEqual(ag.callMethod([3, 1, 2], "sort", []), [1, 2, 3]);
-    assert.equal(ag.call(user.bind(null), undefined, [1]) instanceof Array, true);
+    const boundUser = user.bind(null);
+    assert.equal(ag.call(boundUser, undefined, [1]) instanceof Array, true);
     assert.throws(() => ag.call(class A {}, undefined, []), TypeError);
     ag.call(sc.relu, undefined, [sc.tensor([1])]);
     ag.callMethod(sc.tensor([1]), "add", [1]);
-    assert.deepEqual(converted, [convertMe, leaveMe]);
+    assert.deepEqual(converted, [convertMe, leaveMe, boundUser]);
   } finally {
     ag.setConverter(null);
   }
@@ -1012,8 +1014,27 @@ test("staged while: variables first assigned inside the loop, JS values changed 
     }, () => [i, last], (s) => ([i, last] = s), ["i", "last"], "loop.ts:20:1");
     return last;
   });
+  // It starts from zeros, and the graph checks that the loop ran (as TensorFlow's AutoGraph does).
+  assert.equal(firstInside(sc.scalar(3)).item(), 4);
   assert.throws(
-    () => firstInside(sc.scalar(3)),
+    () => firstInside(sc.scalar(0)),
+    (e: Error) => e instanceof AutoGraphError && e.message.startsWith("variable last gets its first value inside a staged while loop (at loop.ts:20:1), which ran zero times"),
+  );
+  // A value that cannot start from zeros (partly unknown shape) is still refused.
+  const unknownShape = sc.stage(
+    (n: sc.Tensor, x: sc.Tensor) => {
+      let i: Any = 0;
+      let last: Any;
+      ag.whileStmt(() => ag.lt(i, n), () => {
+        last = x;
+        i = ag.add(i, 1);
+      }, () => [i, last], (s) => ([i, last] = s), ["i", "last"], "loop.ts:20:1");
+      return last;
+    },
+    { inputSignature: [sc.spec([], "float32"), sc.spec([null], "float32")] },
+  );
+  assert.throws(
+    () => unknownShape(sc.scalar(3), sc.tensor([1, 2])),
     (e: Error) => e instanceof AutoGraphError && e.message === "variable last is first assigned inside a staged while loop (at loop.ts:20:1) and used after it; assign it before the loop",
   );
   const jsChange = sc.stage((n: sc.Tensor) => {
@@ -1357,7 +1378,11 @@ test("staged indexing: symbolic indices gather, JS arrays of tensors are stacked
   }
   const bad = sc.stage((i: sc.Tensor) => ag.getItem({ a: 1 }, i));
   assert.throws(() => bad(sc.scalar(0, "int32")), (e: Error) => e instanceof AutoGraphError && /symbolic tensor/.test(e.message));
-  const badSet = sc.stage((i: sc.Tensor) => ag.setItem([1, 2], i, 3));
+  // An array of numbers written at a symbolic index becomes a tensor list of its elements.
+  const listSet = sc.stage((i: sc.Tensor) => (ag.setItem([1, 2], i, 3) as Any).stack());
+  assert.deepEqual(listSet(sc.scalar(1, "int32")).arraySync(), [1, 3]);
+  assert.deepEqual(listSet(sc.scalar(-2, "int32")).arraySync(), [3, 2]);
+  const badSet = sc.stage((i: sc.Tensor) => ag.setItem(["a", "b"], i, 3));
   assert.throws(() => badSet(sc.scalar(0, "int32")), AutoGraphError);
 });
 

@@ -21,7 +21,7 @@ test("SGD: one plain step is w - lr * g (hand-computed)", () => {
   const opt = new optim.SGD({ learningRate: 0.1 });
   opt.step([sc.tensor([0.5, -1, 2], "float64")], [w]);
   close(values(w), [0.95, -1.9, 2.8], 1e-15, "w");
-  assert.equal(opt.iterations, 1);
+  assert.equal(opt.iterations.item(), 1);
   assert.deepEqual(opt.slotNames, []);
 });
 
@@ -81,8 +81,7 @@ test("Adam: one step by hand, then two more against a reference loop", () => {
     }
     close(values(w), ref, 1e-13, `w${t}`);
   }
-  assert.equal(opt.iterations, 3);
-  assert.equal(opt.updateCount(w), 3);
+  assert.equal(opt.iterations.item(), 3);
 });
 
 test("Adam: float32 variables stay float32 and agree with a float64 reference", () => {
@@ -150,7 +149,6 @@ test("minimize returns the loss, leaves unconnected variables alone, and the old
   close(values(w), [3 - 0.25 * 4, -1 + 0.25 * 4], 1e-15, "w");
   close(values(unused), [7], 0, "unused");
   close(values(before), [3, -1], 0, "old value");
-  assert.equal(opt.updateCount(unused), 0);
   // null gradients skip a variable in step/applyGradients
   opt.applyGradients([[null, w], [sc.tensor([2], "float64"), unused]]);
   close(values(w), [2, 0], 1e-15, "w after null grad");
@@ -170,17 +168,19 @@ test("optimizer updates are not recorded by an enclosing tape", () => {
   close(values(w), [0.5, 1.5], 1e-15);
 });
 
-test("learning-rate schedules are evaluated at the step count", () => {
+test("a learning-rate function gets the step count as a tensor and its rate is kept in a Variable", () => {
   const w = sc.variable(sc.tensor([0], "float64"));
   const seen: number[] = [];
-  const opt = new optim.SGD({ learningRate: (s) => (seen.push(s), 0.1 / (1 + s)) });
+  const opt = new optim.SGD({ learningRate: (s) => (seen.push(s.item() as number), sc.div(0.1, sc.add(s, 1))) });
   for (let i = 0; i < 3; i++) opt.step([sc.tensor([1], "float64")], [w]);
-  assert.deepEqual(seen, [0, 1, 2]);
+  // (the first call computes the initial value of the learning-rate Variable)
+  assert.deepEqual(seen, [0, 0, 1, 2]);
   close(values(w), [-(0.1 + 0.05 + 0.1 / 3)], 1e-15);
-  opt.learningRate = () => -1;
-  assert.throws(() => opt.step([sc.tensor([1], "float64")], [w]), (e: unknown) => e instanceof sc.ValueError && /SGD: learningRate\(3\)/.test(e.message));
+  close(values(opt.learningRateVariable), [0.1 / 3], 1e-15, "rate of the last step");
+  assert.equal(opt.currentLearningRate(), 0.1 / 4);
   opt.reset();
-  assert.equal(opt.iterations, 0);
+  assert.equal(opt.iterations.item(), 0);
+  assert.throws(() => new optim.SGD({ learningRate: (() => 0.1) as unknown as (s: sc.Tensor) => sc.Tensor }), (e: unknown) => e instanceof sc.ValueError && /must return a tensor/.test(e.message));
 });
 
 test("optimizers reject bad arguments with typed errors naming the optimizer", () => {
@@ -197,7 +197,7 @@ test("optimizers reject bad arguments with typed errors naming the optimizer", (
   assert.throws(() => opt.minimize(() => sc.sum(w, 0), [w]), (e: unknown) => e instanceof sc.ShapeError && /Adam\.minimize: the loss must be a scalar/.test(e.message));
   assert.throws(() => opt.minimize(() => sc.scalar(1)), (e: unknown) => e instanceof sc.GradientError && /read no trainable variables/.test(e.message));
   assert.throws(() => opt.getSlot(w, "velocity"), msg(/Adam has no slot "velocity"/));
-  assert.equal(opt.iterations, 0, "failed steps do not count");
+  assert.equal(opt.iterations.item(), 0, "failed steps do not count");
   assert.throws(() => new optim.Adam({ beta1: 1 }), (e: unknown) => e instanceof sc.ValueError && /Adam: beta1 must be in \[0, 1\), got 1/.test(e.message));
   assert.throws(() => new optim.Adam({ epsilon: 0 }), msg(/epsilon must be in \(0, Infinity\]/));
   assert.throws(() => new optim.Adam({ learningRate: Number.NaN }), msg(/learningRate must be a finite number/));

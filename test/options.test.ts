@@ -25,7 +25,7 @@ const bad = { bogusOption: 1 } as any;
 test("a misspelt option is rejected with the nearest known key and the list (maximumIterations for maxIterations)", () => {
   rejects("whileLoop", () => sc.whileLoop(() => false, (v) => [v], [sc.scalar(0)], { maximumIterations: 5 } as any), "maximumIterations", ["maxIterations", "shapeInvariants"], "maxIterations");
   rejects("stage", () => sc.stage((t: sc.Tensor) => t, { inputSignatures: [] } as any), "inputSignatures", ["inputSignature", "reduceRetracing", "name", "outputSignature", "autograph"], "inputSignature");
-  rejects("Adam", () => new sc.optim.Adam({ learning_rate: 0.1 } as any), "learning_rate", ["learningRate", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad"], "learningRate");
+  rejects("Adam", () => new sc.optim.Adam({ learning_rate: 0.1 } as any), "learning_rate", ["learningRate", "clipNorm", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad"], "learningRate");
   rejects("GradientTape", () => new sc.GradientTape({ persistant: true } as any), "persistant", ["persistent", "watchAccessedVariables"], "persistent");
 });
 
@@ -46,9 +46,17 @@ test("every options object of the public API goes through the validator", () => 
       },
       ["outputGradient", "unconnected"],
     ],
-    ["SGD", () => sc.optim.sgd(bad), ["learningRate", "momentum", "nesterov", "weightDecay"]],
-    ["SGD", () => new sc.optim.SGD(bad), ["learningRate", "momentum", "nesterov", "weightDecay"]],
-    ["Adam", () => sc.optim.adam(bad), ["learningRate", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad"]],
+    ["SGD", () => sc.optim.sgd(bad), ["learningRate", "clipNorm", "momentum", "nesterov", "weightDecay"]],
+    ["SGD", () => new sc.optim.SGD(bad), ["learningRate", "clipNorm", "momentum", "nesterov", "weightDecay"]],
+    ["Adam", () => sc.optim.adam(bad), ["learningRate", "clipNorm", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad"]],
+    ["AdamW", () => new sc.optim.AdamW(bad), ["learningRate", "clipNorm", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad"]],
+    ["RMSprop", () => new sc.optim.RMSprop(bad), ["learningRate", "clipNorm", "rho", "epsilon", "momentum", "centered", "weightDecay"]],
+    ["Adagrad", () => new sc.optim.Adagrad(bad), ["learningRate", "clipNorm", "initialAccumulator", "epsilon", "weightDecay"]],
+    ["Linear", () => new sc.nn.Linear(2, bad), ["dtype", "seed", "bias", "kernelInit", "biasInit", "inFeatures"]],
+    ["Conv2d", () => new sc.nn.Conv2d(2, 3, bad), ["dtype", "seed", "bias", "kernelInit", "biasInit", "inChannels", "strides", "padding", "dilations", "groups"]],
+    ["BatchNorm", () => new sc.nn.BatchNorm(bad), ["axis", "numFeatures", "momentum", "epsilon", "affine", "dtype"]],
+    ["Dropout", () => new sc.nn.Dropout(0.5, bad), ["seed"]],
+    ["fit", () => sc.nn.fit(new sc.nn.Linear(1), bad as any), ["data", "loss", "optimizer", "epochs", "metrics", "validationData", "stage", "progress", "callbacks"]],
     ["autograph", () => sc.autograph((t: number) => t, bad), ["scope"]],
     ["variable", () => sc.variable(1, bad), ["name", "trainable", "dtype"]],
     ["matmul", () => sc.matmul(sc.ones([2, 2]), sc.ones([2, 2]), bad), ["transposeA", "transposeB"]],

@@ -8,7 +8,7 @@ import { wire } from "./wiring.js";
 wire();
 
 // tensors, variables, dtypes, devices, errors
-export { Tensor, SymbolicValueError, type TensorLike, type NestedArray } from "../core/tensor.js";
+export { Tensor, SymbolicValueError, TensorCoercionError, type TensorLike, type NestedArray } from "../core/tensor.js";
 export { Variable, variable } from "../core/variable.js";
 export { type DType, DTYPES, promoteTypes } from "../core/dtype.js";
 export { listDevices, device, type DeviceInfo } from "../core/device.js";
@@ -66,4 +66,7 @@ export { autograph, type AutographOptions } from "../autograph/api.js";
 export { ag, AutoGraphError, AssertionFailedError, range, relaxShape, assert } from "../autograph/operators/index.js";
 
 // models
+export * as nn from "../nn/index.js";
 export * as optim from "../optim/index.js";
+export * as io from "../io/index.js";
+export * as data from "../data/index.js";

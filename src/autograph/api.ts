@@ -18,11 +18,12 @@
 import { fileURLToPath } from "node:url";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { ag, getConverted, registerConverted, setConverter, AutoGraphError } from "./operators/index.js";
+import { ag, getConverted, isConvertedTwin, passArgumentsThrough, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
 import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
 import { ConversionError } from "./transform/errors.js";
 import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.js";
-import { inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
+import { boundParts, closureValues, inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
+import { constantBindings } from "./transform/bindings.js";
 import { formatLocation } from "../core/errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 
@@ -47,8 +48,10 @@ interface Conversion {
   /** Executable code (original line numbers kept) and its source map. */
   code: string;
   map: RawSourceMap | null;
-  /** Free variables that are neither globals nor the operators. */
+  /** Free variables that are neither globals nor the operators, nor resolved. */
   free: string[];
+  /** Values of the free variables bound to bindings that never change (imports, consts...). */
+  resolved: Record<string, unknown>;
   lexical: string[];
   strict: boolean;
   pretty?: string;
@@ -68,7 +71,7 @@ const ALWAYS_GLOBAL = new Set(["undefined", "NaN", "Infinity", "globalThis", "ev
  * at the top of the module: supplied when a converted function's source uses them.
  */
 const TRANSPILER_HELPERS: Record<string, unknown> = {
-  __name: (target: object, value: string) => Object.defineProperty(target, "name", { value, configurable: true }),
+  __name: passArgumentsThrough((target: object, value: string) => Object.defineProperty(target, "name", { value, configurable: true })),
 };
 
 /**
@@ -133,12 +136,50 @@ function readFileText(file: string): string | undefined {
   }
 }
 
+/**
+ * The values of free variables bound to bindings that never change (imports, consts, and
+ * declarations never reassigned), read from the function's closure: so that a function of an
+ * ordinary module using `sc` or its imports converts at run time without a `scope`. A `let`
+ * or `const` still in its TDZ reads as undefined: it is left unresolved.
+ */
+function resolveConstants(fn: AnyFunction, site: FunctionSite | null, names: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (names.length === 0 || !site?.scriptSource) return out;
+  const constant = constantBindings(site.scriptSource, site.line, site.column, names);
+  if (constant.length === 0) return out;
+  const values = closureValues(
+    fn,
+    constant.map((b) => b.name),
+  );
+  for (const b of constant) {
+    if (!values.has(b.name)) continue;
+    const v = values.get(b.name);
+    if (v === undefined && (b.kind === "let" || b.kind === "const" || b.kind === "local" || b.kind === "module")) continue;
+    out[b.name] = v;
+  }
+  return out;
+}
+
 /** Converts fn's source (cached); throws ConversionError for what the transform cannot handle. */
+/**
+ * Conversions of functions that use no free variable at all, by source text: closures made
+ * again and again from one source (one per loop iteration) are converted once, without asking
+ * the inspector each time. (Identical text elsewhere would share its error locations.)
+ */
+const closedConversions = new Map<string, Conversion>();
+const MAX_CLOSED_CONVERSIONS = 2000;
+
 function convert(fn: AnyFunction): Conversion {
   const cached = conversions.get(fn);
   if (cached instanceof ConversionError) throw cached;
   if (cached) return cached;
   const source = Function.prototype.toString.call(fn);
+  const closed = closedConversions.get(source);
+  if (closed && kindOf(fn) === null && isStrict(fn) === closed.strict) {
+    const conv: Conversion = { ...closed, fn, pretty: undefined };
+    conversions.set(fn, conv);
+    return conv;
+  }
   const { site, closureNames } = inspectFunction(fn, source);
   const filename = site?.file ?? `<${fn.name || "anonymous"}>`;
   const kind = kindOf(fn);
@@ -158,7 +199,9 @@ function convert(fn: AnyFunction): Conversion {
       outerNames: [],
       strict: isStrict(fn),
     });
-    const free = [...result.freeNames].filter((n) => !isGlobalName(n, closureNames)).sort();
+    const unresolved = [...result.freeNames].filter((n) => !isGlobalName(n, closureNames)).sort();
+    const resolved = resolveConstants(fn, site, unresolved);
+    const free = unresolved.filter((n) => !Object.prototype.hasOwnProperty.call(resolved, n));
     const conv: Conversion = {
       fn,
       source,
@@ -167,10 +210,15 @@ function convert(fn: AnyFunction): Conversion {
       code: result.code,
       map: result.map,
       free,
+      resolved,
       lexical: [...result.lexicalThisLike].sort(),
       strict: isStrict(fn),
     };
     conversions.set(fn, conv);
+    if (result.freeNames.size === 0 && result.lexicalThisLike.size === 0) {
+      if (closedConversions.size >= MAX_CLOSED_CONVERSIONS) closedConversions.clear();
+      closedConversions.set(source, conv);
+    }
     return conv;
   } catch (e) {
     if (e instanceof ConversionError) conversions.set(fn, e);
@@ -210,6 +258,7 @@ function instantiate(conv: Conversion, scope: Record<string, unknown>): AnyFunct
   const agName = conv.result.agName;
   const values: Record<string, unknown> = {};
   for (const h of Object.keys(TRANSPILER_HELPERS)) if (conv.result.freeNames.has(h)) values[h] = TRANSPILER_HELPERS[h];
+  for (const k of Object.keys(conv.resolved)) values[k] = conv.resolved[k];
   for (const k of Object.keys(scope)) if (conv.result.freeNames.has(k)) values[k] = scope[k];
   const names = Object.keys(values).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k) && k !== agName);
   const factory = new Function(...names, agName, functionBody(conv)) as (...a: unknown[]) => AnyFunction;
@@ -233,9 +282,12 @@ const scoped = new WeakMap<AnyFunction, WeakMap<object, AnyFunction>>();
 function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions = {}): F {
   if (typeof fn !== "function") throw new TypeError(`sc.autograph expects a function, got ${fn === null ? "null" : typeof fn}`);
   checkOptions("autograph", options, optionKeys<AutographOptions>()("scope"));
-  if (made.has(fn)) return fn;
+  if (made.has(fn) || isConvertedTwin(fn)) return fn;
   const twin = getConverted(fn);
   if (twin) return twin;
+  // Async functions and generators are left as they are (as the loader leaves them): their
+  // bodies run after the call returns, outside anything a staged construct could capture.
+  if (kindOf(fn)) return fn;
   const scope = options.scope;
   if (!scope) {
     const c = unscoped.get(fn);
@@ -247,6 +299,7 @@ function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions =
   const conv = convert(fn);
   const missing = conv.free.filter((n) => !(scope && Object.prototype.hasOwnProperty.call(scope, n)));
   if (missing.length > 0 || conv.lexical.length > 0) throw freeVariableError(conv, missing, conv.lexical, "sc.autograph");
+  if (scope) shareScope(scope);
   const out = instantiate(conv, scope ?? {});
   if (!scope) {
     unscoped.set(fn, out);
@@ -263,6 +316,8 @@ function autographImpl<F extends AnyFunction>(fn: F, options: AutographOptions =
 function toSource(fn: AnyFunction): string {
   if (typeof fn !== "function") throw new TypeError(`sc.autograph.toSource expects a function, got ${typeof fn}`);
   const original = madeFrom.get(fn) ?? fn;
+  // A twin made at load time (loader, Babel plugin) is the generated code itself.
+  if (isConvertedTwin(original) && !made.has(original)) return Function.prototype.toString.call(original);
   const twin = getConverted(original);
   // A twin made at load time (loader, Babel plugin) is the generated code itself.
   if (twin && !made.has(twin)) return Function.prototype.toString.call(twin);
@@ -293,7 +348,18 @@ export interface StageConversion<F> {
   note?: string;
 }
 
-const stageNotes = new WeakSet<AnyFunction>();
+/** Notes said, by source location (or by function when it has none). */
+const stageNotes = {
+  at: new Set<string>(),
+  fns: new WeakSet<AnyFunction>(),
+  has(k: AnyFunction | string): boolean {
+    return typeof k === "string" ? this.at.has(k) : this.fns.has(k);
+  },
+  add(k: AnyFunction | string): void {
+    if (typeof k === "string") this.at.add(k);
+    else this.fns.add(k);
+  },
+};
 const stageCache = new WeakMap<AnyFunction, AnyFunction>();
 
 function needsConversion(conv: Conversion): boolean {
@@ -307,7 +373,7 @@ function needsConversion(conv: Conversion): boolean {
  * Generators and async functions cannot be staged: an error says so.
  */
 export function convertForStage<F extends AnyFunction>(fn: F): StageConversion<F> {
-  if (made.has(fn)) return { fn };
+  if (made.has(fn) || isConvertedTwin(fn)) return { fn };
   const twin = getConverted(fn);
   if (twin) return { fn: twin };
   const cached = stageCache.get(fn);
@@ -319,18 +385,23 @@ export function convertForStage<F extends AnyFunction>(fn: F): StageConversion<F
   }
   const src = Function.prototype.toString.call(fn);
   if (isNativeSource(src) || isClassSource(src)) return { fn };
+  // Stagecraft's own functions (sc.grad(f), a staged function) are staged as they are.
+  if (isOwnFunction(fn)) return { fn };
   let conv: Conversion;
   try {
     conv = convert(fn);
   } catch (e) {
     if (!(e instanceof ConversionError)) throw e;
-    if (stageNotes.has(fn)) return { fn };
-    stageNotes.add(fn);
+    const key = noteKey(fn, null);
+    if (stageNotes.has(key)) return { fn };
+    stageNotes.add(key);
     return { fn, note: `stagecraft: ${displayName(fn)} is staged by tracing, without AutoGraph: ${e.message}` };
   }
   if (conv.free.length > 0 || conv.lexical.length > 0) {
-    if (!needsConversion(conv) || stageNotes.has(fn)) return { fn };
-    stageNotes.add(fn);
+    // Said once per source location, and only about the user's own code (not a dependency's).
+    const key = noteKey(fn, conv.site);
+    if (!needsConversion(conv) || stageNotes.has(key) || (conv.site && isLibraryFile(conv.site.file, LIB_ROOT))) return { fn };
+    stageNotes.add(key);
     const err = freeVariableError(conv, conv.free, conv.lexical, "sc.stage");
     return {
       fn,
@@ -345,6 +416,38 @@ export function convertForStage<F extends AnyFunction>(fn: F): StageConversion<F
   return { fn: out as F };
 }
 
+/** What a note is said once for: the function's source location (closures made again share it), else the function. */
+function noteKey(fn: AnyFunction, site: FunctionSite | null): AnyFunction | string {
+  const s = site ?? conversionSite(fn);
+  return s ? `${s.file}:${s.line}:${s.column}` : fn;
+}
+
+function conversionSite(fn: AnyFunction): FunctionSite | null {
+  const c = conversions.get(fn);
+  return c && !(c instanceof ConversionError) ? c.site : null;
+}
+
+const ownVerdicts = new WeakMap<AnyFunction, boolean>();
+/** By source text too: closures made again and again (one per call) share it, and one look suffices. */
+const ownVerdictsByText = new Map<string, boolean>();
+
+/** Whether a function is defined in Stagecraft's own sources (by the inspector; cached). */
+function isOwnFunction(f: AnyFunction): boolean {
+  let v = ownVerdicts.get(f);
+  if (v === undefined) {
+    const text = Function.prototype.toString.call(f);
+    v = ownVerdictsByText.get(text);
+    if (v === undefined) {
+      const site = isNativeSource(text) ? null : locateFunction(f);
+      v = !!site && site.file.startsWith(LIB_ROOT + path.sep);
+      if (ownVerdictsByText.size >= MAX_TEXT_VERDICTS) ownVerdictsByText.clear();
+      ownVerdictsByText.set(text, v);
+    }
+    ownVerdicts.set(f, v);
+  }
+  return v;
+}
+
 // ---------------------------------------------------------------------------------------------
 // the on-demand converter for ag.call
 
@@ -355,16 +458,16 @@ const MAX_TEXT_VERDICTS = 2000;
 
 /**
  * A cheap first look at a callee's source (cached by text, since closures made again and again
- * share it): false when it has nothing to convert or uses variables that cannot be globals.
+ * share it): false when it has nothing to convert (its free variables are looked at later: the
+ * ones bound to bindings that never change are resolved).
  */
 function worthConverting(text: string): boolean {
   const cached = textVerdicts.get(text);
   if (cached !== undefined) return cached;
   let verdict = false;
   try {
-    const r = convertFunctionSource(text, { filename: "<callee>" });
-    const free = [...r.freeNames].filter((n) => !isGlobalName(n, null));
-    verdict = free.length === 0 && r.lexicalThisLike.size === 0 && [...r.features].some((f) => f !== "call");
+    const r = convertFunctionSource(text, { filename: "<callee>", nativeCopies: false });
+    verdict = r.lexicalThisLike.size === 0 && [...r.features].some((f) => f !== "call");
   } catch {
     verdict = false;
   }
@@ -373,21 +476,50 @@ function worthConverting(text: string): boolean {
   return verdict;
 }
 
+/**
+ * The scope given to sc.autograph for the functions it names: converted code calling one of
+ * them converts it with that scope too (so mutual recursion over tensors is converted).
+ */
+const sharedScopes = new WeakMap<AnyFunction, Record<string, unknown>>();
+
+function shareScope(scope: Record<string, unknown>): void {
+  for (const v of Object.values(scope)) {
+    if (typeof v === "function" && !made.has(v as AnyFunction) && !sharedScopes.has(v as AnyFunction)) sharedScopes.set(v as AnyFunction, scope);
+  }
+}
+
+/**
+ * A bound function made outside converted code (`obj.m.bind(obj)`): the same binding of its
+ * target's converted twin (the target, `this` and arguments read through the inspector).
+ */
+function convertBound(fn: AnyFunction): AnyFunction | null {
+  const parts = boundParts(fn);
+  if (!parts) return null;
+  const target = parts.target as AnyFunction;
+  const twin = getConverted(target) ?? convertCallee(target);
+  if (!twin || twin === target) return null;
+  if (!getConverted(target)) registerConverted(target, twin);
+  return Reflect.apply(Function.prototype.bind, twin, [parts.thisArg, ...parts.args]) as AnyFunction;
+}
+
 function convertCallee(fn: AnyFunction): AnyFunction | null {
   if (made.has(fn) || kindOf(fn)) return null;
+  if (fn.name.startsWith("bound ") && isNativeSource(Function.prototype.toString.call(fn))) return convertBound(fn);
   const existing = unscoped.get(fn) ?? stageCache.get(fn);
   if (existing) return existing;
-  if (!worthConverting(Function.prototype.toString.call(fn))) return null;
+  const scope = sharedScopes.get(fn);
+  if (!scope && !worthConverting(Function.prototype.toString.call(fn))) return null;
   let conv: Conversion;
   try {
     conv = convert(fn);
   } catch {
     return null;
   }
-  if (conv.free.length > 0 || conv.lexical.length > 0 || !needsConversion(conv)) return null;
+  const missing = scope ? conv.free.filter((n) => !Object.prototype.hasOwnProperty.call(scope, n)) : conv.free;
+  if (missing.length > 0 || conv.lexical.length > 0 || !needsConversion(conv)) return null;
   if (conv.site && isLibraryFile(conv.site.file, LIB_ROOT)) return null;
   try {
-    const out = instantiate(conv, {});
+    const out = instantiate(conv, scope ?? {});
     unscoped.set(fn, out);
     return out;
   } catch {
@@ -396,3 +528,6 @@ function convertCallee(fn: AnyFunction): AnyFunction | null {
 }
 
 setConverter(convertCallee);
+
+/** Stagecraft's own functions (their callbacks are converted when converted code calls them). */
+setLibraryCheck(isOwnFunction);

@@ -10,6 +10,7 @@ import { type Shape, sizeOf, fmtShape, checkShape } from "./shape.js";
 import { DtypeError, ShapeError, StagecraftError, ValueError } from "./errors.js";
 import { formatTensor } from "./format.js";
 import { currentDevice, HOST_DEVICE } from "./device.js";
+import { isTracing } from "./context.js";
 
 let nextId = 1;
 
@@ -26,6 +27,19 @@ export interface DeviceBuffer {
   /** The values now, or null when they can only be awaited (a GPU's buffers). */
   readSync(): TypedArray | null;
 }
+
+/**
+ * Raised when JavaScript converts a tensor to a number (`t > 0`, `-t`, `t | 0`, `isNaN(t)`,
+ * `Number(t)`, `t + 1`, `t == 1`): JavaScript has no operator overloading, so without this the
+ * result would be NaN or a constant, silently.
+ */
+export class TensorCoercionError extends StagecraftError {}
+
+/** What converts a tensor to a primitive with each hint (for the message). */
+const COERCIONS: Record<string, string> = {
+  number: "an arithmetic, comparison, bitwise or unary operator (`t > 0`, `-t`, `t | 0`), Number(t), isNaN(t) or a Math function",
+  default: "`+` or `==` (`t + 1`, `t == 0`)",
+};
 
 export class Tensor {
   /** Unique id, used by tapes and graph builders. */
@@ -127,6 +141,24 @@ export class Tensor {
 
   [Symbol.for("nodejs.util.inspect.custom")](): string {
     return this.toString();
+  }
+
+  /**
+   * Strings (`${t}`, String(t)) give the printed tensor; a number is an error, since JavaScript
+   * operators cannot compute on tensors. (Truthiness cannot be intercepted: `if (t)` outside
+   * converted code is always true, as for every object; see docs/autograph.md.)
+   */
+  [Symbol.toPrimitive](hint: string): string {
+    if (hint === "string") return this.toString();
+    throw new TensorCoercionError(
+      `a ${this.isSymbolic ? "symbolic " : ""}${this.dtype}${fmtShape(this.shape)} tensor was converted to a JavaScript ${hint === "number" ? "number" : "primitive"} by ${COERCIONS[hint] ?? COERCIONS.number}, ` +
+        `which would give NaN or a constant: JavaScript operators do not compute on tensors. Convert the function with AutoGraph (sc.stage, sc.autograph, ` +
+        `or run with \`node --import stagecraft/register\`) so operators and control flow work on tensors, use the tensor's methods (t.greater(0), t.neg()), ` +
+        `or read a value with t.item()${hint === "default" ? " (for text, use `${t}` or t.toString())" : ""}` +
+        (isTracing()
+          ? `. (While staging: if this function was given to a Stagecraft function outside converted code, as in sc.stage(sc.grad(f)) in plain code, give it converted: sc.grad(sc.autograph(f)).)`
+          : ""),
+    );
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * The custom-gradient op (ad/functional.ts customGradient makes it): inputs are the function's
+ * The custom-gradient op (grad/functional.ts customGradient makes it): inputs are the function's
  * inputs followed by the values it computed (kept as computed, so the forward runs once); its
  * VJP is the user's gradient function. When the op is replayed (a staged function being
  * differentiated), the gradient function is obtained by running the registered function again

@@ -1,9 +1,10 @@
-/** Adam (Kingma & Ba, 2015), with optional decoupled weight decay (AdamW) and AMSGrad. */
+/** Adam (Kingma & Ba, 2015), with optional AMSGrad; AdamW is Adam with decoupled weight decay. */
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
-import { add, div, maximum, mul, sub } from "../ops/binary.js";
+import { add, div, maximum, mul, pow, sub } from "../ops/binary.js";
 import { sqrt, square } from "../ops/unary.js";
-import { checkHyper, Optimizer, type OptimizerOptions } from "./optimizer.js";
+import { checkHyper, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
+import { decayed } from "./weight-decay.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface AdamOptions extends OptimizerOptions {
@@ -17,16 +18,18 @@ export interface AdamOptions extends OptimizerOptions {
   epsilon?: number;
   /**
    * Decoupled weight decay (AdamW, Loshchilov & Hutter): each step first does
-   * `w -= lr * weightDecay * w`. Default 0 (plain Adam).
+   * `w -= lr * weightDecay * w`. Default 0 for Adam, 0.01 for AdamW.
    */
   weightDecay?: number;
   /** Use the running maximum of the second moment (AMSGrad). Default false. */
   amsgrad?: boolean;
 }
 
+const ADAM_KEYS = optionKeys<AdamOptions>()("learningRate", "clipNorm", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad");
+
 /**
- * Adam, as in Algorithm 1 of the paper. With gradient g, step t (1-based), slots m and v
- * (zeros at first):
+ * Adam, as in Algorithm 1 of the paper. With gradient g, step t (1-based: the optimizer's
+ * `iterations` after the increment), slots m and v (zeros at first):
  *
  *     m = beta1 * m + (1 - beta1) * g
  *     v = beta2 * v + (1 - beta2) * g^2
@@ -44,38 +47,44 @@ export class Adam extends Optimizer {
   readonly amsgrad: boolean;
   readonly slotNames: readonly string[];
 
-  constructor(options: AdamOptions = {}) {
-    checkOptions("Adam", options, optionKeys<AdamOptions>()("learningRate", "beta1", "beta2", "epsilon", "weightDecay", "amsgrad"));
-    super("Adam", options, 0.001);
-    this.beta1 = checkHyper("Adam", "beta1", options.beta1 ?? 0.9, 0, 1, false, true);
-    this.beta2 = checkHyper("Adam", "beta2", options.beta2 ?? 0.999, 0, 1, false, true);
-    this.epsilon = checkHyper("Adam", "epsilon", options.epsilon ?? 1e-8, 0, Infinity, true);
-    this.weightDecay = checkHyper("Adam", "weightDecay", options.weightDecay ?? 0, 0, Infinity);
+  constructor(options: AdamOptions = {}, name = "Adam", defaultWeightDecay = 0) {
+    checkOptions(name, options, ADAM_KEYS);
+    super(name, options, 0.001);
+    this.beta1 = checkHyper(name, "beta1", options.beta1 ?? 0.9, 0, 1, false, true);
+    this.beta2 = checkHyper(name, "beta2", options.beta2 ?? 0.999, 0, 1, false, true);
+    this.epsilon = checkHyper(name, "epsilon", options.epsilon ?? 1e-8, 0, Infinity, true);
+    this.weightDecay = checkHyper(name, "weightDecay", options.weightDecay ?? defaultWeightDecay, 0, Infinity);
     this.amsgrad = options.amsgrad ?? false;
     this.slotNames = this.amsgrad ? ["m", "v", "vMax"] : ["m", "v"];
   }
 
-  protected updateOne(variable: Variable, value: Tensor, grad: Tensor, lr: number, t: number): Tensor {
+  protected updateOne(variable: Variable, value: Tensor, grad: Tensor, { lr, t }: StepValues): Tensor {
     const { beta1, beta2 } = this;
-    const m = add(mul(this.slot(variable, "m", value), beta1), mul(grad, 1 - beta1));
-    const v = add(mul(this.slot(variable, "v", value), beta2), mul(square(grad), 1 - beta2));
+    const m = add(mul(this.slot(variable, "m"), beta1), mul(grad, 1 - beta1));
+    const v = add(mul(this.slot(variable, "v"), beta2), mul(square(grad), 1 - beta2));
     this.setSlot(variable, "m", m);
     this.setSlot(variable, "v", v);
     let vUsed = v;
     if (this.amsgrad) {
-      vUsed = maximum(this.slot(variable, "vMax", value), v);
+      vUsed = maximum(this.slot(variable, "vMax"), v);
       this.setSlot(variable, "vMax", vUsed);
     }
-    const stepSize = lr / (1 - Math.pow(beta1, t));
-    const invSqrtBc2 = 1 / Math.sqrt(1 - Math.pow(beta2, t));
-    const denom = add(mul(sqrt(vUsed), invSqrtBc2), this.epsilon);
-    const w = this.weightDecay > 0 ? mul(value, 1 - lr * this.weightDecay) : value;
-    return sub(w, mul(div(m, denom), stepSize));
+    // Bias corrections from the step tensor: 1 - beta^t.
+    const bc1 = sub(1, pow(beta1, t));
+    const bc2 = sub(1, pow(beta2, t));
+    const denom = add(sqrt(div(vUsed, bc2)), this.epsilon);
+    return sub(decayed(value, lr, this.weightDecay), mul(div(div(m, bc1), denom), lr));
+  }
+}
+
+/** AdamW: Adam with decoupled weight decay, default weightDecay 0.01 (as PyTorch). */
+export class AdamW extends Adam {
+  constructor(options: AdamOptions = {}) {
+    super(options, "AdamW", 0.01);
   }
 }
 
 /** `new Adam(options)` as a function. */
 export const adam = (options: AdamOptions = {}): Adam => new Adam(options);
-
-/** AdamW: Adam with decoupled weight decay, default weightDecay 0.01 (as PyTorch). */
-export const adamw = (options: AdamOptions = {}): Adam => new Adam({ weightDecay: 0.01, ...options });
+/** `new AdamW(options)` as a function. */
+export const adamw = (options: AdamOptions = {}): AdamW => new AdamW(options);

@@ -1,43 +1,54 @@
 /**
- * The optimizer base class: validation, the step counter, slot state, learning-rate
- * schedules and `minimize`. Concrete rules (SGD, Adam) implement `updateOne`.
- *
- * The API, in one place:
+ * The optimizer base class: validation, the step counter, slot state, learning-rate schedules,
+ * gradient clipping and `minimize`. Concrete rules (SGD, Adam, RMSprop, Adagrad) implement
+ * `updateOne`.
  *
  * ```ts
- * const opt = new sc.optim.Adam({ learningRate: 1e-3 });
+ * const opt = new sc.optim.Adam({ learningRate: sc.optim.cosineDecay({ initial: 1e-3, decaySteps: 1000 }) });
  * // 1. compute and apply in one call
- * const loss = opt.minimize(() => lossOf(model), [w, b]);
+ * const loss = opt.minimize(() => lossOf(model), model.parameters());
  * // 2. or from gradients you computed yourself (same order as the variables)
- * const [l, [gw, gb]] = sc.valueAndGrad(f, { argnums: [0, 1] })(w, b);
  * opt.step([gw, gb], [w, b]);
  * // 3. or TF-style (gradient, variable) pairs
  * opt.applyGradients([[gw, w], [gb, b]]);
  * ```
  *
- * Updates replace each variable's value (never its storage: a tape or a tensor that saw the
- * old value keeps it). They are not recorded by gradient tapes. Gradients may be `null`
- * (a variable the loss does not depend on): that variable and its slots are left unchanged.
+ * All state is Variables: the step count (`iterations`, int32), the learning rate of the step
+ * that ran last (`learningRateVariable`, float64), and the slots (Adam's m and v, ...). Updates
+ * are written with ops that read them, so a step gives the same numbers eagerly, inside
+ * `sc.stage`, and in a staged loop over steps: nothing is a JS number read at trace time.
+ * Variables the optimizer makes (slots on a variable's first update) are made eagerly, outside
+ * any trace (`sc.initScope`), and are part of checkpoints (the optimizer is a Trackable).
+ *
+ * Updates replace each variable's value (never its storage) and are not recorded by gradient
+ * tapes. A `null` gradient (a variable the loss does not depend on) leaves that variable and
+ * its slots unchanged.
  */
 import { withoutRecorders } from "../core/context.js";
-import { isFloat } from "../core/dtype.js";
+import { isFloat, type DType } from "../core/dtype.js";
 import { DtypeError, GradientError, ShapeError, ValueError } from "../core/errors.js";
 import { fmtShape, shapesEqual } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
-import { Variable } from "../core/variable.js";
+import { Variable, variable } from "../core/variable.js";
 import { GradientTape } from "../ad/tape.js";
-import { zerosLikeTensor } from "../ops/fill.js";
+import { add } from "../ops/binary.js";
+import { cast } from "../ops/cast.js";
+import { scalar } from "../ops/creation.js";
+import { zerosLikeTensor, full } from "../ops/fill.js";
+import { initScope } from "../staging/host.js";
 import "../ops/variable-updates.js";
-
-/** A constant learning rate, or a schedule: the rate for a given step (0 for the first step). */
-export type LearningRate = number | ((step: number) => number);
+import { Trackable } from "../io/trackable.js";
+import { clipByGlobalNorm } from "./clip.js";
+import { toSchedule, type LearningRate, type Schedule } from "./schedules.js";
 
 /** One (gradient, variable) pair, as TensorFlow's `apply_gradients` takes them. */
 export type GradientPair = readonly [Tensor | null, Variable];
 
 export interface OptimizerOptions {
-  /** Step size (default depends on the optimizer), or a schedule `(step) => rate`. */
+  /** Step size (default depends on the optimizer), or a schedule (see schedules.ts). */
   learningRate?: LearningRate;
+  /** Clip the gradients to this global norm before each update (Keras's `global_clipnorm`). */
+  clipNorm?: number;
 }
 
 /** Checks that a hyperparameter is a finite number in the given range (inclusive unless noted). */
@@ -53,30 +64,48 @@ export function checkHyper(op: string, name: string, value: unknown, lo: number,
   return value;
 }
 
-export abstract class Optimizer {
+/**
+ * What one step's update of one variable reads: the learning rate and the 1-based step number
+ * (both scalars of the variable's dtype, computed once per step and dtype).
+ */
+export interface StepValues {
+  lr: Tensor;
+  /** The step being taken, counting from 1. */
+  t: Tensor;
+}
+
+export abstract class Optimizer extends Trackable {
   /** Name used in error messages ("SGD", "Adam"). */
   readonly name: string;
-  /** Learning rate or schedule; may be changed between steps. */
-  learningRate: LearningRate;
-  /** Number of completed steps (step/applyGradients/minimize calls); schedules read it. */
-  iterations = 0;
+  /** The learning-rate schedule (a constant rate is a constant schedule). */
+  readonly schedule: Schedule;
+  /** Clip gradients to this global norm first (undefined: no clipping). */
+  readonly clipNorm: number | undefined;
+  /** Number of completed steps (int32 Variable); schedules read it. */
+  readonly iterations: Variable;
+  /** The learning rate the last step used (float64 Variable; the initial rate before any step). */
+  readonly learningRateVariable: Variable;
   /** Slot names this optimizer keeps per variable, e.g. ["m", "v"] for Adam. */
   abstract readonly slotNames: readonly string[];
-  private readonly slots = new Map<Variable, Map<string, Tensor>>();
-  /** Updates applied to each variable (a variable skipped with a null gradient does not count). */
-  private readonly counts = new Map<Variable, number>();
+  private readonly slots = new Map<Variable, Map<string, Variable>>();
 
   protected constructor(name: string, options: OptimizerOptions, defaultRate: number) {
+    super();
     this.name = name;
-    this.learningRate = options.learningRate ?? defaultRate;
-    if (typeof this.learningRate !== "function") checkHyper(name, "learningRate", this.learningRate, 0, Infinity);
+    this.schedule = toSchedule(name, options.learningRate ?? defaultRate);
+    if (options.clipNorm !== undefined) checkHyper(name, "clipNorm", options.clipNorm, 0, Infinity, true);
+    this.clipNorm = options.clipNorm;
+    const { iterations, rate } = initScope(() => ({
+      iterations: variable(scalar(0, "int32"), { name: "iterations", trainable: false }),
+      rate: variable(this.schedule.at(scalar(0, "float64")), { name: "learning_rate", trainable: false }),
+    }));
+    this.iterations = iterations;
+    this.learningRateVariable = rate;
   }
 
-  /** The learning rate for the step about to run (evaluates a schedule at `iterations`). */
+  /** The learning rate of the step about to run (the schedule at `iterations`), read eagerly. */
   currentLearningRate(): number {
-    const lr = this.learningRate;
-    const v = typeof lr === "function" ? lr(this.iterations) : lr;
-    return checkHyper(this.name, typeof lr === "function" ? `learningRate(${this.iterations})` : "learningRate", v, 0, Infinity);
+    return initScope(() => this.schedule.at(cast(this.iterations.peek(), "float64")).item() as number);
   }
 
   /**
@@ -100,7 +129,6 @@ export abstract class Optimizer {
       if (seen.has(v)) throw new ValueError(`variable ${v.name} appears twice in the list`, op);
       seen.add(v);
       if (!isFloat(v.dtype)) throw new DtypeError(`variable ${v.name} has dtype ${v.dtype}; only float variables can be optimized`, op);
-      if (v.isSymbolic) throw new ValueError(`variable ${v.name} has no concrete value`, op);
       const g = grads[i];
       if (g === null || g === undefined) continue;
       if (!(g instanceof Tensor)) throw new ValueError(`grads[${i}] is ${typeof g}, expected a Tensor or null`, op);
@@ -111,19 +139,24 @@ export abstract class Optimizer {
         throw new DtypeError(`gradient ${i} has dtype ${g.dtype} but variable ${v.name} has dtype ${v.dtype}`, op);
       }
     }
-    const lr = this.currentLearningRate();
     withoutRecorders(null, () => {
+      const done = this.iterations.peek();
+      const lr = this.schedule.at(cast(done, "float64"));
+      this.learningRateVariable.assign(lr);
+      const t = cast(add(done, 1), "float64");
+      this.iterations.assign(add(done, 1));
+      let live = grads.map((g) => (g instanceof Variable ? g.peek() : g ?? null));
+      if (this.clipNorm !== undefined) live = clipByGlobalNorm(live, this.clipNorm)[0];
+      const perDtype = new Map<DType, StepValues>();
       for (let i = 0; i < variables.length; i++) {
-        const g = grads[i];
+        const g = live[i];
         if (g === null || g === undefined) continue;
         const v = variables[i]!;
-        const gt = g instanceof Variable ? g.peek() : g;
-        const t = (this.counts.get(v) ?? 0) + 1;
-        v.assign(this.updateOne(v, v.peek(), gt, lr, t));
-        this.counts.set(v, t);
+        let values = perDtype.get(v.dtype);
+        if (!values) perDtype.set(v.dtype, (values = { lr: cast(lr, v.dtype), t: cast(t, v.dtype) }));
+        v.assign(this.updateOne(v, v.peek(), g, values));
       }
     });
-    this.iterations++;
   }
 
   /** TensorFlow-style: applies `[gradient, variable]` pairs (`null` gradients are skipped). */
@@ -143,70 +176,102 @@ export abstract class Optimizer {
   /**
    * Computes the loss with a GradientTape, differentiates it with respect to `variables`
    * (default: every trainable variable the loss function read) and applies one step.
-   * Returns the loss. Variables the loss does not depend on are left unchanged.
+   * `variables` may be a function, called after the loss: `() => model.parameters()` works for
+   * a model that makes its variables on its first call. Returns the loss. Variables the loss
+   * does not depend on are left unchanged.
    */
-  minimize(lossFn: () => Tensor, variables?: readonly Variable[]): Tensor {
+  minimize(lossFn: () => Tensor, variables?: readonly Variable[] | (() => readonly Variable[])): Tensor {
     const op = `${this.name}.minimize`;
     if (typeof lossFn !== "function") throw new ValueError(`takes a loss function, got ${typeof lossFn}`, op);
     const tape = new GradientTape();
     const loss = tape.record(() => {
-      if (variables) tape.watch(...variables);
+      if (Array.isArray(variables)) tape.watch(...variables);
       return lossFn();
     });
     if (!(loss instanceof Tensor)) throw new GradientError(`the loss function must return a tensor, got ${typeof loss}`, op);
     if (loss.size !== 1) {
       throw new ShapeError(`the loss must be a scalar (size-1) tensor, got shape ${fmtShape(loss.shape)}; reduce it (sc.mean / sc.sum) first`, op);
     }
-    const vars = variables ? [...variables] : tape.watchedVariables().filter((v) => v.trainable);
-    if (vars.length === 0) throw new GradientError(`the loss function read no trainable variables and none were given`, op);
+    const given = typeof variables === "function" ? variables() : variables;
+    const vars = given ? [...given] : tape.watchedVariables().filter((v) => v.trainable);
+    if (vars.length === 0) {
+      throw new GradientError(
+        given
+          ? `the list of variables is empty (a model that makes its variables on its first call has none before it: pass () => model.parameters())`
+          : `the loss function read no trainable variables and none were given`,
+        op,
+      );
+    }
     const grads = tape.gradient(loss, vars, { unconnected: "none" }) as (Tensor | null)[];
     this.step(grads, vars);
     return loss;
   }
 
-  /** A slot tensor (e.g. Adam's "m") for a variable, or undefined before its first update. */
-  getSlot(variable: Variable, slot: string): Tensor | undefined {
+  /** A slot Variable (e.g. Adam's "m") of a variable, or undefined before its first update. */
+  getSlot(variable: Variable, slot: string): Variable | undefined {
     if (!this.slotNames.includes(slot)) {
       throw new ValueError(`${this.name} has no slot ${JSON.stringify(slot)}; its slots are ${JSON.stringify(this.slotNames)}`, `${this.name}.getSlot`);
     }
     return this.slots.get(variable)?.get(slot);
   }
 
-  /** How many updates `variable` has received from this optimizer. */
-  updateCount(variable: Variable): number {
-    return this.counts.get(variable) ?? 0;
-  }
-
-  /** Variables this optimizer has updated. */
+  /** Variables this optimizer has slots for (those it has updated, when it keeps slots). */
   variables(): Variable[] {
-    return [...this.counts.keys()];
+    return [...this.slots.keys()];
   }
 
-  /** Forgets all slot state and update counts, and resets `iterations` to 0. */
+  /** Every Variable the optimizer owns: iterations, learning rate, slots. */
+  stateVariables(): Variable[] {
+    const out = [this.iterations, this.learningRateVariable];
+    for (const m of this.slots.values()) out.push(...m.values());
+    return out;
+  }
+
+  /** Sets every slot to zeros and `iterations` to 0 (keeps the slot Variables). */
   reset(): void {
-    this.slots.clear();
-    this.counts.clear();
-    this.iterations = 0;
+    initScope(() => {
+      for (const m of this.slots.values()) for (const s of m.values()) s.assign(zerosLikeTensor(s.peek()));
+      this.iterations.assign(scalar(0, "int32"));
+      this.learningRateVariable.assign(this.schedule.at(scalar(0, "float64")));
+    });
   }
 
-  /** The slot for `variable`, created as zeros on first use. */
-  protected slot(variable: Variable, name: string, like: Tensor): Tensor {
-    let m = this.slots.get(variable);
-    if (m === undefined) this.slots.set(variable, (m = new Map()));
-    let s = m.get(name);
-    if (s === undefined) m.set(name, (s = zerosLikeTensor(like)));
-    return s;
+  override trackedChildren(): Iterable<readonly [string, unknown]> {
+    return [
+      ["iterations", this.iterations],
+      ["learning_rate", this.learningRateVariable],
+    ];
   }
 
-  protected setSlot(variable: Variable, name: string, value: Tensor): void {
-    this.slots.get(variable)!.set(name, value);
+  override *trackedSlots(): Iterable<readonly [Variable, string, Variable]> {
+    for (const [v, m] of this.slots) for (const [name, s] of m) yield [v, name, s];
   }
 
   /**
-   * The new value of one variable. `value` is its current value, `grad` its gradient (same
-   * shape and dtype), `lr` this step's learning rate, `t` the 1-based number of this
-   * variable's update (per variable, as PyTorch counts, so bias corrections stay right for a
-   * variable that was skipped with a null gradient on earlier steps).
+   * The slot Variable for `variable`, made on first use (eagerly, outside any trace) filled
+   * with `initial` (default 0); a checkpoint restore parked for it fills it.
    */
-  protected abstract updateOne(variable: Variable, value: Tensor, grad: Tensor, lr: number, t: number): Tensor;
+  protected slot(variable: Variable, name: string, initial = 0): Tensor {
+    let m = this.slots.get(variable);
+    if (!m) this.slots.set(variable, (m = new Map()));
+    let s = m.get(name);
+    if (!s) {
+      s = initScope(() => variable_(full(variable.shape.slice(), initial, variable.dtype), `${variable.name}/${name}`));
+      m.set(name, s);
+      this.slotCreated(variable, name, s);
+    }
+    return s.peek();
+  }
+
+  /** Stores a new value of a slot (created by `slot` earlier in the same update). */
+  protected setSlot(variable: Variable, name: string, value: Tensor): void {
+    this.slots.get(variable)!.get(name)!.assign(value);
+  }
+
+  /** The new value of `variable` (current value `value`) after one step with gradient `grad`. */
+  protected abstract updateOne(variable: Variable, value: Tensor, grad: Tensor, step: StepValues): Tensor;
+}
+
+function variable_(init: Tensor, name: string): Variable {
+  return variable(init, { name, trainable: false });
 }

@@ -3,7 +3,8 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { ValueError } from "../core/errors.js";
 import { add, mul, sub } from "../ops/binary.js";
-import { checkHyper, Optimizer, type OptimizerOptions } from "./optimizer.js";
+import { checkHyper, Optimizer, type OptimizerOptions, type StepValues } from "./optimizer.js";
+import { decayed } from "./weight-decay.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 
 export interface SGDOptions extends OptimizerOptions {
@@ -25,7 +26,8 @@ export interface SGDOptions extends OptimizerOptions {
  *     w -= lr * g                                                    (momentum = 0)
  *
  * (PyTorch's formulation; for a constant learning rate it equals Keras's
- * `velocity = momentum * velocity - lr * g; w += velocity`.)
+ * `velocity = momentum * velocity - lr * g; w += velocity`.) Weight decay is decoupled:
+ * `w *= 1 - lr * weightDecay` before the update.
  */
 export class SGD extends Optimizer {
   readonly momentum: number;
@@ -34,7 +36,7 @@ export class SGD extends Optimizer {
   readonly slotNames: readonly string[];
 
   constructor(options: SGDOptions = {}) {
-    checkOptions("SGD", options, optionKeys<SGDOptions>()("learningRate", "momentum", "nesterov", "weightDecay"));
+    checkOptions("SGD", options, optionKeys<SGDOptions>()("learningRate", "clipNorm", "momentum", "nesterov", "weightDecay"));
     super("SGD", options, 0.01);
     this.momentum = checkHyper("SGD", "momentum", options.momentum ?? 0, 0, 1, false, true);
     this.nesterov = options.nesterov ?? false;
@@ -45,10 +47,10 @@ export class SGD extends Optimizer {
     this.slotNames = this.momentum > 0 ? ["velocity"] : [];
   }
 
-  protected updateOne(variable: Variable, value: Tensor, grad: Tensor, lr: number): Tensor {
-    const w = this.weightDecay > 0 ? mul(value, 1 - lr * this.weightDecay) : value;
+  protected updateOne(variable: Variable, value: Tensor, grad: Tensor, { lr }: StepValues): Tensor {
+    const w = decayed(value, lr, this.weightDecay);
     if (this.momentum === 0) return sub(w, mul(grad, lr));
-    const velocity = add(mul(this.slot(variable, "velocity", value), this.momentum), grad);
+    const velocity = add(mul(this.slot(variable, "velocity"), this.momentum), grad);
     this.setSlot(variable, "velocity", velocity);
     const direction = this.nesterov ? add(grad, mul(velocity, this.momentum)) : velocity;
     return sub(w, mul(direction, lr));

@@ -3,7 +3,7 @@
  * time; initScope runs code eagerly while tracing. The hostCall and print ops are declared in
  * ops/host.ts (stateful, so never pruned, merged or folded), so every executor and the tape
  * know them; a host function's gradient is made by the differentiator the package entry
- * installs (the eager tape's, ad/functional.ts).
+ * installs (grad/host-function-gradient.ts: it differentiates the host function with the tape).
  */
 import { Tensor } from "../core/tensor.js";
 import { withEagerContext } from "../core/context.js";

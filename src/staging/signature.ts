@@ -28,6 +28,19 @@ export function spec(shape: readonly (number | null)[], dtype: DType = "float32"
   return new TensorSpec(shape, dtype, name);
 }
 
+/**
+ * An object that changes how a staged function traces without changing identity (a model in
+ * train or eval mode) implements `[traceKey]()`: its result joins the object's identity in the
+ * cache key, so each mode gets its own trace.
+ */
+export const traceKey: unique symbol = Symbol.for("stagecraft.traceKey");
+
+/** The traceKey of `o`, or "" when it has none. */
+function objectMode(o: object): string {
+  const f = (o as { [traceKey]?: unknown })[traceKey];
+  return typeof f === "function" ? `(${String(f.call(o))})` : "";
+}
+
 let nextObjectId = 1;
 const objectIds = new WeakMap<object, number>();
 function objectId(o: object): number {
@@ -91,8 +104,9 @@ export function signatureOf(args: readonly unknown[], fnName: string, specs?: re
       return;
     }
     if (x !== null && (typeof x === "object" || typeof x === "function")) {
-      parts.push(`O${objectId(x)}`);
-      leaves.push({ path, kind: "object", describe: `${typeof x === "function" ? "function" : "object"} #${objectId(x)}` });
+      const mode = objectMode(x);
+      parts.push(`O${objectId(x)}${mode}`);
+      leaves.push({ path, kind: "object", describe: `${typeof x === "function" ? "function" : "object"} #${objectId(x)}${mode}` });
       return;
     }
     const d = typeof x === "number" && Object.is(x, -0) ? "-0" : typeof x === "string" ? JSON.stringify(x) : String(x);

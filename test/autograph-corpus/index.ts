@@ -12,6 +12,7 @@ import { calls } from "./calls.js";
 import { logging } from "./logging.js";
 import { numeric } from "./numeric.js";
 import { edgeSemantics } from "./edge-semantics.js";
+import { seams } from "./seams.js";
 
 export type { CorpusProgram, TensorModes } from "./types.js";
 
@@ -29,6 +30,7 @@ export const corpusGroups: Record<string, CorpusProgram[]> = {
   logging,
   numeric,
   edge: edgeSemantics,
+  seams,
 };
 
 export const corpus: { group: string; program: CorpusProgram }[] = Object.entries(corpusGroups).flatMap(([group, programs]) =>

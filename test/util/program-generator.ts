@@ -7,7 +7,11 @@
  * assignment, ++/--, console.log, throw and try/catch/finally (jumps inside finally too),
  * closures created in loops and closures that update outer variables, a helper function with
  * its own loops and returns, array and object state (x[i] reads and writes, push/pop, members),
- * and occasional strings mixed into the arithmetic.
+ * occasional strings mixed into the arithmetic, and the seams of issue 11: callbacks given to
+ * array methods (map/reduce/filter/some, forEach updating outer variables), built-ins called or
+ * passed as values (Math.abs, Number, isNaN), the helper through call/apply/bind, writes to
+ * `arguments`, a `let` read in its temporal dead zone after an early return, and a `continue` in
+ * a `finally` block that cancels the try block's pending return.
  *
  * Every program terminates natively by construction (loop counters are decremented first thing
  * in the body and never assigned elsewhere; for-loop variables are only read). Each loop body
@@ -193,6 +197,9 @@ class Generator {
       bump: f.bump ? 0.4 : 0,
       helper: f.helper ? 0.4 : 0,
       string: 0.2,
+      callback: 0.5,
+      builtin: 0.4,
+      helperVia: f.helper ? 0.3 : 0,
     });
     const sub = () => this.expr(depth + 1);
     switch (k) {
@@ -244,6 +251,35 @@ class Generator {
         return `helper(${sub()}, ${sub()})`;
       case "string":
         return `("s" + ${sub()})`;
+      case "callback": {
+        // A callback given to an array method, reading outer variables (its parameter is fresh).
+        const q = this.name("q");
+        const items = `[${sub()}, ${sub()}, ${this.lit()}]`;
+        const inner = this.withScope(() => {
+          this.declare(q, false);
+          return this.expr(depth + 1);
+        });
+        switch (r.int(0, 3)) {
+          case 0:
+            return `${items}.map((${q}) => ${q} ${r.pick(["+", "-", "*"])} ${inner})[${r.int(0, 2)}]`;
+          case 1:
+            return `${items}.reduce((acc, ${q}) => acc ${r.pick(["+", "-"])} ${q} * ${inner}, ${this.lit()})`;
+          case 2:
+            return `${items}.filter((${q}) => ${q} ${r.pick(CMP)} ${inner}).length`;
+          default:
+            return `${items}.some((${q}) => ${q} ${r.pick(CMP)} ${inner})`;
+        }
+      }
+      case "builtin":
+        return r.pick([
+          `[${sub()}, -(${sub()})].map(Math.abs)[${r.int(0, 1)}]`,
+          `Math.max(${sub()}, ${sub()})`,
+          `Number(${sub()})`,
+          `isNaN(${sub()})`,
+          `[${sub()}, ${sub()}].map(Number)[${r.int(0, 1)}]`,
+        ]);
+      case "helperVia":
+        return r.pick([`helper.call(null, ${sub()}, ${sub()})`, `helper.apply(null, [${sub()}, ${sub()}])`, `helper.bind(null, ${sub()})(${sub()})`]);
     }
   }
 
@@ -335,6 +371,10 @@ class Generator {
       pop: f.arrays ? 0.25 : 0,
       member: f.arrays ? 0.6 : 0,
       block: canNest ? 0.3 : 0,
+      forEach: 0.4,
+      argumentsWrite: f.arrays ? 0.25 : 0,
+      tdz: f.arrays ? 0.2 : 0,
+      finallyContinue: canNest && this.jumps.some((j) => j.kind === "loop") ? 0.3 : 0,
     });
     const inner = ind + "  ";
     switch (k) {
@@ -474,6 +514,36 @@ class Generator {
         return [`${ind}${r.pick(["obj.p", "obj.q", 'obj["q"]'])} ${r.pick(["=", "+=", "-="])} ${this.expr(1)};`];
       case "block":
         return [`${ind}{`, ...this.block(depth + 1, inner), `${ind}}`];
+      case "forEach": {
+        // A callback updating an outer variable.
+        const v = this.assignable();
+        if (!v) return [];
+        const q = this.name("q");
+        const items = Array.from({ length: r.int(1, 3) }, () => this.expr(2));
+        return [`${ind}[${items.join(", ")}].forEach((${q}) => { if (${q} ${r.pick(CMP)} ${this.lit()}) ${v} ${r.pick(["+=", "-="])} ${q}; });`];
+      }
+      case "argumentsWrite":
+        // (the function is sloppy code: the arguments object aliases the parameters)
+        return [`${ind}arguments[${r.int(0, 2)}] ${r.pick(["=", "+=", "-="])} ${this.expr(1)};`];
+      case "tdz": {
+        // An early return reading a let declared after it: natively a ReferenceError when taken.
+        const later = this.name("t");
+        const lines = [`${ind}if (${this.cond()}) return ${this.returnValue(later)};`, `${ind}let ${later} = ${this.expr()};`];
+        this.declare(later, true);
+        return lines;
+      }
+      case "finallyContinue": {
+        // A continue in a finally block cancels the try block's pending return.
+        const body = this.block(depth + 1, inner);
+        return [
+          `${ind}try {`,
+          ...body,
+          `${inner}if (${this.cond()}) return ${this.returnValue(this.expr())};`,
+          `${ind}} finally {`,
+          `${inner}if (${this.cond()}) continue;`,
+          `${ind}}`,
+        ];
+      }
     }
   }
 

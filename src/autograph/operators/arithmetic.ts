@@ -8,13 +8,14 @@
  */
 import { Tensor, type TensorLike } from "../../core/tensor.js";
 import { ValueError } from "../../core/errors.js";
-import { toTensorsWeak } from "../../ops/convert.js";
+import { scalarOf, toTensorsWeak } from "../../ops/convert.js";
 import { add as addOp, div as divOp, mod as floorModOp, mul as mulOp, pow as powOp, sub as subOp } from "../../ops/binary.js";
 import { equal, greater, greaterEqual, less, lessEqual, logicalAnd, notEqual } from "../../ops/compare.js";
 import { neg as negOp } from "../../ops/unary.js";
 import { cast } from "../../ops/cast.js";
 import { where } from "../../ops/where.js";
-import { describeValue, isWeak, isWeakOperand, markWeak, readIfVariable } from "./state.js";
+import { describeValue, isWeak, isWeakOperand, markWeak, readIfVariable, weakOperands } from "./state.js";
+import { isFloat, type DType } from "../../core/dtype.js";
 
 /** Operands a tensor op accepts next to a tensor. */
 function numericOperand(x: unknown): boolean {
@@ -25,11 +26,43 @@ function refuse(symbol: string, a: unknown, b: unknown): never {
   throw new ValueError(`cannot apply ${symbol} to ${describeValue(a)} and ${describeValue(b)}`, symbol);
 }
 
+/** Whether a JS number (or the weak tensor standing for one) is an integer as far as its dtype tells. */
+function integral(x: unknown): boolean {
+  if (x instanceof Tensor) return !isFloat(x.dtype);
+  if (typeof x === "boolean") return true;
+  return Number.isInteger(x) && Math.abs(x as number) < 2 ** 31;
+}
+
+/** Operators whose result on two integers is an integer in JavaScript. */
+const INTEGER_CLOSED = new Set(["+", "-", "*", "%", "<", "<=", ">", ">="]);
+
+/**
+ * Two JS numbers, at least one carried as a weak tensor (a loop counter, a number a staged
+ * branch gave): computed as JavaScript computes them, in float64 unless both are integers and
+ * the operator keeps integers (int32 then). `j * 0.1` is not rounded to float32.
+ */
+function asJsNumbers(symbol: string, a: unknown, b: unknown): [Tensor, Tensor] {
+  const d: DType = integral(a) && integral(b) && INTEGER_CLOSED.has(symbol) ? "int32" : "float64";
+  const conv = (x: unknown): Tensor => {
+    if (x instanceof Tensor) {
+      const t = readIfVariable(x) as Tensor;
+      return t.dtype === d ? t : cast(t, d);
+    }
+    return scalarOf(Number(x), d);
+  };
+  return [conv(a), conv(b)];
+}
+
 function tensorBinary(symbol: string, a: unknown, b: unknown, op: (x: TensorLike, y: TensorLike) => Tensor, weakResult = true): Tensor {
   if (!numericOperand(a) || !numericOperand(b)) refuse(symbol, a, b);
-  const r = op(a as TensorLike, b as TensorLike);
-  // Arithmetic on numbers that became tensors (and JS numbers) still stands for a JS number.
-  return weakResult && isWeakOperand(a) && isWeakOperand(b) ? markWeak(r) : r;
+  if (isWeakOperand(a) && isWeakOperand(b)) {
+    // Arithmetic on numbers that became tensors (and JS numbers) still stands for a JS number.
+    const [x, y] = asJsNumbers(symbol, a, b);
+    const r = op(x, y);
+    return weakResult ? markWeak(r) : r;
+  }
+  const [x, y] = weakOperands([a, b]);
+  return op(x as TensorLike, y as TensorLike);
 }
 
 /** Bool tensors take part in arithmetic as 0/1 integers (as JS booleans do). */
@@ -40,7 +73,8 @@ function numericTensor(t: Tensor): Tensor {
 /** `a + b`. */
 export function add(a: unknown, b: unknown): unknown {
   if (!(a instanceof Tensor) && !(b instanceof Tensor)) return (a as any) + (b as any);
-  if (typeof a === "string" || typeof b === "string") return (a as any) + (b as any);
+  // A string and a tensor concatenate the printed tensor (JavaScript's `+` on a tensor is an error).
+  if (typeof a === "string" || typeof b === "string") return String(a) + String(b);
   return tensorBinary("+", a, b, addOp);
 }
 

@@ -3,13 +3,14 @@
  * docs/autograph.md for the contract with the source transform).
  */
 import { ifStmt, ifExp, whileStmt, forOf, range, RangeObject, dispatchCondition, type LoopOptions } from "./control-flow.js";
-import { and, or, nullish, not } from "./logical.js";
+import { and, or, nullish, not, switchValue } from "./logical.js";
 import { add, sub, mul, div, mod, pow, neg, pos, lt, le, gt, ge, eq, ne, looseEq, looseNe } from "./arithmetic.js";
 import { getItem, setItem, slice, SliceSpec, dimSize } from "./indexing.js";
-import { call, callMethod, registerConverted, getConverted, setConverter, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
+import { call, callee, callMethod, registerConverted, getConverted, isConvertedTwin, setConverter, setLibraryCheck, passArgumentsThrough, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
 import { print, assertOrThrow, assert } from "./logging.js";
+import { ret, retval } from "./returns.js";
 import { math } from "./math.js";
-import { AutoGraphError, AssertionFailedError, UNDEFINED, relaxShape, TensorList } from "./state.js";
+import { AutoGraphError, AssertionFailedError, UNDEFINED, relaxShape, TensorList, tdz } from "./state.js";
 
 export const ag = {
   // control flow
@@ -23,6 +24,7 @@ export const ag = {
   or,
   nullish,
   not,
+  switchValue,
   // arithmetic and comparison
   add,
   sub,
@@ -46,6 +48,7 @@ export const ag = {
   slice,
   // calls
   call,
+  callee,
   callMethod,
   registerConverted,
   getConverted,
@@ -56,8 +59,12 @@ export const ag = {
   assert,
   // Math
   math,
+  // returns
+  ret,
+  retval,
   // state
   UNDEFINED,
+  tdz,
   relaxShape,
 } as const;
 
@@ -68,6 +75,6 @@ export type AG = typeof ag;
 
 // Every operator is reached through `ag`; these are the names used on their own (by the
 // transform's API, the public surface and tests), plus the classes the operators return.
-export { range, registerConverted, getConverted, setConverter, assert, relaxShape };
+export { range, registerConverted, getConverted, isConvertedTwin, setConverter, setLibraryCheck, passArgumentsThrough, assert, relaxShape };
 export { RangeObject, SliceSpec, TensorList, dimSize, dispatchCondition, resolveCallee, doNotConvert, markLibrary, AutoGraphError, AssertionFailedError };
 export type { LoopOptions, Converter };

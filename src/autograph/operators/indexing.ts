@@ -16,10 +16,11 @@ import { scalarOf, toTensor } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
 import { arange } from "../../ops/creation.js";
 import { broadcastTo, gather, reshape, slice as sliceOp, stack } from "../../ops/shape.js";
-import { add } from "../../ops/binary.js";
-import { equal, less } from "../../ops/compare.js";
+import { add, sub } from "../../ops/binary.js";
+import { cumsum } from "../../ops/reduce.js";
+import { equal, less, logicalNot, logicalOr, notEqual } from "../../ops/compare.js";
 import { where } from "../../ops/where.js";
-import { AutoGraphError, TensorList, describeValue, dimSizeOp, isTensorLike, readIfVariable } from "./state.js";
+import { AutoGraphError, TensorList, asElement, describeValue, dimSizeOp, isTensorLike, listType, readIfVariable } from "./state.js";
 
 // ---------------------------------------------------------------------------------------------
 // dimSize: a dimension known only when the graph runs (the op is declared in state.ts)
@@ -178,6 +179,16 @@ function valueFor(t: Tensor, v: unknown, shape: readonly number[]): Tensor {
   return broadcastTo(vt, shape);
 }
 
+/** 0, 1, ..., n - 1 for the leading axis of `t` (length known only when the graph runs), as int32. */
+function rowNumbers(t: Tensor): Tensor {
+  if (t.shape.slice(1).some((d) => d < 0)) throw new ShapeError(`assignment with a symbolic index needs known element dims, got shape ${fmtShape(t.shape)}`, "setItem");
+  const flat = reshape(t, [-1, t.shape.slice(1).reduce((a, b) => a * b, 1)]);
+  const column = gather(flat, 0, 1);
+  const truth = notEqual(column, column);
+  const ones = cast(logicalOr(truth, logicalNot(truth)), "int32");
+  return sub(cumsum(ones, 0), 1);
+}
+
 /** `t[i] = v` for a tensor with a symbolic scalar index along the leading axis. */
 function maskUpdate(t: Tensor, idx: Tensor, v: unknown): Tensor {
   checkIndexable(t, "setItem");
@@ -186,10 +197,11 @@ function maskUpdate(t: Tensor, idx: Tensor, v: unknown): Tensor {
     throw new IndexError(`assignment with a symbolic index needs a scalar index, got shape ${fmtShape(idx.shape)}; use sc.scatterAdd for many rows`, "setItem");
   }
   const n = t.shape[0]!;
-  if (n < 0) throw new ShapeError(`assignment with a symbolic index needs a known leading dimension, got shape ${fmtShape(t.shape)}`, "setItem");
   const i = reshape(idx, []);
-  const k = where(less(i, 0), add(i, n), i);
-  const rows = withEagerContext(() => arange(n));
+  const size: Tensor | number = n >= 0 ? n : applyOp1(dimSizeOp, [t], { axis: 0 });
+  const k = where(less(i, 0), add(i, size), i);
+  // Row numbers: known now, or counted when the graph runs (a tensor list's length).
+  const rows = n >= 0 ? withEagerContext(() => arange(n)) : rowNumbers(t);
   const mask = reshape(equal(rows, k), [n, ...t.shape.slice(1).map(() => 1)]);
   return where(mask, valueFor(t, v, t.shape.slice(1)), t);
 }
@@ -254,6 +266,17 @@ export function setItem(x: unknown, i: unknown, v: unknown, strict = true): unkn
   } else if (x !== null && x !== undefined && i instanceof Tensor) {
     const t = readIfVariable(i) as Tensor;
     if (t.isSymbolic) {
+      // An array of tensors and numbers written at a symbolic index becomes a tensor list (its
+      // elements stacked), updated where the index points; the transform rebinds the variable.
+      const ty = Array.isArray(x) && Object.getPrototypeOf(x) === Array.prototype && x.length > 0 ? listType([...x, v]) : null;
+      if (ty && !hasUnknownDims(ty.elementShape)) {
+        const list = new TensorList(stack(
+          (x as unknown[]).map((e) => asElement(e, ty.dtype)),
+          0,
+        ));
+        list.buffer = tensorSetItem(list.buffer, t, v);
+        return list;
+      }
       throw new AutoGraphError(`cannot assign into ${describeValue(x)} at a symbolic index: the index is known only when the graph runs; make it a tensor (sc.stack) first`);
     }
     if (t.size !== 1) throw new IndexError(`cannot index ${describeValue(x)} with a tensor of shape ${fmtShape(t.shape)}; use a scalar`, "setItem");

@@ -10,8 +10,8 @@ import { fmtShape } from "../../core/shape.js";
 import { isFloat } from "../../core/dtype.js";
 import { toTensor } from "../../ops/convert.js";
 import { equal, logicalAnd, logicalNot, logicalOr, notEqual } from "../../ops/compare.js";
-import { isTensorLike, locArg, readIfVariable } from "./state.js";
-import { condValues } from "./control-flow.js";
+import { AutoGraphError, at, isTensorLike, locArg, readIfVariable } from "./state.js";
+import { condValues } from "./cond.js";
 
 /** JavaScript truthiness of each element as a bool tensor (NaN and 0 are false). */
 export function truthyTensor(t: Tensor): Tensor {
@@ -114,4 +114,23 @@ export function or(a: () => unknown, b: () => unknown): unknown {
 export function nullish(a: () => unknown, b: () => unknown): unknown {
   const x = a();
   return x === null || x === undefined ? b() : x;
+}
+
+/**
+ * The discriminant of `switch (d)`, which JavaScript compares with `===` against each case: a
+ * concrete tensor is read (its single value), as a tensor condition is; a symbolic one cannot
+ * be staged (a switch is not converted to staged conditionals: write it as if / else if).
+ */
+export function switchValue(d: unknown, loc?: string | null): unknown {
+  if (!(d instanceof Tensor)) return d;
+  const t = readIfVariable(d) as Tensor;
+  if (t.isSymbolic) {
+    throw new AutoGraphError(
+      `switch on a symbolic ${t.dtype}${fmtShape(t.shape)} tensor${at(loc)} cannot be staged: a switch compares its value with === against each case, ` +
+        `which needs the value while tracing; write it as if / else if (converted to staged conditionals)`,
+      loc,
+    );
+  }
+  if (t.size !== 1) throw new ShapeError(`the value of a switch must be a scalar tensor, got shape ${fmtShape(t.shape)}`, "switch", locArg(loc));
+  return t.item();
 }

@@ -13,7 +13,7 @@ import { add, atan2, div, maximum, minimum, mul, pow, sub } from "../../ops/bina
 import { greaterEqual, less } from "../../ops/compare.js";
 import { cast } from "../../ops/cast.js";
 import { where } from "../../ops/where.js";
-import { isWeakOperand, markWeak, readIfVariable } from "./state.js";
+import { isWeakOperand, markWeak, readIfVariable, weakOperands } from "./state.js";
 
 type Fn = (...args: any[]) => any;
 
@@ -99,14 +99,21 @@ const tensorForms: Record<string, Fn> = {
   hypot: (...xs) => U.sqrt(xs.map((x) => U.square(x instanceof Tensor ? t(x) : toTensor(x as TensorLike, "Math.hypot"))).reduce((a, b) => add(a, b))),
 };
 
+/** Math functions whose result on integers is an integer (others compute weak integers in float64, as JS does). */
+const INTEGER_CLOSED = new Set(["abs", "sign", "max", "min", "floor", "ceil", "round", "trunc"]);
+
 function dispatching(name: string, native: Fn): Fn {
   const tensorForm = tensorForms[name];
   const f = (...args: unknown[]): unknown => {
     for (let i = 0; i < args.length; i++) {
       if (args[i] instanceof Tensor) {
         if (!tensorForm) throw new ValueError(`Math.${name} has no tensor form; it takes JavaScript numbers`, `Math.${name}`);
-        const r = tensorForm(...args);
-        return args.every(isWeakOperand) ? markWeak(r) : r;
+        if (args.every(isWeakOperand)) {
+          // JS numbers carried as weak tensors: computed as JavaScript computes them.
+          const asJs = INTEGER_CLOSED.has(name) ? args : args.map((a) => (a instanceof Tensor && a.dtype !== "float64" ? cast(readIfVariable(a) as Tensor, "float64") : a));
+          return markWeak(tensorForm(...asJs));
+        }
+        return tensorForm(...weakOperands(args));
       }
     }
     return native(...args);

@@ -11,12 +11,12 @@ import { Tensor } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";
 import { currentHandler } from "../../core/context.js";
 import { fmtShape, hasUnknownDims } from "../../core/shape.js";
-import type { DType } from "../../core/dtype.js";
+import { promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
 import { full } from "../../ops/fill.js";
 import { DtypeError, ShapeError } from "../../core/errors.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
-import { concat, dimSizeOp, expandDims, slice, squeeze, unstack } from "../../ops/shape.js";
+import { concat, dimSizeOp, expandDims, slice, squeeze, stack, unstack } from "../../ops/shape.js";
 import { applyOp1 } from "../../ops/registry.js";
 import { TraceContext } from "../../staging/trace-context.js";
 
@@ -42,6 +42,18 @@ export { AssertionFailedError } from "../../ops/host.js";
  */
 export const UNDEFINED: unique symbol = Symbol("ag.UNDEFINED");
 
+/** What the return value variable holds after `return;` or `return undefined` (see returns.ts). */
+export const RETURNED_UNDEFINED: unique symbol = Symbol("returned undefined");
+
+/**
+ * A read of a `let`/`const`/`class` binding whose declaration the transform moved up: before
+ * its original declaration has run it holds UNDEFINED, and the read throws as natively.
+ */
+export function tdz<T>(value: T, name: string): T {
+  if (value === UNDEFINED) throw new ReferenceError(`Cannot access '${name}' before initialization`);
+  return value;
+}
+
 export function isUndef(x: unknown): boolean {
   return x === undefined || x === UNDEFINED;
 }
@@ -54,6 +66,31 @@ export function isUndef(x: unknown): boolean {
  */
 export function isGeneratedName(name: string): boolean {
   return name.startsWith("$");
+}
+
+/** What the transform's variables stand for, by name without its numeric suffix. */
+const GENERATED_MEANINGS: Record<string, string> = {
+  $retval: "the return value",
+  $ret: "whether the function has returned",
+  $brk: "whether the loop has been left by break",
+  $cont: "whether the iteration has been left by continue",
+  $counter: "the loop counter",
+  $fab: "whether a finally block jumped",
+  $fexc: "whether a try block threw",
+  $fval: "the exception a try block threw",
+};
+
+/**
+ * How messages name a state variable (or a path in it: `params.w`, `xs[2]`): `variable x`, or
+ * what a variable the transform introduced stands for ("the return value"), never its name.
+ */
+export function subjectOf(path: string): string {
+  if (!isGeneratedName(path)) return `variable ${path}`;
+  const m = /^(\$[A-Za-z_]+?)(\d*)([.[].*)?$/.exec(path);
+  const meaning = m ? GENERATED_MEANINGS[m[1]!] : undefined;
+  // `$x` without a known meaning is the per-iteration copy of a loop variable x.
+  if (!meaning) return m && !m[2] ? `variable ${path.slice(1)}` : "a value the transform introduced";
+  return m![3] ? `${meaning} (at ${m![3]})` : meaning;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -111,7 +148,7 @@ export function isTensorLike(x: unknown): x is Tensor | number | boolean {
 }
 
 export function describeValue(x: unknown): string {
-  if (x === UNDEFINED) return "undefined";
+  if (x === UNDEFINED || x === RETURNED_UNDEFINED) return "undefined";
   if (x instanceof Variable) return `sc.Variable ${x.name}`;
   if (x instanceof Tensor) return `a ${x.isSymbolic ? "symbolic " : ""}${x.dtype}${fmtShape(x.shape)} tensor`;
   if (x === null) return "null";
@@ -126,10 +163,14 @@ export function describeValue(x: unknown): string {
   return String(x);
 }
 
-/** Integers that fit int32 become int32 tensors; other JS numbers float32. */
-export function dtypeOfNumber(v: number | boolean): "bool" | "int32" | "float32" {
+/**
+ * The dtype of the weakly typed tensor a JS number becomes when staged control flow carries it:
+ * integers that fit int32 are int32; other numbers float64 (a JS number's own precision, so
+ * `j * 0.1` is not rounded to float32 before it meets a tensor).
+ */
+export function dtypeOfNumber(v: number | boolean): "bool" | "int32" | "float64" {
   if (typeof v === "boolean") return "bool";
-  return Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? "int32" : "float32";
+  return Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? "int32" : "float64";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -154,6 +195,33 @@ export function isWeak(x: unknown): boolean {
 /** A JS number/boolean or a weak tensor. */
 export function isWeakOperand(x: unknown): boolean {
   return typeof x === "number" || typeof x === "boolean" || (x instanceof Tensor && weak.has(x));
+}
+
+/** The dtype a weak tensor takes where a strong dtype meets it: the one its JS number would take. */
+export function weakTensorDtype(w: Tensor, strong: DType): DType {
+  const sample = w.dtype === "bool" ? true : isFloatDtype(w.dtype) ? 0.5 : 1;
+  return promoteTypes(strong, weakScalarDtype(sample, strong));
+}
+
+function isFloatDtype(d: DType): boolean {
+  return d === "float32" || d === "float64";
+}
+
+/**
+ * Operands as JavaScript numbers would meet them: a weak tensor meeting a strongly typed tensor
+ * is cast to the dtype its JS number would take there (float64 `j * 0.1` meeting a float32
+ * tensor becomes float32, as the JS number would). Other operands are unchanged.
+ */
+export function weakOperands(args: readonly unknown[]): unknown[] {
+  let strong: DType | null = null;
+  for (const a of args) if (a instanceof Tensor && !weak.has(a)) strong = strong === null ? a.dtype : promoteTypes(strong, a.dtype);
+  if (strong === null) return [...args];
+  const d = strong;
+  return args.map((a) => {
+    if (!(a instanceof Tensor) || !weak.has(a)) return a;
+    const to = weakTensorDtype(a, d);
+    return a.dtype === to ? a : cast(a, to);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,6 +307,7 @@ export class TensorList {
         t = cast(t, d);
       }
     } else if (typeof item === "number" || typeof item === "boolean") t = scalarOf(Number(item), d);
+    else if (Array.isArray(item) && listType(item)) t = asElement(item, d);
     else throw new DtypeError(`cannot push ${describeValue(item)} onto a list of ${d} tensors`, "push");
     if (t.rank !== shape.length || t.shape.some((x, j) => x >= 0 && shape[j]! >= 0 && x !== shape[j])) {
       throw new ShapeError(`cannot push a tensor of shape ${fmtShape(t.shape)} onto a list of elements of shape ${fmtShape(shape)}`, "push");
@@ -255,6 +324,58 @@ export class TensorList {
   toString(): string {
     return `TensorList(${this.current.toString()})`;
   }
+}
+
+/** The type of a list's elements: their dtype and shape; weak when every element stands for JS numbers. */
+export interface ElementType {
+  dtype: DType;
+  elementShape: readonly number[];
+  weak: boolean;
+}
+
+/**
+ * The common type of values as elements of a tensor list, or null when they cannot form one:
+ * tensors, numbers and booleans, and arrays of them (an array element is stacked); strongly
+ * typed dtypes must agree, weak ones (numbers) promote; a dim that differs is unknown (-1).
+ */
+export function listType(values: readonly unknown[]): ElementType | null {
+  if (values.length === 0) return null;
+  let strong: DType | null = null;
+  let weakD: DType | null = null;
+  let shape: readonly number[] | null = null;
+  for (const v of values) {
+    let dtype: DType;
+    let s: readonly number[];
+    let w: boolean;
+    if (v instanceof TensorList) {
+      [dtype, s, w] = [v.buffer.dtype, v.buffer.shape, false];
+    } else if (v instanceof Tensor) {
+      const t = readIfVariable(v) as Tensor;
+      [dtype, s, w] = [t.dtype, t.shape, isWeak(v)];
+    } else if (typeof v === "number" || typeof v === "boolean") {
+      [dtype, s, w] = [dtypeOfNumber(v), [], true];
+    } else if (Array.isArray(v) && Object.getPrototypeOf(v) === Array.prototype) {
+      const inner = listType(v);
+      if (!inner) return null;
+      [dtype, s, w] = [inner.dtype, [v.length, ...inner.elementShape], inner.weak];
+    } else return null;
+    if (shape === null) shape = s;
+    else if (shape.length !== s.length) return null;
+    else shape = shape.map((d, j) => (d === s[j] ? d : -1));
+    if (!w) {
+      if (strong !== null && strong !== dtype) return null;
+      strong = dtype;
+    } else weakD = weakD === null ? dtype : promoteTypes(weakD, dtype);
+  }
+  return { dtype: strong ?? weakD ?? "float32", elementShape: shape ?? [], weak: strong === null };
+}
+
+/** A value (tensor, number, boolean, or array of them) as a list element of this dtype. */
+export function asElement(v: unknown, dtype: DType): Tensor {
+  if (v instanceof TensorList) v = v.buffer;
+  if (Array.isArray(v)) return stack(v.map((x) => asElement(x, dtype)), 0);
+  const t = v instanceof Tensor ? (readIfVariable(v) as Tensor) : scalarOf(Number(v), dtype);
+  return t.dtype === dtype ? t : cast(t, dtype);
 }
 
 /** An empty list of elements of this type (the element shape must be known). */
@@ -394,17 +515,18 @@ export function sameStructure(a: Snap, b: Snap): boolean {
 export function structureDifference(a: Snap, b: Snap, path: string): string {
   const what = (s: Snap) =>
     s.kind === "leaf" ? describeValue(s.value) : s.kind === "array" ? `an array of length ${s.items.length}` : s.kind === "list" ? "a tensor list" : `an object with keys {${s.keys.join(", ")}}`;
-  if (a.kind !== b.kind || a.kind === "leaf" || a.kind === "list") return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+  const shown = (p: string) => (isGeneratedName(p) ? subjectOf(p) : p);
+  if (a.kind !== b.kind || a.kind === "leaf" || a.kind === "list") return `${shown(path)} is ${what(a)} in one and ${what(b)} in the other`;
   if (a.kind === "array") {
     const bb = b as ArraySnap;
-    if (a.items.length !== bb.items.length) return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+    if (a.items.length !== bb.items.length) return `${shown(path)} is ${what(a)} in one and ${what(b)} in the other`;
     for (let i = 0; i < a.items.length; i++) if (!sameStructure(a.items[i]!, bb.items[i]!)) return structureDifference(a.items[i]!, bb.items[i]!, `${path}[${i}]`);
   } else {
     const bb = b as ObjectSnap;
-    if (a.keys.length !== bb.keys.length || a.keys.some((k, i) => bb.keys[i] !== k)) return `${path} is ${what(a)} in one and ${what(b)} in the other`;
+    if (a.keys.length !== bb.keys.length || a.keys.some((k, i) => bb.keys[i] !== k)) return `${shown(path)} is ${what(a)} in one and ${what(b)} in the other`;
     for (let i = 0; i < a.items.length; i++) if (!sameStructure(a.items[i]!, bb.items[i]!)) return structureDifference(a.items[i]!, bb.items[i]!, `${path}.${a.keys[i]}`);
   }
-  return `${path} differs`;
+  return `${shown(path)} differs`;
 }
 
 export type GetState = () => unknown[];

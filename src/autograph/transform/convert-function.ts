@@ -32,6 +32,8 @@ export interface ConvertFunctionOptions {
   lines?: Map<number, string>;
   /** Strict-mode code (default true: modules, classes, TypeScript); a "use strict" body is strict anyway. */
   strict?: boolean;
+  /** Give `if` and `?:` a native copy for JS-valued conditions (default true). */
+  nativeCopies?: boolean;
 }
 
 export interface ConvertedFunction {
@@ -102,6 +104,21 @@ function computeStates(body: t.BlockStatement, scopes: ScopeInfo, lowering: Lowe
   return states;
 }
 
+/** Expressions whose value is never undefined (a lowered `return` of one needs no ag.ret). */
+function neverUndefined(e: t.Expression): boolean {
+  if (e.type === "UnaryExpression") return e.operator !== "void";
+  return (
+    (t.isLiteral(e) && e.type !== "TemplateLiteral") ||
+    e.type === "TemplateLiteral" ||
+    e.type === "ArrayExpression" ||
+    e.type === "ObjectExpression" ||
+    e.type === "BinaryExpression" ||
+    e.type === "NewExpression" ||
+    t.isFunction(e) ||
+    t.isClass(e)
+  );
+}
+
 class Converter implements ConvertContext {
   readonly features = new Set<Feature>();
   readonly temps: string[] = [];
@@ -115,10 +132,27 @@ class Converter implements ConvertContext {
     private readonly states: Map<t.Node, StateInfo>,
     private readonly lowering: LoweringResult | null,
     private readonly outerBinding: (name: string) => boolean,
-    private readonly fallbackNode: t.Node,
+    readonly fallbackNode: t.Node,
     readonly strict: boolean,
+    nativeCopies: boolean,
   ) {
     this.stateParam = names.fresh("$s");
+    if (!nativeCopies) this.closureDepth = 1;
+  }
+
+  private closureDepth = 0;
+
+  get nativeCopies(): boolean {
+    return this.closureDepth === 0;
+  }
+
+  closureForm<T>(fn: () => T): T {
+    this.closureDepth++;
+    try {
+      return fn();
+    } finally {
+      this.closureDepth--;
+    }
   }
 
   feature(f: Feature): void {
@@ -183,7 +217,10 @@ class Converter implements ConvertContext {
         return withLoc(
           t.variableDeclaration(
             s.kind,
-            s.declarations.map((d) => withLoc(t.variableDeclarator(d.id, d.init ? this.expr(d.init) : null), d)),
+            s.declarations.map((d) => {
+              const init = d.init ? this.expr(d.init) : this.isTdzHoisted(d.id) ? t.memberExpression(t.identifier(this.agName), t.identifier("UNDEFINED")) : null;
+              return withLoc(t.variableDeclarator(d.id, init), d);
+            }),
           ),
           s,
         );
@@ -219,9 +256,10 @@ class Converter implements ConvertContext {
       case "LabeledStatement":
         return withLoc(t.labeledStatement(s.label, this.stmt(s.body)), s);
       case "SwitchStatement":
+        this.feature("if");
         return withLoc(
           t.switchStatement(
-            this.expr(s.discriminant),
+            this.agCall("switchValue", [this.expr(s.discriminant), this.loc(s)], s.discriminant),
             s.cases.map((c) => withLoc(t.switchCase(c.test ? this.expr(c.test) : null, this.stmts(c.consequent)), c)),
           ),
           s,
@@ -235,8 +273,17 @@ class Converter implements ConvertContext {
           ),
           s,
         );
-      case "ReturnStatement":
+      case "ReturnStatement": {
+        const r = this.lowering?.returns;
+        if (r && s === r.final) {
+          // return ag.retval($retval[, $ret, loc]): undefined for a `return;`; an error when a
+          // staged condition decides between returning and reaching the end of the function.
+          const args: t.Expression[] = [t.identifier(r.value)];
+          if (r.endReachable) args.push(t.identifier(r.flag), this.loc(this.fallbackNode));
+          return withLoc(t.returnStatement(this.agCall("retval", args)), s);
+        }
         return withLoc(t.returnStatement(s.argument ? this.expr(s.argument) : null), s);
+      }
       case "ThrowStatement":
         return withLoc(t.throwStatement(this.expr(s.argument)), s);
       case "WithStatement":
@@ -262,8 +309,23 @@ class Converter implements ConvertContext {
 
   // ---- expressions --------------------------------------------------------------------
 
+  /** A declaration the lowering moved up: until its original place runs, the name is in its TDZ. */
+  private isTdzHoisted(id: t.Node): boolean {
+    return id.type === "Identifier" && !!this.lowering?.tdzHoisted.has(id);
+  }
+
+  /** Whether an identifier refers to a binding whose declaration the lowering moved up. */
+  tdzChecked(id: t.Identifier): boolean {
+    if (!this.lowering) return false;
+    const k = this.scopes.keyOf(id);
+    return typeof k !== "string" && this.lowering.tdzHoisted.has(k.identifier);
+  }
+
   expr(e: t.Expression, valueUsed = true): t.Expression {
     switch (e.type) {
+      case "Identifier":
+        if (this.tdzChecked(e)) return this.agCall("tdz", [t.identifier(e.name), t.stringLiteral(e.name)], e);
+        return e;
       case "BinaryExpression":
         return convertBinary(this, e);
       case "LogicalExpression":
@@ -351,6 +413,11 @@ class Converter implements ConvertContext {
       if (r) return r;
     }
     if (left.type === "MemberExpression") return withLoc(t.assignmentExpression(e.operator, nativeMember(this, left), this.expr(e.right)), e);
+    // A lowered `return v` (`$retval = v`): ag.ret marks a returned undefined, which staged
+    // control flow cannot carry (unlike "no return yet").
+    if (left.type === "Identifier" && e.operator === "=" && left.name === this.lowering?.returns?.value && !neverUndefined(e.right)) {
+      return withLoc(t.assignmentExpression("=", left, this.agCall("ret", [this.expr(e.right)], e)), e);
+    }
     return withLoc(t.assignmentExpression(e.operator, left, this.expr(e.right)), e);
   }
 
@@ -396,13 +463,13 @@ export function convertFunctionNode(original: t.Function, opts: ConvertFunctionO
   names.reserve(agName);
   normalizeFunction(fn);
   let lowering: LoweringResult | null = null;
-  if (fn.body.type === "BlockStatement") lowering = new Lowering(names).lowerFunctionBody(fn.body);
+  if (fn.body.type === "BlockStatement") lowering = new Lowering(names, agName).lowerFunctionBody(fn.body);
   const scopes = analyzeScopes(fn);
   const states = fn.body.type === "BlockStatement" && lowering ? computeStates(fn.body, scopes, lowering) : new Map<t.Node, StateInfo>();
   const directiveStrict = fn.body.type === "BlockStatement" && fn.body.directives.some((d) => d.value.value === "use strict");
   const isMethod = original.type === "ClassMethod" || original.type === "ClassPrivateMethod";
   const strict = opts.strict !== false || directiveStrict || isMethod;
-  const conv = new Converter(agName, names, opts.filename, scopes, states, lowering, opts.outerBinding ?? (() => false), original, strict);
+  const conv = new Converter(agName, names, opts.filename, scopes, states, lowering, opts.outerBinding ?? (() => false), original, strict, opts.nativeCopies !== false);
   const params = conv.params(fn.params);
   let body: t.BlockStatement | t.Expression;
   if (fn.body.type === "BlockStatement") {

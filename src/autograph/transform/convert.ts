@@ -40,6 +40,8 @@ export interface ConvertFunctionSourceOptions extends SourcePosition {
   sourceContent?: string;
   /** Whether the function is strict-mode code (default true). */
   strict?: boolean;
+  /** Give `if` and `?:` a native copy for JS-valued conditions (default true; see converters/control-flow.ts). */
+  nativeCopies?: boolean;
 }
 
 export interface ConvertFunctionSourceResult {
@@ -85,8 +87,8 @@ export function convertFunctionSource(source: string, opts: ConvertFunctionSourc
   names.reserve(agName);
   const outer = new Set(opts.outerNames ?? []);
   const outerBinding = (n: string) => outer.has(n);
-  addTwins(fn, { filename: opts.filename, agName, names, lines, outerBinding, skip: fn, strict: opts.strict });
-  const conv = convertFunctionNode(fn, { filename: opts.filename, agName, outerBinding, lines, strict: opts.strict });
+  addTwins(fn, { filename: opts.filename, agName, names, lines, outerBinding, skip: fn, strict: opts.strict, nativeCopies: opts.nativeCopies });
+  const conv = convertFunctionNode(fn, { filename: opts.filename, agName, outerBinding, lines, strict: opts.strict, nativeCopies: opts.nativeCopies });
   const gen = generateCode(conv.node, { filename: opts.filename, sourceContent: opts.sourceContent ?? source, retainLines: opts.retainLines });
   const name = fn.type === "FunctionExpression" ? (fn.id?.name ?? null) : fn.type === "ClassMethod" ? staticKeyName(fn.key, fn.computed) : null;
   const freeNames = new Set([...conv.freeNames].filter((n) => n !== agName));

@@ -21,6 +21,8 @@ export interface FunctionSite {
   mapPosition?: (line: number, column: number) => { line: number; column: number } | null;
   /** The original file's text, when known. */
   originalSource?: string;
+  /** The running code's text (where line/column point), when known. */
+  scriptSource?: string;
 }
 
 interface ScriptInfo {
@@ -207,6 +209,7 @@ function siteOf(loc: { scriptId: string; lineNumber: number; columnNumber: numbe
       file: m.file,
       line,
       column,
+      scriptSource: src,
       originalSource: m.content,
       mapPosition(l, c) {
         const e = map.findEntry(l - 1, c) as { originalLine?: number; originalColumn?: number };
@@ -215,10 +218,99 @@ function siteOf(loc: { scriptId: string; lineNumber: number; columnNumber: numbe
       },
     };
   }
-  return { file, line, column };
+  return { file, line, column, scriptSource: src };
 }
 
 /** Whether a file belongs to a dependency or to Stagecraft itself (not user code). */
 export function isLibraryFile(file: string, libRoot: string): boolean {
   return /[\\/]node_modules[\\/]/.test(file) || file.startsWith(libRoot + path.sep);
+}
+
+// ---------------------------------------------------------------------------------------------
+// values seen through the inspector
+
+type RemoteObject = { type?: string; subtype?: string; value?: unknown; unserializableValue?: string; objectId?: string; description?: string };
+
+const VALUE_KEY = "__stagecraft_autograph_value__";
+
+/** The value a RemoteObject of this process stands for. */
+function remoteValue(r: RemoteObject | undefined): unknown {
+  if (!r || r.type === "undefined") return undefined;
+  if (r.unserializableValue !== undefined) {
+    const u = r.unserializableValue;
+    if (u.endsWith("n")) return BigInt(u.slice(0, -1));
+    return u === "-0" ? -0 : u === "NaN" ? NaN : u === "Infinity" ? Infinity : u === "-Infinity" ? -Infinity : Number(u);
+  }
+  if (r.objectId === undefined) return r.value;
+  const g = globalThis as Record<string, unknown>;
+  try {
+    post("Runtime.callFunctionOn", { objectId: r.objectId, functionDeclaration: `function () { "use strict"; globalThis.${VALUE_KEY} = this; }` });
+    return g[VALUE_KEY];
+  } finally {
+    delete g[VALUE_KEY];
+  }
+}
+
+/** The internal properties of a function ([[Scopes]], [[TargetFunction]], ...) by name, or null. */
+function withInternals<T>(fn: Function, use: (internals: Map<string, RemoteObject>) => T): T | null {
+  if (!connect()) return null;
+  const g = globalThis as Record<string, unknown>;
+  g[GLOBAL_KEY] = fn;
+  try {
+    const r = post<{ result: { objectId?: string } }>("Runtime.evaluate", { expression: `globalThis.${GLOBAL_KEY}`, objectGroup: GLOBAL_KEY });
+    const objectId = r?.result.objectId;
+    if (!objectId) return null;
+    const p = post<{ internalProperties?: { name: string; value?: RemoteObject }[] }>("Runtime.getProperties", { objectId, ownProperties: true, objectGroup: GLOBAL_KEY });
+    const internals = new Map<string, RemoteObject>();
+    for (const q of p?.internalProperties ?? []) if (q.value) internals.set(q.name, q.value);
+    return use(internals);
+  } catch {
+    return null;
+  } finally {
+    delete g[GLOBAL_KEY];
+    try {
+      post("Runtime.releaseObjectGroup", { objectGroup: GLOBAL_KEY });
+    } catch {
+      /* ignore */
+    }
+  }
+}
+
+/**
+ * The current values of `names` as `fn` sees them (each from the innermost enclosing scope that
+ * binds it, the global scope excluded); names not found are absent from the result.
+ */
+export function closureValues(fn: Function, names: readonly string[]): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  if (names.length === 0) return out;
+  withInternals(fn, (internals) => {
+    const scopesId = internals.get("[[Scopes]]")?.objectId;
+    if (!scopesId) return;
+    const list = post<{ result: { value?: RemoteObject }[] }>("Runtime.getProperties", { objectId: scopesId, ownProperties: true, objectGroup: GLOBAL_KEY });
+    const wanted = new Set(names);
+    for (const sc of list?.result ?? []) {
+      const id = sc.value?.objectId;
+      if (!id || sc.value?.description === "Global") continue;
+      const vars = post<{ result: { name: string; value?: RemoteObject }[] }>("Runtime.getProperties", { objectId: id, ownProperties: true, objectGroup: GLOBAL_KEY });
+      for (const v of vars?.result ?? []) {
+        if (!wanted.has(v.name)) continue;
+        wanted.delete(v.name);
+        out.set(v.name, remoteValue(v.value));
+      }
+      if (wanted.size === 0) break;
+    }
+  });
+  return out;
+}
+
+/** A bound function's target, bound `this` and bound arguments (null for other functions). */
+export function boundParts(fn: Function): { target: Function; thisArg: unknown; args: unknown[] } | null {
+  return withInternals(fn, (internals) => {
+    const target = internals.get("[[TargetFunction]]");
+    if (!target) return null;
+    const t = remoteValue(target);
+    if (typeof t !== "function") return null;
+    const args = remoteValue(internals.get("[[BoundArgs]]"));
+    return { target: t, thisArg: remoteValue(internals.get("[[BoundThis]]")), args: Array.isArray(args) ? [...args] : [] };
+  });
 }

@@ -32,6 +32,8 @@ export interface TwinOptions {
   onSkip?: (fn: t.Function, reason: string) => void;
   /** Strict-mode code (default true). */
   strict?: boolean;
+  /** See ConvertFunctionOptions.nativeCopies. */
+  nativeCopies?: boolean;
 }
 
 function agMember(agName: string, name: string): t.MemberExpression {
@@ -70,7 +72,7 @@ function tryConvert(o: TwinOptions, fn: t.Function): ConvertedFunction | null {
     return null;
   }
   try {
-    const conv = convertFunctionNode(fn, { filename: o.filename, agName: o.agName, outerBinding: o.outerBinding, lines: o.lines, strict: o.strict });
+    const conv = convertFunctionNode(fn, { filename: o.filename, agName: o.agName, outerBinding: o.outerBinding, lines: o.lines, strict: o.strict, nativeCopies: o.nativeCopies });
     // Nothing rewritten: the twin would be the original (ag.call then calls it as it is).
     return conv.features.size === 0 ? null : conv;
   } catch (e) {
@@ -240,6 +242,41 @@ export function boundNames(root: t.Node): Set<string> {
   return out;
 }
 
+/**
+ * Calls in a module's top-level code (outside functions and classes) go through the runtime, as
+ * calls in converted code do: `main()` calls main's converted twin, and `sc.stage(sc.grad(loss))`
+ * gives sc.grad loss's converted twin (Stagecraft's functions get converted callbacks), so the
+ * code a module runs is converted code all the way down. The top-level statements themselves
+ * (an `if` at module level) stay native.
+ *   f(a)      ->  ag.callee(f)(a)
+ *   o.m(a)    ->  ag.callMethod(o, "m", () => [a])
+ */
+function convertTopLevelCalls(program: t.Program, agName: string): void {
+  const isAgName = (n: t.Node) => n.type === "Identifier" && n.name === agName;
+  const rewrite = (node: t.Node): t.Node => {
+    if (t.isFunction(node) || t.isClass(node)) return node;
+    const rec = node as unknown as Record<string, unknown>;
+    for (const k of t.VISITOR_KEYS[node.type] ?? []) {
+      const v = rec[k];
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) if (v[i] && typeof v[i] === "object" && typeof (v[i] as t.Node).type === "string") v[i] = rewrite(v[i] as t.Node);
+      } else if (v && typeof v === "object" && typeof (v as t.Node).type === "string") rec[k] = rewrite(v as t.Node);
+    }
+    if (node.type !== "CallExpression") return node;
+    const callee = node.callee;
+    if (callee.type === "Super" || callee.type === "Import" || callee.type === "V8IntrinsicIdentifier" || t.isFunction(callee) || isAgName(callee)) return node;
+    if (callee.type === "Identifier" && (callee.name === "eval" || callee.name === "require")) return node;
+    const ag = (name: string) => t.memberExpression(t.identifier(agName), t.identifier(name));
+    if (callee.type === "MemberExpression") {
+      if (callee.object.type === "Super" || callee.property.type === "PrivateName" || isAgName(callee.object)) return node;
+      const key = callee.computed ? (callee.property as t.Expression) : t.stringLiteral((callee.property as t.Identifier).name);
+      return withLoc(t.callExpression(ag("callMethod"), [callee.object as t.Expression, key, t.arrowFunctionExpression([], t.arrayExpression(node.arguments as t.Expression[]))]), node);
+    }
+    return withLoc(t.callExpression(withLoc(t.callExpression(ag("callee"), [callee as t.Expression]), callee), node.arguments), node);
+  };
+  program.body = program.body.map((s) => rewrite(s) as t.Statement);
+}
+
 /** Twins for a whole program, and the import of `ag` (shared by convertModule and the Babel plugin). */
 export function convertProgram(program: t.Program, opts: { filename: string; runtime: string; lines?: Map<number, string>; usedNames?: Iterable<string> }): { agName: string } {
   const used = identifierNames(program);
@@ -247,6 +284,8 @@ export function convertProgram(program: t.Program, opts: { filename: string; run
   const names = new NameGen(used);
   const agName = names.has("ag") ? names.fresh("ag$") : (names.reserve("ag"), "ag");
   const bound = boundNames(program);
+  // (before the twins, so their registrations are not rewritten)
+  convertTopLevelCalls(program, agName);
   addTwins(program, { filename: opts.filename, agName, names, lines: opts.lines, outerBinding: (n) => bound.has(n) });
   const imp = t.importDeclaration([t.importSpecifier(t.identifier(agName), t.identifier("ag"))], t.stringLiteral(opts.runtime));
   program.body.unshift(imp);

@@ -1,9 +1,9 @@
 /**
  * Calls: the runtime converts callees (when their source is available and they are user
  * functions) and calls everything else as it is.
- *   f(a, ...b)   ->  ag.call(f', undefined, [a', ...b'])
+ *   f(a, ...b)   ->  ag.callee(f')(a', ...b')    (the call stays native: no extra frame)
  *   o.m(a)       ->  ag.callMethod(o', "m", [a'])
- *   o.m(f(a))    ->  ag.callMethod(o', "m", () => [ag.call(f, undefined, [a'])])   (method read first)
+ *   o.m(f(a))    ->  ag.callMethod(o', "m", () => [ag.callee(f)(a')])   (method read first)
  *   o[k](a)      ->  ag.callMethod(o', k', [a'])
  * `console.log` and `Math.*` go to logging.ts and math.ts. Calls on `ag` (and the twin
  * registrations of twins.ts) stay as they are; calls on `super`, `import()`, direct `eval`,
@@ -64,5 +64,5 @@ export function convertCall(ctx: ConvertContext, e: t.CallExpression): t.Express
     return ctx.agCall("callMethod", [ctx.expr(callee.object), key, simple ? list : t.arrowFunctionExpression([], list)], e);
   }
   ctx.feature("call");
-  return ctx.agCall("call", [ctx.expr(callee as t.Expression), t.identifier("undefined"), t.arrayExpression(args)], e);
+  return withLoc(t.callExpression(ctx.agCall("callee", [ctx.expr(callee as t.Expression)], e), args), e);
 }

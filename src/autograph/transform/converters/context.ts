@@ -40,6 +40,12 @@ export interface ConvertContext {
   isShadowed(name: string, at: t.Identifier): boolean;
   /** Whether an identifier is a local let/var/param binding (so `x = ag.setItem(x, ...)` may rebind it). */
   isAssignableLocal(id: t.Identifier): boolean;
+  /** Whether reads of an identifier need a TDZ check (its declaration was moved up by the lowering). */
+  tdzChecked(id: t.Identifier): boolean;
+  /** Whether constructs get a native copy for JS-valued conditions (false inside the closures of a staged copy). */
+  readonly nativeCopies: boolean;
+  /** Converts with nativeCopies false (the closures passed to ag.ifStmt / ag.ifExp). */
+  closureForm<T>(fn: () => T): T;
   /** Whether an identifier is the `ag` runtime object. */
   isAg(e: t.Node): boolean;
   feature(f: Feature): void;

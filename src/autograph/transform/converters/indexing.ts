@@ -43,6 +43,10 @@ function isLiteralKey(e: t.Node): boolean {
 function placeOf(ctx: ConvertContext, e: t.Expression): Place {
   if (e.type === "Identifier") {
     const name = e.name;
+    // `arguments` (and `eval`) cannot be assigned in strict code: the object is written in place.
+    if ((name === "arguments" || name === "eval") && !ctx.isShadowed(name, e)) {
+      return { prep: [], get: () => t.identifier(name), set: (v) => v, unconditional: true };
+    }
     return {
       prep: [],
       get: () => t.identifier(name),
@@ -125,7 +129,7 @@ export function convertIndexAssignment(ctx: ConvertContext, e: t.AssignmentExpre
   if (op) ctx.feature("operator");
   const obj = left.object;
   // The contract's simple form: x = ag.setItem(x, i', v').
-  if (!op && !valueUsed && obj.type === "Identifier" && ctx.isAssignableLocal(obj)) {
+  if (!op && !valueUsed && obj.type === "Identifier" && ctx.isAssignableLocal(obj) && obj.name !== "arguments") {
     const call = setItemCall(ctx, [t.identifier(obj.name), ctx.expr(left.property as t.Expression), ctx.expr(e.right)], e);
     return withLoc(t.assignmentExpression("=", t.identifier(obj.name), call), e);
   }

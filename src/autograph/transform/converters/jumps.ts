@@ -17,9 +17,10 @@
  * always jumps. Loop tests become `!$brk && t`.
  */
 import * as t from "../build.js";
-import { bodyList, declaredNames, identifierNames, letDecl, notAll, walk, withLoc } from "../ast.js";
+import { bodyList, childNodes, declaredNames, identifierNames, letDecl, notAll, walk, withLoc } from "../ast.js";
 import type { NameGen } from "../names.js";
 import { lowerDoWhile, lowerFor, lowerForIn, lowerForOf, lowerWhile, type LoopLowering } from "./loops.js";
+import { checkReadsInNestedFunctions } from "./tdz.js";
 
 export interface Flag {
   name: string;
@@ -52,6 +53,18 @@ export interface LoweringResult {
   forOfExit: Map<t.Node, string[]>;
   /** Whether returns were lowered (the body ends with `return $retval`). */
   loweredReturns: boolean;
+  /**
+   * Declaring identifiers of `let`/`const`/`class` bindings moved up (hoistRestDeclarations):
+   * the converter starts them as `ag.UNDEFINED` and checks reads (`ag.tdz`), so a read before
+   * the original declaration still throws ReferenceError.
+   */
+  tdzHoisted: WeakSet<t.Identifier>;
+  /**
+   * When returns were lowered: the return flag, the return value variable (every assignment to
+   * it is a lowered `return`), the function's final `return $retval`, and whether the end of
+   * the original body is reachable (a path may return undefined by falling off it).
+   */
+  returns: { flag: string; value: string; final: t.ReturnStatement; endReachable: boolean } | null;
 }
 
 function assignBool(name: string, value: boolean): t.ExpressionStatement {
@@ -105,16 +118,63 @@ export function alwaysExits(s: t.Statement, inner: Set<string> = new Set()): boo
   }
 }
 
+/** Whether a loop statement's test is missing or the literal `true` (`for (;;)`, `while (true)`). */
+function isEndless(s: t.Statement): boolean {
+  if (s.type === "ForStatement") return !s.test || (s.test.type === "BooleanLiteral" && s.test.value);
+  if (s.type === "WhileStatement" || s.type === "DoWhileStatement") return s.test.type === "BooleanLiteral" && s.test.value;
+  return false;
+}
+
+/** Whether a `break` inside `body` leaves the loop `body` belongs to (labels: that loop's labels). */
+function breaksOut(body: t.Node, labels: readonly string[]): boolean {
+  let found = false;
+  const visit = (n: t.Node, nested: boolean): void => {
+    if (found || t.isFunction(n) || t.isClass(n)) return;
+    if (n.type === "BreakStatement" && (n.label ? labels.includes(n.label.name) : !nested)) {
+      found = true;
+      return;
+    }
+    const inner = nested || t.isLoop(n) || n.type === "SwitchStatement";
+    for (const c of childNodes(n)) visit(c, inner);
+  };
+  visit(body, false);
+  return found;
+}
+
+/**
+ * Whether control can reach the end of a function body (it then returns undefined): no
+ * statement of the body always exits, and none is an endless loop without a `break`.
+ */
+export function endReachable(body: readonly t.Statement[]): boolean {
+  for (const s of body) {
+    if (alwaysExits(s)) return false;
+    let loop: t.Statement = s;
+    const labels: string[] = [];
+    while (loop.type === "LabeledStatement") {
+      labels.push(loop.label.name);
+      loop = loop.body;
+    }
+    if (isEndless(loop) && !breaksOut((loop as t.Loop).body, labels)) return false;
+  }
+  return true;
+}
+
 interface FinallyContext {
   /** Set (`$fab = true`) when the finally block completes by a lowered jump. */
   abrupt: string | null;
   /** Targets enclosing the try statement (jumps to them leave the finally block). */
   targetCount: number;
+  /**
+   * Flags the try block and its handler may have set (a pending return, break or continue):
+   * a jump out of the finally block replaces that completion, so it clears them.
+   */
+  pending: Flag[];
 }
 
 export class Lowering implements LoopLowering {
   nativeIfs = new WeakSet<t.Node>();
   readonly forOfExit = new Map<t.Node, string[]>();
+  tdzHoisted = new WeakSet<t.Identifier>();
   depth = 0;
   targets: JumpTarget[] = [];
   ret: Flag | null = null;
@@ -124,7 +184,11 @@ export class Lowering implements LoopLowering {
   private nativeReturns = 0;
   private finallies: FinallyContext[] = [];
 
-  constructor(readonly names: NameGen) {}
+  constructor(
+    readonly names: NameGen,
+    /** The operators' identifier (for the TDZ checks of moved declarations). */
+    private readonly agName = "ag",
+  ) {}
 
   // ---- flags --------------------------------------------------------------------------
 
@@ -219,13 +283,17 @@ export class Lowering implements LoopLowering {
         for (const b of before) identifierNames(b, seen);
       }
       if (!names.some((n) => seen!.has(n))) continue;
-      out.push(t.variableDeclaration("let", names.map((n) => t.variableDeclarator(t.identifier(n)))));
+      const ids = names.map((n) => t.identifier(n));
+      ids.forEach((id) => this.tdzHoisted.add(id));
+      checkReadsInNestedFunctions([...before, ...rest.slice(0, k)], new Set(names), this.agName);
+      out.push(t.variableDeclaration("let", ids.map((id) => t.variableDeclarator(id))));
       if (r.type === "ClassDeclaration") {
         const expr = t.classExpression(r.id, r.superClass, r.body, r.decorators ?? []);
         rest[k] = withLoc(t.expressionStatement(t.assignmentExpression("=", t.identifier(r.id!.name), withLoc(expr, r))), r);
       } else {
-        const parts = r.declarations.filter((d) => d.init).map((d) => withLoc(t.assignmentExpression("=", d.id as t.LVal, d.init!), d));
-        rest[k] = parts.length === 0 ? t.emptyStatement() : withLoc(t.expressionStatement(parts.length === 1 ? parts[0]! : t.sequenceExpression(parts)), r);
+        // `let y;` initializes y to undefined where it stands (before it, y is in its TDZ).
+        const parts = r.declarations.map((d) => withLoc(t.assignmentExpression("=", d.id as t.LVal, d.init ?? t.identifier("undefined")), d));
+        rest[k] = withLoc(t.expressionStatement(parts.length === 1 ? parts[0]! : t.sequenceExpression(parts)), r);
       }
     }
   }
@@ -315,7 +383,7 @@ export class Lowering implements LoopLowering {
         if (!target || (!target.converted && this.depth <= target.depth)) return { out: [s], sets: none };
         const f = kind === "break" ? this.brkFlag(target) : this.contFlag(target);
         const out: t.Statement[] = [withLoc(t.expressionStatement(t.assignmentExpression("=", t.identifier(f.name), t.booleanLiteral(true))), s)];
-        out.push(...this.leaveFinallies(this.targets.indexOf(target), s));
+        out.push(...this.leaveFinallies(this.targets.indexOf(target), s, f));
         return { out, sets: new Set([f]) };
       }
       case "ReturnStatement": {
@@ -329,7 +397,7 @@ export class Lowering implements LoopLowering {
           out: [
             withLoc(t.expressionStatement(t.assignmentExpression("=", t.identifier(this.retval), value)), s),
             withLoc(t.expressionStatement(t.assignmentExpression("=", t.identifier(f.name), t.booleanLiteral(true))), s),
-            ...this.leaveFinallies(-1, s),
+            ...this.leaveFinallies(-1, s, f),
           ],
           sets: new Set([f]),
         };
@@ -371,7 +439,7 @@ export class Lowering implements LoopLowering {
       case "TryStatement": {
         const b = this.lowerList(s.block.body);
         const h = s.handler ? this.lowerList(s.handler.body.body) : null;
-        const fctx: FinallyContext = { abrupt: null, targetCount: this.targets.length };
+        const fctx: FinallyContext = { abrupt: null, targetCount: this.targets.length, pending: [...b.sets, ...(h?.sets ?? [])] };
         let f: Lowered | null = null;
         if (s.finalizer) {
           this.finallies.push(fctx);
@@ -412,14 +480,16 @@ export class Lowering implements LoopLowering {
 
   /**
    * `$fab = true` for each finally block a lowered jump leaves (its target is outside the try
-   * statement; `targetIndex` -1 for return).
+   * statement; `targetIndex` -1 for return), and the pending jumps of that try statement
+   * cleared (`continue` in a finally block cancels a `return` of its try block, as natively).
    */
-  private leaveFinallies(targetIndex: number, at: t.Node): t.Statement[] {
+  private leaveFinallies(targetIndex: number, at: t.Node, own: Flag): t.Statement[] {
     const out: t.Statement[] = [];
     for (const fc of this.finallies) {
       if (targetIndex < fc.targetCount) {
         fc.abrupt ??= this.names.fresh("$fab");
         out.push(withLoc(assignBool(fc.abrupt, true), at));
+        for (const p of fc.pending) if (p !== own) out.push(withLoc(assignBool(p.name, false), at));
       }
     }
     return out;
@@ -435,6 +505,7 @@ export class Lowering implements LoopLowering {
       // through $retval (a native return would not see a return in a finally block, say).
       this.names.restore(names);
       this.nativeIfs = new WeakSet();
+      this.tdzHoisted = new WeakSet();
       this.forOfExit.clear();
       this.targets = [];
       this.finallies = [];
@@ -444,14 +515,19 @@ export class Lowering implements LoopLowering {
       r = this.lowerList(original.body);
     }
     let stmts = r.out;
+    let returns: LoweringResult["returns"] = null;
     if (this.ret) {
+      // (reading the flag when the end is reachable keeps it live: staged constructs carry it)
+      const reachable = endReachable(original.body);
+      const final = t.returnStatement(reachable ? t.sequenceExpression([t.identifier(this.ret.name), t.identifier(this.retval)]) : t.identifier(this.retval));
       stmts = [
         t.variableDeclaration("let", [t.variableDeclarator(t.identifier(this.ret.name), t.booleanLiteral(false)), t.variableDeclarator(t.identifier(this.retval))]),
         ...stmts,
-        t.returnStatement(t.identifier(this.retval)),
+        final,
       ];
+      returns = { flag: this.ret.name, value: this.retval, final, endReachable: reachable };
     }
     body.body = stmts;
-    return { nativeIfs: this.nativeIfs, forOfExit: this.forOfExit, loweredReturns: !!this.ret };
+    return { nativeIfs: this.nativeIfs, forOfExit: this.forOfExit, loweredReturns: !!this.ret, tdzHoisted: this.tdzHoisted, returns };
   }
 }

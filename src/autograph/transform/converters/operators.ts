@@ -59,7 +59,10 @@ export function nativeMember(ctx: ConvertContext, m: t.MemberExpression): t.Memb
 
 export function convertUnary(ctx: ConvertContext, e: t.UnaryExpression): t.Expression {
   const op = UNARY_OPS[e.operator];
-  if (e.operator === "typeof" && e.argument.type === "Identifier") return e;
+  if (e.operator === "typeof" && e.argument.type === "Identifier") {
+    // `typeof x` of an undeclared name is "undefined"; of a binding in its TDZ it throws.
+    return ctx.tdzChecked(e.argument) ? withLoc(t.unaryExpression("typeof", ctx.expr(e.argument)), e) : e;
+  }
   if (e.operator === "delete") {
     const a = e.argument;
     if (a.type === "MemberExpression") return withLoc(t.unaryExpression("delete", nativeMember(ctx, a), true), e);

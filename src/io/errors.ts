@@ -1,0 +1,25 @@
+/** Errors reading, writing and matching checkpoints. */
+import { StagecraftError } from "../core/errors.js";
+
+export interface CheckpointErrorDetails {
+  /** The checkpoint file. */
+  path?: string;
+  /** The entry (tensor name or object path) concerned. */
+  entry?: string;
+}
+
+/**
+ * A checkpoint that cannot be read (truncated, corrupted, not safetensors) or does not match
+ * the objects restored into it (a missing entry, a wrong shape or dtype). The message names
+ * the file and the entry; `path` and `entry` hold them.
+ */
+export class CheckpointError extends StagecraftError {
+  readonly path: string | undefined;
+  readonly entry: string | undefined;
+  constructor(message: string, details: CheckpointErrorDetails = {}) {
+    const where = [details.path ? `${details.path}` : "", details.entry ? `entry ${JSON.stringify(details.entry)}` : ""].filter(Boolean).join(", ");
+    super(`${where ? `${where}: ` : ""}${message}`, "checkpoint");
+    this.path = details.path;
+    this.entry = details.entry;
+  }
+}

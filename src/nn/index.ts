@@ -1,0 +1,20 @@
+/**
+ * `sc.nn`: modules (Module, Sequential), layers, initializers, losses, metrics and `fit`.
+ * See module.ts for how modules track their state.
+ */
+export { Module } from "./module.js";
+export { Sequential } from "./layers/sequential.js";
+export { Linear, Flatten, Activation, ReLU, Tanh, Sigmoid, GELU, Softmax, LogSoftmax, type LinearOptions } from "./layers/linear.js";
+export { Conv2d, MaxPool2d, AvgPool2d, type Conv2dLayerOptions } from "./layers/conv.js";
+export { BatchNorm, LayerNorm, type BatchNormOptions, type LayerNormOptions } from "./layers/normalization.js";
+export { Dropout, type DropoutOptions } from "./layers/dropout.js";
+export { Embedding, type EmbeddingOptions } from "./layers/embedding.js";
+export { LSTMCell, GRUCell, LSTM, GRU, type RecurrentOptions, type SequenceOptions } from "./layers/recurrent.js";
+export { MultiHeadAttention, type AttentionOptions } from "./layers/attention.js";
+export type { WeightOptions } from "./layers/options.js";
+export * as init from "./init.js";
+export type { Initializer, Fans } from "./init.js";
+export { softmaxCrossEntropy, binaryCrossEntropyWithLogits, mse, huber, type Reduction, type LossOptions } from "./losses.js";
+export { accuracy, Mean } from "./metrics.js";
+export { fit, type FitOptions, type FitCallbacks, type History, type Logs, type BatchFunction } from "./fit.js";
+export { Progress, type ProgressOptions } from "./progress.js";

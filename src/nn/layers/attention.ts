@@ -1,0 +1,68 @@
+/** Multi-head scaled dot-product attention (Vaswani et al.). */
+import type { Tensor } from "../../core/tensor.js";
+import { DtypeError, ValueError } from "../../core/errors.js";
+import { div } from "../../ops/binary.js";
+import { matmul } from "../../ops/linalg.js";
+import { softmax } from "../../ops/nn.js";
+import { reshape, transpose } from "../../ops/shape.js";
+import { where } from "../../ops/where.js";
+import { Module } from "../module.js";
+import { Linear } from "./linear.js";
+import { axisSize, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
+import { checkOptions } from "../../core/options.js";
+
+export interface AttentionOptions extends WeightOptions {}
+
+/**
+ * `call(query, key, value, mask?)`: query [batch, tq, embed], key and value [batch, tk, embed]
+ * -> [batch, tq, embed]. Each of `heads` heads attends with softmax(q k^T / sqrt(d)) over its
+ * d = embed / heads columns of the projected q, k, v; the heads are concatenated and projected
+ * again. `mask` (bool, broadcastable to [batch, heads, tq, tk]) is true where attention is allowed.
+ */
+export class MultiHeadAttention extends Module {
+  readonly embed: number;
+  readonly heads: number;
+  readonly query: Linear;
+  readonly key: Linear;
+  readonly value: Linear;
+  readonly output: Linear;
+
+  constructor(embed: number, heads: number, options: AttentionOptions = {}) {
+    super();
+    checkOptions("MultiHeadAttention", options, WEIGHT_KEYS);
+    this.embed = positiveInt("MultiHeadAttention", "embed", embed);
+    this.heads = positiveInt("MultiHeadAttention", "heads", heads);
+    if (embed % heads !== 0) throw new ValueError(`embed (${embed}) must be divisible by heads (${heads})`, "MultiHeadAttention");
+    const seeded = (k: number) => ({ ...options, inFeatures: embed, ...(options.seed === undefined ? {} : { seed: options.seed + k }) });
+    this.query = new Linear(embed, seeded(0));
+    this.key = new Linear(embed, seeded(1));
+    this.value = new Linear(embed, seeded(2));
+    this.output = new Linear(embed, seeded(3));
+  }
+
+  /** [batch, t, embed] -> [batch, heads, t, d]. */
+  private splitHeads(x: Tensor, batch: number, t: number): Tensor {
+    return transpose(reshape(x, [batch, t, this.heads, this.embed / this.heads]), [0, 2, 1, 3]);
+  }
+
+  forward(query: Tensor, key: Tensor = query, value: Tensor = key, mask?: Tensor): Tensor {
+    const name = "MultiHeadAttention";
+    for (const [what, x] of [["query", query], ["key", key], ["value", value]] as const) {
+      if (x.rank !== 3) throw new ValueError(`${what} must be [batch, time, embed], got shape [${x.shape.join(", ")}]`, name);
+      axisSize(name, x, 2, "embedding features", this.embed);
+    }
+    const batch = axisSize(name, query, 0, "batch");
+    const tq = axisSize(name, query, 1, "time");
+    const tk = axisSize(name, key, 1, "time");
+    const q = this.splitHeads(this.query.call(query), batch, tq);
+    const k = this.splitHeads(this.key.call(key), batch, tk);
+    const v = this.splitHeads(this.value.call(value), batch, tk);
+    let scores = div(matmul(q, k, { transposeB: true }), Math.sqrt(this.embed / this.heads));
+    if (mask !== undefined) {
+      if (mask.dtype !== "bool") throw new DtypeError(`mask must be bool (true = attend), got ${mask.dtype}`, name);
+      scores = where(mask, scores, -1e9);
+    }
+    const attended = matmul(softmax(scores, -1), v);
+    return this.output.call(reshape(transpose(attended, [0, 2, 1, 3]), [batch, tq, this.embed]));
+  }
+}

@@ -1,0 +1,47 @@
+/** Options every layer with weights takes, and shared argument checks. */
+import type { DType } from "../../core/dtype.js";
+import { ShapeError, ValueError } from "../../core/errors.js";
+import type { Tensor } from "../../core/tensor.js";
+import { glorotUniform, zeros, type Initializer } from "../init.js";
+
+export interface WeightOptions {
+  /** dtype of the weights (default float32). */
+  dtype?: DType;
+  /** Seed of the default initializers (weight k of the layer uses seed + k). */
+  seed?: number;
+  /** Include a bias (default true). */
+  bias?: boolean;
+  /** Initializer of the main weight (default Glorot uniform, as Keras). */
+  kernelInit?: Initializer;
+  /** Initializer of the bias (default zeros). */
+  biasInit?: Initializer;
+}
+
+/** The kernel initializer: the given one, or Glorot uniform seeded with seed + k. */
+export function kernelInitOf(o: WeightOptions, k = 0): Initializer {
+  return o.kernelInit ?? glorotUniform(o.seed === undefined ? {} : { seed: o.seed + k });
+}
+
+export function biasInitOf(o: WeightOptions): Initializer {
+  return o.biasInit ?? zeros();
+}
+
+/** A positive integer argument of a layer. */
+export function positiveInt(layer: string, name: string, v: unknown): number {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new ValueError(`${name} must be a positive integer, got ${String(v)}`, layer);
+  return v;
+}
+
+export const WEIGHT_KEYS = ["dtype", "seed", "bias", "kernelInit", "biasInit"] as const;
+
+/** The size of `x`'s axis `axis`, which must be known and equal `expected` when that is given. */
+export function axisSize(layer: string, x: Tensor, axis: number, what: string, expected?: number): number {
+  const a = axis < 0 ? x.rank + axis : axis;
+  if (a < 0 || a >= x.rank) throw new ShapeError(`input of shape [${x.shape.join(", ")}] has no ${what} axis (${axis})`, layer);
+  const d = x.shape[a]!;
+  if (d < 0) throw new ShapeError(`the ${what} size of the input is unknown (shape [${x.shape.join(", ")}]); give it when creating the layer or in the inputSignature`, layer);
+  if (expected !== undefined && d !== expected) {
+    throw new ShapeError(`expects ${expected} ${what} (axis ${axis}), got an input of shape [${x.shape.join(", ")}]`, layer);
+  }
+  return d;
+}

@@ -1,0 +1,250 @@
+/**
+ * LSTM and GRU cells, and layers that run a cell over a sequence. The sequence loop is a native
+ * `for...of` over the time axis, converted by AutoGraph: eagerly it runs step by step; inside
+ * `sc.stage` it becomes one graph loop (not T unrolled copies), which graph AD differentiates.
+ */
+import type { Tensor } from "../../core/tensor.js";
+import type { Variable } from "../../core/variable.js";
+import { ValueError } from "../../core/errors.js";
+import { add, mul, sub } from "../../ops/binary.js";
+import { matmul } from "../../ops/linalg.js";
+import { split, stack, transpose } from "../../ops/shape.js";
+import { zeros } from "../../ops/fill.js";
+import { sigmoid, tanh } from "../../ops/unary.js";
+import { autograph } from "../../autograph/api.js";
+import { initScope } from "../../staging/host.js";
+import { Module } from "../module.js";
+import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
+import { checkOptions } from "../../core/options.js";
+
+export interface RecurrentOptions extends WeightOptions {
+  /** Input features; without it they are read from the first input. */
+  inputSize?: number;
+}
+
+const RECURRENT_KEYS = [...WEIGHT_KEYS, "inputSize"];
+
+/** The values of a cell's weights for one forward pass. */
+export interface CellWeights {
+  kernel: Tensor;
+  recurrentKernel: Tensor;
+  bias: Tensor | null;
+  recurrentBias: Tensor | null;
+}
+
+/** The weights of a gated cell: x W + h U + b with `gates` blocks of `hidden` columns. */
+abstract class GatedCell extends Module {
+  readonly hidden: number;
+  inputSize: number | undefined;
+  kernel!: Variable;
+  recurrentKernel!: Variable;
+  bias: Variable | null = null;
+  protected readonly options: RecurrentOptions;
+
+  constructor(
+    readonly layerName: string,
+    readonly gates: number,
+    hidden: number,
+    options: RecurrentOptions,
+  ) {
+    super();
+    checkOptions(layerName, options, RECURRENT_KEYS);
+    this.hidden = positiveInt(layerName, "hidden", hidden);
+    this.options = options;
+    this.inputSize = options.inputSize === undefined ? undefined : positiveInt(layerName, "inputSize", options.inputSize);
+    if (this.inputSize !== undefined) this.makeWeights(this.inputSize);
+  }
+
+  protected makeWeights(inputSize: number): void {
+    const o = this.options;
+    const cols = this.gates * this.hidden;
+    this.kernel = this.addWeight("kernel", [inputSize, cols], kernelInitOf(o, 0), { dtype: o.dtype });
+    this.recurrentKernel = this.addWeight("recurrentKernel", [this.hidden, cols], kernelInitOf(o, 1), { dtype: o.dtype });
+    if (o.bias !== false) this.bias = this.addWeight("bias", [cols], biasInitOf(o), { dtype: o.dtype, fanIn: inputSize, fanOut: cols });
+  }
+
+  protected override build(x: Tensor): void {
+    this.buildFor(axisSize(this.layerName, x, -1, "features"));
+  }
+
+  /** Makes the weights for inputs of `inputSize` features, if not made yet (a layer builds its cell so). */
+  buildFor(inputSize: number): void {
+    if (this.inputSize === undefined) {
+      this.inputSize = inputSize;
+      initScope(() => this.makeWeights(inputSize));
+    }
+  }
+
+  /**
+   * The weights' current values, read once. A layer reads them before its loop over time and
+   * the loop body uses these values: a tape recording outside a staged loop gives a zero
+   * gradient for a Variable read inside the loop body (a graph-AD defect, see the report of
+   * issue 14), while values read outside are captured by the loop and differentiate correctly.
+   */
+  weights(): CellWeights {
+    return {
+      kernel: this.kernel.read(),
+      recurrentKernel: this.recurrentKernel.read(),
+      bias: this.bias ? this.bias.read() : null,
+      recurrentBias: this instanceof GRUCell && this.recurrentBias ? this.recurrentBias.read() : null,
+    };
+  }
+
+  /** x W (+ b): the input's contribution to every gate. */
+  protected inputPart(w: CellWeights, x: Tensor): Tensor {
+    axisSize(this.layerName, x, -1, "features", this.inputSize);
+    const xw = matmul(x, w.kernel);
+    return w.bias ? add(xw, w.bias) : xw;
+  }
+
+  /** Zeros for the hidden (and cell) state of a batch. */
+  zeroState(batch: number): Tensor {
+    return zeros([batch, this.hidden], this.kernel.dtype);
+  }
+}
+
+/**
+ * LSTM cell (Hochreiter & Schmidhuber; gates in PyTorch's order i, f, g, o):
+ *
+ *     [i, f, g, o] = x W + h U + b;  c' = sigmoid(f) c + sigmoid(i) tanh(g);  h' = sigmoid(o) tanh(c')
+ *
+ * `call(x, [h, c])` -> [h', c'].
+ */
+export class LSTMCell extends GatedCell {
+  constructor(hidden: number, options: RecurrentOptions = {}) {
+    super("LSTMCell", 4, hidden, options);
+  }
+
+  forward(x: Tensor, state: [Tensor, Tensor]): [Tensor, Tensor] {
+    return this.step(this.weights(), x, state);
+  }
+
+  /** One step with the given weight values. */
+  step(w: CellWeights, x: Tensor, state: readonly Tensor[]): [Tensor, Tensor] {
+    const [h, c] = state as [Tensor, Tensor];
+    const z = add(this.inputPart(w, x), matmul(h, w.recurrentKernel));
+    const [i, f, g, o] = split(z, 4, -1) as [Tensor, Tensor, Tensor, Tensor];
+    const c2 = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)));
+    return [mul(sigmoid(o), tanh(c2)), c2];
+  }
+}
+
+/**
+ * GRU cell (Cho et al.; PyTorch's formulation, gates r, z, n):
+ *
+ *     r = sigmoid(x W_r + h U_r + b_r);  z = sigmoid(x W_z + h U_z + b_z)
+ *     n = tanh(x W_n + b_n + r (h U_n + b'_n));  h' = (1 - z) n + z h
+ *
+ * `call(x, h)` -> h'. (b' is `recurrentBias`, inside the reset gate's product as in PyTorch.)
+ */
+export class GRUCell extends GatedCell {
+  recurrentBias: Variable | null = null;
+
+  constructor(hidden: number, options: RecurrentOptions = {}) {
+    super("GRUCell", 3, hidden, options);
+  }
+
+  protected override makeWeights(inputSize: number): void {
+    super.makeWeights(inputSize);
+    const o = this.options;
+    if (o.bias !== false) this.recurrentBias = this.addWeight("recurrentBias", [3 * this.hidden], biasInitOf(o), { dtype: o.dtype, fanIn: this.hidden, fanOut: 3 * this.hidden });
+  }
+
+  forward(x: Tensor, h: Tensor): Tensor {
+    return this.step(this.weights(), x, h);
+  }
+
+  /** One step with the given weight values. */
+  step(w: CellWeights, x: Tensor, h: Tensor): Tensor {
+    const [xr, xz, xn] = split(this.inputPart(w, x), 3, -1) as [Tensor, Tensor, Tensor];
+    let hu = matmul(h, w.recurrentKernel);
+    if (w.recurrentBias) hu = add(hu, w.recurrentBias);
+    const [hr, hz, hn] = split(hu, 3, -1) as [Tensor, Tensor, Tensor];
+    const r = sigmoid(add(xr, hr));
+    const z = sigmoid(add(xz, hz));
+    const n = tanh(add(xn, mul(r, hn)));
+    return add(mul(sub(1, z), n), mul(z, h));
+  }
+}
+
+/**
+ * Runs `step` over the rows of `xs` (time-major), carrying `state` (an array of tensors whose
+ * first is the output); returns [outputs, final state]. Native code that AutoGraph converts:
+ * over a symbolic `xs` the `for...of` is a graph loop and `outputs` a stacked tensor list.
+ */
+function scanSequence(step: (x: Tensor, state: Tensor[]) => Tensor[], xs: any, state: Tensor[]): [Tensor[] | Tensor, Tensor[]] {
+  const outputs: Tensor[] = [];
+  for (const x of xs) {
+    state = step(x, state);
+    outputs.push(state[0]!);
+  }
+  return [outputs, state];
+}
+const scanConverted = autograph(scanSequence, { scope: {} });
+
+export interface SequenceOptions extends RecurrentOptions {
+  /** Return the output at every step ([batch, time, hidden]) rather than the last (default true). */
+  returnSequences?: boolean;
+}
+
+/** A cell run over a [batch, time, features] sequence. */
+abstract class SequenceLayer<C extends GatedCell> extends Module {
+  readonly returnSequences: boolean;
+  constructor(
+    readonly cell: C,
+    returnSequences: boolean,
+  ) {
+    super();
+    this.returnSequences = returnSequences;
+  }
+
+  protected abstract cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[];
+  protected abstract initialState(batch: number): Tensor[];
+
+  /** x [batch, time, features] -> outputs ([batch, time, hidden], or the last [batch, hidden]) and the final state. */
+  run(x: Tensor, state?: Tensor[]): { output: Tensor; state: Tensor[] } {
+    const name = this.typeName;
+    if (x.rank !== 3) throw new ValueError(`expects [batch, time, features], got shape [${x.shape.join(", ")}]`, name);
+    const batch = axisSize(name, x, 0, "batch");
+    const time = x.shape[1]!;
+    if (time === 0) throw new ValueError(`needs at least one time step, got shape [${x.shape.join(", ")}]`, name);
+    this.cell.buildFor(axisSize(name, x, 2, "features"));
+    const s0 = state ?? this.initialState(batch);
+    const w = this.cell.weights();
+    const [outs, last] = scanConverted((xt: Tensor, s: Tensor[]) => this.cellStep(w, xt, s), transpose(x, [1, 0, 2]), s0);
+    const seq = Array.isArray(outs) ? stack(outs, 0) : outs;
+    return { output: this.returnSequences ? transpose(seq, [1, 0, 2]) : last[0]!, state: last };
+  }
+
+  forward(x: Tensor, state?: Tensor[]): Tensor {
+    return this.run(x, state).output;
+  }
+}
+
+/** An LSTM over a [batch, time, features] sequence. `run(x)` also gives the final [h, c]. */
+export class LSTM extends SequenceLayer<LSTMCell> {
+  constructor(hidden: number, options: SequenceOptions = {}) {
+    const { returnSequences, ...cellOptions } = options;
+    super(new LSTMCell(hidden, cellOptions), returnSequences ?? true);
+  }
+  protected cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
+    return this.cell.step(w, x, state);
+  }
+  protected initialState(batch: number): Tensor[] {
+    return [this.cell.zeroState(batch), this.cell.zeroState(batch)];
+  }
+}
+
+/** A GRU over a [batch, time, features] sequence. `run(x)` also gives the final [h]. */
+export class GRU extends SequenceLayer<GRUCell> {
+  constructor(hidden: number, options: SequenceOptions = {}) {
+    const { returnSequences, ...cellOptions } = options;
+    super(new GRUCell(hidden, cellOptions), returnSequences ?? true);
+  }
+  protected cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
+    return [this.cell.step(w, x, state[0]!)];
+  }
+  protected initialState(batch: number): Tensor[] {
+    return [this.cell.zeroState(batch)];
+  }
+}

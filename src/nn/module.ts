@@ -1,0 +1,264 @@
+/**
+ * `sc.nn.Module`: the base class of layers and models. A module's attributes are tracked by
+ * name: child modules, Variables, and arrays, Maps and plain objects of them. From them come
+ * `parameters()`, `namedParameters()` (dotted paths such as "features.0.kernel"), the
+ * checkpoint object graph (a Module is a Trackable), `train()`/`eval()` modes and `summary()`.
+ *
+ * Subclasses implement `forward(...)` and, when their variables depend on the input's shape,
+ * `build(...)`: `call(...)` builds on the first call, outside any trace (`sc.initScope`), so a
+ * model whose first call happens inside `sc.stage` still makes its variables once, eagerly.
+ *
+ * The mode (`training`) keys staged functions' trace caches: a staged function called with a
+ * model in train mode and then in eval mode traces once per mode (signature.ts's traceKey).
+ */
+import { Tensor } from "../core/tensor.js";
+import { Variable, variable } from "../core/variable.js";
+import type { DType } from "../core/dtype.js";
+import { ValueError } from "../core/errors.js";
+import { isPlainObject } from "../core/objects.js";
+import { initScope } from "../staging/host.js";
+import { traceKey } from "../staging/signature.js";
+import { Trackable } from "../io/trackable.js";
+import type { Initializer } from "./init.js";
+
+/** Watches module calls (summary() uses it to collect output shapes). */
+type CallObserver = (m: Module, output: unknown) => void;
+let callObserver: CallObserver | null = null;
+
+const MODULE_FIELDS = new Set(["training", "trainable", "name"]);
+
+export abstract class Module extends Trackable {
+  /** Train mode (the default) or eval mode; see train()/eval(). */
+  training = true;
+  /** When false, this module's variables are left out of `parameters()` (frozen). */
+  trainable = true;
+  private builtFlag = false;
+
+  /** The computation. Called by `call`, which builds the module first. */
+  abstract forward(...args: any[]): any;
+
+  /** Makes variables that depend on the first inputs' shapes (runs once, eagerly). */
+  protected build(..._args: any[]): void {}
+
+  /** Whether build() has run (modules that build nothing are built from the start). */
+  get built(): boolean {
+    return this.builtFlag;
+  }
+
+  /** Runs the module: builds it on the first call (outside any trace), then `forward`. */
+  call(...args: any[]): any {
+    if (!this.builtFlag) {
+      initScope(() => this.build(...args));
+      this.builtFlag = true;
+    }
+    const out = this.forward(...args);
+    if (callObserver) callObserver(this, out);
+    return out;
+  }
+
+  /** The class name, for summaries and errors. */
+  get typeName(): string {
+    return this.constructor.name;
+  }
+
+  /**
+   * Makes a Variable owned by this module, eagerly (outside any trace), and applies a
+   * checkpoint restore parked for it. `name` must be the attribute the module stores it in.
+   */
+  protected addWeight(name: string, shape: number[], init: Initializer, options: { dtype?: DType; trainable?: boolean; fanIn?: number; fanOut?: number } = {}): Variable {
+    const dtype = options.dtype ?? "float32";
+    const v = initScope(() => {
+      const value = init(shape, dtype, { fanIn: options.fanIn ?? fanInOf(shape), fanOut: options.fanOut ?? fanOutOf(shape) });
+      if (!(value instanceof Tensor) || value.dtype !== dtype || value.shape.length !== shape.length || value.shape.some((d, i) => d !== shape[i])) {
+        throw new ValueError(`the initializer of ${name} must return a ${dtype} tensor of shape [${shape.join(", ")}]`, this.typeName);
+      }
+      return variable(value, { name: `${this.typeName}/${name}`, trainable: options.trainable ?? true });
+    });
+    this.childCreated(name, v);
+    return v;
+  }
+
+  /** The tracked attributes: [name, value] for child modules, Variables and containers of them. */
+  override *trackedChildren(): Iterable<readonly [string, unknown]> {
+    for (const [k, v] of Object.entries(this)) {
+      if (MODULE_FIELDS.has(k) || k.startsWith("_")) continue;
+      if (holdsState(v)) yield [k, v];
+    }
+  }
+
+  /** Every Variable under this module with its dotted path, depth-first in attribute order. */
+  namedVariables(): [string, Variable][] {
+    const out: [string, Variable][] = [];
+    const seen = new Set<Variable>();
+    walkModule(this, "", (path, v) => {
+      if (!seen.has(v)) {
+        seen.add(v);
+        out.push([path, v]);
+      }
+    }, () => true);
+    return out;
+  }
+
+  /** Every Variable under this module (trainable or not: batch-norm statistics included). */
+  variables(): Variable[] {
+    return this.namedVariables().map(([, v]) => v);
+  }
+
+  /** The trainable Variables (of modules whose `trainable` is true) with their dotted paths. */
+  namedParameters(): [string, Variable][] {
+    const out: [string, Variable][] = [];
+    const seen = new Set<Variable>();
+    walkModule(this, "", (path, v) => {
+      if (v.trainable && !seen.has(v)) {
+        seen.add(v);
+        out.push([path, v]);
+      }
+    }, (m) => m.trainable);
+    return out;
+  }
+
+  /** The trainable Variables, for an optimizer. */
+  parameters(): Variable[] {
+    return this.namedParameters().map(([, v]) => v);
+  }
+
+  /** Child modules with their dotted paths ("" is this module), depth-first. */
+  namedModules(): [string, Module][] {
+    const out: [string, Module][] = [["", this]];
+    const visit = (m: Module, prefix: string) => {
+      for (const [k, v] of m.trackedChildren()) {
+        forEachLeaf(v, prefix ? `${prefix}.${k}` : k, (path, leaf) => {
+          if (leaf instanceof Module) {
+            out.push([path, leaf]);
+            visit(leaf, path);
+          }
+        });
+      }
+    };
+    visit(this, "");
+    return out;
+  }
+
+  /** Sets train mode (or eval mode with `false`) on this module and every child; returns this. */
+  train(mode = true): this {
+    for (const [, m] of this.namedModules()) m.training = mode;
+    return this;
+  }
+
+  /** Eval mode: batch norm uses its running statistics, dropout passes inputs through. */
+  eval(): this {
+    return this.train(false);
+  }
+
+  /** The number of elements in `parameters()` (or in every variable with `{ all: true }`). */
+  parameterCount(options: { all?: boolean } = {}): number {
+    return (options.all ? this.variables() : this.parameters()).reduce((n, v) => n + v.size, 0);
+  }
+
+  /** Staged functions' trace caches key on the modes of this module tree. */
+  [traceKey](): string {
+    const modes = this.namedModules().map(([, m]) => (m.training ? "t" : "e"));
+    return modes.every((c) => c === modes[0]) ? (modes[0] === "t" ? "train" : "eval") : modes.join("");
+  }
+
+  /**
+   * A table of the layers, their output shapes and parameter counts (as Keras's
+   * `model.summary()` and torchinfo show), from one eager call on `inputs` (which also builds
+   * the model). The model is called in eval mode and put back in its mode after.
+   */
+  summary(...inputs: unknown[]): string {
+    const paths = new Map<Module, string>();
+    const rows: { path: string; type: string; shape: string; params: number }[] = [];
+    const modes = this.namedModules().map(([, m]) => [m, m.training] as const);
+    this.eval();
+    const saved = callObserver;
+    callObserver = (m, out) => {
+      if (paths.size === 0) for (const [p, mm] of this.namedModules()) paths.set(mm, p);
+      rows.push({ path: paths.get(m) ?? "?", type: m.typeName, shape: describeOutput(out), params: 0 });
+    };
+    try {
+      initScope(() => this.call(...inputs));
+    } finally {
+      callObserver = saved;
+      for (const [m, t] of modes) m.training = t;
+    }
+    // Parameters belong to the module that owns them directly.
+    const own = new Map<Module, number>();
+    for (const [, m] of this.namedModules()) {
+      let n = 0;
+      for (const [, v] of m.trackedChildren()) forEachLeaf(v, "", (_p, leaf) => (leaf instanceof Variable ? (n += leaf.size) : 0));
+      own.set(m, n);
+    }
+    const table = rows
+      .filter((r) => r.path !== "")
+      .map((r) => {
+        const m = [...paths].find(([, p]) => p === r.path)?.[0];
+        return { ...r, params: m ? own.get(m)! : 0 };
+      });
+    const root = rows.find((r) => r.path === "");
+    const header = ["Layer (type)", "Output shape", "Params"];
+    const body = table.map((r) => [`${r.path} (${r.type})`, r.shape, r.params.toLocaleString("en-US")]);
+    const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+    const line = (cells: string[]) => cells.map((c, i) => (i === 2 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("   ");
+    const rule = "-".repeat(line(header).length);
+    const total = this.parameterCount({ all: true });
+    const trainable = this.parameterCount();
+    return [
+      `${this.typeName}${root ? ` -> ${root.shape}` : ""}`,
+      rule,
+      line(header),
+      rule,
+      ...body.map(line),
+      rule,
+      `Total params: ${total.toLocaleString("en-US")} (trainable ${trainable.toLocaleString("en-US")}, non-trainable ${(total - trainable).toLocaleString("en-US")})`,
+    ].join("\n");
+  }
+}
+
+/** Whether `v` is or holds (in arrays, Maps, plain objects) a Module or a Variable. */
+function holdsState(v: unknown): boolean {
+  if (v instanceof Module || v instanceof Variable) return true;
+  if (Array.isArray(v)) return v.some(holdsState);
+  if (v instanceof Map) return [...v.values()].some(holdsState);
+  if (isPlainObject(v)) return Object.values(v).some(holdsState);
+  return false;
+}
+
+/** Calls `f` on every Module/Variable leaf of a container, with dotted paths. */
+export function forEachLeaf(v: unknown, path: string, f: (path: string, leaf: Module | Variable) => void): void {
+  const join = (k: string | number) => (path ? `${path}.${k}` : String(k));
+  if (v instanceof Module || v instanceof Variable) f(path, v);
+  else if (Array.isArray(v)) v.forEach((x, i) => forEachLeaf(x, join(i), f));
+  else if (v instanceof Map) for (const [k, x] of v) forEachLeaf(x, join(String(k)), f);
+  else if (isPlainObject(v)) for (const [k, x] of Object.entries(v)) forEachLeaf(x, join(k), f);
+}
+
+function walkModule(m: Module, prefix: string, onVariable: (path: string, v: Variable) => void, enter: (m: Module) => boolean): void {
+  if (!enter(m)) return;
+  for (const [k, v] of m.trackedChildren()) {
+    forEachLeaf(v, prefix ? `${prefix}.${k}` : k, (path, leaf) => {
+      if (leaf instanceof Variable) onVariable(path, leaf);
+      else walkModule(leaf, path, onVariable, enter);
+    });
+  }
+}
+
+function describeOutput(out: unknown): string {
+  if (out instanceof Tensor) return `[${out.shape.join(", ")}]`;
+  if (Array.isArray(out)) return out.map(describeOutput).join(", ");
+  return typeof out;
+}
+
+/** Fan-in of a weight: [in, out] -> in; [outC, inC, kH, kW] -> inC * kH * kW. */
+export function fanInOf(shape: readonly number[]): number {
+  if (shape.length < 2) return shape[0] ?? 1;
+  if (shape.length === 2) return shape[0]!;
+  return shape.slice(1).reduce((a, b) => a * b, 1);
+}
+
+/** Fan-out of a weight: [in, out] -> out; [outC, inC, kH, kW] -> outC * kH * kW. */
+export function fanOutOf(shape: readonly number[]): number {
+  if (shape.length < 2) return shape[0] ?? 1;
+  if (shape.length === 2) return shape[1]!;
+  return shape[0]! * shape.slice(2).reduce((a, b) => a * b, 1);
+}

@@ -1,0 +1,73 @@
+/**
+ * Training progress: a cli-progress bar in a terminal, plain lines otherwise (a log file, CI).
+ * Shows the step, the values given (loss, accuracy, ...) and steps per second.
+ */
+import cliProgress from "cli-progress";
+
+export interface ProgressOptions {
+  /** Label before the bar or at the start of each line ("epoch 1/3", "eager"). */
+  label?: string;
+  /** Total steps (the bar's length; lines show "step i/total"). */
+  total: number;
+  /** "auto" (default): a bar when stdout is a TTY, lines otherwise. */
+  mode?: "auto" | "bar" | "lines" | "off";
+  /** Lines mode: print every `every` steps (and the last). Default: about 10 lines. */
+  every?: number;
+  /** Where lines go (default console.log). */
+  write?: (line: string) => void;
+}
+
+function fmt(v: number): string {
+  return Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(4);
+}
+
+export class Progress {
+  private readonly bar: cliProgress.SingleBar | null = null;
+  private readonly start = performance.now();
+  private readonly every: number;
+  private readonly write: (line: string) => void;
+  private readonly mode: "bar" | "lines" | "off";
+  private last = 0;
+
+  constructor(private readonly options: ProgressOptions) {
+    const mode = options.mode ?? "auto";
+    this.mode = mode === "auto" ? (process.stdout.isTTY ? "bar" : "lines") : mode;
+    this.every = options.every ?? (options.total > 0 ? Math.max(1, Math.round(options.total / 10)) : 50);
+    this.write = options.write ?? ((l) => console.log(l));
+    if (this.mode === "bar") {
+      this.bar = new cliProgress.SingleBar(
+        {
+          format: `${options.label ? `${options.label} ` : ""}|{bar}| {value}/{total} {values} {rate} steps/s`,
+          barsize: 24,
+          hideCursor: true,
+          clearOnComplete: false,
+        },
+        cliProgress.Presets.shades_classic,
+      );
+      this.bar.start(options.total, 0, { values: "", rate: "-" });
+    }
+  }
+
+  /** Steps per second since the start. */
+  rate(step: number): number {
+    return step / ((performance.now() - this.start) / 1000);
+  }
+
+  /** Reports that `step` steps are done, with the current values. */
+  update(step: number, values: Record<string, number>): void {
+    const shown = Object.entries(values).map(([k, v]) => `${k} ${fmt(v)}`).join("  ");
+    const rate = this.rate(step).toFixed(1);
+    if (this.bar) this.bar.update(step, { values: shown, rate });
+    else if (this.mode === "lines" && (step - this.last >= this.every || step === this.options.total)) {
+      this.last = step;
+      const total = this.options.total;
+      const at = total > 0 ? `${String(step).padStart(String(total).length)}/${total}` : String(step);
+      this.write(`${this.options.label ? `${this.options.label}  ` : ""}step ${at}  ${shown}  ${rate} steps/s`);
+    }
+  }
+
+  /** Ends the bar (lines mode: nothing to do). */
+  stop(): void {
+    this.bar?.stop();
+  }
+}
