@@ -41,7 +41,7 @@ export function storageCtor(d: DType): new (n: number) => TypedArray {
 /**
  * Storage for `size` elements. Ops check their outputs' sizes before their kernels run
  * (shape.ts checkAllocation); an allocation the engine still refuses (out of memory) is an
- * AllocationError here (the eager handler, ops/registry.ts runKernel, names the op).
+ * AllocationError here (the eager handler and runOp, ops/registry.ts, name the op).
  */
 export function allocStorage(d: DType, size: number): TypedArray {
   try {

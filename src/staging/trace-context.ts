@@ -4,14 +4,15 @@
  * of an enclosing graph) are captured as extra inputs; variables are read and assigned by
  * reference through readVariable/assignVariable nodes.
  */
-import { ValueError, StagecraftError, executing, userLocation } from "../core/errors.js";
+import { ValueError, StagecraftError, executing, gradientLocation, userLocation } from "../core/errors.js";
 import { checkAllocation } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import type { OpHandler } from "../core/context.js";
 import type { OpDef } from "../ops/registry.js";
+import { assignVariableOp, readVariableOp } from "../ops/structural.js";
 import { Graph, uniqueGraphName, type FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
-import { constantAttrsOf } from "../graph/passes/constant.js";
+import { constantAttrsOf } from "../ops/constant.js";
 import { makeNode, replaceAllUses } from "../graph/passes/util.js";
 
 /** What a symbolic tensor's `symbol` holds. */
@@ -100,7 +101,7 @@ export class TraceContext implements OpHandler {
     return node.outputs.map((v) => this.symbolic(v));
   }
 
-  /** Records a structural node (cond, while, call, ...) whose inputs are tensors. */
+  /** Records a structural node (ops/structural.ts: its declaration's name) whose inputs are tensors. */
   addStructural(op: string, inputs: Tensor[], attrs: Record<string, unknown>, outTypes: ValueType[], regions: Graph[] = []): Tensor[] {
     const values = inputs.map((t) => this.valueOf(t));
     const node = this.graph.addNode(op, values, attrs, outTypes, regions, nodeLocation());
@@ -125,13 +126,13 @@ export class TraceContext implements OpHandler {
       this.variableInputs.set(v, t);
       return t;
     }
-    const [value] = this.addStructural("readVariable", [], { variable: v }, [{ dtype: v.dtype, shape: v.shape }]);
+    const [value] = this.addStructural(readVariableOp.name, [], { variable: v }, [{ dtype: v.dtype, shape: v.shape }]);
     this.variableValues.set(v, value!);
     return value!;
   }
 
   assignVariable(v: Variable, value: Tensor): void {
-    this.addStructural("assignVariable", [value], { variable: v }, []);
+    this.addStructural(assignVariableOp.name, [value], { variable: v }, []);
     this.variableValues.set(v, value.symbol && (value.symbol as SymbolRef).ctx === this ? value : this.symbolic(this.valueOf(value)));
   }
 
@@ -149,10 +150,12 @@ export class TraceContext implements OpHandler {
 
 /**
  * Where a node traced now was written: the user's line, or, while a graph is replayed (a
- * gradient split, a recomputation) or a gradient rule runs, the line of the op it stands for.
+ * gradient split, a recomputation) or a gradient rule runs, the line of the op it stands for;
+ * while graph AD traces a gradient, marked with the function differentiated (so the errors the
+ * node raises when it runs name it).
  */
 function nodeLocation() {
-  return executing.at ?? userLocation();
+  return gradientLocation(executing.at ?? userLocation());
 }
 
 /** The user's name of the function a graph was traced from (graph names are made unique). */
@@ -195,7 +198,7 @@ export function embedCaptures(ctx: TraceContext, maxElements = Infinity): Captur
   const nodes = ctx.captures.flatMap((c) => {
     if (!c.variable && (c.tensor.isSymbolic || c.tensor.size > maxElements)) return [];
     const type = { dtype: c.value.type.dtype, shape: c.value.type.shape.slice() };
-    const node = c.variable ? makeNode("readVariable", [], { variable: c.variable }, [type]) : makeNode("constant", [], { ...constantAttrsOf(c.tensor) }, [type]);
+    const node = c.variable ? makeNode(readVariableOp.name, [], { variable: c.variable }, [type]) : makeNode("constant", [], { ...constantAttrsOf(c.tensor) }, [type]);
     replaceAllUses(g, c.value, node.outputs[0]!);
     embedded.add(c.value);
     return [node];
