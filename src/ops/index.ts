@@ -13,6 +13,8 @@ export * from "./nn.js";
 export * as random from "./random.js";
 export * from "./numerics.js";
 export * from "./iteration-stack.js";
+export * from "./remainder.js";
+export * from "./hyperbolic.js";
 import "./residuals.js";
 import "./variable-updates.js";
 export { getOp, listOps, applyOp, defineOp, type OpDef, type TensorType, type VjpContext } from "./registry.js";

@@ -1,0 +1,7 @@
+/** Registers every ONNX op handler (one file per family). */
+import "./elementwise.js";
+import "./shape.js";
+import "./creation.js";
+import "./reduce.js";
+import "./nn.js";
+import "./control-flow.js";
