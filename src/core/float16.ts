@@ -53,11 +53,27 @@ function roundHalfEven(v: number): number {
   return f % 2 === 0 ? f : f + 1;
 }
 
+/**
+ * Source of `roundF16(x)`: x rounded to the nearest float16 value (ties to even; beyond the
+ * largest float16 to infinity; NaN and the sign of zero kept). Generated kernels inline it
+ * (backends/cpu/scalar-math.ts); `roundToFloat16` is the same function.
+ */
+export const ROUND_F16_SOURCE = `
+function roundF16(x) {
+  const a = Math.abs(x);
+  if (!(a < 65520)) return a !== a ? x : (x > 0 ? Infinity : -Infinity);
+  if (a === 0) return x;
+  let e = Math.floor(Math.log2(a));
+  if (2 ** e > a) e--; else if (2 ** (e + 1) <= a) e++;
+  const q = 2 ** (Math.max(e, -14) - 10);
+  const m = a / q;
+  const f = Math.floor(m);
+  const r = m - f > 0.5 || (m - f === 0.5 && f % 2 !== 0) ? f + 1 : f;
+  return x < 0 ? -(r * q) : r * q;
+}`;
+
 /** `x` rounded to the nearest float16 value (as a JS number). */
-export function roundToFloat16(x: number): number {
-  if (x !== x || x === 0) return x; // NaN, and keeps the sign of zero
-  return halfBitsToFloat(floatToHalfBits(x));
-}
+export const roundToFloat16 = new Function(`${ROUND_F16_SOURCE}\nreturn roundF16;`)() as (x: number) => number;
 
 /** Rounds every element of a float16 tensor's storage in place. */
 export function roundStorageToFloat16(a: Float32Array | Float64Array): void {

@@ -45,11 +45,22 @@ export function storeConversion(dtype: DType, x: string): string {
   switch (dtype) {
     case "float32":
       return `Math.fround(${x})`;
+    case "float16":
+      return `roundF16(Math.fround(${x}))`;
     case "float64":
     case "int64":
+    case "uint64":
       return `+(${x})`;
     case "int32":
       return `((${x}) | 0)`;
+    case "uint32":
+      return `((${x}) >>> 0)`;
+    case "int16":
+      return `(((${x}) << 16) >> 16)`;
+    case "uint16":
+      return `((${x}) & 65535)`;
+    case "int8":
+      return `(((${x}) << 24) >> 24)`;
     case "uint8":
     case "bool":
       return `((${x}) & 255)`;

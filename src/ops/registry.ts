@@ -3,7 +3,8 @@
  * declaration: eager execution (kernel), tracing (infer), the tape and the graph AD
  * transform (vjp), the optimizer and executors (elementwise template), and exporters (onnx).
  */
-import type { DType, TypedArray } from "../core/dtype.js";
+import { isInteger, type DType, type TypedArray } from "../core/dtype.js";
+import { roundStorageToFloat16 } from "../core/float16.js";
 import type { Tensor } from "../core/tensor.js";
 import { Tensor as TensorClass } from "../core/tensor.js";
 import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
@@ -44,8 +45,8 @@ export interface ElementwiseTemplate {
 
 /** The template's expression for an output of `dtype`. */
 export function templateExpression(t: ElementwiseTemplate, dtype: DType): string {
-  if (dtype === "float32" && t.f32Expr) return t.f32Expr;
-  if ((dtype === "int32" || dtype === "int64" || dtype === "uint8") && t.intExpr) return t.intExpr;
+  if ((dtype === "float32" || dtype === "float16") && t.f32Expr) return t.f32Expr;
+  if (isInteger(dtype) && t.intExpr) return t.intExpr;
   return t.expr;
 }
 
@@ -78,8 +79,28 @@ const registry = new Map<string, OpDef>();
 
 export function defineOp<A>(def: OpDef<A>): OpDef<A> {
   if (registry.has(def.name)) throw new Error(`op ${def.name} is declared twice`);
+  roundsFloat16Outputs(def);
   registry.set(def.name, def as OpDef);
   return def;
+}
+
+/**
+ * float16 values live in Float32Array storage (core/dtype.ts): every kernel computes as for
+ * float32 and its float16 outputs are rounded here, once for every op, so that no kernel has
+ * to know. (The compiled executor's loops round the same way: exec/loops.ts storeConversion.)
+ */
+function roundsFloat16Outputs<A>(def: OpDef<A>): void {
+  const kernel = def.kernel;
+  (def as { kernel: OpDef<A>["kernel"] }).kernel = function (this: OpDef<A>, inputs, attrs, outs) {
+    const data = kernel.call(this, inputs, attrs, outs);
+    for (let i = 0; i < outs.length; i++) {
+      if (outs[i]!.dtype === "float16") {
+        const d = data[i];
+        if (d instanceof Float32Array) roundStorageToFloat16(d);
+      }
+    }
+    return data;
+  };
 }
 
 export function getOp(name: string): OpDef {

@@ -101,13 +101,24 @@ function rounded(expr: string, dtype: DType): string {
   switch (dtype) {
     case "float32":
       return `Math.fround(${expr})`;
+    case "float16":
+      return `roundF16(Math.fround(${expr}))`;
     case "int32":
       return `((${expr}) | 0)`;
+    case "uint32":
+      return `((${expr}) >>> 0)`;
+    case "int16":
+      return `(((${expr}) << 16) >> 16)`;
+    case "uint16":
+      return `((${expr}) & 65535)`;
+    case "int8":
+      return `(((${expr}) << 24) >> 24)`;
     case "uint8":
     case "bool":
       return `((${expr}) & 255)`;
     case "float64":
     case "int64":
+    case "uint64":
       return `(+(${expr}))`;
   }
 }

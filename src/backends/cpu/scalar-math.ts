@@ -3,6 +3,7 @@
  * written as source so generated kernels (and later fused kernels) can inline them.
  */
 import { TANH_F32_FUNCTION } from "./tanh-f32.js";
+import { ROUND_F16_SOURCE } from "../../core/float16.js";
 
 export const SCALAR_PRELUDE = `
 function erf(x) {
@@ -33,5 +34,6 @@ function roundHalfEven(x) {
 }
 function softplus(x) { return Math.max(x, 0) + Math.log1p(Math.exp(-Math.abs(x))); }
 ${TANH_F32_FUNCTION}
+${ROUND_F16_SOURCE}
 function sigmoid(x) { return x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x)); }
 `;
