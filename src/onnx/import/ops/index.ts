@@ -5,3 +5,6 @@ import "./creation.js";
 import "./reduce.js";
 import "./nn.js";
 import "./control-flow.js";
+import "./loss.js";
+import "./attention.js";
+import "./resize.js";

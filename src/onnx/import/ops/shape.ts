@@ -268,3 +268,36 @@ onnxOp("SpaceToDepth", {
     return ops.reshape(t, [N, C * b * b, H / b, W / b]);
   },
 });
+
+onnxOp("GatherElements", {
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", 0), x.rank);
+    return ops.gatherElements(x, wrapIndices(n.input(1), x.shape[axis]!), axis);
+  },
+});
+
+/** The reduction attribute of ScatterElements / ScatterND ("none" by default). */
+function reductionOf(n: NodeContext): ops.ScatterReduction {
+  const r = n.string("reduction", "none");
+  if (r !== "none" && r !== "add" && r !== "mul" && r !== "max" && r !== "min") throw n.fail(`unknown reduction ${JSON.stringify(r)}`);
+  return r;
+}
+
+onnxOp(["ScatterElements", "Scatter"], {
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", 0), x.rank);
+    return ops.scatterElements(x, wrapIndices(n.input(1), x.shape[axis]!), n.input(2), axis, reductionOf(n));
+  },
+});
+
+onnxOp("ScatterND", {
+  run(n) {
+    const x = n.input(0);
+    const idx = n.input(1);
+    const k = idx.shape[idx.rank - 1]!;
+    const dims = ops.tensor(x.shape.slice(0, k), idx.dtype);
+    return ops.scatterND(x, ops.where(ops.less(idx, 0), ops.add(idx, dims), idx), n.input(2), reductionOf(n));
+  },
+});
