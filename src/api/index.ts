@@ -27,3 +27,4 @@ export { ag, AutoGraphError, AssertionFailedError } from "../autograph/operators
 export { range, relaxShape, assert } from "../autograph/operators/index.js";
 // The compiled executor (exec/compile.ts) becomes the default for staged functions.
 export { compileGraph, compiledExecutor, interpretExecutor, createCompiledExecutor, type CompiledGraph } from "../exec/compile.js";
+export * as onnx from "../onnx/index.js";

@@ -8,3 +8,4 @@ import "./control-flow.js";
 import "./loss.js";
 import "./attention.js";
 import "./resize.js";
+import "./recurrent.js";
