@@ -9,3 +9,7 @@ export { decode, encode, Messages, type ModelProto, type GraphProto, type NodePr
 export { readTensorProto, tensorToProto, DEFAULT_LIMITS, type TensorLimits } from "./tensor-proto.js";
 export { ElemType, dtypeOfElemType, elemTypeOfDtype, elemTypeName } from "./dtypes.js";
 export { OnnxError, OnnxDecodeError, OnnxModelError, OnnxUnsupportedError, OnnxExternalDataError, OnnxLimitError, OnnxRuntimeMissingError } from "./errors.js";
+export { makeNode, makeGraph, makeModel, makeValueInfo, makeAttribute, modelBytes, type AttributeValue, type ModelOptions } from "./builders.js";
+export { loadOnnxRuntime, hasOnnxRuntime, createSession, runSession, runOnnxRuntime, toOrtTensor, fromOrtTensor, type OrtSession } from "./ort.js";
+export { mismatch, allClose, NODE_TEST_TOLERANCE, MODEL_TOLERANCE, type Tolerance } from "./compare.js";
+export { runConformance, runCase, listCases, formatReport, type CaseResult, type ConformanceReport, type ConformanceOptions } from "./conformance.js";
