@@ -40,11 +40,15 @@ export function hasOnnxRuntime(): boolean {
   }
 }
 
-/** An inference session for model bytes (CPU provider unless others are given). */
-export async function createSession(model: Uint8Array, options: { executionProviders?: string[] } = {}): Promise<OrtSession> {
+/**
+ * An inference session for model bytes or a model file (a file lets onnxruntime read external
+ * data beside it); the CPU provider unless others are given.
+ */
+export async function createSession(model: Uint8Array | string, options: { executionProviders?: string[] } = {}): Promise<OrtSession> {
   const o = loadOnnxRuntime();
   try {
-    return await o.InferenceSession.create(model, { executionProviders: options.executionProviders ?? ["cpu"] });
+    const opts = { executionProviders: options.executionProviders ?? ["cpu"] };
+    return await (typeof model === "string" ? o.InferenceSession.create(model, opts) : o.InferenceSession.create(model, opts));
   } catch (e) {
     throw new OnnxError(`onnxruntime could not load the model: ${(e as Error).message}`, "onnxruntime");
   }
@@ -108,8 +112,8 @@ export async function runSession(session: OrtSession, feeds: Record<string, Tens
   return result;
 }
 
-/** One-shot: runs model bytes in onnxruntime. */
-export async function runOnnxRuntime(model: Uint8Array, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
+/** One-shot: runs model bytes (or a model file) in onnxruntime. */
+export async function runOnnxRuntime(model: Uint8Array | string, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
   const s = await createSession(model);
   try {
     return await runSession(s, feeds);
