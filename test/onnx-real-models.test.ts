@@ -18,7 +18,7 @@ const shared = [path.join(root, "../shared"), path.join(root, "../../shared")].f
 const MODELS = ["squeezenet1_1", "lstm_classifier", "transformer_encoder", "mlp_dynamo", "cnn_dynamo"];
 
 function readData(dir: string, kind: "input" | "output", count: number): sc.Tensor[] {
-  return Array.from({ length: count }, (_, i) => onnx.readTensorProto(onnx.decode("TensorProto", readFileSync(path.join(dir, `test_data_set_0/${kind}_${i}.pb`)))));
+  return Array.from({ length: count }, (_, i) => onnx.readTensorProto(onnx.decode("TensorProto", readFileSync(path.join(dir, `test_data_set_0/${kind}_${i}.pb`))), `${kind} ${i}`));
 }
 
 for (const name of MODELS) {

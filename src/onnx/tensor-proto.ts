@@ -54,7 +54,7 @@ export function checkedDims(dims: readonly Int64[], what: string, limits: Tensor
 }
 
 /** Reads a TensorProto as a concrete tensor. */
-export function readTensorProto(p: TensorProto, what: string, limits: TensorLimits = DEFAULT_LIMITS, external: ExternalDataReader | null = null): Tensor {
+export function readTensorProto(p: TensorProto, what = "tensor", limits: TensorLimits = DEFAULT_LIMITS, external: ExternalDataReader | null = null): Tensor {
   const name = p.name ? `tensor ${JSON.stringify(p.name)}` : what;
   if (has(p, "segment")) throw new OnnxUnsupportedError(`${name} is a segment of a larger tensor, which this importer does not read`, "onnx.load");
   const elem = p.data_type;

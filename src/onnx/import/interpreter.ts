@@ -21,6 +21,10 @@ export interface InterpreterEnv {
   functions: ReadonlyMap<string, FunctionProto>;
   /** Reads a tensor proto (attributes, subgraph initializers) under the load limits. */
   readTensor(p: TensorProto, what: string): Tensor;
+  /** Largest number of elements of a tensor the model makes. */
+  maxElements: number;
+  /** Largest trip count of a Loop whose count is known at trace time. */
+  maxLoopIterations: number;
 }
 
 /** Function-call depth beyond which a model is refused (functions calling themselves). */
@@ -103,7 +107,7 @@ export class Interpreter {
     if (h.since !== undefined && opset < h.since) {
       throw new OnnxUnsupportedError(`${describeNode(node)}: opset ${opset} semantics of ${node.op_type} are not supported (only opset ${h.since} and newer)`, "onnx.load");
     }
-    const ctx = new NodeContext(node, slots, opset, attrs, (g, inputs, what) => this.runGraph(g, scope, inputs, what), (p, what) => this.env.readTensor(p, what));
+    const ctx = new NodeContext(node, slots, opset, attrs, (g, inputs, what) => this.runGraph(g, scope, inputs, what), (p, what) => this.env.readTensor(p, what), this.env.maxElements, this.env.maxLoopIterations);
     const hasSubgraphs = node.attribute.some((a) => has(a, "g") || a.graphs.length > 0);
     const foldable = !h.random && !hasSubgraphs && slots.every((s) => s === null || s.canFold);
     const run = (): HandlerResult => {

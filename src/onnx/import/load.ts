@@ -45,6 +45,11 @@ export interface LoadOptions {
   name?: string;
   /** Make floating-point initializers trainable Variables (default true). */
   trainable?: boolean;
+  /**
+   * Largest trip count of a Loop whose count is known when the model is traced (default 2^24);
+   * a Loop whose count is computed at run time runs while its condition holds.
+   */
+  maxLoopIterations?: number;
 }
 
 /** A declared input or output: dtype and shape (a dim is a number, a symbolic name, or null). */
@@ -146,7 +151,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
   const staticIndex = inputs.map((i) => staticNames.has(i.name));
   const name = options.name ?? (graph.name || "onnx_model");
 
-  const interpreter = new Interpreter({ opsets, functions, readTensor });
+  const interpreter = new Interpreter({ opsets, functions, readTensor, maxElements: limits.maxElements, maxLoopIterations: options.maxLoopIterations ?? 2 ** 24 });
   // A fresh reader per trace: external files are read only while loading (initializers).
   const body = (tensors: Tensor[], staticKey: string): Tensor[] => {
     const statics = decodeStatics(staticKey);
@@ -204,7 +209,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
   }) as OnnxModel;
   const props: Omit<OnnxModel, never> = {
     run(feeds: Record<string, TensorLike>): Record<string, Tensor> {
-      const missing = inputs.filter((i) => !(i.name in feeds)).map((i) => i.name);
+      const missing = inputs.filter((i) => !Object.hasOwn(feeds, i.name)).map((i) => i.name);
       if (missing.length > 0) throw new ValueError(`model ${name} is missing inputs ${missing.join(", ")}`, "onnx model");
       const unknown = Object.keys(feeds).filter((k) => !inputs.some((i) => i.name === k));
       if (unknown.length > 0) throw new ValueError(`model ${name} has no inputs named ${unknown.join(", ")} (its inputs: ${inputs.map((i) => i.name).join(", ")})`, "onnx model");

@@ -7,7 +7,7 @@
 import type { Tensor } from "../../core/tensor.js";
 import type { DType } from "../../core/dtype.js";
 import { has, int64, utf8, AttributeType, type AttributeProto, type GraphProto, type NodeProto, type TensorProto } from "../protobuf.js";
-import { OnnxModelError, OnnxUnsupportedError } from "../errors.js";
+import { OnnxLimitError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
 import { dtypeOfElemType } from "../dtypes.js";
 import type { Slot } from "./scope.js";
 
@@ -24,7 +24,26 @@ export class NodeContext {
     private readonly attrs: Map<string, AttributeProto>,
     readonly runSubgraph: SubgraphRunner,
     readonly readTensor: (p: TensorProto, what: string) => Tensor,
+    /** Largest number of elements a tensor the model makes may have (LoadOptions.maxElements). */
+    readonly maxElements: number,
+    /** Largest trip count of a Loop whose count is known at trace time. */
+    readonly maxLoopIterations: number,
   ) {}
+
+  /**
+   * Refuses, before anything is allocated, an output whose shape comes from values in the model
+   * (ConstantOfShape, Expand, Tile, Range, Pad, Resize, ...) when it is invalid or too large.
+   */
+  checkShape(shape: readonly number[], what = "the output"): void {
+    let size = 1;
+    for (const d of shape) {
+      if (!Number.isInteger(d) || d < 0) throw this.fail(`${what} would have an invalid dimension ${d} (shape [${shape.join(", ")}])`);
+      size *= d;
+    }
+    if (size > this.maxElements) {
+      throw new OnnxLimitError(`${this.label}: ${what} would have ${size.toExponential(3)} elements (shape [${shape.join(", ")}]), more than the limit of ${this.maxElements}`, "onnx.load");
+    }
+  }
 
   /** "Op 'name'" for messages. */
   get label(): string {

@@ -11,6 +11,7 @@ import { stage } from "../../../staging/stage.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { Slot } from "../scope.js";
+import { OnnxLimitError } from "../../errors.js";
 import { axisOf } from "./shape.js";
 
 const scalarOf = (t: Tensor): Tensor => (t.rank === 0 ? t : ops.reshape(t, []));
@@ -62,6 +63,10 @@ onnxOp("Loop", {
       ...stacks0.map((s) => [null, ...s.shape.slice(1)]),
     ];
     const limit = maxTrips === null ? null : scalarOf(maxTrips);
+    const knownTrips = n.hasInput(0) ? n.slot(0).known() : null;
+    if (knownTrips !== null && Number(knownTrips.dataSync()[0]) > n.maxLoopIterations) {
+      throw new OnnxLimitError(`${n.label}: the trip count ${Number(knownTrips.dataSync()[0])} is more than the limit of ${n.maxLoopIterations} (the maxLoopIterations load option)`, "onnx.load");
+    }
     const outs = whileLoop(
       (i, c) => (limit === null ? c! : ops.logicalAnd(ops.less(i!, limit), c!)),
       (i, c, ...rest) => {

@@ -27,7 +27,7 @@ onnxOp("ConstantOfShape", {
   constInputs: [0],
   run(n) {
     const shape = n.knownInts(0, "shape");
-    if (shape.some((d) => d < 0)) throw n.fail(`shape [${shape.join(", ")}] has a negative dimension`);
+    n.checkShape(shape);
     const v = n.tensor("value");
     if (v === undefined) return ops.full(shape, 0, "float32");
     if (v.size !== 1) throw n.fail(`value must hold one element, got shape [${v.shape.join(", ")}]`);
@@ -45,6 +45,7 @@ onnxOp("Range", {
     const [delta] = n.knownNumbers(2, "delta");
     if (delta === 0) throw n.fail("delta is 0");
     const count = Math.max(Math.ceil((limit! - s!) / delta!), 0);
+    n.checkShape([count]);
     const dtype = start.dtype;
     const values = Array.from({ length: count }, (_, i) => s! + i * delta!);
     return ops.tensor(values, dtype, [count]);
@@ -58,6 +59,7 @@ onnxOp("OneHot", {
     const [depthValue] = n.knownNumbers(1, "depth");
     const depth = Math.trunc(depthValue!);
     if (!(depth > 0)) throw n.fail(`depth must be positive, got ${depthValue}`);
+    n.checkShape([...indices.shape, depth]);
     const values = n.input(2);
     const r = indices.rank + 1;
     const axis = axisOf(n, n.int("axis", -1), r);

@@ -186,6 +186,7 @@ function resize(n: NodeContext, x: Tensor, scalesIn: number[] | null, sizesIn: n
     sizes = x.shape.map((d, i) => Math.floor(scales[i]! * d));
   } else throw n.fail("needs scales or sizes");
   if (scales.some((s) => !(s > 0))) throw n.fail(`scales must be positive, got [${scales.join(", ")}]`);
+  n.checkShape(sizes);
   const antialias = n.int("antialias", 0) !== 0;
   const A = n.float("cubic_coeff_a", -0.75);
   const coeffs: Coeffs =

@@ -25,6 +25,7 @@ onnxOp("Reshape", {
   run(n) {
     const x = n.input(0);
     const target = n.opset < 5 ? n.ints("shape", []) : n.knownInts(1, "shape");
+    if (target.length > 64) throw n.fail(`shape has ${target.length} dimensions`);
     const allowZero = n.int("allowzero", 0) !== 0;
     const shape = target.map((d, i) => {
       if (d === 0 && !allowZero) {
@@ -184,7 +185,9 @@ onnxOp("Expand", {
   run(n) {
     const x = n.input(0);
     const shape = n.knownInts(1, "shape");
+    n.checkShape(shape, "the shape input");
     const out = broadcastShapes("Expand", x.shape, shape);
+    n.checkShape(out);
     return ops.broadcastTo(x, out);
   },
 });
@@ -194,6 +197,8 @@ onnxOp("Tile", {
   run(n) {
     const x = n.input(0);
     const reps = n.knownInts(1, "repeats");
+    if (reps.length !== x.rank) throw n.fail(`repeats has ${reps.length} entries for an input of rank ${x.rank}`);
+    n.checkShape(x.shape.map((d, i) => d * reps[i]!));
     return ops.tile(x, reps);
   },
 });
@@ -224,6 +229,7 @@ onnxOp("Pad", {
       );
     }
     const pos = pairs.map(([b, e]) => [Math.max(0, b), Math.max(0, e)] as [number, number]);
+    n.checkShape(x.shape.map((d, i) => Math.max(0, d + pairs[i]![0] + pairs[i]![1])));
     if (pos.every(([b, e]) => b === 0 && e === 0)) return y === x ? ops.identity(x) : y;
     return ops.pad(y, pos, x.dtype === "bool" ? value !== 0 : value, mode);
   },
