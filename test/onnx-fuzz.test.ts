@@ -189,7 +189,7 @@ test(`mutated conformance models raise only typed errors (${ROUNDS} mutations pe
         bytes = mutateBytes(rng, original);
         what = "bytes";
       } else {
-        const model = onnx.Messages.ModelProto.toObject(onnx.decode("ModelProto", original), { longs: Number, arrays: true }) as Obj;
+        const model = onnx.Messages.ModelProto.toObject(onnx.Messages.ModelProto.decode(original), { longs: Number, arrays: true }) as Obj;
         what = mutateStructure(rng, model);
         if (rng.next() < 0.3) what += ", " + mutateStructure(rng, model);
         try {

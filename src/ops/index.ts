@@ -16,6 +16,7 @@ export * from "./iteration-stack.js";
 export * from "./remainder.js";
 export * from "./hyperbolic.js";
 export * from "./shape/elements.js";
+export * from "./bitwise.js";
 import "./residuals.js";
 import "./variable-updates.js";
 export { getOp, listOps, applyOp, defineOp, type OpDef, type TensorType, type VjpContext } from "./registry.js";

@@ -61,13 +61,21 @@ export interface OnnxValueInfo {
   kind: "tensor" | "sequence" | "optional";
 }
 
+/**
+ * A value a model takes or returns: a tensor, a sequence (an array, for ONNX sequence values)
+ * or null (an empty ONNX optional).
+ */
+export type ModelValue = Tensor | ModelValue[] | null;
+/** What a model input accepts: a tensor or anything sc.tensor takes; arrays of them for sequences; null for an empty optional. */
+export type ModelInput = TensorLike | ModelInput[] | null | undefined;
+
 export interface OnnxModel {
-  /** Runs the model on its inputs (in the graph's order); one output is returned as a tensor, several as an array. */
-  (...inputs: TensorLike[]): Tensor | Tensor[];
+  /** Runs the model on its inputs (in the graph's order); one output is returned as it is, several as an array. */
+  (...inputs: ModelInput[]): any;
   /** Runs the model on named inputs; returns the outputs by name. */
-  run(feeds: Record<string, TensorLike>): Record<string, Tensor>;
+  run(feeds: Record<string, ModelInput>): Record<string, any>;
   /** The concrete (traced) function for these inputs. */
-  concrete(...inputs: TensorLike[]): ConcreteFunction;
+  concrete(...inputs: ModelInput[]): ConcreteFunction;
   readonly inputs: readonly OnnxValueInfo[];
   readonly outputs: readonly OnnxValueInfo[];
   /** Names of the inputs the model reads at trace time (their values key the trace). */
@@ -83,8 +91,8 @@ export interface OnnxModel {
   /** The decoded ModelProto (for exporters and tools; do not mutate). */
   readonly proto: ModelProto;
   readonly traceCount: number;
-  /** The staged function behind the model: (tensorInputs[], staticKey) -> outputs. */
-  readonly staged: StagedFunction<[Tensor[], string], Tensor[]>;
+  /** The staged function behind the model: (non-static inputs, static inputs' key) -> outputs. */
+  readonly staged: StagedFunction<[ModelValue[], string], ModelValue[]>;
 }
 
 /** Loads an ONNX model from bytes or a file path. */
@@ -153,7 +161,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
 
   const interpreter = new Interpreter({ opsets, functions, readTensor, maxElements: limits.maxElements, maxLoopIterations: options.maxLoopIterations ?? 2 ** 24 });
   // A fresh reader per trace: external files are read only while loading (initializers).
-  const body = (tensors: Tensor[], staticKey: string): Tensor[] => {
+  const body = (values: ModelValue[], staticKey: string): ModelValue[] => {
     const statics = decodeStatics(staticKey);
     const scope = new Scope(null);
     for (const [n, v] of initializers) {
@@ -166,7 +174,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       if (staticIndex[i]) {
         const c = statics[s++]!;
         scope.set(info.name, Slot.of(c, c));
-      } else scope.set(info.name, Slot.of(tensors[t++]!));
+      } else scope.set(info.name, toSlot(values[t++]!));
     });
     const outs = interpreter.runNodes(
       graph.node,
@@ -174,22 +182,23 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       outputs.map((o) => o.name),
       `graph ${JSON.stringify(graph.name)}`,
     );
-    return outs.map((o, i) => {
-      if (!o.isTensor) throw new OnnxUnsupportedError(`output ${JSON.stringify(outputs[i]!.name)} is a ${o.isSequence ? "sequence" : "missing optional"}, which a staged function cannot return`, "onnx.load");
-      return o.tensor();
-    });
+    return outs.map(fromSlot);
   };
   const staged = stage(body, { autograph: false, name });
 
-  const prepare = (args: TensorLike[]): [Tensor[], string] => {
+  const prepare = (args: ModelInput[]): [ModelValue[], string] => {
     if (args.length !== inputs.length) {
       throw new ValueError(`model ${name} takes ${inputs.length} inputs (${inputs.map((i) => i.name).join(", ")}), got ${args.length}`, "onnx model");
     }
-    const tensors: Tensor[] = [];
+    const tensors: ModelValue[] = [];
     const statics: Tensor[] = [];
     args.forEach((a, i) => {
       const info = inputs[i]!;
-      const t = a instanceof Tensor ? (a instanceof Variable ? a.read() : a) : makeTensor(`input ${info.name}`, a, undefined, info.dtype ?? undefined);
+      if (info.kind !== "tensor") {
+        tensors.push(inputValue(a, info, name));
+        return;
+      }
+      const t = toInputTensor(a, info);
       checkInput(t, info, name);
       if (staticIndex[i]) {
         if (t.isSymbolic) {
@@ -203,12 +212,12 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
     });
     return [tensors, encodeStatics(statics)];
   };
-  const model = ((...args: TensorLike[]) => {
+  const model = ((...args: ModelInput[]) => {
     const outs = staged(...prepare(args));
     return outs.length === 1 ? outs[0]! : outs;
   }) as OnnxModel;
   const props: Omit<OnnxModel, never> = {
-    run(feeds: Record<string, TensorLike>): Record<string, Tensor> {
+    run(feeds: Record<string, ModelInput>): Record<string, ModelValue> {
       const missing = inputs.filter((i) => !Object.hasOwn(feeds, i.name)).map((i) => i.name);
       if (missing.length > 0) throw new ValueError(`model ${name} is missing inputs ${missing.join(", ")}`, "onnx model");
       const unknown = Object.keys(feeds).filter((k) => !inputs.some((i) => i.name === k));
@@ -216,7 +225,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       const outs = staged(...prepare(inputs.map((i) => feeds[i.name]!)));
       return Object.fromEntries(outputs.map((o, i) => [o.name, outs[i]!]));
     },
-    concrete: (...args: TensorLike[]) => staged.concrete(...prepare(args)),
+    concrete: (...args: ModelInput[]) => staged.concrete(...prepare(args)),
     inputs,
     outputs,
     staticInputs: inputs.filter((_, i) => staticIndex[i]).map((i) => i.name),
@@ -249,6 +258,36 @@ function valueInfo(v: ValueInfoProto, limits: TensorLimits): OnnxValueInfo {
     checkedDims(shape.map((d) => (typeof d === "number" ? d : 1)), `input or output ${JSON.stringify(v.name)}`, limits);
   }
   return { name: v.name, dtype, shape, kind: "tensor" };
+}
+
+function toInputTensor(a: ModelInput, info: OnnxValueInfo): Tensor {
+  if (a instanceof Tensor) return a instanceof Variable ? a.read() : a;
+  if (a === null || a === undefined) throw new ValueError(`input ${JSON.stringify(info.name)} needs a tensor, got ${String(a)}`, "onnx model");
+  return makeTensor(`input ${info.name}`, a as TensorLike, undefined, info.dtype ?? undefined);
+}
+
+/** A sequence (array) or optional (null, or a value) input. */
+function inputValue(a: ModelInput, info: OnnxValueInfo, model: string): ModelValue {
+  if (a === null || a === undefined) {
+    if (info.kind === "optional") return null;
+    throw new ValueError(`input ${JSON.stringify(info.name)} of model ${model} is a sequence: give an array of tensors, got ${String(a)}`, "onnx model");
+  }
+  if (Array.isArray(a) && (info.kind === "sequence" || a.every((x) => x instanceof Tensor || Array.isArray(x)))) {
+    return a.map((x, k) => (Array.isArray(x) ? inputValue(x, { ...info, kind: "sequence" }, model) : toInputTensor(x, { ...info, name: `${info.name}[${k}]` })));
+  }
+  if (info.kind === "sequence") throw new ValueError(`input ${JSON.stringify(info.name)} of model ${model} is a sequence: give an array of tensors`, "onnx model");
+  return toInputTensor(a, info);
+}
+
+function toSlot(v: ModelValue): Slot {
+  if (v === null) return Slot.none();
+  if (Array.isArray(v)) return Slot.sequence(v.map(toSlot));
+  return Slot.of(v);
+}
+function fromSlot(s: Slot): ModelValue {
+  if (s.isNone) return null;
+  if (s.isSequence) return s.items!.map(fromSlot);
+  return s.tensor();
 }
 
 /** Checks a call-time input against its declared type (dtype, rank, fixed dims). */

@@ -26,7 +26,11 @@ onnxOp("If", {
     const known = n.slot(0).known();
     if (known !== null) return n.runSubgraph(known.dataSync()[0] !== 0 ? thenG : elseG, [], "If branch");
     const pred = scalarOf(c.dtype === "bool" ? c : ops.notEqual(c, 0));
-    const branch = (g: typeof thenG) => () => n.runSubgraph(g, [], "If branch").map((s) => s.tensor());
+    const branch = (g: typeof thenG) => () =>
+      n.runSubgraph(g, [], "If branch").map((s) => {
+        if (!s.isTensor) throw n.unsupported("branches that return sequences or optionals need a condition known at trace time");
+        return s.tensor();
+      });
     return cond(pred, branch(thenG), branch(elseG));
   },
 });

@@ -40,7 +40,7 @@ unary("Sign", ops.sign);
 unary("IsNaN", ops.isNaN);
 unary("Not", ops.logicalNot);
 unary("Softsign", (x) => ops.div(x, ops.add(ops.abs(x), 1)));
-unary("Identity", (x) => x);
+onnxOp("Identity", { slots: true, run: (n) => [n.slot(0)] });
 
 onnxOp("IsInf", {
   run(n) {
@@ -202,3 +202,15 @@ onnxOp("CastLike", { run: (n) => ops.cast(n.input(0), n.input(1).dtype) });
 unary("Asinh", ops.asinh);
 unary("Acosh", ops.acosh);
 unary("Atanh", ops.atanh);
+
+binary("BitwiseAnd", ops.bitwiseAnd);
+binary("BitwiseOr", ops.bitwiseOr);
+binary("BitwiseXor", ops.bitwiseXor);
+unary("BitwiseNot", ops.bitwiseNot);
+onnxOp("BitShift", {
+  run(n) {
+    const dir = n.string("direction");
+    if (dir !== "LEFT" && dir !== "RIGHT") throw n.fail(`direction must be LEFT or RIGHT, got ${JSON.stringify(dir)}`);
+    return (dir === "LEFT" ? ops.bitShiftLeft : ops.bitShiftRight)(n.input(0), n.input(1));
+  },
+});

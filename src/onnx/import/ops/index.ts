@@ -9,3 +9,5 @@ import "./loss.js";
 import "./attention.js";
 import "./resize.js";
 import "./recurrent.js";
+import "./sequence.js";
+import "./composite.js";

@@ -117,6 +117,16 @@ onnxOp("ConvTranspose", {
       }
       pads = [...begin, ...end];
     } else pads = n.ints("pads", new Array(2 * k).fill(0));
+    // A negative total padding (an output larger than the full transposed convolution) is extra
+    // output padding at the end.
+    for (let i = 0; i < k; i++) {
+      const extra = -Math.min(0, pads[i]! + pads[i + k]!);
+      if (extra > 0) {
+        outPad[i] = outPad[i]! + extra;
+        pads[i] = Math.max(0, pads[i]!);
+        pads[i + k] = Math.max(0, pads[i + k]!);
+      }
+    }
     let y = ops.conv2dTranspose(x, w, {
       strides: pair(strides, oneD, 1),
       dilations: pair(dilations, oneD, 1),
