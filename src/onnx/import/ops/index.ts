@@ -11,3 +11,4 @@ import "./resize.js";
 import "./recurrent.js";
 import "./sequence.js";
 import "./composite.js";
+import "./quantize.js";
