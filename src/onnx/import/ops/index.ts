@@ -12,3 +12,4 @@ import "./recurrent.js";
 import "./sequence.js";
 import "./composite.js";
 import "./quantize.js";
+import "./grid-sample.js";
