@@ -92,3 +92,56 @@ onnxOp("Attention", {
     return [y, presentK, presentV, qkOut];
   },
 });
+
+/**
+ * LinearAttention (a recurrent state S [B, Hkv, dk, dv] updated per step): "linear" S += k v^T,
+ * "gated" decays S by exp(decay) first, "delta" writes beta (v - S^T k) instead of v, and
+ * "gated_delta" does both; each output row is scale * q^T S (key/value heads shared by groups
+ * of query heads). Unrolled over the sequence at trace time.
+ */
+onnxOp("LinearAttention", {
+  run(n) {
+    const qh = n.int("q_num_heads");
+    const kvh = n.int("kv_num_heads");
+    if (qh === undefined || kvh === undefined || qh <= 0 || kvh <= 0 || qh % kvh !== 0) throw n.fail("needs q_num_heads, a positive multiple of kv_num_heads");
+    const rule = n.string("update_rule", "gated_delta");
+    if (!["linear", "gated", "delta", "gated_delta"].includes(rule)) throw n.fail(`unknown update_rule ${JSON.stringify(rule)}`);
+    const gating = rule === "gated" || rule === "gated_delta";
+    const delta = rule === "delta" || rule === "gated_delta";
+    const query = n.input(0);
+    const outDtype = query.dtype;
+    const f32 = (t: Tensor) => ops.cast(t, "float32");
+    const q = f32(splitHeads(query, qh));
+    const k = f32(splitHeads(n.input(1), kvh));
+    const v = f32(splitHeads(n.input(2), kvh));
+    const past = n.optional(3);
+    const decayIn = n.optional(4);
+    const betaIn = n.optional(5);
+    if (gating !== (decayIn !== null) || delta !== (betaIn !== null)) throw n.fail(`update_rule ${rule} needs ${gating ? "" : "no "}decay and ${delta ? "" : "no "}beta`);
+    const [B, , T, dk] = q.shape as [number, number, number, number];
+    const dv = v.shape[3]!;
+    const decay = decayIn === null ? null : decayIn.shape[2] === kvh ? ops.transpose(ops.reshape(f32(decayIn), [B, T, kvh, 1]), [0, 2, 1, 3]) : f32(splitHeads(decayIn, kvh));
+    const beta = betaIn === null ? null : ops.transpose(ops.reshape(f32(betaIn), [B, T, betaIn.shape[2]!, 1]), [0, 2, 1, 3]);
+    let state = past === null ? ops.full([B, kvh, dk, dv], 0, "float32") : f32(past);
+    const scaleAttr = n.float("scale", 0);
+    const scale = scaleAttr === 0 ? 1 / Math.sqrt(dk) : scaleAttr;
+    const step = (t: Tensor, i: number): Tensor => ops.squeeze(ops.slice(t, [null, null, i], [null, null, i + 1]), 2);
+    const group = qh / kvh;
+    const outs: Tensor[] = [];
+    for (let i = 0; i < T; i++) {
+      const qt = step(q, i);
+      const kt = step(k, i);
+      let vt = step(v, i);
+      if (decay !== null) state = ops.mul(state, ops.expandDims(ops.exp(step(decay, i)), -1));
+      if (beta !== null) {
+        const retrieved = ops.squeeze(ops.matmul(ops.expandDims(kt, 2), state), 2);
+        vt = ops.mul(step(beta, i), ops.sub(vt, retrieved));
+      }
+      state = ops.add(state, ops.mul(ops.expandDims(kt, -1), ops.expandDims(vt, -2)));
+      const read = group === 1 ? state : ops.reshape(ops.broadcastTo(ops.expandDims(state, 2), [B, kvh, group, dk, dv]), [B, qh, dk, dv]);
+      outs.push(ops.mul(ops.squeeze(ops.matmul(ops.expandDims(qt, 2), read), 2), scale));
+    }
+    const y = ops.reshape(ops.transpose(ops.stack(outs, 2), [0, 2, 1, 3]), [B, T, qh * dv]);
+    return [ops.cast(y, outDtype), ops.cast(state, past?.dtype ?? outDtype)];
+  },
+});

@@ -212,3 +212,24 @@ onnxOp("ReverseSequence", {
     return ops.gatherElements(x, full, timeAxis);
   },
 });
+
+/** A depthwise causal 1-D convolution that carries its last k - 1 input columns as state. */
+onnxOp("CausalConvWithState", {
+  run(n) {
+    const x = n.input(0);
+    const w = n.input(1);
+    const bias = n.optional(2);
+    const past = n.optional(3);
+    const act = n.string("activation", "none");
+    if (act !== "none" && act !== "silu" && act !== "swish") throw n.fail(`unknown activation ${JSON.stringify(act)}`);
+    if (x.rank !== 3 || w.rank !== 3) throw n.fail("input and weight must have rank 3");
+    const [B, C] = x.shape as [number, number];
+    const k = w.shape[2]!;
+    const padded = ops.concat([past ?? ops.full([B, C, k - 1], 0, x.dtype), x], 2);
+    let y = ops.squeeze(ops.conv2d(ops.expandDims(padded, 2), ops.expandDims(w, 2), { groups: C }), 2);
+    if (bias !== null) y = ops.add(y, ops.reshape(bias, [1, C, 1]));
+    if (act !== "none") y = ops.mul(y, ops.sigmoid(y));
+    const L = padded.shape[2]!;
+    return [y, ops.slice(padded, [0, 0, L - (k - 1)], [B, C, L])];
+  },
+});
