@@ -17,6 +17,7 @@ export * from "./remainder.js";
 export * from "./hyperbolic.js";
 export * from "./shape/elements.js";
 export * from "./bitwise.js";
+export * from "./bitcast.js";
 import "./residuals.js";
 import "./variable-updates.js";
 export { getOp, listOps, applyOp, defineOp, type OpDef, type TensorType, type VjpContext } from "./registry.js";

@@ -214,3 +214,4 @@ onnxOp("BitShift", {
     return (dir === "LEFT" ? ops.bitShiftLeft : ops.bitShiftRight)(n.input(0), n.input(1));
   },
 });
+onnxOp("BitCast", { run: (n) => ops.bitcast(n.input(0), n.dtypeAttr("to")) });
