@@ -71,4 +71,39 @@ export const cases: StagedCase[] = [
     inputs: (r) => [ints(r, [2, 3], -100, 100, "int8"), r.tensor([2, 3], -2, 2, "float16"), ints(r, [2, 3], 0, 60000, "uint16")],
     fn: (a, h, u) => [sc.reshape(a, [3, 2]), sc.transpose(h), sc.concat([u, u], 0), sc.slice(a, [0, 1], [2, 3]), sc.where(sc.greater(h, 0), h, 0)],
   },
+  ...(["bitwiseAnd", "bitwiseOr", "bitwiseXor"] as const).map(
+    (op): StagedCase => ({
+      op,
+      label: "int8, uint32, int64 beyond 32 bits, uint64",
+      inputs: (r) => [ints(r, [2, 3], -128, 128, "int8"), ints(r, [2, 3], 0, 2 ** 32, "uint32"), sc.tensor([2 ** 40 + 5, -(2 ** 35) - 3, 7], "int64"), sc.tensor([2 ** 45 + 9, 12, 2 ** 33], "uint64")],
+      fn: (a, b, c, d) => {
+        const f = (sc as unknown as Record<string, (x: sc.Tensor, y: sc.Tensor) => sc.Tensor>)[op]!;
+        return [f(a, sc.flip(a, 1)), f(b, sc.flip(b, 0)), f(c, sc.tensor([2 ** 41 - 1, -1, 5], "int64")), f(d, sc.tensor([2 ** 46 - 1, 10, 2 ** 33 + 1], "uint64"))];
+      },
+    }),
+  ),
+  {
+    op: "bitwiseNot",
+    label: "signed and unsigned widths",
+    inputs: (r) => [ints(r, [2, 3], -128, 128, "int8"), ints(r, [2, 3], 0, 65536, "uint16"), ints(r, [2, 3], 0, 2 ** 32, "uint32"), sc.tensor([5, -(2 ** 40)], "int64")],
+    fn: (a, b, c, d) => [sc.bitwiseNot(a), sc.bitwiseNot(b), sc.bitwiseNot(c), sc.bitwiseNot(d)],
+  },
+  {
+    op: "bitShiftLeft",
+    label: "shifts by 0 to past the width",
+    inputs: () => [sc.tensor([1, 255, 16, 3], "uint8"), sc.tensor([0, 1, 4, 9], "uint8"), sc.tensor([1, 2 ** 31, 12345, 7], "uint32"), sc.tensor([0, 1, 20, 33], "uint32"), sc.tensor([1, 3, 2 ** 20, 5], "uint64"), sc.tensor([0, 40, 20, 64], "uint64")],
+    fn: (a, s, b, t, c, u) => [sc.bitShiftLeft(a, s), sc.bitShiftRight(a, s), sc.bitShiftLeft(b, t), sc.bitShiftRight(b, t), sc.bitShiftLeft(c, u), sc.bitShiftRight(c, u)],
+  },
+  {
+    op: "bitShiftRight",
+    label: "signed types keep the sign",
+    inputs: () => [sc.tensor([-128, -1, 64, 100], "int8"), sc.tensor([1, 3, 2, 8], "int8"), sc.tensor([-(2 ** 40), 2 ** 40, -5, 9], "int64"), sc.tensor([3, 3, 1, 70], "int64")],
+    fn: (a, s, b, t) => [sc.bitShiftRight(a, s), sc.bitShiftRight(b, t)],
+  },
+  {
+    op: "bitcast",
+    label: "between same-width dtypes",
+    inputs: (r) => [r.tensor([2, 3], -3, 3, "float32"), ints(r, [2, 3], -128, 128, "int8"), sc.tensor([1.5, -0.25, 1e300], "float64"), sc.tensor([1, 0, 1], "bool"), r.tensor([4], -2, 2, "float16")],
+    fn: (f, i8, d, b, h) => [sc.bitcast(f, "int32"), sc.bitcast(sc.bitcast(f, "uint32"), "float32"), sc.bitcast(i8, "uint8"), sc.bitcast(d, "int64"), sc.bitcast(b, "uint8"), sc.bitcast(h, "int16")],
+  },
 ];
