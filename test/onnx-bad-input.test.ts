@@ -131,3 +131,11 @@ test("wrong inputs at call time: ShapeError / DtypeError / ValueError naming the
   assert.deepEqual(Object.keys(out), ["constructor"]);
   assert.equal((Object.values(out)[0] as sc.Tensor).item(), -2);
 });
+
+test("an optional input that an op reads at trace time is a typed error, not a crash (found by the fuzzer)", () => {
+  const optional = { name: "o", type: { optional_type: { elem_type: { tensor_type: { elem_type: onnx.ElemType.INT32, shape: { dim: [] } } } } } };
+  const g = onnx.makeGraph([onnx.makeNode("Range", ["o", "o", "o"], ["y"])], "g", [optional], [onnx.makeValueInfo("y", "int32", null)]);
+  const m = onnx.load(onnx.modelBytes(onnx.makeModel(g)));
+  assert.deepEqual(m.staticInputs, []);
+  assert.throws(() => m(sc.scalar(3, "int32")), (e: unknown) => e instanceof onnx.OnnxUnsupportedError && /start must be known when the model is traced/.test((e as Error).message));
+});

@@ -5,7 +5,7 @@
  * inputs. Every failure must be one of Stagecraft's typed errors (a StagecraftError: the ONNX
  * layer's OnnxError or an op's ShapeError, DtypeError, ...), never a TypeError, RangeError, a
  * crash, a hang or an unbounded allocation (loads use small element and loop limits).
- * ONNX_FUZZ_ROUNDS=n runs n mutations per model (default 7: 1,169 models); ONNX_FUZZ_SEED=s another seed.
+ * ONNX_FUZZ_ROUNDS=n runs n mutations per model (default 7: 1,190 models); ONNX_FUZZ_SEED=s another seed.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -5,13 +5,13 @@
  * typed-array store keeps the type's bits); int64 and uint64 (exact to 2^53) go through BigInt.
  * Not differentiable (integer results).
  */
-import { isInteger, isUnsigned, type DType } from "../core/dtype.js";
-import { DtypeError } from "../core/errors.js";
+import { isInteger, isUnsigned, promoteTypes, type DType } from "../core/dtype.js";
+import { DtypeError, ValueError } from "../core/errors.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { callElementwiseWithAttrs, defineElementwise } from "./define-elementwise.js";
 import { toTensorsWeak } from "./convert.js";
 
-/** `$wide` is 1 for the 64-bit types, `$unsigned` 1 for the unsigned ones. */
+/** `$wide` is 1 for the 64-bit types, `$unsigned` 1 for the unsigned ones (set from the dtype; infer checks them). */
 interface BitAttrs {
   wide: number;
   unsigned: number;
@@ -20,7 +20,20 @@ interface BitAttrs {
 const big = (expr: string): string => `Number($unsigned ? BigInt.asUintN(64, ${expr}) : BigInt.asIntN(64, ${expr}))`;
 
 function bitwise(name: string, narrow: string, wide: string, inputs: string[]) {
-  return defineElementwise({ name, family: "bitwise", inputs, expr: `($wide ? ${big(wide)} : ${narrow})`, dtype: "numeric" });
+  const def = defineElementwise({ name, family: "bitwise", inputs, expr: `($wide ? ${big(wide)} : ${narrow})`, dtype: "numeric" });
+  // Integer operands only, and attributes that match their dtype (graphs from other front ends
+  // are checked too: the attributes choose the arithmetic).
+  const infer = def.infer;
+  (def as { infer: typeof infer }).infer = (inputs, attrs) => {
+    const types = infer(inputs, attrs);
+    const want = attrsOf(name, inputs.map((t) => t.dtype));
+    const a = attrs as Partial<BitAttrs> | undefined;
+    if (a?.wide !== want.wide || a?.unsigned !== want.unsigned) {
+      throw new ValueError(`attributes ${JSON.stringify(a)} do not match the dtype ${inputs[0]!.dtype} (expected ${JSON.stringify(want)})`, name);
+    }
+    return types;
+  };
+  return def;
 }
 
 export const bitwiseAndOp = bitwise("bitwiseAnd", "(a & b)", "(BigInt(a) & BigInt(b))", ["a", "b"]);
@@ -35,17 +48,16 @@ export const bitShiftRightOp = bitwise(
   ["a", "b"],
 );
 
-function attrsFor(op: string, ts: Tensor[]): BitAttrs {
-  const d: DType = ts[0]!.dtype;
-  for (const t of ts) {
-    if (!isInteger(t.dtype)) throw new DtypeError(`needs integer operands, got ${ts.map((x) => x.dtype).join(", ")}`, op);
-  }
+/** The attributes for operands of these dtypes (the promoted one decides); integers only. */
+function attrsOf(op: string, dtypes: DType[]): BitAttrs {
+  if (!dtypes.every(isInteger)) throw new DtypeError(`needs integer operands, got ${dtypes.join(", ")}`, op);
+  const d = dtypes.reduce(promoteTypes);
   return { wide: d === "int64" || d === "uint64" ? 1 : 0, unsigned: isUnsigned(d) ? 1 : 0 };
 }
 
 function apply(def: typeof bitwiseAndOp, op: string, args: TensorLike[]): Tensor {
   const ts = toTensorsWeak(args, op);
-  return callElementwiseWithAttrs(def, attrsFor(op, ts) as unknown as Record<string, number>, ...ts);
+  return callElementwiseWithAttrs(def, attrsOf(op, ts.map((t) => t.dtype)) as unknown as Record<string, number>, ...ts);
 }
 
 export const bitwiseAnd = (a: TensorLike, b: TensorLike): Tensor => apply(bitwiseAndOp, "bitwiseAnd", [a, b]);

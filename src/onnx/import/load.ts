@@ -156,7 +156,8 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
   const outputs = graph.output.map((v) => valueInfo(v, limits));
   if (outputs.length === 0) throw new OnnxModelError("the model's graph has no outputs", "onnx.load");
   const staticNames = staticInputNames(graph, new Set(inputs.map((i) => i.name)));
-  const staticIndex = inputs.map((i) => staticNames.has(i.name));
+  // (only tensor inputs: a sequence or optional travels as it is)
+  const staticIndex = inputs.map((i) => i.kind === "tensor" && staticNames.has(i.name));
   const name = options.name ?? (graph.name || "onnx_model");
 
   const interpreter = new Interpreter({ opsets, functions, readTensor, maxElements: limits.maxElements, maxLoopIterations: options.maxLoopIterations ?? 2 ** 24 });
