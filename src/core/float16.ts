@@ -56,7 +56,7 @@ function roundHalfEven(v: number): number {
 /**
  * Source of `roundF16(x)`: x rounded to the nearest float16 value (ties to even; beyond the
  * largest float16 to infinity; NaN and the sign of zero kept). Generated kernels inline it
- * (backends/cpu/scalar-math.ts); `roundToFloat16` is the same function.
+ * (backends/cpu/js-expr.ts); `roundToFloat16` is the same function.
  */
 export const ROUND_F16_SOURCE = `
 function roundF16(x) {

@@ -22,7 +22,7 @@ export const bitcastOp = defineOp<{ dtype: DType }>({
     }
     return [{ shape: x.shape, dtype: attrs.dtype }];
   },
-  kernel: (inputs, attrs) => [bitcastInto(inputs[0]!.concrete(), inputs[0]!.dtype, attrs.dtype)],
+  kernels: { cpu: (inputs, attrs) => [bitcastInto(inputs[0]!.concrete(), inputs[0]!.dtype, attrs.dtype)] },
 });
 
 export function bitcast(x: TensorLike, dtype: DType): Tensor {

@@ -1,4 +1,5 @@
 /** The inverse hyperbolic functions asinh, acosh, atanh (float results, like the other transcendental ops). */
+import * as E from "../core/expr.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { callElementwise, defineElementwise, unaryVjp } from "./define-elementwise.js";
 import { add, div, mul, sub } from "./binary.js";
@@ -8,7 +9,7 @@ export const asinhOp = defineElementwise({
   name: "asinh",
   family: "unary",
   inputs: ["x"],
-  expr: "Math.asinh(a)",
+  expr: E.fn("asinh", E.a),
   dtype: "float",
   vjp: unaryVjp((x, _y, dy) => mul(dy, rsqrt(add(mul(x, x), 1)))),
 });
@@ -16,7 +17,7 @@ export const acoshOp = defineElementwise({
   name: "acosh",
   family: "unary",
   inputs: ["x"],
-  expr: "Math.acosh(a)",
+  expr: E.fn("acosh", E.a),
   dtype: "float",
   vjp: unaryVjp((x, _y, dy) => mul(dy, rsqrt(sub(mul(x, x), 1)))),
 });
@@ -24,7 +25,7 @@ export const atanhOp = defineElementwise({
   name: "atanh",
   family: "unary",
   inputs: ["x"],
-  expr: "Math.atanh(a)",
+  expr: E.fn("atanh", E.a),
   dtype: "float",
   vjp: unaryVjp((x, _y, dy) => div(dy, sub(1, mul(x, x)))),
 });

@@ -3,6 +3,7 @@
  * truncDiv rounds the quotient toward zero; fmod's result has the dividend's sign
  * (JavaScript's `%`). floorDiv and mod (binary.ts) are the floor-rounding (Python) pair.
  */
+import * as E from "../core/expr.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { callElementwise, defineElementwise } from "./define-elementwise.js";
 import { sumTo } from "./reduce.js";
@@ -11,14 +12,14 @@ import { neg } from "./unary.js";
 import { cast } from "./cast.js";
 
 /** a / b rounded toward zero (piecewise constant: no gradient). */
-export const truncDivOp = defineElementwise({ name: "truncDiv", family: "binary", inputs: ["a", "b"], expr: "Math.trunc(a / b)", dtype: "numeric" });
+export const truncDivOp = defineElementwise({ name: "truncDiv", family: "binary", inputs: ["a", "b"], expr: E.fn("trunc", E.div(E.a, E.b)), dtype: "numeric" });
 
 /** a - truncDiv(a, b) * b: the remainder with the dividend's sign. */
 export const fmodOp = defineElementwise({
   name: "fmod",
   family: "binary",
   inputs: ["a", "b"],
-  expr: "a % b",
+  expr: E.fn("fmod", E.a, E.b),
   dtype: "numeric",
   vjp: (ctx, cts) => {
     const [a, b] = ctx.inputs as [Tensor, Tensor];

@@ -127,15 +127,17 @@ export const conv2dOp: OpDef<Conv2dAttrs> = defineOp<Conv2dAttrs>({
     const dtype = checkConvDtypes("conv2d", x, w, "x", "w");
     return [{ shape: conv2dShape("conv2d", x.shape, w.shape, attrs), dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [x, w] = inputs as [Tensor, Tensor];
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    if (out.length > 0 && x.size > 0 && w.size > 0) {
-      const [, O, oH, oW] = o.shape as [number, number, number, number];
-      convKernels.conv2d(o.dtype as ConvDtype, x.concrete(), w.concrete(), out, convParams(x.shape, O, w.shape[2]!, w.shape[3]!, oH, oW, attrs));
-    }
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [x, w] = inputs as [Tensor, Tensor];
+      const o = outs[0]!;
+      const out = allocStorage(o.dtype, sizeOf(o.shape));
+      if (out.length > 0 && x.size > 0 && w.size > 0) {
+        const [, O, oH, oW] = o.shape as [number, number, number, number];
+        convKernels.conv2d(o.dtype as ConvDtype, x.concrete(), w.concrete(), out, convParams(x.shape, O, w.shape[2]!, w.shape[3]!, oH, oW, attrs));
+      }
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [x, w] = ctx.inputs as [Tensor, Tensor];
@@ -192,16 +194,18 @@ export const conv2dTransposeOp: OpDef<Conv2dTransposeAttrs> = defineOp<Conv2dTra
     }
     return [{ shape: [N, Og < 0 ? -1 : Og * g, oH, oW], dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [x, w] = inputs as [Tensor, Tensor];
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    if (out.length > 0 && x.size > 0 && w.size > 0) {
-      // The transpose of a conv2d from `out` (its input) to `x` (its output).
-      const p = convParams(o.shape, x.shape[1]!, w.shape[2]!, w.shape[3]!, x.shape[2]!, x.shape[3]!, attrs);
-      convKernels.conv2dBackpropInput(o.dtype as ConvDtype, x.concrete(), w.concrete(), out, p);
-    }
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [x, w] = inputs as [Tensor, Tensor];
+      const o = outs[0]!;
+      const out = allocStorage(o.dtype, sizeOf(o.shape));
+      if (out.length > 0 && x.size > 0 && w.size > 0) {
+        // The transpose of a conv2d from `out` (its input) to `x` (its output).
+        const p = convParams(o.shape, x.shape[1]!, w.shape[2]!, w.shape[3]!, x.shape[2]!, x.shape[3]!, attrs);
+        convKernels.conv2dBackpropInput(o.dtype as ConvDtype, x.concrete(), w.concrete(), out, p);
+      }
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [x, w] = ctx.inputs as [Tensor, Tensor];
@@ -243,15 +247,17 @@ export const conv2dBackpropFilterOp: OpDef<Conv2dBackpropFilterAttrs> = defineOp
     }
     return [{ shape: w, dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [x, dy] = inputs as [Tensor, Tensor];
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    if (out.length > 0 && x.size > 0 && dy.size > 0) {
-      const p = convParams(x.shape, dy.shape[1]!, attrs.filterSize[0], attrs.filterSize[1], dy.shape[2]!, dy.shape[3]!, attrs);
-      convKernels.conv2dBackpropFilter(o.dtype as ConvDtype, x.concrete(), dy.concrete(), out, p);
-    }
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [x, dy] = inputs as [Tensor, Tensor];
+      const o = outs[0]!;
+      const out = allocStorage(o.dtype, sizeOf(o.shape));
+      if (out.length > 0 && x.size > 0 && dy.size > 0) {
+        const p = convParams(x.shape, dy.shape[1]!, attrs.filterSize[0], attrs.filterSize[1], dy.shape[2]!, dy.shape[3]!, attrs);
+        convKernels.conv2dBackpropFilter(o.dtype as ConvDtype, x.concrete(), dy.concrete(), out, p);
+      }
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [x, dy] = ctx.inputs as [Tensor, Tensor];

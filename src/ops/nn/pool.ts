@@ -75,12 +75,14 @@ export const maxPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
     if (x.dtype === "bool") throw new DtypeError(`does not accept bool inputs`, "maxPool2d");
     return [{ shape: poolShape("maxPool2d", x.shape, attrs), dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    poolKernels.maxPool2d(x.concrete(), out, poolParams(x.shape, o.shape, attrs));
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const o = outs[0]!;
+      const out = allocStorage(o.dtype, sizeOf(o.shape));
+      poolKernels.maxPool2d(x.concrete(), out, poolParams(x.shape, o.shape, attrs));
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const x = ctx.inputs[0]!;
@@ -99,12 +101,14 @@ export const maxPool2dGradOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
     checkSame("maxPool2dGrad", x, dy, "x", "dy", poolShape("maxPool2dGrad", x.shape, attrs));
     return [{ shape: x.shape, dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [x, dy] = inputs as [Tensor, Tensor];
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    poolKernels.maxPool2dScatter(x.concrete(), dy.concrete(), out, poolParams(x.shape, dy.shape, attrs));
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [x, dy] = inputs as [Tensor, Tensor];
+      const o = outs[0]!;
+      const out = allocStorage(o.dtype, sizeOf(o.shape));
+      poolKernels.maxPool2dScatter(x.concrete(), dy.concrete(), out, poolParams(x.shape, dy.shape, attrs));
+      return [out];
+    },
   },
   // Piecewise constant in x (the argmax does not move under small changes); linear in dy.
   vjp(ctx, cts) {
@@ -123,12 +127,14 @@ export const maxPool2dGradGradOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
     checkSame("maxPool2dGradGrad", x, g, "x", "g", x.shape);
     return [{ shape: poolShape("maxPool2dGradGrad", x.shape, attrs), dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [x, g] = inputs as [Tensor, Tensor];
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    poolKernels.maxPool2dGather(x.concrete(), g.concrete(), out, poolParams(x.shape, o.shape, attrs));
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [x, g] = inputs as [Tensor, Tensor];
+      const o = outs[0]!;
+      const out = allocStorage(o.dtype, sizeOf(o.shape));
+      poolKernels.maxPool2dGather(x.concrete(), g.concrete(), out, poolParams(x.shape, o.shape, attrs));
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     return [null, applyOp1(maxPool2dGradOp, [ctx.inputs[0]!, cts[0]!], ctx.attrs)];
@@ -144,12 +150,14 @@ export const avgPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
     checkFloat("avgPool2d", "x", x);
     return [{ shape: poolShape("avgPool2d", x.shape, attrs), dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    poolKernels.avgPool2d(x.concrete(), out, poolParams(x.shape, o.shape, attrs));
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const o = outs[0]!;
+      const out = allocStorage(o.dtype, sizeOf(o.shape));
+      poolKernels.avgPool2d(x.concrete(), out, poolParams(x.shape, o.shape, attrs));
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const x = ctx.inputs[0]!;
@@ -176,12 +184,14 @@ export const avgPool2dGradOp: OpDef<AvgPool2dGradAttrs> = defineOp<AvgPool2dGrad
     }
     return [{ shape: xShape, dtype: dy.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const dy = inputs[0]!;
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    poolKernels.avgPool2dScatter(dy.concrete(), out, poolParams(o.shape, dy.shape, attrs));
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const dy = inputs[0]!;
+      const o = outs[0]!;
+      const out = allocStorage(o.dtype, sizeOf(o.shape));
+      poolKernels.avgPool2dScatter(dy.concrete(), out, poolParams(o.shape, dy.shape, attrs));
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     return [applyOp1(avgPool2dOp, [cts[0]!], poolOnly(ctx.attrs))];

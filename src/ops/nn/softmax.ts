@@ -69,13 +69,15 @@ function defineSoftmax(name: "softmax" | "logSoftmax", log: boolean): OpDef<Soft
       normalizeAxis(name, attrs.axis, x.shape.length);
       return [{ shape: x.shape, dtype: floatResult(x.dtype) }];
     },
-    kernel(inputs, attrs, outs) {
-      const x = inputs[0]!;
-      const o = outs[0]!;
-      const out = allocStorage(o.dtype, sizeOf(o.shape));
-      const [outer, n, inner] = splitAt(x.shape, attrs.axis);
-      softmaxKernel(x.concrete(), out, outer, n, inner, log);
-      return [out];
+    kernels: {
+      cpu(inputs, attrs, outs) {
+        const x = inputs[0]!;
+        const o = outs[0]!;
+        const out = allocStorage(o.dtype, sizeOf(o.shape));
+        const [outer, n, inner] = splitAt(x.shape, attrs.axis);
+        softmaxKernel(x.concrete(), out, outer, n, inner, log);
+        return [out];
+      },
     },
     vjp(ctx, cts) {
       const y = ctx.outputs[0]!;

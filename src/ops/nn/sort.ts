@@ -83,14 +83,16 @@ export const topKOp: OpDef<TopKAttrs> = defineOp<TopKAttrs>({
     const shape = [...x.shape.slice(0, -1), attrs.k];
     return [{ shape, dtype: x.dtype }, { shape, dtype: "int32" }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const n = x.shape[x.shape.length - 1]!;
-    const rows = n === 0 ? 0 : x.size / n;
-    const values = allocStorage(outs[0]!.dtype, sizeOf(outs[0]!.shape));
-    const indices = new Int32Array(sizeOf(outs[1]!.shape));
-    if (attrs.k > 0) topKRows(x.concrete(), rows, n, attrs.k, attrs.sorted, values, indices);
-    return [values, indices];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const n = x.shape[x.shape.length - 1]!;
+      const rows = n === 0 ? 0 : x.size / n;
+      const values = allocStorage(outs[0]!.dtype, sizeOf(outs[0]!.shape));
+      const indices = new Int32Array(sizeOf(outs[1]!.shape));
+      if (attrs.k > 0) topKRows(x.concrete(), rows, n, attrs.k, attrs.sorted, values, indices);
+      return [values, indices];
+    },
   },
   vjp(ctx, cts) {
     // dx[..., indices[..., j]] = dvalues[..., j]
@@ -108,12 +110,14 @@ export const sortOp: OpDef<SortAttrs> = defineOp<SortAttrs>({
     normalizeAxis("sort", attrs.axis, x.shape.length);
     return [{ shape: x.shape, dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const values = allocStorage(outs[0]!.dtype, x.size);
-    const [outer, n, inner] = splitAt(x.shape, attrs.axis);
-    sortAxis(x.concrete(), outer, n, inner, attrs.descending, values, null);
-    return [values];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const values = allocStorage(outs[0]!.dtype, x.size);
+      const [outer, n, inner] = splitAt(x.shape, attrs.axis);
+      sortAxis(x.concrete(), outer, n, inner, attrs.descending, values, null);
+      return [values];
+    },
   },
   vjp(ctx, cts) {
     // y[i] = x[perm[i]] along the axis, so dx[perm[i]] = dy[i].
@@ -132,12 +136,14 @@ export const argsortOp: OpDef<SortAttrs> = defineOp<SortAttrs>({
     normalizeAxis("argsort", attrs.axis, x.shape.length);
     return [{ shape: x.shape, dtype: "int32" }];
   },
-  kernel(inputs, attrs) {
-    const x = inputs[0]!;
-    const indices = new Int32Array(x.size);
-    const [outer, n, inner] = splitAt(x.shape, attrs.axis);
-    sortAxis(x.concrete(), outer, n, inner, attrs.descending, null, indices);
-    return [indices];
+  kernels: {
+    cpu(inputs, attrs) {
+      const x = inputs[0]!;
+      const indices = new Int32Array(x.size);
+      const [outer, n, inner] = splitAt(x.shape, attrs.axis);
+      sortAxis(x.concrete(), outer, n, inner, attrs.descending, null, indices);
+      return [indices];
+    },
   },
 });
 

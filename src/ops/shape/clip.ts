@@ -8,28 +8,24 @@ import { installMethods } from "../methods.js";
 import { sumTo } from "../reduce.js";
 import { where } from "../where.js";
 import { greater, less, logicalOr } from "../compare.js";
-import { elementwiseLoop } from "../../backends/cpu/elementwise.js";
-import { alloc } from "./common.js";
+import * as E from "../../core/expr.js";
+import { cpuElementwiseKernel } from "../define-elementwise.js";
 
 
+const { a, b, c } = E;
 /** NumPy order: max(x, lo) then min(., hi); NaN in x propagates. */
-const CLIP_EXPR = "(a < b ? (b > c ? c : b) : (a > c ? c : a))";
+const FORM: E.ElementwiseForm = { expr: E.select(E.lt(a, b), E.select(E.gt(b, c), c, b), E.select(E.gt(a, c), c, a)) };
 
 export const clipOp = defineOp({
   name: "clip",
   family: "shape",
   inputs: ["x", "min", "max"],
-  elementwise: { expr: CLIP_EXPR },
+  elementwise: FORM,
   infer(inputs) {
     const [x, lo, hi] = inputs as [TensorType, TensorType, TensorType];
     return [{ shape: broadcastShapesN("clip", [x.shape, lo.shape, hi.shape]), dtype: promoteTypes(promoteTypes(x.dtype, lo.dtype), hi.dtype) }];
   },
-  kernel(inputs, _attrs, outs) {
-    const o = outs[0]!;
-    const out = alloc(o);
-    elementwiseLoop(CLIP_EXPR, 3)(inputs.map((t) => t.concrete()), inputs.map((t) => t.shape), out, o.shape);
-    return [out];
-  },
+  kernels: { cpu: cpuElementwiseKernel(FORM) },
   vjp(ctx, cts) {
     const [x, lo, hi] = ctx.inputs as [Tensor, Tensor, Tensor];
     const dy = cts[0]!;

@@ -56,13 +56,15 @@ export const gatherElementsOp = defineOp<ElementsAttrs>({
     checkElementsIndices("gatherElements", x.shape, idx.shape, axis);
     return [{ shape: idx.shape, dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [x, idx] = inputs as [Tensor, Tensor];
-    const id = idx.concrete();
-    checkRange("gatherElements", id, idx.shape, x.shape[attrs.axis]!, `axis ${attrs.axis} of x (shape ${fmtShape(x.shape)})`);
-    const out = alloc(outs[0]!);
-    gatherElementsInto(x.concrete(), x.shape, id, idx.shape, attrs.axis, out);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [x, idx] = inputs as [Tensor, Tensor];
+      const id = idx.concrete();
+      checkRange("gatherElements", id, idx.shape, x.shape[attrs.axis]!, `axis ${attrs.axis} of x (shape ${fmtShape(x.shape)})`);
+      const out = alloc(outs[0]!);
+      gatherElementsInto(x.concrete(), x.shape, id, idx.shape, attrs.axis, out);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [x, idx] = ctx.inputs as [Tensor, Tensor];
@@ -93,13 +95,15 @@ export const scatterElementsOp = defineOp<ScatterAttrs>({
     }
     return [{ shape: x.shape, dtype: x.dtype }];
   },
-  kernel(inputs, attrs) {
-    const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
-    const id = idx.concrete();
-    checkRange("scatterElements", id, idx.shape, x.shape[attrs.axis]!, `axis ${attrs.axis} of x (shape ${fmtShape(x.shape)})`);
-    const out = x.concrete().slice();
-    scatterElementsInto(out, x.shape, id, idx.shape, upd.concrete(), attrs.axis, attrs.reduction);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs) {
+      const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
+      const id = idx.concrete();
+      checkRange("scatterElements", id, idx.shape, x.shape[attrs.axis]!, `axis ${attrs.axis} of x (shape ${fmtShape(x.shape)})`);
+      const out = x.concrete().slice();
+      scatterElementsInto(out, x.shape, id, idx.shape, upd.concrete(), attrs.axis, attrs.reduction);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [, idx, upd] = ctx.inputs as [Tensor, Tensor, Tensor];
@@ -144,17 +148,19 @@ export const scatterNDOp = defineOp<ScatterNDAttrs>({
     }
     return [{ shape: x.shape, dtype: x.dtype }];
   },
-  kernel(inputs, attrs) {
-    const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
-    const k = idx.shape[idx.rank - 1]!;
-    const id = idx.concrete();
-    for (let j = 0; j < id.length; j++) {
-      const n = x.shape[j % k]!;
-      if (!(id[j]! >= 0 && id[j]! < n)) throw new IndexError(`component ${j % k} of index tuple ${Math.floor(j / k)} is ${id[j]}, out of range for axis ${j % k} of x (shape ${fmtShape(x.shape)}, valid 0..${n - 1})`, "scatterND");
-    }
-    const out = x.concrete().slice();
-    scatterNDInto(out, stridesOf(x.shape).slice(0, k), prod(x.shape, k), id, id.length / k, upd.concrete(), attrs.reduction);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs) {
+      const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
+      const k = idx.shape[idx.rank - 1]!;
+      const id = idx.concrete();
+      for (let j = 0; j < id.length; j++) {
+        const n = x.shape[j % k]!;
+        if (!(id[j]! >= 0 && id[j]! < n)) throw new IndexError(`component ${j % k} of index tuple ${Math.floor(j / k)} is ${id[j]}, out of range for axis ${j % k} of x (shape ${fmtShape(x.shape)}, valid 0..${n - 1})`, "scatterND");
+      }
+      const out = x.concrete().slice();
+      scatterNDInto(out, stridesOf(x.shape).slice(0, k), prod(x.shape, k), id, id.length / k, upd.concrete(), attrs.reduction);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [, idx, upd] = ctx.inputs as [Tensor, Tensor, Tensor];

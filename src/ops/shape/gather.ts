@@ -27,15 +27,17 @@ export const gatherOp = defineOp<AxisAttrs>({
     const axis = checkAttrAxis("gather", attrs.axis, x.shape);
     return [{ shape: [...x.shape.slice(0, axis), ...idx.shape, ...x.shape.slice(axis + 1)], dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [x, idx] = inputs as [Tensor, Tensor];
-    const axis = attrs.axis;
-    const n = x.shape[axis]!;
-    const id = idx.concrete();
-    checkIndexRange("gather", id, idx.shape, n, axis, x.shape);
-    const out = alloc(outs[0]!);
-    gatherAxis(x.concrete(), prod(x.shape, 0, axis), n, prod(x.shape, axis + 1), id, out);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [x, idx] = inputs as [Tensor, Tensor];
+      const axis = attrs.axis;
+      const n = x.shape[axis]!;
+      const id = idx.concrete();
+      checkIndexRange("gather", id, idx.shape, n, axis, x.shape);
+      const out = alloc(outs[0]!);
+      gatherAxis(x.concrete(), prod(x.shape, 0, axis), n, prod(x.shape, axis + 1), id, out);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [x, idx] = ctx.inputs as [Tensor, Tensor];
@@ -72,27 +74,29 @@ export const gatherNDOp = defineOp<Record<string, never>>({
     }
     return [{ shape: [...idx.shape.slice(0, -1), ...x.shape.slice(k)], dtype: x.dtype }];
   },
-  kernel(inputs, _attrs, outs) {
-    const [x, idx] = inputs as [Tensor, Tensor];
-    const k = idx.shape[idx.rank - 1]!;
-    const id = idx.concrete();
-    const count = id.length / k;
-    for (let i = 0; i < count; i++) {
-      for (let d = 0; d < k; d++) {
-        const v = id[i * k + d]!;
-        const n = x.shape[d]!;
-        if (v < 0 || v >= n) {
-          const tuple = Array.from(id.subarray(i * k, i * k + k));
-          throw new IndexError(
-            `index tuple ${fmt(tuple)} at position ${positionOf(i, idx.shape.slice(0, -1))} of indices (shape ${fmtShape(idx.shape)}) is out of range: component ${d} is ${v} but axis ${d} of x (shape ${fmtShape(x.shape)}) has valid indices ${n > 0 ? `0..${n - 1}` : "none (it is empty)"}`,
-            "gatherND",
-          );
+  kernels: {
+    cpu(inputs, _attrs, outs) {
+      const [x, idx] = inputs as [Tensor, Tensor];
+      const k = idx.shape[idx.rank - 1]!;
+      const id = idx.concrete();
+      const count = id.length / k;
+      for (let i = 0; i < count; i++) {
+        for (let d = 0; d < k; d++) {
+          const v = id[i * k + d]!;
+          const n = x.shape[d]!;
+          if (v < 0 || v >= n) {
+            const tuple = Array.from(id.subarray(i * k, i * k + k));
+            throw new IndexError(
+              `index tuple ${fmt(tuple)} at position ${positionOf(i, idx.shape.slice(0, -1))} of indices (shape ${fmtShape(idx.shape)}) is out of range: component ${d} is ${v} but axis ${d} of x (shape ${fmtShape(x.shape)}) has valid indices ${n > 0 ? `0..${n - 1}` : "none (it is empty)"}`,
+              "gatherND",
+            );
+          }
         }
       }
-    }
-    const out = alloc(outs[0]!);
-    gatherNDInto(x.concrete(), stridesOf(x.shape).slice(0, k), prod(x.shape, k), id, count, out);
-    return [out];
+      const out = alloc(outs[0]!);
+      gatherNDInto(x.concrete(), stridesOf(x.shape).slice(0, k), prod(x.shape, k), id, count, out);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [x, idx] = ctx.inputs as [Tensor, Tensor];
@@ -149,16 +153,18 @@ export const scatterAddOp = defineOp<AxisAttrs>({
     }
     return [{ shape: x.shape, dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
-    const axis = attrs.axis;
-    const n = x.shape[axis]!;
-    const id = idx.concrete();
-    checkIndexRange("scatterAdd", id, idx.shape, n, axis, x.shape);
-    const out = x.concrete().slice();
-    scatterAddAxis(out, prod(x.shape, 0, axis), n, prod(x.shape, axis + 1), id, upd.concrete());
-    if (outs[0]!.dtype === "bool") for (let i = 0; i < out.length; i++) out[i] = out[i] ? 1 : 0;
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
+      const axis = attrs.axis;
+      const n = x.shape[axis]!;
+      const id = idx.concrete();
+      checkIndexRange("scatterAdd", id, idx.shape, n, axis, x.shape);
+      const out = x.concrete().slice();
+      scatterAddAxis(out, prod(x.shape, 0, axis), n, prod(x.shape, axis + 1), id, upd.concrete());
+      if (outs[0]!.dtype === "bool") for (let i = 0; i < out.length; i++) out[i] = out[i] ? 1 : 0;
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const idx = ctx.inputs[1]!;

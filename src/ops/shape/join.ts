@@ -41,20 +41,22 @@ export const concatOp = defineOp<AxisAttrs>({
     shape[axis] = total;
     return [{ shape, dtype: inputs[0]!.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const o = outs[0]!;
-    const out = alloc(o);
-    const axis = attrs.axis;
-    const outer = prod(o.shape, 0, axis);
-    const inner = prod(o.shape, axis + 1);
-    const row = o.shape[axis]! * inner;
-    let off = 0;
-    for (const t of inputs) {
-      const chunk = t.shape[axis]! * inner;
-      copyStrided(t.concrete(), 0, [chunk, 1], out, off, [row, 1], [outer, chunk]);
-      off += chunk;
-    }
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const o = outs[0]!;
+      const out = alloc(o);
+      const axis = attrs.axis;
+      const outer = prod(o.shape, 0, axis);
+      const inner = prod(o.shape, axis + 1);
+      const row = o.shape[axis]! * inner;
+      let off = 0;
+      for (const t of inputs) {
+        const chunk = t.shape[axis]! * inner;
+        copyStrided(t.concrete(), 0, [chunk, 1], out, off, [row, 1], [outer, chunk]);
+        off += chunk;
+      }
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const axis = ctx.attrs.axis;
@@ -110,14 +112,16 @@ export const stackOp = defineOp<AxisAttrs>({
     shape.splice(axis, 0, inputs.length);
     return [{ shape, dtype: inputs[0]!.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const out = alloc(outs[0]!);
-    const s = inputs[0]!.shape;
-    const outer = prod(s, 0, attrs.axis);
-    const inner = prod(s, attrs.axis);
-    const count = inputs.length;
-    for (let i = 0; i < count; i++) copyStrided(inputs[i]!.concrete(), 0, [inner, 1], out, i * inner, [count * inner, 1], [outer, inner]);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const out = alloc(outs[0]!);
+      const s = inputs[0]!.shape;
+      const outer = prod(s, 0, attrs.axis);
+      const inner = prod(s, attrs.axis);
+      const count = inputs.length;
+      for (let i = 0; i < count; i++) copyStrided(inputs[i]!.concrete(), 0, [inner, 1], out, i * inner, [count * inner, 1], [outer, inner]);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     return unstack(cts[0]!, ctx.attrs.axis);
@@ -142,17 +146,19 @@ export const unstackOp = defineOp<AxisAttrs>({
     const shape = x.shape.filter((_, i) => i !== axis);
     return Array.from({ length: x.shape[axis]! }, () => ({ shape, dtype: x.dtype }));
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const src = x.concrete();
-    const n = x.shape[attrs.axis]!;
-    const outer = prod(x.shape, 0, attrs.axis);
-    const inner = prod(x.shape, attrs.axis + 1);
-    return outs.map((o, k) => {
-      const out = alloc(o);
-      copyStrided(src, k * inner, [n * inner, 1], out, 0, [inner, 1], [outer, inner]);
-      return out;
-    });
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const src = x.concrete();
+      const n = x.shape[attrs.axis]!;
+      const outer = prod(x.shape, 0, attrs.axis);
+      const inner = prod(x.shape, attrs.axis + 1);
+      return outs.map((o, k) => {
+        const out = alloc(o);
+        copyStrided(src, k * inner, [n * inner, 1], out, 0, [inner, 1], [outer, inner]);
+        return out;
+      });
+    },
   },
   vjp(ctx, cts) {
     if (cts.every((c) => c === null)) return [null];
@@ -193,21 +199,23 @@ export const splitOp = defineOp<SplitAttrs>({
       return { shape, dtype: x.dtype };
     });
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const src = x.concrete();
-    const outer = prod(x.shape, 0, attrs.axis);
-    const inner = prod(x.shape, attrs.axis + 1);
-    const row = x.shape[attrs.axis]! * inner;
-    let off = 0;
-    return outs.map((o) => {
-      const chunk = o.shape[attrs.axis]! * inner;
-      // Along the leading axes each piece is one contiguous run.
-      const out = outer === 1 ? src.slice(off, off + chunk) : alloc(o);
-      if (outer !== 1) copyStrided(src, off, [row, 1], out, 0, [chunk, 1], [outer, chunk]);
-      off += chunk;
-      return out;
-    });
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const src = x.concrete();
+      const outer = prod(x.shape, 0, attrs.axis);
+      const inner = prod(x.shape, attrs.axis + 1);
+      const row = x.shape[attrs.axis]! * inner;
+      let off = 0;
+      return outs.map((o) => {
+        const chunk = o.shape[attrs.axis]! * inner;
+        // Along the leading axes each piece is one contiguous run.
+        const out = outer === 1 ? src.slice(off, off + chunk) : alloc(o);
+        if (outer !== 1) copyStrided(src, off, [row, 1], out, 0, [chunk, 1], [outer, chunk]);
+        off += chunk;
+        return out;
+      });
+    },
   },
   vjp(ctx, cts) {
     if (cts.every((c) => c === null)) return [null];

@@ -81,22 +81,24 @@ export const padOp = defineOp<PadAttrs>({
     }
     return [{ shape: x.shape.map((n, d) => (n < 0 ? -1 : n + p[d]![0] + p[d]![1])), dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const o = outs[0]!;
-    const out = alloc(o);
-    if (attrs.mode === "constant") {
-      const v = o.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
-      if (v !== 0) out.fill(v);
-      const ost = stridesOf(o.shape);
-      let off = 0;
-      attrs.paddings.forEach(([b], d) => (off += b * ost[d]!));
-      copyStrided(x.concrete(), 0, stridesOf(x.shape), out, off, ost, x.shape);
-    } else {
-      const maps = x.shape.map((n, d) => padIndexMap(attrs.mode, n, attrs.paddings[d]![0], attrs.paddings[d]![1]));
-      copyIndexMapped(x.concrete(), x.shape, maps, out);
-    }
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const o = outs[0]!;
+      const out = alloc(o);
+      if (attrs.mode === "constant") {
+        const v = o.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
+        if (v !== 0) out.fill(v);
+        const ost = stridesOf(o.shape);
+        let off = 0;
+        attrs.paddings.forEach(([b], d) => (off += b * ost[d]!));
+        copyStrided(x.concrete(), 0, stridesOf(x.shape), out, off, ost, x.shape);
+      } else {
+        const maps = x.shape.map((n, d) => padIndexMap(attrs.mode, n, attrs.paddings[d]![0], attrs.paddings[d]![1]));
+        copyIndexMapped(x.concrete(), x.shape, maps, out);
+      }
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const x = ctx.inputs[0]!;

@@ -45,14 +45,17 @@ function reshapeShape(inShape: Shape, target: unknown): number[] {
 export const reshapeOp = defineOp<ReshapeAttrs>({
   name: "reshape",
   family: "shape",
+  view: "reshape",
   inputs: ["x"],
   infer(inputs, attrs) {
     const x = inputs[0]!;
     return [{ shape: reshapeShape(x.shape, attrs.shape), dtype: x.dtype }];
   },
   // Storage is immutable once created, so a reshape shares it.
-  kernel(inputs) {
-    return [inputs[0]!.concrete()];
+  kernels: {
+    cpu(inputs) {
+      return [inputs[0]!.concrete()];
+    },
   },
   vjp(ctx, cts) {
     return [reshape(cts[0]!, ctx.inputs[0]!.shape)];
@@ -103,11 +106,13 @@ export const broadcastToOp = defineOp<BroadcastToAttrs>({
     checkBroadcastTo(x.shape, s);
     return [{ shape: s, dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const out = allocStorage(outs[0]!.dtype, sizeOf(attrs.shape));
-    elementwiseLoop("a", 1)([x.concrete()], [x.shape], out, attrs.shape);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const out = allocStorage(outs[0]!.dtype, sizeOf(attrs.shape));
+      elementwiseLoop("a", 1)([x.concrete()], [x.shape], out, attrs.shape);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     return [sumTo(cts[0]!, ctx.inputs[0]!)];
@@ -186,11 +191,13 @@ export const transposeOp = defineOp<TransposeAttrs>({
     const perm = normalizePerm("transpose", attrs.perm, x.shape);
     return [{ shape: perm.map((p) => x.shape[p]!), dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const out = alloc(outs[0]!);
-    transposeInto(x.concrete(), x.shape, attrs.perm, out);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const out = alloc(outs[0]!);
+      transposeInto(x.concrete(), x.shape, attrs.perm, out);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     return [transpose(cts[0]!, inversePerm(ctx.attrs.perm))];
@@ -212,6 +219,7 @@ export function transpose(x: TensorLike, perm?: readonly number[]): Tensor {
 export const expandDimsOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
   name: "expandDims",
   family: "shape",
+  view: "reshape",
   inputs: ["x"],
   infer(inputs, attrs) {
     const x = inputs[0]!;
@@ -221,7 +229,7 @@ export const expandDimsOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
     for (let i = 0, k = 0; i < outRank; i++) shape.push(axes.includes(i) ? 1 : x.shape[k++]!);
     return [{ shape, dtype: x.dtype }];
   },
-  kernel: (inputs) => [inputs[0]!.concrete()],
+  kernels: { cpu: (inputs) => [inputs[0]!.concrete()] },
   vjp(ctx, cts) {
     return [applyOp1(squeezeOp, [cts[0]!], { axes: ctx.attrs.axes })];
   },
@@ -240,6 +248,7 @@ export function expandDims(x: TensorLike, axis: number | readonly number[]): Ten
 export const squeezeOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
   name: "squeeze",
   family: "shape",
+  view: "reshape",
   inputs: ["x"],
   infer(inputs, attrs) {
     const x = inputs[0]!;
@@ -250,7 +259,7 @@ export const squeezeOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
     }
     return [{ shape: x.shape.filter((_, i) => !axes.includes(i)), dtype: x.dtype }];
   },
-  kernel: (inputs) => [inputs[0]!.concrete()],
+  kernels: { cpu: (inputs) => [inputs[0]!.concrete()] },
   vjp(ctx, cts) {
     return [applyOp1(expandDimsOp, [cts[0]!], { axes: ctx.attrs.axes })];
   },

@@ -72,19 +72,21 @@ export const sliceOp: OpDef<SliceAttrs> = defineOp<SliceAttrs>({
     const x = inputs[0]!;
     return [{ shape: sliceRanges("slice", x.shape, attrs).map((r) => r.len), dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const o = outs[0]!;
-    const out = alloc(o);
-    const ranges = sliceRanges("slice", x.shape, attrs);
-    const st = stridesOf(x.shape);
-    let off = 0;
-    const strides = ranges.map((r, d) => {
-      off += r.start * st[d]!;
-      return r.step * st[d]!;
-    });
-    copyStrided(x.concrete(), off, strides, out, 0, stridesOf(o.shape), o.shape);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const o = outs[0]!;
+      const out = alloc(o);
+      const ranges = sliceRanges("slice", x.shape, attrs);
+      const st = stridesOf(x.shape);
+      let off = 0;
+      const strides = ranges.map((r, d) => {
+        off += r.start * st[d]!;
+        return r.step * st[d]!;
+      });
+      copyStrided(x.concrete(), off, strides, out, 0, stridesOf(o.shape), o.shape);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const { begin, end, strides } = ctx.attrs;
@@ -134,19 +136,21 @@ export const sliceGradOp: OpDef<SliceGradAttrs> = defineOp<SliceGradAttrs>({
     }
     return [{ shape: shape.slice(), dtype: dy.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const dy = inputs[0]!;
-    const out = alloc(outs[0]!);
-    const shape = outs[0]!.shape;
-    const ranges = sliceRanges("sliceGrad", shape, attrs);
-    const st = stridesOf(shape);
-    let off = 0;
-    const strides = ranges.map((r, d) => {
-      off += r.start * st[d]!;
-      return r.step * st[d]!;
-    });
-    copyStrided(dy.concrete(), 0, stridesOf(dy.shape), out, off, strides, dy.shape);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const dy = inputs[0]!;
+      const out = alloc(outs[0]!);
+      const shape = outs[0]!.shape;
+      const ranges = sliceRanges("sliceGrad", shape, attrs);
+      const st = stridesOf(shape);
+      let off = 0;
+      const strides = ranges.map((r, d) => {
+        off += r.start * st[d]!;
+        return r.step * st[d]!;
+      });
+      copyStrided(dy.concrete(), 0, stridesOf(dy.shape), out, off, strides, dy.shape);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const { begin, end, strides } = ctx.attrs;

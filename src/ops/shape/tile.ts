@@ -43,17 +43,19 @@ export const tileOp = defineOp<TileAttrs>({
     const xs = tiledInputShape(x.shape, reps.length);
     return [{ shape: xs.map((n, d) => (reps[d] === 0 ? 0 : n < 0 ? -1 : n * reps[d]!)), dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const out = alloc(outs[0]!);
-    const xs = tiledInputShape(x.shape, attrs.reps.length);
-    const maps = xs.map((n, d) => {
-      const m = new Int32Array(n * attrs.reps[d]!);
-      for (let i = 0; i < m.length; i++) m[i] = i % n;
-      return m;
-    });
-    copyIndexMapped(x.concrete(), xs, maps, out);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const out = alloc(outs[0]!);
+      const xs = tiledInputShape(x.shape, attrs.reps.length);
+      const maps = xs.map((n, d) => {
+        const m = new Int32Array(n * attrs.reps[d]!);
+        for (let i = 0; i < m.length; i++) m[i] = i % n;
+        return m;
+      });
+      copyIndexMapped(x.concrete(), xs, maps, out);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const x = ctx.inputs[0]!;
@@ -90,18 +92,20 @@ export const flipOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
     checkSortedAxes("flip", attrs.axes, x.shape);
     return [{ shape: x.shape, dtype: x.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const out = alloc(outs[0]!);
-    const st = stridesOf(x.shape);
-    let off = 0;
-    const src = st.map((s, d) => {
-      if (!attrs.axes.includes(d)) return s;
-      off += (x.shape[d]! - 1) * s;
-      return -s;
-    });
-    copyStrided(x.concrete(), off, src, out, 0, st, x.shape);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const out = alloc(outs[0]!);
+      const st = stridesOf(x.shape);
+      let off = 0;
+      const src = st.map((s, d) => {
+        if (!attrs.axes.includes(d)) return s;
+        off += (x.shape[d]! - 1) * s;
+        return -s;
+      });
+      copyStrided(x.concrete(), off, src, out, 0, st, x.shape);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     return [applyOp1(flipOp, [cts[0]!], { axes: ctx.attrs.axes })];
