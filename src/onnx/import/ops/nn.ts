@@ -68,37 +68,38 @@ function padPairs(pads: number[], oneD: boolean): [[number, number], [number, nu
   return oneD ? [[0, 0], [pads[0]!, pads[1]!]] : [[pads[0]!, pads[2]!], [pads[1]!, pads[3]!]];
 }
 
+/** A Conv or ConvTranspose node's operands (1-D ones as 2-D) and the geometry of its spatial axes. */
+function convGeometry(n: NodeContext) {
+  const { x, oneD } = as2d(n, n.input(0));
+  const w = oneD ? ops.expandDims(n.input(1), 2) : n.input(1);
+  const k = oneD ? 1 : 2;
+  const kernel = oneD ? [w.shape[3]!] : [w.shape[2]!, w.shape[3]!];
+  const strides = n.ints("strides", new Array(k).fill(1));
+  const dilations = n.ints("dilations", new Array(k).fill(1));
+  const size = oneD ? [x.shape[3]!] : [x.shape[2]!, x.shape[3]!];
+  const keff = kernel.map((kk, i) => (kk - 1) * dilations[i]! + 1);
+  return { x, w, oneD, k, strides, dilations, size, keff };
+}
+
+/** The optional bias (input 2) added per channel, and a 1-D result back to 1-D. */
+function finishConv(n: NodeContext, y: Tensor, oneD: boolean): Tensor {
+  const b = n.optional(2);
+  return back1d(b === null ? y : ops.add(y, ops.reshape(b, [1, b.size, 1, 1])), oneD);
+}
+
 onnxOp("Conv", {
   run(n) {
-    const { x, oneD } = as2d(n, n.input(0));
-    let w = n.input(1);
-    if (oneD) w = ops.expandDims(w, 2);
-    const k = oneD ? 1 : 2;
-    const kernel = oneD ? [w.shape[3]!] : [w.shape[2]!, w.shape[3]!];
-    const strides = n.ints("strides", new Array(k).fill(1));
-    const dilations = n.ints("dilations", new Array(k).fill(1));
-    const size = oneD ? [x.shape[3]!] : [x.shape[2]!, x.shape[3]!];
-    const keff = kernel.map((kk, i) => (kk - 1) * dilations[i]! + 1);
+    const { x, w, oneD, strides, dilations, size, keff } = convGeometry(n);
     const pads = resolvePads(n, size, keff, strides);
-    let y = ops.conv2d(x, w, { strides: pair(strides, oneD, 1), dilations: pair(dilations, oneD, 1), padding: padPairs(pads, oneD), groups: n.int("group", 1) });
-    const b = n.optional(2);
-    if (b !== null) y = ops.add(y, ops.reshape(b, [1, b.size, 1, 1]));
-    return back1d(y, oneD);
+    const y = ops.conv2d(x, w, { strides: pair(strides, oneD, 1), dilations: pair(dilations, oneD, 1), padding: padPairs(pads, oneD), groups: n.int("group", 1) });
+    return finishConv(n, y, oneD);
   },
 });
 
 onnxOp("ConvTranspose", {
   run(n) {
-    const { x, oneD } = as2d(n, n.input(0));
-    let w = n.input(1);
-    if (oneD) w = ops.expandDims(w, 2);
-    const k = oneD ? 1 : 2;
-    const kernel = oneD ? [w.shape[3]!] : [w.shape[2]!, w.shape[3]!];
-    const strides = n.ints("strides", new Array(k).fill(1));
-    const dilations = n.ints("dilations", new Array(k).fill(1));
+    const { x, w, oneD, k, strides, dilations, size, keff } = convGeometry(n);
     const outPad = n.ints("output_padding", new Array(k).fill(0));
-    const size = oneD ? [x.shape[3]!] : [x.shape[2]!, x.shape[3]!];
-    const keff = kernel.map((kk, i) => (kk - 1) * dilations[i]! + 1);
     let pads: number[];
     const outputShape = n.ints("output_shape");
     const autoPad = n.string("auto_pad", "NOTSET");
@@ -127,16 +128,14 @@ onnxOp("ConvTranspose", {
         pads[i + k] = Math.max(0, pads[i + k]!);
       }
     }
-    let y = ops.conv2dTranspose(x, w, {
+    const y = ops.conv2dTranspose(x, w, {
       strides: pair(strides, oneD, 1),
       dilations: pair(dilations, oneD, 1),
       padding: padPairs(pads, oneD),
       outputPadding: pair(outPad, oneD, 0),
       groups: n.int("group", 1),
     });
-    const b = n.optional(2);
-    if (b !== null) y = ops.add(y, ops.reshape(b, [1, b.size, 1, 1]));
-    return back1d(y, oneD);
+    return finishConv(n, y, oneD);
   },
 });
 

@@ -89,6 +89,12 @@ const zeroPast = (valid: Tensor | null, h: Tensor): Tensor => (valid === null ? 
 /** Direction d's slice of a [dirs, ...] weight. */
 const dirSlice = (w: Tensor, d: number): Tensor => ops.squeeze(ops.slice(w, [d], [d + 1]), 0);
 
+/** Direction d's input weights W, recurrent weights R and bias B (null when the node has none). */
+function directionWeights(n: NodeContext, d: number): { w: Tensor; r: Tensor; b: Tensor | null } {
+  const B = n.optional(3);
+  return { w: dirSlice(n.input(1), d), r: dirSlice(n.input(2), d), b: B === null ? null : dirSlice(B, d) };
+}
+
 /** Packs per-direction outputs: Y [seq, dirs, batch, hidden] (or layout 1) and the final states. */
 function outputs(c: Common, ys: Tensor[][], finals: Tensor[][]): Tensor[] {
   // ys[d][t]: [batch, hidden]
@@ -125,13 +131,11 @@ function scanDirection<S extends Tensor[]>(c: Common, d: number, state: S, step:
 onnxOp("RNN", {
   run(n) {
     const c = common(n, ["Tanh"]);
-    const [W, R, B] = [n.input(1), n.input(2), n.optional(3)];
+    const W = n.input(1);
     const ys: Tensor[][] = [];
     const hs: Tensor[] = [];
     for (let d = 0; d < c.dirs; d++) {
-      const w = dirSlice(W, d);
-      const r = dirSlice(R, d);
-      const b = B === null ? null : dirSlice(B, d);
+      const { w, r, b } = directionWeights(n, d);
       const bias = b === null ? null : ops.add(ops.slice(b, [0], [c.hidden]), ops.slice(b, [c.hidden], [2 * c.hidden]));
       const f = c.acts[d]!;
       const run = scanDirection(c, d, [initial(n, c, 5, d, W.dtype)], (x, [h], valid) => {
@@ -149,15 +153,13 @@ onnxOp("RNN", {
 onnxOp("GRU", {
   run(n) {
     const c = common(n, ["Sigmoid", "Tanh"]);
-    const [W, R, B] = [n.input(1), n.input(2), n.optional(3)];
+    const W = n.input(1);
     const H = c.hidden;
     const lbr = n.int("linear_before_reset", 0) !== 0;
     const ys: Tensor[][] = [];
     const hs: Tensor[] = [];
     for (let d = 0; d < c.dirs; d++) {
-      const w = dirSlice(W, d);
-      const r = dirSlice(R, d);
-      const b = B === null ? null : dirSlice(B, d);
+      const { w, r, b } = directionWeights(n, d);
       const gate = (t: Tensor, k: number): Tensor => ops.slice(t, [k * H], [(k + 1) * H]);
       const part = (m: Tensor, k: number): Tensor => ops.slice(m, [k * H], [(k + 1) * H]);
       const [f, g] = [c.acts[2 * d]!, c.acts[2 * d + 1]!];
@@ -184,16 +186,14 @@ onnxOp("GRU", {
 onnxOp("LSTM", {
   run(n) {
     const c = common(n, ["Sigmoid", "Tanh", "Tanh"]);
-    const [W, R, B, P] = [n.input(1), n.input(2), n.optional(3), n.optional(7)];
+    const [W, P] = [n.input(1), n.optional(7)];
     const H = c.hidden;
     const coupled = n.int("input_forget", 0) !== 0;
     const ys: Tensor[][] = [];
     const hs: Tensor[] = [];
     const cs: Tensor[] = [];
     for (let d = 0; d < c.dirs; d++) {
-      const w = dirSlice(W, d);
-      const r = dirSlice(R, d);
-      const b = B === null ? null : dirSlice(B, d);
+      const { w, r, b } = directionWeights(n, d);
       const p = P === null ? null : dirSlice(P, d);
       const bias = b === null ? null : ops.add(ops.slice(b, [0], [4 * H]), ops.slice(b, [4 * H], [8 * H]));
       const [f, g, h] = [c.acts[3 * d]!, c.acts[3 * d + 1]!, c.acts[3 * d + 2]!];
