@@ -139,3 +139,18 @@ test("an optional input that an op reads at trace time is a typed error, not a c
   assert.deepEqual(m.staticInputs, []);
   assert.throws(() => m(sc.scalar(3, "int32")), (e: unknown) => e instanceof onnx.OnnxUnsupportedError && /start must be known when the model is traced/.test((e as Error).message));
 });
+
+test("onnxruntime-node is optional: without it the error says how to add it", async () => {
+  assert.equal(onnx.hasOnnxRuntime(), true);
+  assert.throws(
+    () => onnx.loadOnnxRuntime("onnxruntime-node-not-installed"),
+    (e: unknown) => e instanceof onnx.OnnxRuntimeMissingError && /npm install onnxruntime-node@1\.30/.test((e as Error).message),
+  );
+  // and with it, a model built here runs in onnxruntime as it runs here
+  const g = onnx.makeGraph([onnx.makeNode("Gemm", ["x", "w"], ["y"], { transB: 1, alpha: 0.5 })], "g", [onnx.makeValueInfo("x", "float32", [2, 3])], [onnx.makeValueInfo("y", "float32", [2, 4])], [{ name: "w", value: sc.reshape(sc.arange(0, 12, 1, "float32"), [4, 3]) }]);
+  const bytes = onnx.modelBytes(onnx.makeModel(g));
+  const x = sc.tensor([[1, 2, 3], [-1, 0, 4]], "float32");
+  const ours = onnx.load(bytes)(x) as sc.Tensor;
+  const theirs = (await onnx.runOnnxRuntime(bytes, { x })).y!;
+  assert.equal(onnx.mismatch(ours, theirs), null);
+});

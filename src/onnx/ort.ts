@@ -15,11 +15,16 @@ export type OrtSession = import("onnxruntime-node").InferenceSession;
 
 let ort: Ort | null = null;
 
-/** The onnxruntime-node module; OnnxRuntimeMissingError (saying how to add it) when it is not installed. */
-export function loadOnnxRuntime(): Ort {
-  if (ort !== null) return ort;
+/**
+ * The onnxruntime-node module; OnnxRuntimeMissingError (saying how to add it) when it is not
+ * installed. (`moduleName` is for tests of that error.)
+ */
+export function loadOnnxRuntime(moduleName = "onnxruntime-node"): Ort {
+  if (ort !== null && moduleName === "onnxruntime-node") return ort;
   try {
-    ort = createRequire(import.meta.url)("onnxruntime-node") as Ort;
+    const m = createRequire(import.meta.url)(moduleName) as Ort;
+    if (moduleName !== "onnxruntime-node") return m;
+    ort = m;
   } catch (e) {
     throw new OnnxRuntimeMissingError(
       `onnxruntime-node is not installed (it is an optional dependency of stagecraft): add it with \`npm install onnxruntime-node@1.30\` ` +
