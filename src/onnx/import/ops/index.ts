@@ -13,3 +13,4 @@ import "./sequence.js";
 import "./composite.js";
 import "./quantize.js";
 import "./grid-sample.js";
+import "./data-dependent.js";
