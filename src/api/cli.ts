@@ -4,8 +4,8 @@
  * runs ONNX backend node test cases and prints passed/failed/skipped, per op family, with reasons.
  */
 import { writeFileSync, existsSync } from "node:fs";
-import "../api/index.js";
-import { runConformance, formatReport } from "./conformance.js";
+import "./index.js";
+import { runConformance, formatReport } from "../onnx/conformance.js";
 
 const USAGE = `usage: stagecraft onnx-conformance <dir> [--filter REGEX] [--verbose] [--json FILE]
 
