@@ -8,6 +8,7 @@ import type { DType } from "../core/dtype.js";
 import { encode, AttributeType } from "./protobuf.js";
 import { elemTypeOfDtype } from "./dtypes.js";
 import { tensorToProto } from "./tensor-proto.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 /** An attribute value: numbers (int if integral and `ints`/`int` not forced), strings, tensors, graphs, lists. */
 export type AttributeValue = number | string | number[] | string[] | Tensor | GraphObject | { ints: number[] } | { floats: number[] } | { int: number } | { float: number };
@@ -34,6 +35,7 @@ export function makeAttribute(name: string, value: AttributeValue): Record<strin
 }
 
 export function makeNode(opType: string, inputs: string[], outputs: string[], attributes: Record<string, AttributeValue> = {}, options: { name?: string; domain?: string } = {}): Record<string, unknown> {
+  checkOptions("onnx.makeNode", options, ["name", "domain"]);
   return {
     op_type: opType,
     input: inputs,
@@ -79,7 +81,10 @@ export interface ModelOptions {
   functions?: Record<string, unknown>[];
 }
 
+const MODEL_OPTIONS = optionKeys<ModelOptions>()("opset", "irVersion", "opsets", "producer", "functions");
+
 export function makeModel(graph: GraphObject, options: ModelOptions = {}): Record<string, unknown> {
+  checkOptions("onnx.makeModel", options, MODEL_OPTIONS);
   const { __graph: _, ...g } = graph;
   return {
     ir_version: options.irVersion ?? 8,

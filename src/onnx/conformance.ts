@@ -14,6 +14,7 @@ import { mismatch, NODE_TEST_TOLERANCE, type Tolerance } from "./compare.js";
 import { OnnxUnsupportedError } from "./errors.js";
 import { load } from "./import/load.js";
 import { supportedOnnxOps } from "./import/op-table.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 
 export type CaseStatus = "passed" | "failed" | "skipped";
 
@@ -33,6 +34,8 @@ export interface ConformanceOptions {
   /** Called after each case (progress). */
   onCase?: (r: CaseResult, index: number, total: number) => void;
 }
+
+const CONFORMANCE_OPTIONS = optionKeys<ConformanceOptions>()("filter", "tolerance", "onCase");
 
 export interface ConformanceReport {
   results: CaseResult[];
@@ -117,6 +120,7 @@ export function runCase(caseDir: string, tol: Tolerance = NODE_TEST_TOLERANCE): 
 
 /** Runs every case of `dir`. */
 export function runConformance(dir: string, options: ConformanceOptions = {}): ConformanceReport {
+  checkOptions("onnx.runConformance", options, CONFORMANCE_OPTIONS);
   const cases = listCases(dir).filter((c) => !options.filter || options.filter.test(c));
   const results: CaseResult[] = [];
   cases.forEach((c, i) => {

@@ -8,6 +8,7 @@ import { Tensor } from "../core/tensor.js";
 import { allocStorage, type DType } from "../core/dtype.js";
 import { floatToHalfBits as floatToHalf, halfBitsToFloat as halfToFloat } from "../core/float16.js";
 import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
+import { checkOptions } from "../core/options.js";
 
 type Ort = typeof import("onnxruntime-node");
 type OrtTensor = import("onnxruntime-node").Tensor;
@@ -50,6 +51,7 @@ export function hasOnnxRuntime(): boolean {
  * data beside it); the CPU provider unless others are given.
  */
 export async function createSession(model: Uint8Array | string, options: { executionProviders?: string[] } = {}): Promise<OrtSession> {
+  checkOptions("onnx.createSession", options, ["executionProviders"]);
   const o = loadOnnxRuntime();
   try {
     const opts = { executionProviders: options.executionProviders ?? ["cpu"] };

@@ -17,6 +17,7 @@ import { Variable } from "../../core/variable.js";
 import { isFloat, type DType } from "../../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../../core/errors.js";
 import { fmtShape } from "../../core/shape.js";
+import { checkOptions, optionKeys } from "../../core/options.js";
 import { stage, type StagedFunction } from "../../staging/stage.js";
 import type { ConcreteFunction } from "../../staging/concrete-function.js";
 import { decode, has, int64, type FunctionProto, type GraphProto, type ModelProto, type TensorProto, type ValueInfoProto } from "../protobuf.js";
@@ -51,6 +52,7 @@ export interface LoadOptions {
    */
   maxLoopIterations?: number;
 }
+const LOAD_OPTIONS = optionKeys<LoadOptions>()("maxElements", "baseDir", "name", "trainable", "maxLoopIterations");
 
 /** A declared input or output: dtype and shape (a dim is a number, a symbolic name, or null). */
 export interface OnnxValueInfo {
@@ -97,6 +99,7 @@ export interface OnnxModel {
 
 /** Loads an ONNX model from bytes or a file path. */
 export function load(source: Uint8Array | string, options: LoadOptions = {}): OnnxModel {
+  checkOptions("onnx.load", options, LOAD_OPTIONS);
   let bytes: Uint8Array;
   let baseDir = options.baseDir ?? null;
   let what = "the model bytes";
