@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { halfBitsToFloat, floatToHalfBits, roundToFloat16 } from "../src/core/float16.js";
+import { cloneProgram, cse } from "../src/api/internals.js";
 
 const arr = (t: sc.Tensor) => Array.from(t.dataSync());
 
@@ -58,6 +59,20 @@ test("bitwise ops and shifts: 64-bit operands exact beyond 32 bits; shifts past 
   assert.deepEqual(arr(sc.bitShiftLeft(sc.tensor([3], "uint64"), sc.tensor([40], "uint64"))), [3 * 2 ** 40]);
   assert.deepEqual(arr(sc.bitShiftRight(sc.tensor([-8], "int8"), sc.tensor([1], "int8"))), [-4]);
   assert.throws(() => sc.bitwiseAnd(sc.tensor([1.5]), sc.tensor([1])), sc.DtypeError);
+});
+
+test("bitwiseAnd/Or/Xor declare that their operands commute (CSE merges f(a, b) and f(b, a)); the shifts do not", () => {
+  const a = sc.tensor([2 ** 40 + 6, -3, 12], "int64"),
+    b = sc.tensor([2 ** 40 + 3, 5, -1], "int64");
+  for (const op of ["bitwiseAnd", "bitwiseOr", "bitwiseXor"] as const) {
+    assert.equal(sc.getOp(op).commutative, true, op);
+    assert.deepEqual(arr(sc[op](a, b)), arr(sc[op](b, a)), `${op} commutes`);
+    const cf = sc.stage((x: sc.Tensor, y: sc.Tensor) => sc.add(sc[op](x, y), sc[op](y, x)), { autograph: false }).concrete(a, b);
+    const { graph, library } = cloneProgram(cf.graph, cf.library);
+    cse(graph, library);
+    assert.equal(graph.nodes.filter((n) => n.op === op).length, 1, `${op}(a, b) and ${op}(b, a) are one node after CSE`);
+  }
+  for (const op of ["bitShiftLeft", "bitShiftRight"]) assert.notEqual(sc.getOp(op).commutative, true, op);
 });
 
 test("bitcast reads the same bytes as another dtype of the same width", () => {

@@ -33,7 +33,7 @@ function attrsOf(op: string, dtypes: DType[]): BitAttrs {
   return { wide: d === "int64" || d === "uint64" ? 1 : 0, unsigned: isUnsigned(d) ? 1 : 0 };
 }
 
-function bitwise(name: string, inputs: string[], form: BitForm): OpDef<BitAttrs> {
+function bitwise(name: string, inputs: string[], form: BitForm, commutative = false): OpDef<BitAttrs> {
   const source = (a: BitAttrs): string => {
     if (!a.wide) return form.narrow(a);
     const asN = a.unsigned ? "BigInt.asUintN" : "BigInt.asIntN";
@@ -43,6 +43,7 @@ function bitwise(name: string, inputs: string[], form: BitForm): OpDef<BitAttrs>
     name,
     family: "bitwise",
     inputs,
+    ...(commutative ? { commutative: true } : {}),
     infer(types: readonly TensorType[], attrs): TensorType[] {
       const want = attrsOf(name, types.map((t) => t.dtype));
       if (attrs?.wide !== want.wide || attrs?.unsigned !== want.unsigned) {
@@ -67,9 +68,9 @@ function bitwise(name: string, inputs: string[], form: BitForm): OpDef<BitAttrs>
   });
 }
 
-export const bitwiseAndOp = bitwise("bitwiseAnd", ["a", "b"], { narrow: () => "(a & b)", wide: "(BigInt(a) & BigInt(b))" });
-export const bitwiseOrOp = bitwise("bitwiseOr", ["a", "b"], { narrow: () => "(a | b)", wide: "(BigInt(a) | BigInt(b))" });
-export const bitwiseXorOp = bitwise("bitwiseXor", ["a", "b"], { narrow: () => "(a ^ b)", wide: "(BigInt(a) ^ BigInt(b))" });
+export const bitwiseAndOp = bitwise("bitwiseAnd", ["a", "b"], { narrow: () => "(a & b)", wide: "(BigInt(a) & BigInt(b))" }, true);
+export const bitwiseOrOp = bitwise("bitwiseOr", ["a", "b"], { narrow: () => "(a | b)", wide: "(BigInt(a) | BigInt(b))" }, true);
+export const bitwiseXorOp = bitwise("bitwiseXor", ["a", "b"], { narrow: () => "(a ^ b)", wide: "(BigInt(a) ^ BigInt(b))" }, true);
 export const bitwiseNotOp = bitwise("bitwiseNot", ["x"], { narrow: () => "(~a)", wide: "(~BigInt(a))" });
 export const bitShiftLeftOp = bitwise("bitShiftLeft", ["a", "b"], { narrow: () => "(b >= 32 || b < 0 ? 0 : a << b)", wide: "(b >= 64 || b < 0 ? 0n : BigInt(a) << BigInt(b))" });
 export const bitShiftRightOp = bitwise("bitShiftRight", ["a", "b"], {
