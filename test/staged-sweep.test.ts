@@ -16,7 +16,10 @@ import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { Rng } from "./util/rng.js";
 import { allCases } from "./grad-cases/index.js";
-import { cases as stagedCases, type StagedCase } from "./staged-cases.js";
+import { cases as baseStagedCases, type StagedCase } from "./staged-cases.js";
+import { cases as dtypeCases } from "./staged-cases-dtypes.js";
+
+const stagedCases: StagedCase[] = [...baseStagedCases, ...dtypeCases];
 
 /** Registry ops that need no case here, with the reason. */
 const EXCLUDED: Record<string, string> = {};

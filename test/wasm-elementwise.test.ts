@@ -8,6 +8,7 @@ import { compileGraph } from "../src/api/internals.js";
 import { Rng } from "./util/rng.js";
 import { bindAttrs, formFor } from "../src/core/expr.js";
 import { simdRenderable } from "../src/backends/cpu/wasm/simd-expr.js";
+import { roundToFloat16 } from "../src/core/float16.js";
 
 const f32 = Math.fround;
 const TANH_RANGE = 7.90531110763549805;
@@ -175,4 +176,21 @@ test("below the size threshold, other dtypes and ops without a SIMD form use the
   checkAgainstEager("exp has no SIMD form", (p) => sc.exp(p.mul(0.01)), [big], 0);
   const f64 = sc.cast(big, "float64");
   checkAgainstEager("float64 stays in JavaScript", (p) => p.add(1), [f64], 0);
+});
+
+test("float16 (float32 storage, values rounded to float16) never runs as SIMD: its loops round every step", () => {
+  const rng = new Rng(11);
+  const big = sc.cast(tensorOf([20, 30], rng), "float16");
+  const other = sc.cast(tensorOf([30], rng), "float16");
+  // the same ops on float32 run as SIMD (one fused loop): float16 must not
+  checkAgainstEager("float32 twin", (p, q) => sc.relu(p.mul(1.001).add(q)), [sc.cast(big, "float32"), sc.cast(other, "float32")], 1);
+  checkAgainstEager("float16 chain", (p, q) => sc.relu(p.mul(1.001).add(q)), [big, other], 0);
+  checkAgainstEager("float16 tanh and sqrt", (p) => [sc.tanh(p), sc.sqrt(sc.abs(p))], [big], 0);
+  // float32 steps around float16 ones: the float32 loops (before and after) run as SIMD, the float16 ones in JavaScript
+  checkAgainstEager("float32 through float16 and back", (p) => sc.cast(sc.cast(p.mul(3), "float16").add(0.1), "float32").mul(0.5), [sc.cast(big, "float32")], 2);
+  const h = sc.stage((p: sc.Tensor) => p.mul(1.001).add(other), { autograph: false });
+  for (let call = 0; call < 2; call++) {
+    const got = h(big).dataSync();
+    for (const v of got) assert.equal(v, roundToFloat16(v), "every stored value is a float16 number");
+  }
 });

@@ -20,7 +20,11 @@ export {
   neg, abs, sign, exp, log, log1p, expm1, sqrt, rsqrt, square, reciprocal, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh,
   sigmoid, relu, softplus, erf, gelu, floor, ceil, round, isNaN, isFinite, leakyRelu, elu,
 } from "../ops/unary.js";
+export { asinh, acosh, atanh } from "../ops/hyperbolic.js";
 export { add, sub, mul, div, floorDiv, mod, pow, maximum, minimum, atan2, squaredDifference } from "../ops/binary.js";
+export { truncDiv, fmod } from "../ops/remainder.js";
+export { bitwiseAnd, bitwiseOr, bitwiseXor, bitwiseNot, bitShiftLeft, bitShiftRight } from "../ops/bitwise.js";
+export { bitcast } from "../ops/bitcast.js";
 export { equal, notEqual, less, lessEqual, greater, greaterEqual, logicalAnd, logicalOr, logicalXor, logicalNot } from "../ops/compare.js";
 export { where } from "../ops/where.js";
 export { cast } from "../ops/cast.js";
@@ -30,6 +34,7 @@ export {
   reshape, broadcastTo, broadcastLike, transpose, expandDims, squeeze, concat, stack, unstack, split, slice, gather, gatherND,
   scatterAdd, pad, tile, flip, clip, type PadMode,
 } from "../ops/shape.js";
+export { gatherElements, scatterElements, scatterND, type ScatterReduction } from "../ops/shape/elements.js";
 export { matmul, dot, outer, einsum } from "../ops/linalg.js";
 export {
   softmax, logSoftmax, conv2d, conv2dTranspose, maxPool2d, avgPool2d, topK, sort, argsort,
@@ -70,3 +75,4 @@ export * as nn from "../nn/index.js";
 export * as optim from "../optim/index.js";
 export * as io from "../io/index.js";
 export * as data from "../data/index.js";
+export * as onnx from "../onnx/index.js";

@@ -66,6 +66,14 @@ export const SCALAR_FUNCTIONS = {
   roundHalfEven: 1,
   /** Number.isFinite (a boolean). */
   isFinite: 1,
+  // added for ONNX import (C-style integer division and remainder, inverse hyperbolics)
+  /** Math.trunc: rounds toward zero. */
+  trunc: 1,
+  /** The remainder with the dividend's sign, exact (C's fmod; JavaScript's `%`). */
+  fmod: 2,
+  asinh: 1,
+  acosh: 1,
+  atanh: 1,
 } as const;
 
 export type ScalarFn = keyof typeof SCALAR_FUNCTIONS;
@@ -310,6 +318,8 @@ export function evaluateExpr(e: Expr, operands: readonly number[]): number | boo
           return roundHalfEven(v(x));
         case "isFinite":
           return Number.isFinite(v(x));
+        case "fmod":
+          return v(x) % v(y);
         default:
           return Math[e.fn](v(x));
       }

@@ -11,6 +11,7 @@ import { DtypeError, ShapeError, StagecraftError, ValueError } from "./errors.js
 import { formatTensor } from "./format.js";
 import { currentDevice, HOST_DEVICE } from "./device.js";
 import { isTracing } from "./context.js";
+import { roundToFloat16 } from "./float16.js";
 
 let nextId = 1;
 
@@ -214,7 +215,21 @@ export function makeTensor(op: string, value: TensorLike, shape?: Shape, dtype?:
     flat = value as ArrayLike<number>;
     inferredShape = [value.length];
     inferredDtype =
-      value instanceof Float64Array ? "float64" : value instanceof Int32Array ? "int32" : value instanceof Uint8Array ? "uint8" : "float32";
+      value instanceof Float64Array
+        ? "float64"
+        : value instanceof Int32Array
+          ? "int32"
+          : value instanceof Uint8Array
+            ? "uint8"
+            : value instanceof Int8Array
+              ? "int8"
+              : value instanceof Int16Array
+                ? "int16"
+                : value instanceof Uint16Array
+                  ? "uint16"
+                  : value instanceof Uint32Array
+                    ? "uint32"
+                    : "float32";
   } else if (typeof value === "number" || typeof value === "boolean") {
     flat = [value];
     inferredShape = [];
@@ -237,7 +252,8 @@ export function makeTensor(op: string, value: TensorLike, shape?: Shape, dtype?:
   }
   const data = allocStorage(d, flat.length);
   if (d === "bool") for (let i = 0; i < flat.length; i++) data[i] = flat[i] ? 1 : 0;
-  else if (d === "int64") for (let i = 0; i < flat.length; i++) data[i] = Math.trunc(Number(flat[i]));
+  else if (d === "int64" || d === "uint64") for (let i = 0; i < flat.length; i++) data[i] = Math.trunc(Number(flat[i]));
+  else if (d === "float16") for (let i = 0; i < flat.length; i++) data[i] = roundToFloat16(Number(flat[i]));
   else for (let i = 0; i < flat.length; i++) data[i] = Number(flat[i]);
   return new Tensor(data, finalShape, d);
 }

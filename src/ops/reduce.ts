@@ -113,7 +113,8 @@ export function reduceAttrs(op: string, x: Tensor, axis: AxisArg, keepDims: bool
   return { axes: normalizeAxes(op, axis, x.rank), keepDims: !!keepDims };
 }
 
-const sumDtype = (d: DType): DType => (d === "bool" || d === "uint8" ? "int32" : d);
+/** Sums of bool and of integers narrower than 32 bits accumulate in int32 (as matmul's products do). */
+const sumDtype = (d: DType): DType => (d === "bool" || d === "uint8" || d === "int8" || d === "int16" || d === "uint16" ? "int32" : d);
 const floatDtype = (d: DType): DType => (isFloat(d) ? d : DEFAULT_FLOAT);
 const sameDtype = (d: DType): DType => d;
 

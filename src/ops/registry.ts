@@ -9,6 +9,7 @@
  * executors run them (they have no kernels).
  */
 import type { DType } from "../core/dtype.js";
+import { roundStorageToFloat16 } from "../core/float16.js";
 import type { ElementwiseForm, ElementwiseGroup, ReductionForm } from "../core/expr.js";
 import type { Tensor } from "../core/tensor.js";
 import type { TensorType } from "../core/tensor-type.js";
@@ -182,8 +183,30 @@ export type AnyOpDef = OpDef | StructuralOpDef;
 const registry = new Map<string, AnyOpDef>();
 
 export function defineOp<A>(def: OpDef<A>): OpDef<A> {
+  roundsFloat16Outputs(def);
   register(def as OpDef);
   return def;
+}
+
+/**
+ * float16 values live in Float32Array storage on the CPU (core/dtype.ts): every CPU kernel
+ * computes as for float32 and its float16 outputs are rounded here, once for every op, so that
+ * no kernel has to know (the compiled loops round their stores the same way:
+ * backends/cpu/js-expr.ts storeConversion).
+ */
+function roundsFloat16Outputs<A>(def: OpDef<A>): void {
+  const kernel = def.kernels.cpu;
+  if (kernel === undefined) return;
+  def.kernels.cpu = (inputs, attrs, outs) => {
+    const data = kernel(inputs, attrs, outs);
+    for (let i = 0; i < outs.length; i++) {
+      if (outs[i]!.dtype === "float16") {
+        const d = data[i];
+        if (d instanceof Float32Array) roundStorageToFloat16(d);
+      }
+    }
+    return data;
+  };
 }
 
 export function defineStructuralOp<A>(def: StructuralOpDef<A>): StructuralOpDef<A> {

@@ -7,9 +7,13 @@
  */
 import type { DType } from "../../core/dtype.js";
 import { renderExpr, SCALAR_HELPERS_JS, type Expr, type ExprRenderer, type ScalarFn } from "../../core/expr.js";
+import { ROUND_F16_SOURCE } from "../../core/float16.js";
 
-/** The helper functions rendered source calls (erf, roundHalfEven): put it before generated loops. */
-export const SCALAR_PRELUDE = SCALAR_HELPERS_JS;
+/**
+ * The helper functions rendered source calls (erf, roundHalfEven) and the float16 rounding of
+ * stores (roundF16): put it before generated loops.
+ */
+export const SCALAR_PRELUDE = SCALAR_HELPERS_JS + ROUND_F16_SOURCE;
 
 const INFIX: Partial<Record<ScalarFn, string>> = {
   add: "+",
@@ -59,6 +63,8 @@ const renderer = (operands: readonly string[]): ExprRenderer<string> => ({
         return `(!${x})`;
       case "select":
         return `(${x} ? ${y} : ${z})`;
+      case "fmod":
+        return `(${x} % ${y})`;
       default:
         return `Math.${fn}(${args.join(", ")})`;
     }
@@ -70,11 +76,24 @@ export function storeConversion(dtype: DType, expr: string): string {
   switch (dtype) {
     case "float32":
       return `Math.fround(${expr})`;
+    case "float16":
+      // float16 storage is a Float32Array holding float16 values (core/dtype.ts): a store rounds
+      // to float32 and the kernel's output is then rounded to float16 (ops/registry.ts)
+      return `roundF16(Math.fround(${expr}))`;
     case "float64":
     case "int64":
+    case "uint64":
       return `(+(${expr}))`;
     case "int32":
       return `((${expr}) | 0)`;
+    case "uint32":
+      return `((${expr}) >>> 0)`;
+    case "int16":
+      return `(((${expr}) << 16) >> 16)`;
+    case "uint16":
+      return `((${expr}) & 65535)`;
+    case "int8":
+      return `(((${expr}) << 24) >> 24)`;
     case "uint8":
     case "bool":
       return `((${expr}) & 255)`;

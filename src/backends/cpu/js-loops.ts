@@ -56,7 +56,8 @@ export function elementwiseSource(id: string, outShape: readonly number[], input
     steps.forEach((s, k) => {
       const v = val(numIn + k);
       const expr = jsSource(s.expr, s.args.map(val));
-      const needConv = usedLater.has(numIn + k);
+      // (float16 storage is a Float32Array, which does not round to float16: stored values convert too)
+      const needConv = usedLater.has(numIn + k) || s.dtype === "float16";
       out.push(`const ${v} = ${needConv ? storeConversion(s.dtype, expr) : `(${expr})`};`);
     });
     return out;
@@ -215,7 +216,9 @@ export function reduceSource(id: string, form: ReductionForm, x: string, out: st
     lines.push(`${O}.fill(${v});`);
     return `{\n${lines.join("\n")}\n}`;
   }
-  const fin = r.mean ? `${storeConversion(outDtype, "acc")} / ${red}` : "acc";
+  let fin = r.mean ? `${storeConversion(outDtype, "acc")} / ${red}` : "acc";
+  // float16 results are what the kernel gives (float32 arithmetic) rounded to float16 once.
+  if (outDtype === "float16") fin = r.mean ? `roundF16(Math.fround(Math.fround(acc) / ${red}))` : storeConversion(outDtype, "acc");
   let loop: string;
   if (red <= 8) {
     const parts = [`let v = ${X}[b]; let acc = ${r.first};`];

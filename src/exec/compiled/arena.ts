@@ -6,7 +6,7 @@
  * WebAssembly gemm instance's when the graph has WebAssembly nodes, so those address everything
  * in place.
  */
-import { storageCtor, type TypedArray } from "../../core/dtype.js";
+import { storageBytes, storageCtor, type TypedArray } from "../../core/dtype.js";
 import { sizeOf } from "../../core/shape.js";
 import { gemmInstance } from "../../backends/cpu/wasm/gemm.js";
 import { elementwiseInstance, elementwiseModule, type SimdLoop } from "../../backends/cpu/wasm/elementwise.js";
@@ -71,8 +71,7 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
   const bufOffsets: number[] = [];
   buffers.forEach((b, i) => {
     const ctor = storageCtor(b.dtype);
-    const bytes = (ctor as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
-    const at = reserve(b.size * bytes);
+    const at = reserve(b.size * storageBytes(b.dtype));
     bufNames.push(`B${i}`);
     bufOffsets.push(at);
     setup.push(`const B${i} = new ${ctor.name}(ARENA, ${at}, ${b.size});`);

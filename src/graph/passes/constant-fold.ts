@@ -13,6 +13,7 @@
  * lets prune drop) are also copied into the regions (where folding and simplification can see
  * them); prune then drops the operand.
  */
+import { roundToFloat16 } from "../../core/float16.js";
 import { allocStorage } from "../../core/dtype.js";
 import type { Tensor } from "../../core/tensor.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../ir.js";
@@ -40,7 +41,8 @@ export function isConstantSource(node: Node): boolean {
 /**
  * The value every element of `v` has, when `v` is produced by a `fill` node or a `constant`
  * node whose elements are all equal; null otherwise. The value is what the storage of v's
- * dtype holds (so -0 stays -0 only in float dtypes, and 0.1 in float32 is fround(0.1)).
+ * dtype holds (so -0 stays -0 only in float dtypes, and 0.1 in float32 is fround(0.1); float16
+ * values are rounded to float16 as its kernels' outputs are).
  */
 export function uniformValueOf(v: Value): number | null {
   const p = v.producer;
@@ -52,7 +54,7 @@ export function uniformValueOf(v: Value): number | null {
     if (typeof value !== "number") return null;
     // fill stores nothing for a zero value (so -0 becomes +0).
     cell[0] = dtype === "bool" ? (value ? 1 : 0) : value === 0 ? 0 : value;
-    return cell[0]!;
+    return dtype === "float16" ? roundToFloat16(cell[0]!) : cell[0]!;
   }
   if (p.op === constantOp.name) {
     const values = p.attrs.values;
@@ -61,7 +63,7 @@ export function uniformValueOf(v: Value): number | null {
     if (typeof first !== "number") return null;
     for (let i = 1; i < values.length; i++) if (!Object.is(values[i], first)) return null;
     cell[0] = dtype === "bool" ? (first ? 1 : 0) : first;
-    return cell[0]!;
+    return dtype === "float16" ? roundToFloat16(cell[0]!) : cell[0]!;
   }
   return null;
 }

@@ -29,7 +29,7 @@
  *   input is read one to one, element i for output element i) and the input is managed (not
  *   a graph input, not a variable's storage). Such nodes are in `inPlace`.
  */
-import type { DType } from "../../core/dtype.js";
+import { storageBytes, type DType } from "../../core/dtype.js";
 import { FunctionLibrary, type Graph, type Value } from "../ir.js";
 import { EffectAnalysis, isFullyKnown, registryDef, sizeOfType } from "./util.js";
 
@@ -46,17 +46,7 @@ export interface MemoryPlan {
 }
 
 export function bytesPerElement(d: DType): number {
-  switch (d) {
-    case "float64":
-    case "int64":
-      return 8;
-    case "float32":
-    case "int32":
-      return 4;
-    case "uint8":
-    case "bool":
-      return 1;
-  }
+  return storageBytes(d);
 }
 
 interface AliasClass {

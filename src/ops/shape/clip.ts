@@ -1,7 +1,7 @@
 /** clip: limits values to [min, max] (an elementwise op of three operands). */
 import { broadcastShapesN } from "../../core/shape.js";
 import { Tensor, type TensorLike } from "../../core/tensor.js";
-import { isFloat, promoteTypes, type DType } from "../../core/dtype.js";
+import { dtypeRange, isFloat, promoteTypes, type DType } from "../../core/dtype.js";
 import { applyOp1, defineOp, type TensorType } from "../registry.js";
 import { scalarOf, toTensor, toTensorsWeak } from "../convert.js";
 import { installMethods } from "../methods.js";
@@ -41,10 +41,10 @@ export const clipOp = defineOp({
 });
 
 function lowest(d: DType): number {
-  return d === "int32" ? -(2 ** 31) : d === "int64" ? -(2 ** 53) : d === "uint8" || d === "bool" ? 0 : -Infinity;
+  return dtypeRange(d)[0];
 }
 function highest(d: DType): number {
-  return d === "int32" ? 2 ** 31 - 1 : d === "int64" ? 2 ** 53 : d === "uint8" ? 255 : d === "bool" ? 1 : Infinity;
+  return dtypeRange(d)[1];
 }
 
 /**
