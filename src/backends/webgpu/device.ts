@@ -1,0 +1,114 @@
+/**
+ * The main thread's view of one WebGPU device: buffer and kernel ids, and the commands that act on
+ * them (sent through a transport, transport.ts). Kernels are registered once per WGSL source; the
+ * runtime compiles each source's pipeline once.
+ */
+import type { BindingLayout, PlanStep } from "./protocol.js";
+import { openTransport, type DeviceDescription, type RuntimeStats, type Transport, type TransportChoice } from "./transport.js";
+import { IS_NODE, type DeviceLimits, type GpuOptions } from "./gpu-api.js";
+
+export interface KernelSource {
+  /** WGSL with an entry point named `main`. */
+  source: string;
+  layout: BindingLayout;
+  /** For error messages and GPU debuggers. */
+  label: string;
+}
+
+export interface WebGpuOpenOptions extends GpuOptions {
+  /** Node only: "worker" (default; synchronous reads work) or "main" (as in a browser: async reads only). */
+  thread?: TransportChoice;
+}
+
+export class GpuDevice {
+  private nextBuffer = 1;
+  private nextKernel = 1;
+  private nextPlan = 1;
+  private readonly kernelIds = new Map<string, number>();
+  /** Bytes in buffers the main thread holds (live tensors and plans' scratch), and their count. */
+  liveBytes = 0;
+  liveBuffers = 0;
+
+  private constructor(readonly transport: Transport) {}
+
+  static async open(options: WebGpuOpenOptions = {}): Promise<GpuDevice | string> {
+    const t = await openTransport(options, IS_NODE);
+    return typeof t === "string" ? t : new GpuDevice(t);
+  }
+
+  get description(): DeviceDescription {
+    return this.transport.description;
+  }
+  get limits(): DeviceLimits {
+    return this.transport.description.limits;
+  }
+
+  alloc(bytes: number): number {
+    const id = this.nextBuffer++;
+    this.transport.send({ k: "alloc", id, bytes: Math.max(4, bytes) });
+    this.liveBytes += bytes;
+    this.liveBuffers++;
+    return id;
+  }
+
+  free(id: number, bytes: number): void {
+    this.transport.send({ k: "free", id });
+    this.liveBytes -= bytes;
+    this.liveBuffers--;
+  }
+
+  /** Writes words into buffer `id` at byte `offset` (the data is copied when sent). */
+  write(id: number, data: ArrayBufferView, offset = 0): void {
+    if (data.byteLength > 0) this.transport.send({ k: "write", id, offset, data });
+  }
+
+  kernel(k: KernelSource): number {
+    const key = k.layout + "\n" + k.source;
+    let id = this.kernelIds.get(key);
+    if (id === undefined) {
+      id = this.nextKernel++;
+      this.kernelIds.set(key, id);
+      this.transport.send({ k: "kernel", id, source: k.source, layout: k.layout, label: k.label });
+    }
+    return id;
+  }
+
+  run(kernel: number, buffers: number[], params: Uint32Array | null, groups: readonly [number, number, number]): void {
+    this.transport.send({ k: "run", kernel, buffers, params, groups });
+  }
+
+  copy(src: number, srcOffset: number, dst: number, dstOffset: number, bytes: number): void {
+    if (bytes > 0) this.transport.send({ k: "copy", src, srcOffset, dst, dstOffset, bytes });
+  }
+
+  plan(steps: PlanStep[]): number {
+    const id = this.nextPlan++;
+    this.transport.send({ k: "plan", id, plan: steps });
+    return id;
+  }
+  runPlan(id: number, buffers: number[]): void {
+    this.transport.send({ k: "runPlan", id, buffers });
+  }
+  dropPlan(id: number): void {
+    this.transport.send({ k: "dropPlan", id });
+  }
+
+  read(id: number, bytes: number, offset = 0): Promise<ArrayBuffer> {
+    return this.transport.read(id, offset, bytes);
+  }
+  readSync(id: number, bytes: number, offset = 0): ArrayBuffer {
+    return this.transport.readSync(id, offset, bytes);
+  }
+  flush(): void {
+    this.transport.flush();
+  }
+  finish(): Promise<void> {
+    return this.transport.finish();
+  }
+  stats(): Promise<RuntimeStats> {
+    return this.transport.stats();
+  }
+  close(): void {
+    this.transport.close();
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The worker thread that holds the GPU device in Node (transport.ts WorkerTransport). It executes
+ * each posted batch of commands in order, then submits; reads are answered by message (async) or
+ * through the shared buffer the main thread blocks on (sync).
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { openDevice, type GpuOptions } from "./gpu-api.js";
+import { GpuRuntime } from "./runtime.js";
+import type { Command } from "./protocol.js";
+import { SYNC_DONE, SYNC_ERROR_BYTES, SYNC_FAILED, SYNC_HEADER_BYTES } from "./protocol.js";
+
+const port = parentPort!;
+const opened = await openDevice((workerData as { options: GpuOptions }).options);
+if (typeof opened === "string") {
+  port.postMessage({ k: "failed", reason: opened });
+} else {
+  const runtime = new GpuRuntime(opened.device, opened.keepAlive);
+  /** An error from a command of a batch, reported with the next read (commands have no replies). */
+  let deferred: string | null = null;
+
+  const failShared = (shared: SharedArrayBuffer, message: string) => {
+    const state = new Int32Array(shared, 0, 2);
+    const bytes = new TextEncoder().encode(message).slice(0, SYNC_ERROR_BYTES);
+    new Uint8Array(shared, SYNC_HEADER_BYTES, bytes.length).set(bytes);
+    state[1] = bytes.length;
+    Atomics.store(state, 0, SYNC_FAILED);
+    Atomics.notify(state, 0);
+  };
+
+  const answer = (c: Extract<Command, { k: "read" | "finish" | "stats" }>) => {
+    const pendingError = deferred;
+    deferred = null;
+    const work: Promise<unknown> =
+      pendingError !== null
+        ? Promise.reject(new Error(pendingError))
+        : c.k === "read"
+          ? runtime.read(c.id, c.offset, c.bytes)
+          : c.k === "finish"
+            ? runtime.finish().then(() => {
+                const errs = runtime.takeErrors();
+                if (errs.length > 0) throw new Error(errs.join("; "));
+              })
+            : Promise.resolve({ compiled: runtime.compiled, compileMs: runtime.compileMs });
+    work.then(
+      (result) => {
+        if (c.k === "read" && c.shared) {
+          const state = new Int32Array(c.shared, 0, 2);
+          new Uint8Array(c.shared, SYNC_HEADER_BYTES, c.bytes).set(new Uint8Array(result as ArrayBuffer));
+          Atomics.store(state, 0, SYNC_DONE);
+          Atomics.notify(state, 0);
+        } else if (c.k === "read") port.postMessage({ k: "data", ticket: c.ticket, data: result }, [result as ArrayBuffer]);
+        else port.postMessage({ k: c.k, ticket: c.ticket, stats: result });
+      },
+      (e: Error) => {
+        if (c.k === "read" && c.shared) failShared(c.shared, e.message);
+        else port.postMessage({ k: "error", ticket: c.ticket, message: e.message });
+      },
+    );
+  };
+
+  port.on("message", (m: { k: "batch"; cmds: Command[] }) => {
+    for (const c of m.cmds) {
+      if (c.k === "read" || c.k === "finish" || c.k === "stats") {
+        answer(c);
+        continue;
+      }
+      try {
+        runtime.execute(c);
+      } catch (e) {
+        deferred ??= (e as Error).message;
+      }
+    }
+    runtime.flush();
+  });
+  port.postMessage({ k: "ready", description: { adapterInfo: opened.adapterInfo, limits: opened.limits, features: opened.features } });
+}

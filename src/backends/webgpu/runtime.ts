@@ -1,0 +1,302 @@
+/**
+ * The GPU runtime: executes protocol commands on one GPUDevice, on whichever thread holds it (a
+ * worker in Node, the main thread in a browser).
+ *
+ * - Buffers come from a pool of size classes, so the allocate/free pattern of eager code does not
+ *   create a GPUBuffer per op.
+ * - Dispatches are recorded into one open compute pass; the command buffer is submitted when a read
+ *   needs it, when the batch is full, or when the sender says its batch ended (flush).
+ * - Kernel parameters of a whole batch go into one uniform buffer, written once before the submit
+ *   (each dispatch binds its own 256-byte-aligned slice).
+ * - Pipelines are compiled once per kernel source and cached.
+ */
+import type { BindingLayout, Command, PlanStep } from "./protocol.js";
+
+const PARAM_SLOT = 256; // minUniformBufferOffsetAlignment is at most 256
+const PARAM_CAPACITY = 1 << 16;
+const MAX_DISPATCHES_PER_SUBMIT = 256;
+const POOL_MAX_FREE_BYTES = 512 * 1024 * 1024;
+
+/** The size class a request of `bytes` is served from (pool buckets waste at most 1/8). */
+export function sizeClass(bytes: number): number {
+  const b = Math.max(bytes, 16);
+  if (b <= 1024) return Math.ceil(b / 64) * 64;
+  const top = 2 ** Math.floor(Math.log2(b));
+  const step = top / 8;
+  return Math.ceil(b / step) * step;
+}
+
+interface Kernel {
+  pipeline: GPUComputePipeline;
+  layout: GPUBindGroupLayout;
+  bindings: BindingLayout;
+}
+
+export class GpuRuntime {
+  private readonly buffers = new Map<number, GPUBuffer>();
+  private readonly kernels = new Map<number, Kernel>();
+  private readonly pipelineCache = new Map<string, Kernel>();
+  private readonly layouts = new Map<string, GPUBindGroupLayout>();
+  private readonly pool = new Map<number, GPUBuffer[]>();
+  private poolBytes = 0;
+  private readonly stagingPool = new Map<number, GPUBuffer[]>();
+  private readonly plans = new Map<number, PlanStep[]>();
+
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private dispatches = 0;
+  /** Buffers the unsubmitted batch touches: writing one of them must wait for a submit. */
+  private readonly touched = new Set<GPUBuffer>();
+  private readonly destroyAfterSubmit: GPUBuffer[] = [];
+  private readonly paramHost = new Uint8Array(PARAM_CAPACITY);
+  private paramUsed = 0;
+  private readonly paramGpu: GPUBuffer;
+  private readonly errors: string[] = [];
+  /** Time spent creating pipelines (ms) and how many: the first-call compile cost. */
+  compileMs = 0;
+  compiled = 0;
+
+  constructor(
+    readonly device: GPUDevice,
+    /** Keeps the GPU instance and adapter alive as long as the device (see gpu-api.ts). */
+    readonly keepAlive: unknown,
+  ) {
+    this.paramGpu = device.createBuffer({ size: PARAM_CAPACITY, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: "params" });
+    device.addEventListener?.("uncapturederror", (e) => this.errors.push((e as GPUUncapturedErrorEvent).error.message));
+    if (!device.addEventListener) (device as { onuncapturederror: unknown }).onuncapturederror = (e: GPUUncapturedErrorEvent) => this.errors.push(e.error.message);
+    void device.lost.then((info) => this.errors.push(`the GPU device was lost (${info.reason}): ${info.message}`));
+  }
+
+  /** Errors the device reported since the last call (validation, out of memory, device lost). */
+  takeErrors(): string[] {
+    return this.errors.splice(0, this.errors.length);
+  }
+
+  execute(c: Command): void {
+    switch (c.k) {
+      case "alloc":
+        this.buffers.set(c.id, this.take(c.bytes));
+        return;
+      case "free": {
+        const b = this.buffers.get(c.id);
+        if (b) {
+          this.buffers.delete(c.id);
+          this.give(b);
+        }
+        return;
+      }
+      case "write": {
+        const b = this.buffer(c.id);
+        if (this.touched.has(b)) this.flush();
+        this.device.queue.writeBuffer(b, c.offset, c.data.buffer, c.data.byteOffset, c.data.byteLength);
+        return;
+      }
+      case "kernel":
+        this.kernels.set(c.id, this.pipelineFor(c.source, c.layout, c.label));
+        return;
+      case "run":
+        this.dispatch(this.kernel(c.kernel), c.buffers.map((id) => this.buffer(id)), c.params, c.groups);
+        return;
+      case "copy":
+        this.copy(this.buffer(c.src), c.srcOffset, this.buffer(c.dst), c.dstOffset, c.bytes);
+        return;
+      case "read":
+      case "finish":
+      case "stats":
+        throw new Error(`webgpu runtime: ${c.k} is answered by the transport`);
+      case "plan":
+        this.plans.set(c.id, c.plan);
+        return;
+      case "dropPlan":
+        this.plans.delete(c.id);
+        return;
+      case "runPlan":
+        this.runPlan(c.id, c.buffers);
+        return;
+    }
+  }
+
+  private buffer(id: number): GPUBuffer {
+    const b = this.buffers.get(id);
+    if (!b) throw new Error(`webgpu runtime: buffer ${id} does not exist (freed or never allocated)`);
+    return b;
+  }
+
+  private kernel(id: number): Kernel {
+    const k = this.kernels.get(id);
+    if (!k) throw new Error(`webgpu runtime: kernel ${id} was never registered`);
+    return k;
+  }
+
+  private take(bytes: number): GPUBuffer {
+    const size = sizeClass(bytes);
+    const free = this.pool.get(size);
+    if (free && free.length > 0) {
+      this.poolBytes -= size;
+      return free.pop()!;
+    }
+    return this.device.createBuffer({ size, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+  }
+
+  private give(b: GPUBuffer): void {
+    if (this.poolBytes + b.size > POOL_MAX_FREE_BYTES) {
+      // (a buffer the unsubmitted batch uses is destroyed after the submit: the GPU still needs it)
+      if (this.touched.has(b)) this.destroyAfterSubmit.push(b);
+      else b.destroy();
+      return;
+    }
+    let free = this.pool.get(b.size);
+    if (!free) this.pool.set(b.size, (free = []));
+    free.push(b);
+    this.poolBytes += b.size;
+  }
+
+  private bindGroupLayout(bindings: BindingLayout): GPUBindGroupLayout {
+    let l = this.layouts.get(bindings);
+    if (!l) {
+      const entries: GPUBindGroupLayoutEntry[] = [];
+      for (let i = 0; i < bindings.length; i++) {
+        const c = bindings[i]!;
+        entries.push({
+          binding: i,
+          visibility: GPUShaderStage.COMPUTE,
+          buffer: { type: c === "u" ? "uniform" : c === "r" ? "read-only-storage" : "storage" },
+        });
+      }
+      l = this.device.createBindGroupLayout({ entries });
+      this.layouts.set(bindings, l);
+    }
+    return l;
+  }
+
+  private pipelineFor(source: string, bindings: BindingLayout, label: string): Kernel {
+    const key = bindings + "\n" + source;
+    let k = this.pipelineCache.get(key);
+    if (!k) {
+      const t0 = performance.now();
+      const layout = this.bindGroupLayout(bindings);
+      const module = this.device.createShaderModule({ code: source, label });
+      const pipeline = this.device.createComputePipeline({
+        layout: this.device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+        compute: { module, entryPoint: "main" },
+        label,
+      });
+      this.compileMs += performance.now() - t0;
+      this.compiled++;
+      k = { pipeline, layout, bindings };
+      this.pipelineCache.set(key, k);
+    }
+    return k;
+  }
+
+  private computePass(): GPUComputePassEncoder {
+    if (!this.pass) {
+      if (!this.encoder) this.encoder = this.device.createCommandEncoder();
+      this.pass = this.encoder.beginComputePass();
+    }
+    return this.pass;
+  }
+
+  private endPass(): GPUCommandEncoder {
+    if (this.pass) {
+      this.pass.end();
+      this.pass = null;
+    }
+    if (!this.encoder) this.encoder = this.device.createCommandEncoder();
+    return this.encoder;
+  }
+
+  private dispatch(k: Kernel, buffers: GPUBuffer[], params: Uint32Array | null, groups: readonly [number, number, number]): void {
+    if (groups[0] * groups[1] * groups[2] === 0) return;
+    if (params && this.paramUsed + PARAM_SLOT > PARAM_CAPACITY) this.flush();
+    const entries: GPUBindGroupEntry[] = new Array(k.bindings.length);
+    for (let i = 0; i < buffers.length; i++) {
+      entries[i] = { binding: i, resource: { buffer: buffers[i]! } };
+      this.touched.add(buffers[i]!);
+    }
+    if (params) {
+      const bytes = params.byteLength;
+      if (bytes > PARAM_SLOT) throw new Error(`webgpu runtime: kernel parameters of ${bytes} bytes exceed ${PARAM_SLOT}`);
+      this.paramHost.set(new Uint8Array(params.buffer, params.byteOffset, bytes), this.paramUsed);
+      entries[buffers.length] = { binding: buffers.length, resource: { buffer: this.paramGpu, offset: this.paramUsed, size: PARAM_SLOT } };
+      this.paramUsed += PARAM_SLOT;
+    }
+    const pass = this.computePass();
+    pass.setPipeline(k.pipeline);
+    pass.setBindGroup(0, this.device.createBindGroup({ layout: k.layout, entries }));
+    pass.dispatchWorkgroups(groups[0], groups[1], groups[2]);
+    if (++this.dispatches >= MAX_DISPATCHES_PER_SUBMIT) this.flush();
+  }
+
+  private copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, bytes: number): void {
+    if (bytes === 0) return;
+    this.endPass().copyBufferToBuffer(src, srcOffset, dst, dstOffset, bytes);
+    this.touched.add(src);
+    this.touched.add(dst);
+  }
+
+  private runPlan(id: number, slots: number[]): void {
+    const plan = this.plans.get(id);
+    if (!plan) throw new Error(`webgpu runtime: plan ${id} was never recorded`);
+    const bufs = slots.map((s) => this.buffer(s));
+    for (const s of plan) {
+      if (s.k === "run") this.dispatch(this.kernel(s.kernel), s.slots.map((i) => bufs[i]!), s.params, s.groups);
+      else this.copy(bufs[s.src]!, s.srcOffset, bufs[s.dst]!, s.dstOffset, s.bytes);
+    }
+  }
+
+  /** Submits what is recorded (with the batch's parameters). */
+  flush(): void {
+    if (!this.encoder) return;
+    if (this.pass) {
+      this.pass.end();
+      this.pass = null;
+    }
+    if (this.paramUsed > 0) this.device.queue.writeBuffer(this.paramGpu, 0, this.paramHost.buffer, 0, this.paramUsed);
+    this.device.queue.submit([this.encoder.finish()]);
+    this.encoder = null;
+    this.dispatches = 0;
+    this.paramUsed = 0;
+    this.touched.clear();
+    for (const b of this.destroyAfterSubmit.splice(0)) b.destroy();
+  }
+
+  /** Copies `bytes` of buffer `id` back to the host (after everything recorded before it). */
+  async read(id: number, offset: number, bytes: number): Promise<ArrayBuffer> {
+    const size = sizeClass(bytes);
+    const free = this.stagingPool.get(size);
+    const staging = free?.pop() ?? this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    if (bytes > 0) this.endPass().copyBufferToBuffer(this.buffer(id), offset, staging, 0, bytes);
+    this.flush();
+    try {
+      await staging.mapAsync(GPUMapMode.READ, 0, size);
+    } catch (e) {
+      const errs = this.takeErrors();
+      throw new Error(errs.length > 0 ? errs.join("; ") : `mapAsync failed: ${(e as Error).message}`);
+    }
+    const out = staging.getMappedRange(0, size).slice(0, bytes);
+    staging.unmap();
+    let list = this.stagingPool.get(size);
+    if (!list) this.stagingPool.set(size, (list = []));
+    if (list.length < 4) list.push(staging);
+    else staging.destroy();
+    const errs = this.takeErrors();
+    if (errs.length > 0) throw new Error(errs.join("; "));
+    return out;
+  }
+
+  /** Resolves when the GPU has finished everything submitted so far. */
+  async finish(): Promise<void> {
+    this.flush();
+    await this.device.queue.onSubmittedWorkDone();
+  }
+
+  destroy(): void {
+    this.flush();
+    for (const b of this.buffers.values()) b.destroy();
+    for (const list of this.pool.values()) for (const b of list) b.destroy();
+    this.buffers.clear();
+    this.pool.clear();
+    this.device.destroy();
+  }
+}
