@@ -3,7 +3,7 @@
  * them (sent through a transport, transport.ts). Kernels are registered once per WGSL source; the
  * runtime compiles each source's pipeline once.
  */
-import type { BindingLayout, PlanStep } from "./protocol.js";
+import { ERROR_WORDS_BYTES, type BindingLayout, type PlanStep } from "./protocol.js";
 import { openTransport, type DeviceDescription, type RuntimeStats, type Transport, type TransportChoice } from "./transport.js";
 import { IS_NODE, type DeviceLimits, type GpuOptions } from "./gpu-api.js";
 
@@ -29,7 +29,41 @@ export class GpuDevice {
   liveBytes = 0;
   liveBuffers = 0;
 
-  private constructor(readonly transport: Transport) {}
+  /** The error words checking kernels set (protocol.ts "errors"); bound by kernels as `err`. */
+  readonly errorBuffer: number;
+  /** What each check code means: code -> the error to raise (recent launches only). */
+  private readonly checks = new Map<number, (value: number, aux: number) => Error>();
+  private nextCheck = 1;
+
+  private constructor(readonly transport: Transport) {
+    this.errorBuffer = this.alloc(ERROR_WORDS_BYTES);
+    this.write(this.errorBuffer, new Uint32Array(4));
+    transport.send({ k: "errors", id: this.errorBuffer });
+  }
+
+  /**
+   * A code for a check a kernel makes (an index out of range): if the kernel reports it, the next
+   * read raises `make(value, aux)`. Codes are reused after 65536 checks.
+   */
+  check(make: (value: number, aux: number) => Error): number {
+    const code = this.nextCheck;
+    this.nextCheck = (this.nextCheck % 65535) + 1;
+    this.checks.set(code, make);
+    if (this.checks.size > 4096) this.checks.delete(this.checks.keys().next().value!);
+    return code;
+  }
+
+  /** Splits a read's bytes from the error words; raises the error a kernel reported. */
+  private received(raw: ArrayBuffer, bytes: number): ArrayBuffer {
+    const words = new Uint32Array(raw, bytes, 4);
+    if (words[0] !== 0) {
+      const make = this.checks.get(words[0]!);
+      const [value, aux] = [words[1]!, words[2]!];
+      this.write(this.errorBuffer, new Uint32Array(4));
+      throw make ? make(value, aux) : new Error(`a WebGPU kernel reported error code ${words[0]} (value ${value})`);
+    }
+    return raw.slice(0, bytes);
+  }
 
   static async open(options: WebGpuOpenOptions = {}): Promise<GpuDevice | string> {
     const t = await openTransport(options, IS_NODE);
@@ -93,11 +127,11 @@ export class GpuDevice {
     this.transport.send({ k: "dropPlan", id });
   }
 
-  read(id: number, bytes: number, offset = 0): Promise<ArrayBuffer> {
-    return this.transport.read(id, offset, bytes);
+  async read(id: number, bytes: number, offset = 0): Promise<ArrayBuffer> {
+    return this.received(await this.transport.read(id, offset, bytes), bytes);
   }
   readSync(id: number, bytes: number, offset = 0): ArrayBuffer {
-    return this.transport.readSync(id, offset, bytes);
+    return this.received(this.transport.readSync(id, offset, bytes), bytes);
   }
   flush(): void {
     this.transport.flush();

@@ -45,7 +45,7 @@ if (typeof opened === "string") {
       (result) => {
         if (c.k === "read" && c.shared) {
           const state = new Int32Array(c.shared, 0, 2);
-          new Uint8Array(c.shared, SYNC_HEADER_BYTES, c.bytes).set(new Uint8Array(result as ArrayBuffer));
+          new Uint8Array(c.shared, SYNC_HEADER_BYTES, (result as ArrayBuffer).byteLength).set(new Uint8Array(result as ArrayBuffer));
           Atomics.store(state, 0, SYNC_DONE);
           Atomics.notify(state, 0);
         } else if (c.k === "read") port.postMessage({ k: "data", ticket: c.ticket, data: result }, [result as ArrayBuffer]);

@@ -28,6 +28,11 @@ export type Command =
   | { k: "finish"; ticket: number }
   /** Answered with the runtime's RuntimeStats. */
   | { k: "stats"; ticket: number }
+  /**
+   * Names the device's error words (4 u32: code, value, aux, 0) that checking kernels set; every
+   * read returns them after the data, so an error a kernel found surfaces with the next read.
+   */
+  | { k: "errors"; id: number }
   | { k: "plan"; id: number; plan: PlanStep[] }
   | { k: "runPlan"; id: number; buffers: number[] }
   | { k: "dropPlan"; id: number };
@@ -39,6 +44,9 @@ export type Command =
 export type PlanStep =
   | { k: "run"; kernel: number; slots: number[]; params: Uint32Array | null; groups: readonly [number, number, number] }
   | { k: "copy"; src: number; srcOffset: number; dst: number; dstOffset: number; bytes: number };
+
+/** Bytes of the error words appended to every read. */
+export const ERROR_WORDS_BYTES = 16;
 
 /** Header words of a synchronous read's shared buffer: [state, error length], then the bytes. */
 export const SYNC_HEADER_BYTES = 8;

@@ -10,7 +10,7 @@
  *   (each dispatch binds its own 256-byte-aligned slice).
  * - Pipelines are compiled once per kernel source and cached.
  */
-import type { BindingLayout, Command, PlanStep } from "./protocol.js";
+import { ERROR_WORDS_BYTES, type BindingLayout, type Command, type PlanStep } from "./protocol.js";
 
 const PARAM_SLOT = 256; // minUniformBufferOffsetAlignment is at most 256
 const PARAM_CAPACITY = 1 << 16;
@@ -41,6 +41,7 @@ export class GpuRuntime {
   private poolBytes = 0;
   private readonly stagingPool = new Map<number, GPUBuffer[]>();
   private readonly plans = new Map<number, PlanStep[]>();
+  private errorBuffer = 0;
 
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
@@ -104,6 +105,9 @@ export class GpuRuntime {
       case "finish":
       case "stats":
         throw new Error(`webgpu runtime: ${c.k} is answered by the transport`);
+      case "errors":
+        this.errorBuffer = c.id;
+        return;
       case "plan":
         this.plans.set(c.id, c.plan);
         return;
@@ -261,12 +265,19 @@ export class GpuRuntime {
     for (const b of this.destroyAfterSubmit.splice(0)) b.destroy();
   }
 
-  /** Copies `bytes` of buffer `id` back to the host (after everything recorded before it). */
+  /**
+   * Copies `bytes` of buffer `id` back to the host (after everything recorded before it), followed by
+   * the error words (ERROR_WORDS_BYTES, zeros when no error buffer is named).
+   */
   async read(id: number, offset: number, bytes: number): Promise<ArrayBuffer> {
-    const size = sizeClass(bytes);
+    const padded = Math.ceil(bytes / 4) * 4;
+    const total = padded + ERROR_WORDS_BYTES;
+    const size = sizeClass(total);
     const free = this.stagingPool.get(size);
     const staging = free?.pop() ?? this.device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    if (bytes > 0) this.endPass().copyBufferToBuffer(this.buffer(id), offset, staging, 0, bytes);
+    const enc = this.endPass();
+    if (bytes > 0) enc.copyBufferToBuffer(this.buffer(id), offset, staging, 0, padded);
+    if (this.errorBuffer) enc.copyBufferToBuffer(this.buffer(this.errorBuffer), 0, staging, padded, ERROR_WORDS_BYTES);
     this.flush();
     try {
       await staging.mapAsync(GPUMapMode.READ, 0, size);
@@ -274,7 +285,10 @@ export class GpuRuntime {
       const errs = this.takeErrors();
       throw new Error(errs.length > 0 ? errs.join("; ") : `mapAsync failed: ${(e as Error).message}`);
     }
-    const out = staging.getMappedRange(0, size).slice(0, bytes);
+    const range = staging.getMappedRange(0, size);
+    const out = new ArrayBuffer(bytes + ERROR_WORDS_BYTES);
+    new Uint8Array(out).set(new Uint8Array(range, 0, bytes));
+    new Uint8Array(out, bytes).set(this.errorBuffer ? new Uint8Array(range, padded, ERROR_WORDS_BYTES) : new Uint8Array(ERROR_WORDS_BYTES));
     staging.unmap();
     let list = this.stagingPool.get(size);
     if (!list) this.stagingPool.set(size, (list = []));

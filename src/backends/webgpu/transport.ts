@@ -11,7 +11,7 @@
  *   map callback needs this thread's event loop), so it is a typed error.
  */
 import type { Command } from "./protocol.js";
-import { SYNC_DONE, SYNC_ERROR_BYTES, SYNC_FAILED, SYNC_HEADER_BYTES, SYNC_PENDING } from "./protocol.js";
+import { ERROR_WORDS_BYTES, SYNC_DONE, SYNC_ERROR_BYTES, SYNC_FAILED, SYNC_HEADER_BYTES, SYNC_PENDING } from "./protocol.js";
 import { GpuRuntime } from "./runtime.js";
 import { openDevice, type GpuOptions, type OpenedDevice } from "./gpu-api.js";
 
@@ -36,6 +36,7 @@ export interface Transport {
   send(c: Command, transfer?: ArrayBuffer[]): void;
   /** Sends what is queued and asks the runtime to submit it. */
   flush(): void;
+  /** The bytes, followed by the device's error words (ERROR_WORDS_BYTES). */
   read(id: number, offset: number, bytes: number): Promise<ArrayBuffer>;
   readSync(id: number, offset: number, bytes: number): ArrayBuffer;
   /** Resolves when the GPU has finished everything sent so far. */
@@ -200,7 +201,7 @@ export class WorkerTransport implements Transport {
 
   readSync(id: number, offset: number, bytes: number): ArrayBuffer {
     this.check();
-    const shared = new SharedArrayBuffer(SYNC_HEADER_BYTES + Math.max(bytes, SYNC_ERROR_BYTES));
+    const shared = new SharedArrayBuffer(SYNC_HEADER_BYTES + Math.max(bytes + ERROR_WORDS_BYTES, SYNC_ERROR_BYTES));
     const state = new Int32Array(shared, 0, 2);
     this.send({ k: "read", id, offset, bytes, ticket: 0, shared });
     this.flush();
@@ -211,7 +212,7 @@ export class WorkerTransport implements Transport {
       throw new Error(new TextDecoder().decode(new Uint8Array(shared, SYNC_HEADER_BYTES, state[1]!).slice()));
     }
     if (Atomics.load(state, 0) !== SYNC_DONE) throw new Error("a synchronous WebGPU read ended in an unknown state");
-    return shared.slice(SYNC_HEADER_BYTES, SYNC_HEADER_BYTES + bytes) as unknown as ArrayBuffer;
+    return shared.slice(SYNC_HEADER_BYTES, SYNC_HEADER_BYTES + bytes + ERROR_WORDS_BYTES) as unknown as ArrayBuffer;
   }
 
   finish(): Promise<void> {

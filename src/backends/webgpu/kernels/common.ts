@@ -166,7 +166,19 @@ fn f2i(x: f32) -> i32 {
 fn f2u8(x: f32) -> u32 { return bitcast<u32>(f2i(x)) & 0xffu; }
 `;
 
-/** Loads element `idx` of a buffer of `dtype` as its compute type. */
+/**
+ * The error words a checking kernel binds (as \`err\`, read-write) and \`report(code, value, aux)\`,
+ * which keeps the first report (GpuDevice.check makes the codes).
+ */
+export const REPORT = `
+fn report(code: u32, value: u32, aux: u32) {
+  loop {
+    let r = atomicCompareExchangeWeak(&err[0], 0u, code);
+    if (r.exchanged) { atomicStore(&err[1], value); atomicStore(&err[2], aux); return; }
+    if (r.old_value != 0u) { return; }
+  }
+}`;
+
 export function launch(dev: GpuDevice, k: KernelSource, buffers: number[], params: Params | null, groups: readonly [number, number, number]): void {
   dev.run(dev.kernel(k), buffers, params?.data() ?? null, groups);
 }

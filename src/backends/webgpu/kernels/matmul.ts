@@ -29,6 +29,9 @@ export function pickTile(m: number, n: number, limits: { maxComputeWorkgroupStor
     4 * t.BK * (t.BM + t.BN) <= limits.maxComputeWorkgroupStorageSize && (t.BM / t.TM) * (t.BN / t.TN) <= limits.maxComputeInvocationsPerWorkgroup;
   const candidates: MatmulTile[] = [];
   if (m >= 256 && n >= 256) candidates.push({ BM: 128, BN: 128, BK: 16, TM: 8, TN: 8 }, { BM: 128, BN: 128, BK: 8, TM: 8, TN: 8 });
+  // Skinny products (conv2d's few output channels, small batches): long tiles along the long side.
+  if (m < 64 && n >= 256) candidates.push({ BM: 32, BN: 128, BK: 16, TM: 4, TN: 8 });
+  if (n < 64 && m >= 256) candidates.push({ BM: 128, BN: 32, BK: 16, TM: 8, TN: 4 });
   if (m >= 64 && n >= 64) candidates.push({ BM: 64, BN: 64, BK: 16, TM: 4, TN: 4 });
   candidates.push({ BM: 32, BN: 32, BK: 16, TM: 2, TN: 2 }, { BM: 16, BN: 16, BK: 8, TM: 1, TN: 1 });
   return candidates.find(fits) ?? candidates[candidates.length - 1]!;
@@ -37,33 +40,32 @@ export function pickTile(m: number, n: number, limits: { maxComputeWorkgroupStor
 /** Batch offsets: up to three broadcast batch dimensions as parameters. */
 const MAX_BATCH_DIMS = 3;
 
-function tiledSource(t: MatmulTile, s: string, tA: boolean, tB: boolean): string {
+/**
+ * An operand of the tiled GEMM as the kernel reads it: `load(mn, k)` is the WGSL expression of
+ * element (row mn, contraction k) of A (or (k, column mn) of B), in bounds; `fast` says which index
+ * runs along memory, so the cooperative tile load gives consecutive threads consecutive words.
+ */
+export interface GemmOperand {
+  fast: "k" | "mn";
+  load: (mn: string, k: string) => string;
+}
+
+/**
+ * A register-tiled GEMM over z batches: C(z, row, col) = sum_k A(z, row, k) B(z, k, col), with
+ * loads and the store given as WGSL snippets (matmul, and conv2d as an implicit GEMM). Parameters:
+ * p.M, p.N, p.K, and whatever `decls` declares; the snippets may use `z`.
+ */
+export function gemmSource(t: MatmulTile, s: string, decls: string, prologue: string, A: GemmOperand, B: GemmOperand, store: (row: string, col: string, v: string) => string): string {
   const WX = t.BN / t.TN, WY = t.BM / t.TM, NT = WX * WY;
-  const b = bindings([
-    ["A", "r", s],
-    ["B", "r", s],
-    ["C", "w", s],
-  ]);
   const zero = s === "f32" ? "0.0" : "0";
-  // A(m, k): a[m*K + k], or a[k*M + m] when transposed; B(k, n): b[k*N + n], or b[n*K + k].
-  const aLoad = tA
-    ? `let kk = e / ${t.BM}u; let mm = e % ${t.BM}u;`
-    : `let mm = e / ${t.BK}u; let kk = e % ${t.BK}u;`;
-  const aIndex = tA ? `aoff + (k0 + kk) * p.M + row0 + mm` : `aoff + (row0 + mm) * p.K + k0 + kk`;
-  const bLoad = tB
-    ? `let nn = e / ${t.BK}u; let kk = e % ${t.BK}u;`
-    : `let kk = e / ${t.BN}u; let nn = e % ${t.BN}u;`;
-  const bIndex = tB ? `boff + (col0 + nn) * p.K + k0 + kk` : `boff + (k0 + kk) * p.N + col0 + nn`;
-  return `${b.wgsl}${batchParams().wgsl(3)}
+  const aMap = A.fast === "mn" ? `let kk = e / ${t.BM}u; let mm = e % ${t.BM}u;` : `let mm = e / ${t.BK}u; let kk = e % ${t.BK}u;`;
+  const bMap = B.fast === "mn" ? `let kk = e / ${t.BN}u; let nn = e % ${t.BN}u;` : `let nn = e / ${t.BK}u; let kk = e % ${t.BK}u;`;
+  return `${decls}
 var<workgroup> As: array<${s}, ${t.BK * t.BM}>;
 var<workgroup> Bs: array<${s}, ${t.BK * t.BN}>;
-${batchOffsetFn()}
 @compute @workgroup_size(${WX}, ${WY})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u) {
-  let z = wid.z + p.z0;
-  let offs = batch_offsets(z);
-  let aoff = offs.x;
-  let boff = offs.y;
+${prologue}
   let row0 = wid.y * ${t.BM}u;
   let col0 = wid.x * ${t.BN}u;
   let tid = lid.y * ${WX}u + lid.x;
@@ -75,18 +77,22 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
     for (var l = 0u; l < ${Math.ceil((t.BM * t.BK) / NT)}u; l++) {
       let e = tid + l * ${NT}u;
       if (e < ${t.BM * t.BK}u) {
-        ${aLoad}
+        ${aMap}
         var v = ${zero};
-        if (row0 + mm < p.M && k0 + kk < p.K) { v = A[${aIndex}]; }
+        let gm = row0 + mm;
+        let gk = k0 + kk;
+        if (gm < p.M && gk < p.K) { v = ${A.load("gm", "gk")}; }
         As[kk * ${t.BM}u + mm] = v;
       }
     }
     for (var l = 0u; l < ${Math.ceil((t.BN * t.BK) / NT)}u; l++) {
       let e = tid + l * ${NT}u;
       if (e < ${t.BN * t.BK}u) {
-        ${bLoad}
+        ${bMap}
         var v = ${zero};
-        if (col0 + nn < p.N && k0 + kk < p.K) { v = B[${bIndex}]; }
+        let gn = col0 + nn;
+        let gk = k0 + kk;
+        if (gn < p.N && gk < p.K) { v = ${B.load("gn", "gk")}; }
         Bs[kk * ${t.BN}u + nn] = v;
       }
     }
@@ -100,16 +106,33 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
     }
     workgroupBarrier();
   }
-  let coff = z * p.M * p.N;
   for (var i = 0u; i < ${t.TM}u; i++) {
     let r = row0 + lid.y + i * ${WY}u;
     if (r >= p.M) { continue; }
     for (var j = 0u; j < ${t.TN}u; j++) {
       let c = col0 + lid.x + j * ${WX}u;
-      if (c < p.N) { C[coff + r * p.N + c] = acc[i * ${t.TN}u + j]; }
+      if (c < p.N) { ${store("r", "c", `acc[i * ${t.TN}u + j]`)} }
     }
   }
 }`;
+}
+
+function tiledSource(t: MatmulTile, s: string, tA: boolean, tB: boolean): string {
+  const b = bindings([
+    ["A", "r", s],
+    ["B", "r", s],
+    ["C", "w", s],
+  ]);
+  // A(m, k): a[m*K + k], or a[k*M + m] when transposed; B(k, n): b[k*N + n], or b[n*K + k].
+  const A: GemmOperand = tA ? { fast: "mn", load: (m, k) => `A[aoff + ${k} * p.M + ${m}]` } : { fast: "k", load: (m, k) => `A[aoff + ${m} * p.K + ${k}]` };
+  const B: GemmOperand = tB ? { fast: "k", load: (n, k) => `B[boff + ${n} * p.K + ${k}]` } : { fast: "mn", load: (n, k) => `B[boff + ${k} * p.N + ${n}]` };
+  const prologue = `  let z = wid.z + p.z0;
+  let offs = batch_offsets(z);
+  let aoff = offs.x;
+  let boff = offs.y;
+  let coff = z * p.M * p.N;`;
+  return gemmSource(t, s, `${b.wgsl}${batchParams().wgsl(3)}
+${batchOffsetFn()}`, prologue, A, B, (r, c, v) => `C[coff + ${r} * p.N + ${c}] = ${v};`);
 }
 
 /** One thread per output, the contraction in a loop (few outputs, GEMV-like shapes). */
