@@ -15,12 +15,29 @@ export interface KernelSource {
   label: string;
 }
 
+/**
+ * What kernels use of a device: buffers, kernels, dispatches and copies. GpuDevice sends them to the
+ * GPU at once; the executor's plan recorder (exec/) records them into a plan replayed per call.
+ */
+export interface KernelDevice {
+  readonly limits: DeviceLimits;
+  /** The error words checking kernels bind (see check). */
+  readonly errorBuffer: number;
+  alloc(bytes: number): number;
+  free(id: number, bytes: number): void;
+  write(id: number, data: ArrayBufferView, offset?: number): void;
+  kernel(k: KernelSource): number;
+  run(kernel: number, buffers: number[], params: Uint32Array | null, groups: readonly [number, number, number]): void;
+  copy(src: number, srcOffset: number, dst: number, dstOffset: number, bytes: number): void;
+  check(make: (value: number, aux: number) => Error): number;
+}
+
 export interface WebGpuOpenOptions extends GpuOptions {
   /** Node only: "worker" (default; synchronous reads work) or "main" (as in a browser: async reads only). */
   thread?: TransportChoice;
 }
 
-export class GpuDevice {
+export class GpuDevice implements KernelDevice {
   private nextBuffer = 1;
   private nextKernel = 1;
   private nextPlan = 1;

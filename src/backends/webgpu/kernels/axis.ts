@@ -8,7 +8,7 @@
  * first NaN or the first largest value, logSumExp shifts by a finite max only.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 import { fill } from "./layout.js";
 import { reductionView, release } from "./reduce.js";
@@ -54,7 +54,7 @@ interface Line {
  * Runs `seq` (a thread per line: `base` is the line's first element, elements `p.inner` apart) or
  * `row` (a workgroup per line of consecutive elements: `base`, threads `lid.x` striding by WG).
  */
-function lineKernel(dev: GpuDevice, label: string, l: Line, decls: [string, "r" | "w", string][], buffers: number[], seq: string, row: string | null, rowDecls = ""): void {
+function lineKernel(dev: KernelDevice, label: string, l: Line, decls: [string, "r" | "w", string][], buffers: number[], seq: string, row: string | null, rowDecls = ""): void {
   const lines = l.outer * l.inner;
   if (lines === 0) return;
   const mode = row !== null && l.inner === 1 && l.n >= ROW_MIN ? "row" : "seq";
@@ -87,7 +87,7 @@ ${row}
 }
 
 /** Index of the max (or min) along the middle axis (int32 [outer, inner]): first NaN, else first extreme. */
-export function argReduce(dev: GpuDevice, x: GpuArray, kind: "max" | "min", outer: number, n: number, inner: number, outShape: readonly number[]): GpuArray {
+export function argReduce(dev: KernelDevice, x: GpuArray, kind: "max" | "min", outer: number, n: number, inner: number, outShape: readonly number[]): GpuArray {
   const s = storageType(x.dtype, kind === "max" ? "argMax" : "argMin");
   const out = allocArray(dev, outShape, "int32");
   if (sizeOf(outShape) === 0) return out;
@@ -138,7 +138,7 @@ export function argReduce(dev: GpuDevice, x: GpuArray, kind: "max" | "min", oute
 }
 
 /** Cumulative sum along the middle axis (exclusive: sums before each element; reverse: from the end). */
-export function cumsum(dev: GpuDevice, x: GpuArray, outer: number, n: number, inner: number, exclusive: boolean, reverse: boolean, dtype: DType): GpuArray {
+export function cumsum(dev: KernelDevice, x: GpuArray, outer: number, n: number, inner: number, exclusive: boolean, reverse: boolean, dtype: DType): GpuArray {
   const s = storageType(dtype, "cumsum");
   const out = allocArray(dev, x.shape, dtype);
   if (sizeOf(x.shape) === 0) return out;
@@ -156,7 +156,7 @@ export function cumsum(dev: GpuDevice, x: GpuArray, outer: number, n: number, in
 }
 
 /** softmax or logSoftmax along the middle axis (float32). */
-export function softmax(dev: GpuDevice, x: GpuArray, outer: number, n: number, inner: number, log: boolean): GpuArray {
+export function softmax(dev: KernelDevice, x: GpuArray, outer: number, n: number, inner: number, log: boolean): GpuArray {
   const out = allocArray(dev, x.shape, "float32");
   if (sizeOf(x.shape) === 0) return out;
   const at = (k: string) => `base + ${k} * p.inner`;
@@ -186,7 +186,7 @@ ${log ? `  let shift = m + log(s);\n  for (var k = t; k < p.n; k += ${WG}u) { y[
 }
 
 /** logSumExp or variance over sorted `axes` (float32 output of the kept dims). */
-export function groupStat(dev: GpuDevice, x: GpuArray, axes: readonly number[], kind: "logSumExp" | "variance", outShape: readonly number[]): GpuArray {
+export function groupStat(dev: KernelDevice, x: GpuArray, axes: readonly number[], kind: "logSumExp" | "variance", outShape: readonly number[]): GpuArray {
   storageType(x.dtype, kind);
   const m = sizeOf(outShape);
   const red = sizeOf(axes.map((a) => x.shape[a]!));

@@ -9,7 +9,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import { DtypeError } from "../../../core/errors.js";
-import type { GpuDevice, KernelSource } from "../device.js";
+import type { KernelDevice, KernelSource } from "../device.js";
 
 export type WgslScalar = "f32" | "i32" | "u32";
 
@@ -168,7 +168,7 @@ fn f2u8(x: f32) -> u32 { return bitcast<u32>(f2i(x)) & 0xffu; }
 
 /**
  * The error words a checking kernel binds (as \`err\`, read-write) and \`report(code, value, aux)\`,
- * which keeps the first report (GpuDevice.check makes the codes).
+ * which keeps the first report (KernelDevice.check makes the codes).
  */
 export const REPORT = `
 fn report(code: u32, value: u32, aux: u32) {
@@ -179,11 +179,11 @@ fn report(code: u32, value: u32, aux: u32) {
   }
 }`;
 
-export function launch(dev: GpuDevice, k: KernelSource, buffers: number[], params: Params | null, groups: readonly [number, number, number]): void {
+export function launch(dev: KernelDevice, k: KernelSource, buffers: number[], params: Params | null, groups: readonly [number, number, number]): void {
   dev.run(dev.kernel(k), buffers, params?.data() ?? null, groups);
 }
 
 /** Allocates the output buffer of `shape` (one word per element). */
-export function allocArray(dev: GpuDevice, shape: readonly number[], dtype: DType): GpuArray {
+export function allocArray(dev: KernelDevice, shape: readonly number[], dtype: DType): GpuArray {
   return { id: dev.alloc(4 * sizeOf(shape)), shape, dtype };
 }

@@ -13,7 +13,7 @@
  * Every output element is written by one thread (gathers, no atomics), so results are deterministic.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, launch, Params, storageType, type GpuArray } from "./common.js";
 import { gemmSource, pickTile, type GemmOperand } from "./matmul.js";
 
@@ -47,7 +47,7 @@ fn column(z: u32, col: u32, k: u32) -> ${s} {
   return x[((n * p.C + z * p.cg + c) * p.H + u32(ih)) * p.W + u32(iw)];
 }`;
 
-function run(dev: GpuDevice, dtype: DType, label: string, decls: string, A: GemmOperand, B: GemmOperand, store: (r: string, c: string, v: string) => string, buffers: number[], params: Params, M: number, N: number, groups: number): void {
+function run(dev: KernelDevice, dtype: DType, label: string, decls: string, A: GemmOperand, B: GemmOperand, store: (r: string, c: string, v: string) => string, buffers: number[], params: Params, M: number, N: number, groups: number): void {
   const s = storageType(dtype, label);
   const tile = pickTile(M, N, dev.limits);
   const source = gemmSource(tile, s, `${decls}${params.wgsl(buffers.length)}`, "  let z = wid.z;", A, B, store);
@@ -55,7 +55,7 @@ function run(dev: GpuDevice, dtype: DType, label: string, decls: string, A: Gemm
 }
 
 /** conv2d: x [B, C, H, W], w [OC, C/g, kH, kW] -> [B, OC, OH, OW]. */
-export function conv2d(dev: GpuDevice, x: GpuArray, w: GpuArray, c: ConvParams, outShape: readonly number[], dtype: DType): GpuArray {
+export function conv2d(dev: KernelDevice, x: GpuArray, w: GpuArray, c: ConvParams, outShape: readonly number[], dtype: DType): GpuArray {
   const out = allocArray(dev, outShape, dtype);
   const s = storageType(dtype, "conv2d");
   const M = c.outC / c.groups, N = c.batch * c.outH * c.outW, K = (c.inC / c.groups) * c.kH * c.kW;
@@ -76,7 +76,7 @@ export function conv2d(dev: GpuDevice, x: GpuArray, w: GpuArray, c: ConvParams, 
 }
 
 /** The input gradient (conv2dTranspose): dy [B, OC, OH, OW], w [OC, C/g, kH, kW] -> dx [B, C, H, W]. */
-export function conv2dBackpropInput(dev: GpuDevice, dy: GpuArray, w: GpuArray, c: ConvParams, outShape: readonly number[], dtype: DType): GpuArray {
+export function conv2dBackpropInput(dev: KernelDevice, dy: GpuArray, w: GpuArray, c: ConvParams, outShape: readonly number[], dtype: DType): GpuArray {
   const out = allocArray(dev, outShape, dtype);
   const s = storageType(dtype, "conv2dTranspose");
   const M = c.inC / c.groups, N = c.batch * c.inH * c.inW, K = (c.outC / c.groups) * c.kH * c.kW;
@@ -113,7 +113,7 @@ fn taps(z: u32, col: u32, k: u32) -> ${s} {
 }
 
 /** The filter gradient: x [B, C, H, W], dy [B, OC, OH, OW] -> dw [OC, C/g, kH, kW]. */
-export function conv2dBackpropFilter(dev: GpuDevice, x: GpuArray, dy: GpuArray, c: ConvParams, outShape: readonly number[], dtype: DType): GpuArray {
+export function conv2dBackpropFilter(dev: KernelDevice, x: GpuArray, dy: GpuArray, c: ConvParams, outShape: readonly number[], dtype: DType): GpuArray {
   const out = allocArray(dev, outShape, dtype);
   const s = storageType(dtype, "conv2dBackpropFilter");
   const M = c.outC / c.groups, N = (c.inC / c.groups) * c.kH * c.kW, K = c.batch * c.outH * c.outW;

@@ -11,7 +11,7 @@
  * step), so a fused chain gives the unfused chain's values.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 import { loadedValue, MATH_HELPERS, parsed, renderExpr, renderStore } from "../wgsl/render.js";
 
@@ -101,7 +101,7 @@ export function elementwiseSource(inputs: readonly { dtype: DType; read: Read }[
 }
 
 /** Runs `steps` over `inputs` broadcast to `outShape`; returns the outputs (the steps `outputs` lists). */
-export function elementwise(dev: GpuDevice, inputs: readonly GpuArray[], steps: readonly ElementwiseStep[], outputs: readonly number[], outShape: readonly number[]): GpuArray[] {
+export function elementwise(dev: KernelDevice, inputs: readonly GpuArray[], steps: readonly ElementwiseStep[], outputs: readonly number[], outShape: readonly number[]): GpuArray[] {
   const n = sizeOf(outShape);
   const outs = outputs.map((s) => allocArray(dev, outShape, steps[s]!.dtype));
   if (n === 0) return outs;

@@ -10,7 +10,7 @@
  * scatterAdd runs a thread per column (outer index, inner index) that applies every update of its
  * column in index order: the CPU's order, without atomics, so sums are deterministic.
  */
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, linearMain, Params, REPORT, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 import { clone } from "./layout.js";
 
@@ -22,7 +22,7 @@ function idxLoad(s: string, expr: string): string {
 }
 
 /** out[o, j, t] = x[o, idx[j], t] for x viewed as [outer, n, inner]. */
-export function gather(dev: GpuDevice, x: GpuArray, idx: GpuArray, outer: number, n: number, inner: number, outShape: readonly number[], outOfRange: OutOfRange): GpuArray {
+export function gather(dev: KernelDevice, x: GpuArray, idx: GpuArray, outer: number, n: number, inner: number, outShape: readonly number[], outOfRange: OutOfRange): GpuArray {
   const s = storageType(x.dtype, "gather");
   const si = storageType(idx.dtype, "gather");
   const out = allocArray(dev, outShape, x.dtype);
@@ -53,7 +53,7 @@ export function gather(dev: GpuDevice, x: GpuArray, idx: GpuArray, outer: number
  * gatherND: for each of `count` index tuples of length k, the slice of `sliceSize` elements at
  * sum(idx * strides) of x (strides of x's first k dims); `dims` are those dims' sizes.
  */
-export function gatherND(dev: GpuDevice, x: GpuArray, idx: GpuArray, dims: readonly number[], strides: readonly number[], sliceSize: number, count: number, outShape: readonly number[], outOfRange: OutOfRange): GpuArray {
+export function gatherND(dev: KernelDevice, x: GpuArray, idx: GpuArray, dims: readonly number[], strides: readonly number[], sliceSize: number, count: number, outShape: readonly number[], outOfRange: OutOfRange): GpuArray {
   const s = storageType(x.dtype, "gatherND");
   const si = storageType(idx.dtype, "gatherND");
   const out = allocArray(dev, outShape, x.dtype);
@@ -81,7 +81,7 @@ export function gatherND(dev: GpuDevice, x: GpuArray, idx: GpuArray, dims: reado
 }
 
 /** A copy of acc (viewed as [outer, n, inner]) with upd [outer, m, inner] added at rows idx[j]. */
-export function scatterAdd(dev: GpuDevice, acc: GpuArray, idx: GpuArray, upd: GpuArray, outer: number, n: number, inner: number, outOfRange: OutOfRange): GpuArray {
+export function scatterAdd(dev: KernelDevice, acc: GpuArray, idx: GpuArray, upd: GpuArray, outer: number, n: number, inner: number, outOfRange: OutOfRange): GpuArray {
   const s = storageType(acc.dtype, "scatterAdd");
   const si = storageType(idx.dtype, "scatterAdd");
   const out = clone(dev, acc);

@@ -6,7 +6,7 @@
  * a region of a larger buffer (concat, pad, stack pushes).
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, stridesOf, WG, type GpuArray } from "./common.js";
 import { f32Literal } from "../wgsl/render.js";
 
@@ -24,7 +24,7 @@ function affineParams(p: Params, outShape: readonly number[], strides: readonly 
 }
 
 /** out[coords] = x[offset + coords . strides] over `outShape` (a view of x materialized). */
-export function stridedCopy(dev: GpuDevice, x: GpuArray, outShape: readonly number[], strides: readonly number[], offset: number): GpuArray {
+export function stridedCopy(dev: KernelDevice, x: GpuArray, outShape: readonly number[], strides: readonly number[], offset: number): GpuArray {
   const out = allocArray(dev, outShape, x.dtype);
   const n = sizeOf(outShape);
   if (n === 0) return out;
@@ -41,7 +41,7 @@ export function stridedCopy(dev: GpuDevice, x: GpuArray, outShape: readonly numb
 }
 
 /** x with its axes permuted (out axis d is x axis perm[d]). */
-export function transpose(dev: GpuDevice, x: GpuArray, perm: readonly number[]): GpuArray {
+export function transpose(dev: KernelDevice, x: GpuArray, perm: readonly number[]): GpuArray {
   const xs = stridesOf(x.shape);
   return stridedCopy(
     dev,
@@ -53,7 +53,7 @@ export function transpose(dev: GpuDevice, x: GpuArray, perm: readonly number[]):
 }
 
 /** x broadcast to `shape` (NumPy rules; 0 strides on broadcast dims). */
-export function broadcastTo(dev: GpuDevice, x: GpuArray, shape: readonly number[]): GpuArray {
+export function broadcastTo(dev: KernelDevice, x: GpuArray, shape: readonly number[]): GpuArray {
   const xs = stridesOf(x.shape);
   const r = shape.length;
   const strides = shape.map((_, d) => {
@@ -64,7 +64,7 @@ export function broadcastTo(dev: GpuDevice, x: GpuArray, shape: readonly number[
 }
 
 /** Converts between stored dtypes with the CPU's typed-array semantics. */
-export function cast(dev: GpuDevice, x: GpuArray, dtype: DType): GpuArray {
+export function cast(dev: KernelDevice, x: GpuArray, dtype: DType): GpuArray {
   const from = storageType(x.dtype, "cast");
   const to = storageType(dtype, "cast");
   const out = allocArray(dev, x.shape, dtype);
@@ -86,14 +86,14 @@ export function cast(dev: GpuDevice, x: GpuArray, dtype: DType): GpuArray {
 }
 
 /** A new array of `shape` filled with `value` (stored as `dtype` stores it). */
-export function fill(dev: GpuDevice, shape: readonly number[], dtype: DType, value: number): GpuArray {
+export function fill(dev: KernelDevice, shape: readonly number[], dtype: DType, value: number): GpuArray {
   const out = allocArray(dev, shape, dtype);
   fillInto(dev, out, value, 0, sizeOf(shape));
   return out;
 }
 
 /** Writes `value` into elements [start, start + count) of `out`. */
-export function fillInto(dev: GpuDevice, out: GpuArray, value: number, start: number, count: number): void {
+export function fillInto(dev: KernelDevice, out: GpuArray, value: number, start: number, count: number): void {
   if (count === 0) return;
   const s = storageType(out.dtype);
   const params = new Params().u32("n", count).u32("start", start);
@@ -110,7 +110,7 @@ export function fillInto(dev: GpuDevice, out: GpuArray, value: number, start: nu
  * Copies x (all of it) into `out` viewed through an affine map: out[off + coords(x) . strides] =
  * x[coords] (concat, pad and stack writes: the destination region of a larger array).
  */
-export function copyInto(dev: GpuDevice, x: GpuArray, out: GpuArray, strides: readonly number[], offset: number): void {
+export function copyInto(dev: KernelDevice, x: GpuArray, out: GpuArray, strides: readonly number[], offset: number): void {
   const n = sizeOf(x.shape);
   if (n === 0) return;
   const s = storageType(x.dtype);
@@ -125,14 +125,14 @@ export function copyInto(dev: GpuDevice, x: GpuArray, out: GpuArray, strides: re
 }
 
 /** A copy of x's buffer (new storage, same contents). */
-export function clone(dev: GpuDevice, x: GpuArray): GpuArray {
+export function clone(dev: KernelDevice, x: GpuArray): GpuArray {
   const out = allocArray(dev, x.shape, x.dtype);
   dev.copy(x.id, 0, out.id, 0, 4 * sizeOf(x.shape));
   return out;
 }
 
 /** start + i * step for i < n (range), stored as dtype. */
-export function range(dev: GpuDevice, n: number, start: number, step: number, dtype: DType): GpuArray {
+export function range(dev: KernelDevice, n: number, start: number, step: number, dtype: DType): GpuArray {
   const out = allocArray(dev, [n], dtype);
   if (n === 0) return out;
   const s = storageType(dtype, "range");

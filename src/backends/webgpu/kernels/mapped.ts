@@ -3,7 +3,7 @@
  * and pad's "reflect", "symmetric" and "edge" modes (the rules of ops/shape/pad.ts padIndexMap,
  * evaluated per element in WGSL rather than as index tables).
  */
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, linearMain, Params, sizeOf, storageType, stridesOf, WG, type GpuArray } from "./common.js";
 
 export type AxisRule = "tile" | "reflect" | "symmetric" | "edge";
@@ -32,7 +32,7 @@ const RULE_CODE: Record<AxisRule, number> = { tile: 0, reflect: 1, symmetric: 2,
  * out[c] = x[map(c)] where axis d of x (shape `inShape`, x's elements in order) maps output
  * coordinate c_d by `rule` (with `before[d]` leading pad elements for the pad rules).
  */
-export function mappedCopy(dev: GpuDevice, x: GpuArray, inShape: readonly number[], outShape: readonly number[], rule: AxisRule, before: readonly number[]): GpuArray {
+export function mappedCopy(dev: KernelDevice, x: GpuArray, inShape: readonly number[], outShape: readonly number[], rule: AxisRule, before: readonly number[]): GpuArray {
   const out = allocArray(dev, outShape, x.dtype);
   const n = sizeOf(outShape);
   if (n === 0) return out;

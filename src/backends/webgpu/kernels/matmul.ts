@@ -12,7 +12,7 @@
  * contraction (GEMV-like: m or n of 1..8) use one thread per output instead.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, Params, storageType, type GpuArray } from "./common.js";
 
 export interface MatmulTile {
@@ -216,7 +216,7 @@ function batchDims(outBatch: readonly number[], aBatch: readonly number[], bBatc
 /**
  * C = op(A) @ op(B) with A [...batchA, m|k, k|m], B [...batchB, k|n, n|k] and C [...batch, m, n].
  */
-export function matmul(dev: GpuDevice, a: GpuArray, b: GpuArray, transposeA: boolean, transposeB: boolean, outShape: readonly number[], dtype: DType): GpuArray {
+export function matmul(dev: KernelDevice, a: GpuArray, b: GpuArray, transposeA: boolean, transposeB: boolean, outShape: readonly number[], dtype: DType): GpuArray {
   const s = storageType(dtype, "matmul");
   const out = allocArray(dev, outShape, dtype);
   const r = outShape.length;
@@ -268,7 +268,7 @@ function zeroFill(s: string): { source: string; layout: string; label: string } 
 }
 
 /** Rare: batch dims that do not collapse to three. Splits off the leading output batch dim. */
-function matmulByLeading(dev: GpuDevice, a: GpuArray, b: GpuArray, tA: boolean, tB: boolean, outShape: readonly number[], dtype: DType, out: GpuArray): GpuArray {
+function matmulByLeading(dev: KernelDevice, a: GpuArray, b: GpuArray, tA: boolean, tB: boolean, outShape: readonly number[], dtype: DType, out: GpuArray): GpuArray {
   const lead = outShape[0]!;
   const r = outShape.length;
   const outMat = outShape.slice(1).reduce((x, y) => x * y, 1);

@@ -7,7 +7,7 @@
  * over the windows covering it (a gather: deterministic, no atomics).
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 
 export interface PoolParams {
@@ -64,11 +64,11 @@ function source(s: string, decl: [string, "r" | "w", string][], extra: string, b
   return { source: `${SCALAR_HELPERS}${b.wgsl}${params({} as PoolParams, 0).wgsl(decl.length)}${WINDOW}${extra}\n${linearMain(WG, body)}`, layout: b.layout + "u" };
 }
 
-function go(dev: GpuDevice, k: { source: string; layout: string }, label: string, buffers: number[], c: PoolParams, n: number): void {
+function go(dev: KernelDevice, k: { source: string; layout: string }, label: string, buffers: number[], c: PoolParams, n: number): void {
   launch(dev, { ...k, label }, buffers, params(c, n), grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
 }
 
-export function maxPool2d(dev: GpuDevice, x: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
+export function maxPool2d(dev: KernelDevice, x: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
   const s = storageType(dtype, "maxPool2d");
   const out = allocArray(dev, outShape, dtype);
   const n = sizeOf(outShape);
@@ -79,7 +79,7 @@ export function maxPool2d(dev: GpuDevice, x: GpuArray, c: PoolParams, outShape: 
 }
 
 /** maxPool2dGradGrad: out[window] = g at the window's argmax in x. */
-export function maxPool2dGather(dev: GpuDevice, x: GpuArray, g: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
+export function maxPool2dGather(dev: KernelDevice, x: GpuArray, g: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
   const s = storageType(dtype, "maxPool2dGradGrad");
   const out = allocArray(dev, outShape, dtype);
   const n = sizeOf(outShape);
@@ -89,7 +89,7 @@ export function maxPool2dGather(dev: GpuDevice, x: GpuArray, g: GpuArray, c: Poo
   return out;
 }
 
-export function avgPool2d(dev: GpuDevice, x: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
+export function avgPool2d(dev: KernelDevice, x: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
   const s = storageType(dtype, "avgPool2d");
   const out = allocArray(dev, outShape, dtype);
   const n = sizeOf(outShape);
@@ -120,7 +120,7 @@ const LOCATE_IN = `  if (i >= p.n) { return; }
 // one truncates toward zero, giving a value <= 0 that max(0, ...) fixes.
 
 /** maxPool2dGrad: dx[i] = sum of dy over the windows whose argmax is i. */
-export function maxPool2dScatter(dev: GpuDevice, x: GpuArray, dy: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
+export function maxPool2dScatter(dev: KernelDevice, x: GpuArray, dy: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
   const s = storageType(dtype, "maxPool2dGrad");
   const out = allocArray(dev, outShape, dtype);
   const n = sizeOf(outShape);
@@ -138,7 +138,7 @@ export function maxPool2dScatter(dev: GpuDevice, x: GpuArray, dy: GpuArray, c: P
 }
 
 /** avgPool2dGrad: dx[i] = sum over covering windows of dy / the window's count. */
-export function avgPool2dScatter(dev: GpuDevice, dy: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
+export function avgPool2dScatter(dev: KernelDevice, dy: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
   const s = storageType(dtype, "avgPool2dGrad");
   const out = allocArray(dev, outShape, dtype);
   const n = sizeOf(outShape);

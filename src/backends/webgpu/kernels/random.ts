@@ -6,7 +6,7 @@
  * Bernoulli draw compares the CPU's 53-bit uniform with p exactly, in integers.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 
 /** randomBits and the uniforms, as counter-rng.ts computes them (all arithmetic modulo 2^32). */
@@ -66,7 +66,7 @@ function drawSource(kind: "uniform" | "normal", s: string): string {
 }
 
 /** randomUniform (minval, maxval) or randomNormal (mean, stddev) of `shape` under `key`. */
-export function draw(dev: GpuDevice, kind: "uniform" | "normal", shape: readonly number[], dtype: DType, key: readonly [number, number], a: number, b: number): GpuArray {
+export function draw(dev: KernelDevice, kind: "uniform" | "normal", shape: readonly number[], dtype: DType, key: readonly [number, number], a: number, b: number): GpuArray {
   const s = storageType(dtype, kind === "uniform" ? "random.uniform" : "random.normal");
   const out = allocArray(dev, shape, dtype);
   const n = sizeOf(shape);
@@ -77,7 +77,7 @@ export function draw(dev: GpuDevice, kind: "uniform" | "normal", shape: readonly
 }
 
 /** randomBernoulli: element i is true when the CPU's 53-bit uniform i is below p[i]. */
-export function bernoulli(dev: GpuDevice, probs: GpuArray, key: readonly [number, number]): GpuArray {
+export function bernoulli(dev: KernelDevice, probs: GpuArray, key: readonly [number, number]): GpuArray {
   const s = storageType(probs.dtype, "random.bernoulli");
   const out = allocArray(dev, probs.shape, "bool");
   const n = sizeOf(probs.shape);
@@ -96,7 +96,7 @@ export function bernoulli(dev: GpuDevice, probs: GpuArray, key: readonly [number
  * randomCategorical: per row of logits ([batch, classes]) the CDF of exp(logits - max) (one thread
  * per row, into scratch), then per sample a binary search of the 53-bit uniform times the total.
  */
-export function categorical(dev: GpuDevice, logits: GpuArray, batch: number, classes: number, numSamples: number, key: readonly [number, number], outShape: readonly number[]): GpuArray {
+export function categorical(dev: KernelDevice, logits: GpuArray, batch: number, classes: number, numSamples: number, key: readonly [number, number], outShape: readonly number[]): GpuArray {
   const s = storageType(logits.dtype, "random.categorical");
   const out = allocArray(dev, outShape, "int32");
   if (batch * numSamples === 0) return out;

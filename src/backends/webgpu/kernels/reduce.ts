@@ -13,7 +13,7 @@
  * true, int32 sums wrap, empty groups give the identity.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray, type WgslScalar } from "./common.js";
 import { fill, transpose } from "./layout.js";
 
@@ -33,7 +33,7 @@ export interface View {
 }
 
 /** x viewed as [outer, red, inner] around `axes` (sorted); transposes when they are not one run. */
-export function reductionView(dev: GpuDevice, x: GpuArray, axes: readonly number[]): View {
+export function reductionView(dev: KernelDevice, x: GpuArray, axes: readonly number[]): View {
   const shape = x.shape;
   const contiguous = axes.every((a, i) => i === 0 || a === axes[i - 1]! + 1);
   if (contiguous && axes.length > 0) {
@@ -45,7 +45,7 @@ export function reductionView(dev: GpuDevice, x: GpuArray, axes: readonly number
   return { x: t, outer: sizeOf(kept.map((d) => shape[d]!)), red: sizeOf(axes.map((d) => shape[d]!)), inner: 1, temp: true };
 }
 
-export function release(dev: GpuDevice, v: View): void {
+export function release(dev: KernelDevice, v: View): void {
   if (v.temp) dev.free(v.x.id, 4 * sizeOf(v.x.shape));
 }
 
@@ -150,7 +150,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
 }`;
 }
 
-function runReduce(dev: GpuDevice, x: GpuArray, outer: number, red: number, inner: number, chunks: number, r: Reducer, inT: WgslScalar, outDtype: DType, finish: string, scale: number, label: string): GpuArray {
+function runReduce(dev: KernelDevice, x: GpuArray, outer: number, red: number, inner: number, chunks: number, r: Reducer, inT: WgslScalar, outDtype: DType, finish: string, scale: number, label: string): GpuArray {
   const outT = r.acc === "u32" && outDtype === "bool" ? "u32" : storageType(outDtype);
   const out = allocArray(dev, [outer * chunks * inner], outDtype);
   const chunk = Math.ceil(red / chunks);
@@ -167,7 +167,7 @@ function runReduce(dev: GpuDevice, x: GpuArray, outer: number, red: number, inne
  * Reduces x over sorted `axes` with `c`; the output (dtype `outDtype`) has the kept dims' size, in
  * their order. `mean` divides each group's sum by the group's size.
  */
-export function reduce(dev: GpuDevice, x: GpuArray, axes: readonly number[], c: Combine, outDtype: DType, mean = false): GpuArray {
+export function reduce(dev: KernelDevice, x: GpuArray, axes: readonly number[], c: Combine, outDtype: DType, mean = false): GpuArray {
   const outShape = x.shape.filter((_, d) => !axes.includes(d));
   const n = sizeOf(outShape);
   const red = sizeOf(axes.map((a) => x.shape[a]!));

@@ -7,7 +7,7 @@
  * covers all of them for a block); longer distances take one dispatch per stage over global memory.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, storageType, WG, type GpuArray } from "./common.js";
 
 const BLOCK = 2048;
@@ -119,7 +119,7 @@ export interface SortedPairs {
 }
 
 /** Sorts every slice of x viewed as [outer, n, inner] along n: padded (key bits, index) pairs. */
-export function sortPairs(dev: GpuDevice, x: GpuArray, outer: number, n: number, inner: number, descending: boolean): SortedPairs {
+export function sortPairs(dev: KernelDevice, x: GpuArray, outer: number, n: number, inner: number, descending: boolean): SortedPairs {
   let P = 1;
   while (P < n) P *= 2;
   const slices = outer * inner;
@@ -154,7 +154,7 @@ export function sortPairs(dev: GpuDevice, x: GpuArray, outer: number, n: number,
  * Writes sorted pairs back in x's layout: the first `m` of each slice (m = n for sort, k for topK)
  * into values ([outer, m, inner], the key bits) and/or indices (int32).
  */
-function extract(dev: GpuDevice, s: SortedPairs, outer: number, m: number, inner: number, values: GpuArray | null, indices: GpuArray | null): void {
+function extract(dev: KernelDevice, s: SortedPairs, outer: number, m: number, inner: number, values: GpuArray | null, indices: GpuArray | null): void {
   const total = outer * m * inner;
   if (total === 0) return;
   const decl: [string, "r" | "w", string][] = [
@@ -177,7 +177,7 @@ ${values ? "  vals[i] = keys[src];\n" : ""}${indices ? "  inds[i] = idx[src];\n"
 }
 
 /** sort / argsort along the middle axis of x viewed as [outer, n, inner]. */
-export function sortAxis(dev: GpuDevice, x: GpuArray, outer: number, n: number, inner: number, descending: boolean, wantValues: boolean, wantIndices: boolean): { values: GpuArray | null; indices: GpuArray | null } {
+export function sortAxis(dev: KernelDevice, x: GpuArray, outer: number, n: number, inner: number, descending: boolean, wantValues: boolean, wantIndices: boolean): { values: GpuArray | null; indices: GpuArray | null } {
   const s = sortPairs(dev, x, outer, n, inner, descending);
   const values = wantValues ? allocArray(dev, x.shape, x.dtype) : null;
   const indices = wantIndices ? allocArray(dev, x.shape, "int32") : null;
@@ -187,7 +187,7 @@ export function sortAxis(dev: GpuDevice, x: GpuArray, outer: number, n: number, 
 }
 
 /** The k largest of every row of x ([rows, n]): values and int32 indices, largest first (or in index order). */
-export function topK(dev: GpuDevice, x: GpuArray, rows: number, n: number, k: number, sorted: boolean, outShape: readonly number[]): [GpuArray, GpuArray] {
+export function topK(dev: KernelDevice, x: GpuArray, rows: number, n: number, k: number, sorted: boolean, outShape: readonly number[]): [GpuArray, GpuArray] {
   const values = allocArray(dev, outShape, x.dtype);
   const indices = allocArray(dev, outShape, "int32");
   if (rows * k === 0) return [values, indices];
@@ -209,7 +209,7 @@ export function topK(dev: GpuDevice, x: GpuArray, rows: number, n: number, k: nu
 }
 
 /** values[r, j] = x[r, indices[r, j]]. */
-function gatherRows(dev: GpuDevice, x: GpuArray, indices: GpuArray, values: GpuArray, rows: number, n: number, k: number): void {
+function gatherRows(dev: KernelDevice, x: GpuArray, indices: GpuArray, values: GpuArray, rows: number, n: number, k: number): void {
   const b = bindings([
     ["x", "r", "u32"],
     ["ind", "r", "u32"],

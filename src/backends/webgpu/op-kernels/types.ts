@@ -9,7 +9,7 @@
  * declarations, and a test checks that every registry op has one.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { GpuDevice } from "../device.js";
+import type { KernelDevice } from "../device.js";
 import type { GpuArray } from "../kernels/common.js";
 
 export interface OutType {
@@ -17,7 +17,7 @@ export interface OutType {
   readonly shape: readonly number[];
 }
 
-export type WebGpuKernel<A = any> = (dev: GpuDevice, inputs: GpuArray[], attrs: A, outs: readonly OutType[]) => GpuArray[];
+export type WebGpuKernel<A = any> = (dev: KernelDevice, inputs: GpuArray[], attrs: A, outs: readonly OutType[]) => GpuArray[];
 
 /** Product of shape[from:to]. */
 export function prod(shape: readonly number[], from = 0, to = shape.length): number {
