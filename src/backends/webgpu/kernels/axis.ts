@@ -144,11 +144,14 @@ export function cumsum(dev: KernelDevice, x: GpuArray, outer: number, n: number,
   if (sizeOf(x.shape) === 0) return out;
   const step = (k: string) => (reverse ? `(p.n - 1u - ${k})` : k);
   const add = s === "u32" ? "(acc + v) & 0xffu" : "acc + v";
+  // float32: Kahan-compensated (the CPU accumulates in float64)
+  const absorb = s === "f32" ? `{ let yv = v - comp; let tv = acc + yv; comp = (tv - acc) - yv; acc = tv; }` : `acc = ${add};`;
   const body = `  var acc = ${s}(0);
+  var comp = ${s}(0);
   for (var k = 0u; k < p.n; k++) {
     let at = base + ${step("k")} * p.inner;
     let v = ${s}(x[at]);
-    ${exclusive ? `y[at] = acc; acc = ${add};` : `acc = ${add}; y[at] = acc;`}
+    ${exclusive ? `y[at] = acc; ${absorb}` : `${absorb} y[at] = acc;`}
   }`;
   // (a sequential scan per line; a long single line runs on one thread)
   lineKernel(dev, "cumsum", { x, outer, n, inner }, [["x", "r", storageType(x.dtype, "cumsum")], ["y", "w", s]], [x.id, out.id], body, null);

@@ -66,15 +66,14 @@ var<workgroup> si: array<u32, ${BLOCK}>;
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: vec3u, @builtin(num_workgroups) nwg: vec3u) {
   let block = wid.y * nwg.x + wid.x;
-  let base = block * ${BLOCK}u;
   let span = min(${BLOCK}u, p.P);
+  let base = block * span;
   for (var t = lid.x; t < span; t += ${WG}u) { sk[t] = keys[base + t]; si[t] = idx[base + t]; }
   workgroupBarrier();
   // Position within the slice decides the direction: (pos & k) == 0 sorts ascending.
   let slicePos0 = base % p.P;
   for (var k = p.kFrom; k <= p.kTo; k = k << 1u) {
     var j = min(k >> 1u, span >> 1u);
-    if (k > span) { j = span >> 1u; }
     for (; j > 0u; j = j >> 1u) {
       for (var r = lid.x; r < span / 2u; r += ${WG}u) {
         let a = 2u * j * (r / j) + (r % j);
