@@ -105,7 +105,7 @@ export const customGradientOp = defineOp<CustomGradientAttrs>({
   inputs: ["inputs"],
   variadic: true,
   infer: (inputs, a) => inputs.slice(a.numInputs).map((t) => ({ shape: t.shape, dtype: t.dtype })),
-  kernel: (inputs, a) => inputs.slice(a.numInputs).map((t) => t.concrete()),
+  kernels: { cpu: (inputs, a) => inputs.slice(a.numInputs).map((t) => t.concrete()) },
   vjp(ctx, cts) {
     const xs = ctx.inputs.slice(0, ctx.attrs.numInputs);
     const values = ctx.outputs;

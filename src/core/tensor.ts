@@ -16,19 +16,33 @@ let nextId = 1;
 /** Raised when a symbolic (staged) tensor's value is read at trace time. */
 export class SymbolicValueError extends StagecraftError {}
 
+/**
+ * Storage a backend keeps outside host memory (a GPU buffer), and how to read it back: a tensor
+ * holding one has no host storage (`_data` is null) until it is read.
+ */
+export interface DeviceBuffer {
+  /** The values as host data, once they are ready. */
+  read(): Promise<TypedArray>;
+  /** The values now, or null when they can only be awaited (a GPU's buffers). */
+  readSync(): TypedArray | null;
+}
+
 export class Tensor {
   /** Unique id, used by tapes and graph builders. */
   readonly id: number = nextId++;
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly device: string;
-  /** @internal Concrete storage, or null for a symbolic tensor. */
+  /** @internal Concrete host storage, or null for a symbolic tensor (or one whose storage is a device buffer). */
   _data: TypedArray | null;
+  /** @internal Storage on a device other than host memory (backends/backend.ts), or null. */
+  _buffer: DeviceBuffer | null;
   /** @internal The symbolic value in a graph under construction (owned by staging/). */
   symbol: unknown;
 
   constructor(data: TypedArray | null, shape: Shape, dtype: DType, device = currentDevice(), symbol: unknown = null) {
     this._data = data;
+    this._buffer = null;
     this.shape = shape;
     this.dtype = dtype;
     this.device = device;
@@ -42,24 +56,35 @@ export class Tensor {
     return sizeOf(this.shape);
   }
   get isSymbolic(): boolean {
-    return this._data === null;
+    return this._data === null && this._buffer === null;
   }
 
   /** @internal The concrete storage; throws a clear error for symbolic tensors. */
   concrete(what = "read the value of"): TypedArray {
-    if (this._data === null) {
-      throw new SymbolicValueError(
-        `cannot ${what} a symbolic tensor (shape ${fmtShape(this.shape)}, ${this.dtype}) while a function is being staged: ` +
-          `its value exists only when the graph runs. Use sc.cond/sc.whileLoop (or AutoGraph's native if/while) for ` +
-          `data-dependent control flow, or sc.hostCall to run JavaScript on the value at run time`,
-      );
+    if (this._data !== null) return this._data;
+    if (this._buffer !== null) {
+      const data = this._buffer.readSync();
+      if (data === null) {
+        throw new ValueError(`cannot ${what} a tensor on ${this.device} synchronously: its data is in device memory; use \`await tensor.data()\``, "dataSync");
+      }
+      return data;
     }
-    return this._data;
+    throw new SymbolicValueError(
+      `cannot ${what} a symbolic tensor (shape ${fmtShape(this.shape)}, ${this.dtype}) while a function is being staged: ` +
+        `its value exists only when the graph runs. Use sc.cond/sc.whileLoop (or AutoGraph's native if/while) for ` +
+        `data-dependent control flow, or sc.hostCall to run JavaScript on the value at run time`,
+    );
   }
 
   /** The flat values (a copy is not made: do not mutate). int64 values are returned as numbers. */
   dataSync(): TypedArray {
     return this.concrete("call dataSync() on");
+  }
+
+  /** The flat values, on any device (a device's memory is read back when it is ready). */
+  async data(): Promise<TypedArray> {
+    if (this._data === null && this._buffer !== null) return this._buffer.read();
+    return this.concrete("call data() on");
   }
 
   /** The values as (nested) JS arrays; bool as booleans. */

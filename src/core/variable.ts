@@ -26,6 +26,7 @@ export class Variable extends Tensor {
 
   constructor(initial: Tensor, options: { name?: string; trainable?: boolean } = {}) {
     super(initial._data, initial.shape, initial.dtype, initial.device, null);
+    this._buffer = initial._buffer;
     this.current = initial;
     this.name = options.name ?? `variable_${this.variableId}`;
     this.trainable = options.trainable ?? true;
@@ -40,6 +41,7 @@ export class Variable extends Tensor {
   setStoredValue(value: Tensor): void {
     this.current = value;
     this._data = value._data;
+    this._buffer = value._buffer;
   }
 
   /** The current value; tapes that are recording watch it. */
@@ -71,6 +73,7 @@ export class Variable extends Tensor {
     }
     this.current = value;
     this._data = value._data;
+    this._buffer = value._buffer;
     return this;
   }
 

@@ -36,7 +36,7 @@ import { isTracing, withEagerContext } from "../core/context.js";
 import { getOp, type OpDef, type TensorType } from "../ops/registry.js";
 import "../ops/index.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../graph/ir.js";
-import { SCALAR_PRELUDE } from "../backends/cpu/scalar-math.js";
+import { SCALAR_PRELUDE } from "../backends/cpu/js-expr.js";
 import { WASM_MIN_MNK } from "../backends/cpu/matmul.js";
 import { getWasmRuntime } from "../backends/cpu/wasm-runtime.js";
 import { gemmInstance, gemmModule } from "./wasm-gemm.js";
@@ -487,7 +487,7 @@ function build(c: CompiledGraph): void {
     } catch {
       return dynamic(); // the generic path raises the error if the node runs
     }
-    if (!outTypes.every(compilable)) return dynamic();
+    if (!outTypes.every(compilable) || !def.kernels.cpu) return dynamic();
     setOuts(outTypes);
     if (!outTypes.every((t) => isConcrete(t.shape)) || !types.every((t) => isConcrete(t.shape))) {
       strategies.push({ kind: "runtime" });
@@ -498,7 +498,7 @@ function build(c: CompiledGraph): void {
     } else if (types.length === 0) {
       let data: TypedArray[] | null = null;
       try {
-        data = def.kernel([], node.attrs, outTypes);
+        data = def.kernels.cpu!([], node.attrs, outTypes);
       } catch {
         data = null;
       }
@@ -983,7 +983,7 @@ class Codegen {
           }
           // (the node's location names a kernel error; reset after, so nothing else inherits it)
           const ex = this.konst(executing, "EX");
-          out.push(`${ex}.at = ${this.konst(node.loc, "Loc")}; const R${k} = ${def}.kernel(${args}, ${attrs}, ${outTypes}); ${ex}.at = null;`);
+          out.push(`${ex}.at = ${this.konst(node.loc, "Loc")}; const R${k} = ${def}.kernels.cpu(${args}, ${attrs}, ${outTypes}); ${ex}.at = null;`);
           outs.forEach((o, i) => define(o, `R${k}[${i}]`));
           break;
         }

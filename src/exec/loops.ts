@@ -7,14 +7,15 @@
  * gives bit-identical results to running its ops one by one.
  */
 import type { DType } from "../core/dtype.js";
+import { bindAttrs, formFor, type Expr } from "../core/expr.js";
 import { broadcastStrides, sizeOf } from "../core/shape.js";
-import { bindAttrs } from "../ops/define-elementwise.js";
-import { templateExpression, type OpDef } from "../ops/registry.js";
+import { jsSource } from "../backends/cpu/js-expr.js";
+import type { OpDef } from "../ops/registry.js";
 
 /** One scalar step of an elementwise loop. */
 export interface LoopStep {
-  /** JS expression over `a`, `b`, `c` (the registry template with attributes bound). */
-  expr: string;
+  /** The op's expression for the step's dtype, attributes bound. */
+  expr: Expr;
   /** Operands: index < numInputs is a loop input, otherwise step `index - numInputs`. */
   args: number[];
   dtype: DType;
@@ -33,11 +34,9 @@ export interface LoopOutput {
   value: number;
 }
 
-const OPERANDS = ["a", "b", "c", "d", "e", "f"];
-
-/** The template of an elementwise registry op for an output dtype, attributes bound. */
-export function templateFor(def: OpDef, attrs: unknown, dtype: DType): string {
-  return bindAttrs(templateExpression(def.elementwise!, dtype), attrs as Record<string, number> | undefined);
+/** The expression of an elementwise registry op for an output dtype, attributes bound. */
+export function templateFor(def: OpDef, attrs: unknown, dtype: DType): Expr {
+  return bindAttrs(formFor(def.elementwise!, dtype), attrs as Record<string, unknown> | undefined);
 }
 
 /** The conversion a store into storage of `dtype` applies, as an expression over `x`. */
@@ -82,10 +81,9 @@ export function elementwiseSource(id: string, outShape: readonly number[], input
     const out: string[] = [];
     steps.forEach((s, k) => {
       const v = val(numIn + k);
-      const binds = s.args.map((a, j) => `${OPERANDS[j]} = ${val(a)}`).join(", ");
+      const expr = jsSource(s.expr, s.args.map(val));
       const needConv = usedLater.has(numIn + k);
-      const e = needConv ? storeConversion(s.dtype, s.expr) : `(${s.expr})`;
-      out.push(binds ? `let ${v}; { const ${binds}; ${v} = ${e}; }` : `const ${v} = ${e};`);
+      out.push(`const ${v} = ${needConv ? storeConversion(s.dtype, expr) : `(${expr})`};`);
     });
     return out;
   };

@@ -19,7 +19,7 @@
  */
 import { broadcastStrides } from "../core/shape.js";
 import { collapse } from "./loops.js";
-import { TANH_EDGE, TANH_P, TANH_Q, TANH_RANGE } from "../backends/cpu/tanh-f32.js";
+import { TANH_EDGE, TANH_P, TANH_Q, TANH_RANGE } from "../ops/tanh-f32.js";
 import {
   brIf, end, f32store, get, i32add, i32c, i32ltS, I32, loop, moduleBytes, set, simd, splatLoad, V128, v128load,
   v128store, SIMD_OP, WA, type WasmMemory, type WasmModule,

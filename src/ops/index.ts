@@ -14,5 +14,7 @@ export * as random from "./random.js";
 export * from "./numerics.js";
 export * from "./iteration-stack.js";
 import "./residuals.js";
+import "./constant.js";
+import "./fused.js";
 import "./variable-updates.js";
 export { getOp, listOps, applyOp, defineOp, type OpDef, type TensorType, type VjpContext } from "./registry.js";

@@ -125,6 +125,7 @@ export const matmulOp = defineOp<MatmulAttrs>({
   name: "matmul",
   family: "linalg",
   inputs: ["a", "b"],
+  product: (attrs) => ({ transposeA: !!attrs.transposeA, transposeB: !!attrs.transposeB }),
   infer(inputs, attrs) {
     const [a, b] = inputs as [(typeof inputs)[0], (typeof inputs)[0]];
     if (a!.dtype !== b!.dtype) throw new DtypeError(`operands must have the same dtype, got ${a!.dtype} and ${b!.dtype}`, "matmul");
@@ -133,25 +134,27 @@ export const matmulOp = defineOp<MatmulAttrs>({
     }
     return [{ shape: matmulShape(a!.shape, b!.shape, attrs.transposeA, attrs.transposeB), dtype: a!.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [a, b] = inputs as [Tensor, Tensor];
-    const o = outs[0]!;
-    const rank = o.shape.length;
-    const m = o.shape[rank - 2]!,
-      n = o.shape[rank - 1]!;
-    const k = attrs.transposeA ? a.shape[a.rank - 2]! : a.shape[a.rank - 1]!;
-    const outBatch = o.shape.slice(0, rank - 2);
-    const aOff = batchOffsets(a.shape, outBatch);
-    const bOff = batchOffsets(b.shape, outBatch);
-    const d = o.dtype;
-    const out = d === "float32" ? new Float32Array(sizeOf(o.shape)) : d === "int32" ? new Int32Array(sizeOf(o.shape)) : new Float64Array(sizeOf(o.shape));
-    if (out.length === 0) return [out];
-    if (d === "float32" || d === "float64") {
-      matmulKernel(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);
-    } else {
-      matmulInt(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);
-    }
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [a, b] = inputs as [Tensor, Tensor];
+      const o = outs[0]!;
+      const rank = o.shape.length;
+      const m = o.shape[rank - 2]!,
+        n = o.shape[rank - 1]!;
+      const k = attrs.transposeA ? a.shape[a.rank - 2]! : a.shape[a.rank - 1]!;
+      const outBatch = o.shape.slice(0, rank - 2);
+      const aOff = batchOffsets(a.shape, outBatch);
+      const bOff = batchOffsets(b.shape, outBatch);
+      const d = o.dtype;
+      const out = d === "float32" ? new Float32Array(sizeOf(o.shape)) : d === "int32" ? new Int32Array(sizeOf(o.shape)) : new Float64Array(sizeOf(o.shape));
+      if (out.length === 0) return [out];
+      if (d === "float32" || d === "float64") {
+        matmulKernel(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);
+      } else {
+        matmulInt(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);
+      }
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [a, b] = ctx.inputs as [Tensor, Tensor];

@@ -103,14 +103,14 @@ function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number
     family: "random",
     inputs: [],
     infer: (_i, a) => [{ shape: a.shape, dtype: a.dtype }],
-    kernel(_i, a) {
+    kernels: { cpu(_i, a) {
       const n = sizeOf(a.shape);
       const out = allocStorage(a.dtype, n);
       const [k0, k1] = a.key;
       const f64 = a.dtype === "float64";
       for (let i = 0; i < n; i++) out[i] = sample(a, k0, k1, i, f64);
       return [out];
-    },
+    } },
   });
 }
 
@@ -138,12 +138,12 @@ export const randomBernoulliOp = defineOp<BernoulliAttrs>({
     if (!isFloat(inputs[0]!.dtype)) throw new DtypeError(`p must be a float tensor, got ${inputs[0]!.dtype}`, "random.bernoulli");
     return [{ shape: inputs[0]!.shape, dtype: "bool" }];
   },
-  kernel(inputs, a) {
+  kernels: { cpu(inputs, a) {
     const p = inputs[0]!.concrete();
     const out = allocStorage("bool", p.length);
     for (let i = 0; i < p.length; i++) out[i] = uniform01(a.key[0], a.key[1], i, true) < p[i]! ? 1 : 0;
     return [out];
-  },
+  } },
 });
 
 interface CategoricalAttrs {
@@ -163,7 +163,7 @@ export const randomCategoricalOp = defineOp<CategoricalAttrs>({
     }
     return [{ shape: l.shape.length === 1 ? [a.numSamples] : [l.shape[0]!, a.numSamples], dtype: "int32" }];
   },
-  kernel(inputs, a) {
+  kernels: { cpu(inputs, a) {
     const l = inputs[0]!;
     const logits = l.concrete();
     const classes = l.shape[l.shape.length - 1]!;
@@ -188,7 +188,7 @@ export const randomCategoricalOp = defineOp<CategoricalAttrs>({
       }
     }
     return [out];
-  },
+  } },
 });
 
 /** Uniform values in [minval, maxval). */

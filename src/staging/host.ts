@@ -37,24 +37,26 @@ export const hostCallOp = defineOp<HostCallAttrs>({
   variadic: true,
   stateful: true,
   infer: (_inputs, a) => a.outputs.map((o) => ({ dtype: o.dtype, shape: o.shape })),
-  kernel(inputs, a, outs) {
-    const entry = hostFunctions.get(a.fnId);
-    if (!entry) throw new ValueError(`host function ${a.name} is not registered in this process`, "hostCall");
-    // The host function is the user's own code: its errors name their own lines.
-    const result = atNode(null, () => withEagerContext(() => entry.fn(...inputs)));
-    const list = Array.isArray(result) ? result : [result];
-    if (list.length !== outs.length) throw new ValueError(`host function ${a.name} returned ${list.length} tensors, its output specs say ${outs.length}`, "hostCall");
-    return list.map((t, i) => {
-      const o = outs[i]!;
-      if (!(t instanceof Tensor)) throw new ValueError(`host function ${a.name} returned ${typeof t} for output ${i}, expected a tensor`, "hostCall");
-      if (t.dtype !== o.dtype) throw new DtypeError(`host function ${a.name} output ${i} is ${t.dtype}, its spec says ${o.dtype}`, "hostCall");
-      if (t.rank !== o.shape.length || t.shape.some((d, j) => o.shape[j]! >= 0 && o.shape[j] !== d)) {
-        throw new ShapeError(`host function ${a.name} output ${i} has shape ${fmtShape(t.shape)}, its spec says ${fmtShape(o.shape)}`, "hostCall");
-      }
-      const data = t.dataSync();
-      if (o.shape.some((d) => d < 0)) runtimeShapes.set(data, t.shape.slice());
-      return data;
-    });
+  kernels: {
+    cpu(inputs, a, outs) {
+      const entry = hostFunctions.get(a.fnId);
+      if (!entry) throw new ValueError(`host function ${a.name} is not registered in this process`, "hostCall");
+      // The host function is the user's own code: its errors name their own lines.
+      const result = atNode(null, () => withEagerContext(() => entry.fn(...inputs)));
+      const list = Array.isArray(result) ? result : [result];
+      if (list.length !== outs.length) throw new ValueError(`host function ${a.name} returned ${list.length} tensors, its output specs say ${outs.length}`, "hostCall");
+      return list.map((t, i) => {
+        const o = outs[i]!;
+        if (!(t instanceof Tensor)) throw new ValueError(`host function ${a.name} returned ${typeof t} for output ${i}, expected a tensor`, "hostCall");
+        if (t.dtype !== o.dtype) throw new DtypeError(`host function ${a.name} output ${i} is ${t.dtype}, its spec says ${o.dtype}`, "hostCall");
+        if (t.rank !== o.shape.length || t.shape.some((d, j) => o.shape[j]! >= 0 && o.shape[j] !== d)) {
+          throw new ShapeError(`host function ${a.name} output ${i} has shape ${fmtShape(t.shape)}, its spec says ${fmtShape(o.shape)}`, "hostCall");
+        }
+        const data = t.dataSync();
+        if (o.shape.some((d) => d < 0)) runtimeShapes.set(data, t.shape.slice());
+        return data;
+      });
+    },
   },
   vjp(ctx, cts) {
     // The gradient of a host call is a host call of the gradient: at run time, the host
@@ -104,9 +106,11 @@ export const printOp = defineOp<{ items: PrintItem[] }>({
   variadic: true,
   stateful: true,
   infer: () => [],
-  kernel(inputs, a) {
-    console.log(...a.items.map((it) => ("text" in it ? it.text : inputs[it.input]!.toString())));
-    return [];
+  kernels: {
+    cpu(inputs, a) {
+      console.log(...a.items.map((it) => ("text" in it ? it.text : inputs[it.input]!.toString())));
+      return [];
+    },
   },
 });
 

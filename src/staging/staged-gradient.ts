@@ -159,7 +159,7 @@ export function recordStagedCall(cf: ConcreteFunction, args: Tensor[]): unknown 
     family: "ad",
     inputs: inputs.map((_, i) => `x${i}`),
     infer: () => flat.map((o) => ({ dtype: o.dtype, shape: o.shape })),
-    kernel: () => flat.map((o) => o.dataSync()),
+    kernels: { cpu: () => flat.map((o) => o.dataSync()) },
     vjp: (_ctx, cts) => {
       const filled = cts.map((c, i) => c ?? zerosLikeTensor(flat[i]!));
       if (cts.slice(numOutputs).every((c) => c === null)) {

@@ -47,12 +47,12 @@ export const assertOp = defineOp<{ fnId: number; message: string }>({
     }
     return [];
   },
-  kernel(inputs, attrs) {
+  kernels: { cpu(inputs, attrs) {
     if (inputs[0]!.dataSync()[0] !== 0) return [];
     const make = errorFactories.get(attrs.fnId);
     if (!make) throw new AssertionFailedError(attrs.message || "assertion failed", "assert", null);
     throw make();
-  },
+  } },
 });
 
 function stageAssert(ok: Tensor, makeError: () => unknown, message: string): void {

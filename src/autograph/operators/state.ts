@@ -189,11 +189,11 @@ export const dimSizeOp = defineOp<{ axis: number }>({
     }
     return [{ shape: [], dtype: "int32" }];
   },
-  kernel(inputs, attrs) {
+  kernels: { cpu(inputs, attrs) {
     const out = new Int32Array(1);
     out[0] = inputs[0]!.shape[attrs.axis]!;
     return [out];
-  },
+  } },
 });
 
 /**

@@ -9,9 +9,10 @@
  * float32 sum is not rounded at every step, and int32 sums wrap exactly like int32 adds).
  */
 import type { TypedArray } from "../../core/dtype.js";
+import type { Combine } from "../../core/expr.js";
 import type { Shape } from "../../core/shape.js";
 
-export type Combine = "sum" | "prod" | "max" | "min" | "any" | "all";
+export type { Combine };
 
 const INIT: Record<Combine, number> = { sum: 0, prod: 1, max: -Infinity, min: Infinity, any: 0, all: 1 };
 

@@ -8,7 +8,7 @@
  */
 import type { Tensor } from "../../core/tensor.js";
 import type { Graph } from "../ir.js";
-import { constantAttrsOf } from "./constant.js";
+import { constantAttrsOf } from "../../ops/constant.js";
 import { makeNode, replaceAllUses, sameType } from "./util.js";
 
 /**

@@ -15,7 +15,7 @@
 import { allocStorage } from "../../core/dtype.js";
 import type { Tensor } from "../../core/tensor.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../ir.js";
-import { constantAttrsOf } from "./constant.js";
+import { constantAttrsOf } from "../../ops/constant.js";
 import { allGraphs, evaluateNode, isFullyKnown, isPureRegistryNode, makeNode, refineTypes, replaceAllUses, sizeOfType } from "./util.js";
 
 export interface ConstantFoldOptions {

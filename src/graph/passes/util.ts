@@ -11,8 +11,8 @@
  *   merged, folded or moved relative to each other.
  */
 import { withEagerContext } from "../../core/context.js";
-import { Tensor as TensorClass, type Tensor } from "../../core/tensor.js";
-import { getOp, type OpDef } from "../../ops/registry.js";
+import type { Tensor } from "../../core/tensor.js";
+import { getOp, runOp, type OpDef } from "../../ops/registry.js";
 import { FunctionLibrary, Graph, Node, STRUCTURAL_OPS, type Value, type ValueType } from "../ir.js";
 
 /** The registry declaration of a node's op, or null for structural / unknown ops. */
@@ -321,9 +321,5 @@ export function refineTypes(g: Graph): number {
 
 /** Runs a registry kernel on concrete tensors outside any trace or tape. */
 export function evaluateNode(def: OpDef, inputs: Tensor[], attrs: unknown): Tensor[] {
-  return withEagerContext(() => {
-    const types = def.infer(inputs, attrs);
-    const data = def.kernel(inputs, attrs, types);
-    return types.map((t, i) => new TensorClass(data[i]!, t.shape, t.dtype));
-  });
+  return withEagerContext(() => runOp(def, inputs, attrs));
 }

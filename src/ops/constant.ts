@@ -4,11 +4,11 @@
  * the text and S-expression forms carry them; ONNX lowers it to a Constant). Constant folding
  * (constant-fold.ts) produces it; it has no inputs, no randomness and no gradient.
  */
-import { allocStorage, isDType, type DType } from "../../core/dtype.js";
-import { DtypeError, ValueError } from "../../core/errors.js";
-import { checkShape, sizeOf } from "../../core/shape.js";
-import type { Tensor } from "../../core/tensor.js";
-import { defineOp } from "../../ops/registry.js";
+import { allocStorage, isDType, type DType } from "../core/dtype.js";
+import { DtypeError, ValueError } from "../core/errors.js";
+import { checkShape, sizeOf } from "../core/shape.js";
+import type { Tensor } from "../core/tensor.js";
+import { defineOp } from "./registry.js";
 
 export interface ConstantAttrs {
   dtype: DType;
@@ -30,12 +30,14 @@ export const constantOp = defineOp<ConstantAttrs>({
     if (values.length !== n) throw new ValueError(`shape [${shape.join(", ")}] needs ${n} values, got ${values.length}`, "constant");
     return [{ shape, dtype: attrs.dtype }];
   },
-  kernel(_inputs, attrs) {
-    const out = allocStorage(attrs.dtype, attrs.values.length);
-    const v = attrs.values;
-    if (attrs.dtype === "bool") for (let i = 0; i < v.length; i++) out[i] = v[i] ? 1 : 0;
-    else for (let i = 0; i < v.length; i++) out[i] = v[i]!;
-    return [out];
+  kernels: {
+    cpu(_inputs, attrs) {
+      const out = allocStorage(attrs.dtype, attrs.values.length);
+      const v = attrs.values;
+      if (attrs.dtype === "bool") for (let i = 0; i < v.length; i++) out[i] = v[i] ? 1 : 0;
+      else for (let i = 0; i < v.length; i++) out[i] = v[i]!;
+      return [out];
+    },
   },
 });
 
