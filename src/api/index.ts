@@ -27,3 +27,5 @@ export { ag, AutoGraphError, AssertionFailedError } from "../autograph/operators
 export { range, relaxShape, assert } from "../autograph/operators/index.js";
 // The compiled executor (exec/compile.ts) becomes the default for staged functions.
 export { compileGraph, compiledExecutor, interpretExecutor, createCompiledExecutor, type CompiledGraph } from "../exec/compile.js";
+// The WebGPU backend: `await initWebGPU()` makes "webgpu:0" available where an adapter exists.
+export { initWebGPU, webgpuUnavailable, webgpuStats, webgpuFinish, tidy } from "./webgpu.js";

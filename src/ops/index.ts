@@ -13,6 +13,7 @@ export * from "./nn.js";
 export * as random from "./random.js";
 export * from "./numerics.js";
 export * from "./iteration-stack.js";
+export * from "./to-device.js";
 import "./residuals.js";
 import "./constant.js";
 import "./fused.js";

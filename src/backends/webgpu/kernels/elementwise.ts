@@ -11,20 +11,12 @@
  * step), so a fused chain gives the unfused chain's values.
  */
 import type { DType } from "../../../core/dtype.js";
+import type { ElementwiseStep } from "../../../core/expr.js";
 import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
-import { loadedValue, MATH_HELPERS, parsed, renderExpr, renderStore } from "../wgsl/render.js";
+import { loadedValue, MATH_HELPERS, renderStore, renderTyped, type Rendered } from "../wgsl/render.js";
 
-export interface ElementwiseStep {
-  /** The op's scalar template (ops/registry.ts templateExpression, attributes bound). */
-  template: string;
-  /** Operand k of the template: < inputs.length is an input, else step (k - inputs.length). */
-  args: number[];
-  /** The step's output dtype. */
-  dtype: DType;
-  /** For error messages: the op's name. */
-  op: string;
-}
+export type { ElementwiseStep };
 
 type Read = "c" | "s" | "b"; // contiguous, scalar, broadcast (strided)
 
@@ -54,13 +46,11 @@ function broadcastStrides(shape: readonly number[], out: readonly number[]): num
   return s;
 }
 
-const NAMES = ["a", "b", "c", "d"];
-
 /** WGSL source of an elementwise kernel (exported for tests and the executor's fusion). */
-export function elementwiseSource(inputs: readonly { dtype: DType; read: Read }[], steps: readonly ElementwiseStep[], outputs: readonly number[], rank: number): { source: string; layout: string } {
+export function elementwiseSource(inputs: readonly { dtype: DType; read: Read }[], steps: readonly ElementwiseStep[], outputs: readonly number[], rank: number, label: string): { source: string; layout: string } {
   const decl: [string, "r" | "w", string][] = [];
-  inputs.forEach((x, k) => decl.push([`in${k}`, "r", storageType(x.dtype, steps[0]?.op)]));
-  outputs.forEach((s, k) => decl.push([`out${k}`, "w", storageType(steps[s]!.dtype, steps[s]!.op)]));
+  inputs.forEach((x, k) => decl.push([`in${k}`, "r", storageType(x.dtype, label)]));
+  outputs.forEach((s, k) => decl.push([`out${k}`, "w", storageType(steps[s]!.dtype, label)]));
   const b = bindings(decl);
   const params = new Params().u32("n", 0);
   const broadcast = inputs.some((x) => x.read === "b");
@@ -82,16 +72,14 @@ export function elementwiseSource(inputs: readonly { dtype: DType; read: Read }[
       body += ` }\n`;
     }
   }
-  const values: ReturnType<typeof loadedValue>[] = inputs.map((x, k) => {
+  const values: Rendered[] = inputs.map((x, k) => {
     const idx = x.read === "c" ? "i" : x.read === "s" ? "0u" : `o${k}`;
     body += `  let x${k} = in${k}[${idx}];\n`;
     return loadedValue(`x${k}`, storageType(x.dtype));
   });
   steps.forEach((s, j) => {
-    const vars: Record<string, ReturnType<typeof loadedValue>> = {};
-    s.args.forEach((a, q) => (vars[NAMES[q]!] = values[a]!));
-    const r = renderExpr(parsed(s.template), vars);
-    const st = storageType(s.dtype, s.op);
+    const r = renderTyped(s.expr, s.args.map((a) => values[a]!));
+    const st = storageType(s.dtype, label);
     body += `  let v${j}: ${st} = ${renderStore(r, s.dtype)};\n`;
     values.push(loadedValue(`v${j}`, st));
   });
@@ -100,10 +88,13 @@ export function elementwiseSource(inputs: readonly { dtype: DType; read: Read }[
   return { source, layout: b.layout + "u" };
 }
 
-/** Runs `steps` over `inputs` broadcast to `outShape`; returns the outputs (the steps `outputs` lists). */
-export function elementwise(dev: KernelDevice, inputs: readonly GpuArray[], steps: readonly ElementwiseStep[], outputs: readonly number[], outShape: readonly number[]): GpuArray[] {
+/**
+ * Runs `steps` over `inputs` broadcast to `outShape`; returns the outputs (the steps `outputs`
+ * lists), in `into` when given (else new arrays). `label` names the op(s) in errors and debuggers.
+ */
+export function elementwise(dev: KernelDevice, inputs: readonly GpuArray[], steps: readonly ElementwiseStep[], outputs: readonly number[], outShape: readonly number[], label: string, into?: readonly GpuArray[]): GpuArray[] {
   const n = sizeOf(outShape);
-  const outs = outputs.map((s) => allocArray(dev, outShape, steps[s]!.dtype));
+  const outs = into ? [...into] : outputs.map((s) => allocArray(dev, outShape, steps[s]!.dtype));
   if (n === 0) return outs;
   const reads = inputs.map((x) => readPattern(x.shape, outShape));
   const rank = outShape.length;
@@ -112,13 +103,13 @@ export function elementwise(dev: KernelDevice, inputs: readonly GpuArray[], step
     steps,
     outputs,
     rank,
+    label,
   );
   const params = new Params().u32("n", n);
   if (reads.includes("b")) for (let d = 0; d < rank; d++) params.u32(`d${d}`, outShape[d]!);
   inputs.forEach((x, k) => {
     if (reads[k] === "b") for (const s of broadcastStrides(x.shape, outShape)) params.u32(`s${k}`, s);
   });
-  const label = steps.length === 1 ? steps[0]!.op : `fused(${steps.map((s) => s.op).join(",")})`;
   launch(dev, { source, layout, label }, [...inputs.map((x) => x.id), ...outs.map((o) => o.id)], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return outs;
 }

@@ -1,5 +1,5 @@
 /**
- * Renders an elementwise template (template-parse.ts) as a WGSL expression with JavaScript's
+ * Renders an elementwise expression (core/expr.ts) as a WGSL expression with JavaScript's
  * semantics, as far as 32-bit arithmetic allows.
  *
  * JavaScript computes every template in float64 and rounds once, into the output's typed array.
@@ -12,13 +12,11 @@
  * float32 (a few ulp apart; trigonometric builtins are only as accurate as the GPU's), integer
  * products past 2^53 and int32 floor division past 2^24 are exact here where JavaScript rounds.
  */
-import type { Expr } from "./template-parse.js";
-import { parseTemplate } from "./template-parse.js";
+import type { CallExpr, Expr, ScalarFn } from "../../../core/expr.js";
 import type { WgslScalar } from "../kernels/common.js";
-import { TANH_EDGE, TANH_P, TANH_Q, TANH_RANGE } from "../../cpu/tanh-f32.js";
 
 export type ValueType = "i" | "f" | "b";
-interface Rendered {
+export interface Rendered {
   code: string;
   t: ValueType;
 }
@@ -27,7 +25,7 @@ function lit(v: number): Rendered {
   if (Number.isNaN(v)) return { code: "nan_f32()", t: "f" };
   if (v === Infinity) return { code: "inf_f32()", t: "f" };
   if (v === -Infinity) return { code: "(-inf_f32())", t: "f" };
-  if (Number.isInteger(v) && Math.abs(v) < 2 ** 31) return { code: `${v}i`, t: "i" };
+  if (Number.isInteger(v) && Math.abs(v) < 2 ** 31 && !Object.is(v, -0)) return { code: `${v}i`, t: "i" };
   return { code: f32Literal(v), t: "f" };
 }
 
@@ -35,6 +33,7 @@ function lit(v: number): Rendered {
 export function f32Literal(v: number): string {
   const f = Math.fround(v);
   if (!Number.isFinite(f)) return f > 0 ? "inf_f32()" : f < 0 ? "(-inf_f32())" : "nan_f32()";
+  if (Object.is(f, -0)) return "(-0.0)";
   let s = String(f);
   if (!/[.e]/.test(s)) s += ".0";
   return `f32(${s})`;
@@ -51,159 +50,120 @@ export function toB(r: Rendered): string {
   return r.t === "b" ? r.code : r.t === "i" ? `(${r.code} != 0i)` : `truthy_f(${r.code})`;
 }
 
-const F1: Record<string, string> = {
-  "Math.exp": "exp",
-  "Math.log": "log",
-  "Math.sqrt": "sqrt",
-  "Math.sin": "sin",
-  "Math.cos": "cos",
-  "Math.tan": "tan",
-  "Math.asin": "asin_f32",
-  "Math.acos": "acos_f32",
-  "Math.atan": "atan_f32",
-  "Math.sinh": "sinh",
-  "Math.cosh": "cosh",
-  "Math.tanh": "tanh_f32",
-  "Math.log1p": "log1p_f32",
-  "Math.expm1": "expm1_f32",
-  "Math.trunc": "trunc",
-  "Math.cbrt": "cbrt_f32",
+/** Math functions of one float argument: the WGSL builtin or helper. */
+const F1: Partial<Record<ScalarFn, string>> = {
+  exp: "exp",
+  log: "log",
+  sqrt: "sqrt",
+  sin: "sin",
+  cos: "cos",
+  tan: "tan",
+  asin: "asin_f32",
+  acos: "acos_f32",
+  atan: "atan_f32",
+  sinh: "sinh",
+  cosh: "cosh",
+  tanh: "tanh_f32",
+  log1p: "log1p_f32",
+  expm1: "expm1_f32",
   erf: "erf_f32",
-  sigmoid: "sigmoid_f32",
-  softplus: "softplus_f32",
-  tanhF32: "tanh_f32",
   roundHalfEven: "round",
-  "Math.round": "round_half_up",
+  floor: "floor",
+  ceil: "ceil",
+  abs: "abs",
 };
 
-/** Calls that keep integers integral (so ints stay exact). */
-const INT_PRESERVING = new Set(["Math.abs", "Math.sign", "Math.floor", "Math.ceil", "Math.trunc", "roundHalfEven", "Math.round", "Math.max", "Math.min"]);
+const COMPARE: Partial<Record<ScalarFn, string>> = { eq: "==", ne: "!=", lt: "<", le: "<=", gt: ">", ge: ">=" };
+const ARITH: Partial<Record<ScalarFn, string>> = { add: "+", sub: "-", mul: "*" };
 
-function same(a: Expr, b: Expr): boolean {
+function sameExpr(a: Expr, b: Expr): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-export function renderExpr(e: Expr, vars: Record<string, Rendered>): Rendered {
-  switch (e.k) {
-    case "num":
-      return lit(e.v);
-    case "var": {
-      const v = vars[e.name];
-      if (!v) throw new Error(`elementwise template uses an unknown name ${e.name}`);
+/** Renders `e` over the operands' rendered values (attributes bound). */
+export function renderTyped(e: Expr, vars: readonly Rendered[]): Rendered {
+  switch (e.kind) {
+    case "const":
+      return lit(e.value);
+    case "input": {
+      const v = vars[e.index];
+      if (!v) throw new Error(`internal: the expression reads operand ${e.index}, but only ${vars.length} are given`);
       return v;
     }
-    case "un": {
-      const x = renderExpr(e.x, vars);
-      if (e.op === "!") return { code: `(!${toB(x)})`, t: "b" };
-      if (e.op === "+") return x.t === "b" ? { code: toI(x), t: "i" } : x;
-      if (x.t === "i") return { code: `(-${x.code})`, t: "i" };
-      return { code: `(-${toF(x)})`, t: "f" };
-    }
-    case "cond": {
-      const c = renderExpr(e.c, vars);
-      const t = renderExpr(e.t, vars);
-      const f = renderExpr(e.f, vars);
-      const u = unify(t, f);
-      return { code: `select(${u[1]}, ${u[0]}, ${toB(c)})`, t: u[2] };
-    }
-    case "bin":
-      return renderBinary(e, vars);
+    case "attr":
+      throw new Error(`internal: attribute ${e.name} of an elementwise expression is not bound`);
     case "call":
       return renderCall(e, vars);
   }
 }
 
+function renderCall(e: CallExpr, vars: readonly Rendered[]): Rendered {
+  const { fn } = e;
+  const [x0, y0] = e.args;
+  // x != x / x == x: NaN tests on the bits (a compiler may fold x != x to false).
+  if ((fn === "ne" || fn === "eq") && sameExpr(x0!, y0!)) {
+    const x = renderTyped(x0!, vars);
+    if (x.t !== "f") return { code: fn === "ne" ? "false" : "true", t: "b" };
+    return { code: fn === "ne" ? `is_nan(${x.code})` : `(!is_nan(${x.code}))`, t: "b" };
+  }
+  // floor(p / q) of integers: exact integer floor division (JavaScript divides in float64).
+  if (fn === "floor" && x0!.kind === "call" && x0!.fn === "div") {
+    const p = renderTyped(x0!.args[0]!, vars);
+    const q = renderTyped(x0!.args[1]!, vars);
+    if (p.t !== "f" && q.t !== "f") return { code: `floordiv_i(${toI(p)}, ${toI(q)})`, t: "f" };
+  }
+  const args = e.args.map((a) => renderTyped(a, vars));
+  const [x, y, z] = args as [Rendered, Rendered, Rendered];
+  const allInt = args.every((a) => a.t !== "f");
+  const arith = ARITH[fn];
+  if (arith) {
+    if (allInt) return { code: `(${toI(x)} ${arith} ${toI(y)})`, t: "i" };
+    return { code: `(${toF(x)} ${arith} ${toF(y)})`, t: "f" };
+  }
+  const cmp = COMPARE[fn];
+  if (cmp) {
+    if (x.t === "b" && y.t === "b" && (cmp === "==" || cmp === "!=")) return { code: `(${x.code} ${cmp} ${y.code})`, t: "b" };
+    if (allInt) return { code: `(${toI(x)} ${cmp} ${toI(y)})`, t: "b" };
+    // (a NaN operand makes != true; compilers may emit an ordered comparison, false for NaN)
+    if (cmp === "!=") return { code: `ne_f32(${toF(x)}, ${toF(y)})`, t: "b" };
+    return { code: `(${toF(x)} ${cmp} ${toF(y)})`, t: "b" };
+  }
+  switch (fn) {
+    case "neg":
+      return x.t === "i" ? { code: `(-${x.code})`, t: "i" } : { code: `(-${toF(x)})`, t: "f" };
+    case "div":
+      return { code: `(${toF(x)} / ${toF(y)})`, t: "f" };
+    case "and":
+    case "or":
+      return { code: `(${toB(x)} ${fn === "and" ? "&&" : "||"} ${toB(y)})`, t: "b" };
+    case "not":
+      return { code: `(!${toB(x)})`, t: "b" };
+    case "select": {
+      const [tc, fc, t] = unify(y, z);
+      return { code: `select(${fc}, ${tc}, ${toB(x)})`, t };
+    }
+    case "isFinite":
+      return x.t === "f" ? { code: `is_finite(${x.code})`, t: "b" } : { code: "true", t: "b" };
+    case "pow":
+      if (allInt) return { code: `pow_i(${toI(x)}, ${toI(y)})`, t: "i" };
+      return { code: `pow_f32(${toF(x)}, ${toF(y)})`, t: "f" };
+    case "atan2":
+      return { code: `atan2_f32(${toF(x)}, ${toF(y)})`, t: "f" };
+  }
+  // Functions that keep integers integral (exact on ints).
+  if (x.t !== "f" && (fn === "abs" || fn === "floor" || fn === "ceil" || fn === "roundHalfEven")) {
+    return fn === "abs" ? { code: `abs(${toI(x)})`, t: "i" } : { code: toI(x), t: "i" };
+  }
+  const name = F1[fn];
+  if (name) return { code: `${name}(${toF(x)})`, t: "f" };
+  throw new Error(`the WGSL renderer has no rendering of the scalar function ${fn}`);
+}
+
 /** Common type of two branches: i with i, b with b, else f. */
 function unify(a: Rendered, b: Rendered): [string, string, ValueType] {
   if (a.t === b.t) return [a.code, b.code, a.t];
-  if (a.t !== "f" && b.t !== "f" && a.t !== b.t) return [toI(a), toI(b), "i"];
+  if (a.t !== "f" && b.t !== "f") return [toI(a), toI(b), "i"];
   return [toF(a), toF(b), "f"];
-}
-
-function renderBinary(e: Extract<Expr, { k: "bin" }>, vars: Record<string, Rendered>): Rendered {
-  const { op } = e;
-  // x !== x / x === x: NaN tests on the bits (a compiler may fold x != x to false).
-  if ((op === "!==" || op === "===") && same(e.l, e.r)) {
-    const x = renderExpr(e.l, vars);
-    if (x.t !== "f") return { code: op === "!==" ? "false" : "true", t: "b" };
-    return { code: op === "!==" ? `is_nan(${x.code})` : `(!is_nan(${x.code}))`, t: "b" };
-  }
-  const l = renderExpr(e.l, vars);
-  const r = renderExpr(e.r, vars);
-  switch (op) {
-    case "&&":
-    case "||":
-      return { code: `(${toB(l)} ${op} ${toB(r)})`, t: "b" };
-    case "+":
-    case "-":
-    case "*":
-      if (l.t !== "f" && r.t !== "f") return { code: `(${toI(l)} ${op} ${toI(r)})`, t: "i" };
-      return { code: `(${toF(l)} ${op} ${toF(r)})`, t: "f" };
-    case "/":
-      return { code: `(${toF(l)} / ${toF(r)})`, t: "f" };
-    case "%":
-      return { code: `rem_f32(${toF(l)}, ${toF(r)})`, t: "f" };
-    default: {
-      const cmp = op === "===" || op === "==" ? "==" : op === "!==" || op === "!=" ? "!=" : op;
-      if (l.t === "b" && r.t === "b" && (cmp === "==" || cmp === "!=")) return { code: `(${l.code} ${cmp} ${r.code})`, t: "b" };
-      if (l.t !== "f" && r.t !== "f") return { code: `(${toI(l)} ${cmp} ${toI(r)})`, t: "b" };
-      // (a NaN operand makes != true; compilers may emit an ordered comparison, false for NaN)
-      if (cmp === "!=") return { code: `ne_f32(${toF(l)}, ${toF(r)})`, t: "b" };
-      return { code: `(${toF(l)} ${cmp} ${toF(r)})`, t: "b" };
-    }
-  }
-}
-
-function renderCall(e: Extract<Expr, { k: "call" }>, vars: Record<string, Rendered>): Rendered {
-  const { fn } = e;
-  // Math.floor(p / q) of integers: exact integer floor division (JavaScript divides in float64).
-  if (fn === "Math.floor" && e.args.length === 1 && e.args[0]!.k === "bin" && e.args[0]!.op === "/") {
-    const p = renderExpr(e.args[0]!.l, vars);
-    const q = renderExpr(e.args[0]!.r, vars);
-    if (p.t !== "f" && q.t !== "f") return { code: `floordiv_i(${toI(p)}, ${toI(q)})`, t: "f" };
-  }
-  const args = e.args.map((a) => renderExpr(a, vars));
-  const allInt = args.every((a) => a.t !== "f");
-  if (allInt && INT_PRESERVING.has(fn)) {
-    const a = args.map(toI);
-    switch (fn) {
-      case "Math.abs":
-        return { code: `abs(${a[0]})`, t: "i" };
-      case "Math.sign":
-        return { code: `sign(${a[0]})`, t: "i" };
-      case "Math.max":
-      case "Math.min":
-        return { code: a.reduce((x, y) => `${fn === "Math.max" ? "max" : "min"}(${x}, ${y})`), t: "i" };
-      default:
-        return { code: a[0]!, t: "i" };
-    }
-  }
-  if (allInt && fn === "Math.pow") return { code: `pow_i(${toI(args[0]!)}, ${toI(args[1]!)})`, t: "i" };
-  const f = args.map(toF);
-  const name = F1[fn];
-  if (name && f.length === 1) return { code: `${name}(${f[0]})`, t: "f" };
-  switch (fn) {
-    case "Math.abs":
-      return { code: `abs(${f[0]})`, t: "f" };
-    case "Math.sign":
-      return { code: `sign_f32(${f[0]})`, t: "f" };
-    case "Math.floor":
-      return { code: `floor(${f[0]})`, t: "f" };
-    case "Math.ceil":
-      return { code: `ceil(${f[0]})`, t: "f" };
-    case "Math.pow":
-      return { code: `pow_f32(${f[0]}, ${f[1]})`, t: "f" };
-    case "Math.atan2":
-      return { code: `atan2_f32(${f[0]}, ${f[1]})`, t: "f" };
-    case "Math.max":
-    case "Math.min":
-      return { code: f.reduce((x, y) => `${fn === "Math.max" ? "max_f32" : "min_f32"}(${x}, ${y})`), t: "f" };
-    case "Number.isFinite":
-      return args[0]!.t === "f" ? { code: `is_finite(${f[0]})`, t: "b" } : { code: "true", t: "b" };
-    case "Number.isNaN":
-      return args[0]!.t === "f" ? { code: `is_nan(${f[0]})`, t: "b" } : { code: "false", t: "b" };
-  }
-  throw new Error(`elementwise template calls ${fn}, which the WGSL renderer does not know`);
 }
 
 /** Converts a rendered value for a store into a buffer of element type `s` holding `dtype`. */
@@ -228,27 +188,9 @@ export function loadedValue(code: string, s: WgslScalar): Rendered {
   return s === "f32" ? { code, t: "f" } : s === "i32" ? { code, t: "i" } : { code: `i32(${code})`, t: "i" };
 }
 
-const cache = new Map<string, Expr>();
-export function parsed(template: string): Expr {
-  let e = cache.get(template);
-  if (!e) cache.set(template, (e = parseTemplate(template)));
-  return e;
-}
-
-function horner(y: string, c: readonly number[]): string {
-  let s = f32Literal(c[0]!);
-  for (let i = 1; i < c.length; i++) s = `(${s} * ${y} + ${f32Literal(c[i]!)})`;
-  return s;
-}
-
 /** WGSL versions of the scalar functions templates call (see backends/cpu/scalar-math.ts). */
 export const MATH_HELPERS = `
 fn truthy_f(x: f32) -> bool { return x != 0.0 && !is_nan(x); }
-fn sign_f32(x: f32) -> f32 { if (is_nan(x)) { return x; } return sign(x); }
-fn max_f32(a: f32, b: f32) -> f32 { if (is_nan(a) || is_nan(b)) { return nan_f32(); } return max(a, b); }
-fn min_f32(a: f32, b: f32) -> f32 { if (is_nan(a) || is_nan(b)) { return nan_f32(); } return min(a, b); }
-fn rem_f32(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }
-fn round_half_up(x: f32) -> f32 { return floor(x + 0.5); }
 // floor(p / q) of integers; q = 0 gives +-Infinity or NaN, as JavaScript's float division does.
 fn floordiv_i(p: i32, q: i32) -> f32 {
   if (q == 0) { if (p == 0) { return nan_f32(); } return select(-inf_f32(), inf_f32(), p > 0); }
@@ -273,7 +215,6 @@ fn expm1_f32(x: f32) -> f32 {
   if (um1 == -1.0) { return -1.0; }
   return um1 * (x / log(u));
 }
-fn cbrt_f32(x: f32) -> f32 { return sign(x) * pow(abs(x), 1.0 / 3.0); }
 fn ne_f32(a: f32, b: f32) -> bool { return (a != b) || is_nan(a) || is_nan(b); }
 fn is_odd_int(b: f32) -> bool { return b == trunc(b) && abs(b) < 16777216.0 && (i32(abs(b)) & 1) == 1; }
 // a^n for an integer n by squaring (pow's exp2(n log2 a) is off by ulps even for small integers).
@@ -373,17 +314,15 @@ fn acos_f32(x: f32) -> f32 {
   if (x > 0.5) { return 2.0 * asin_core(sqrt(0.5 * (1.0 - x))); }
   return 1.5707963267948966 - asin_f32(x);
 }
-fn sigmoid_f32(x: f32) -> f32 { if (x >= 0.0) { return 1.0 / (1.0 + exp(-x)); } let e = exp(x); return e / (1.0 + e); }
-fn softplus_f32(x: f32) -> f32 { return max(x, 0.0) + log1p_f32(exp(-abs(x))); }
-// float32 tanh: the rational of backends/cpu/tanh-f32.ts (evaluated in float32 here).
+// tanh (float32 outputs use the op's own float32 form, ops/tanh-f32.ts; this serves the general
+// form): 1 - 2 / (exp(2|x|) + 1), with the small-|x| and overflow ends handled.
 fn tanh_f32(x: f32) -> f32 {
-  if (x > ${f32Literal(-TANH_RANGE)} && x < ${f32Literal(TANH_RANGE)}) {
-    let y = x * x;
-    return (x * ${horner("y", TANH_P)}) / ${horner("y", TANH_Q)};
-  }
   if (is_nan(x)) { return x; }
-  if (x > 0.0) { return select(1.0, ${f32Literal(TANH_EDGE)}, x < 9.0); }
-  return select(-1.0, ${f32Literal(-TANH_EDGE)}, x > -9.0);
+  let ax = abs(x);
+  if (ax < 0.0004) { return x; }
+  if (ax > 9.0) { return sign(x); }
+  let e = exp(2.0 * ax);
+  return sign(x) * (1.0 - 2.0 / (e + 1.0));
 }
 // erf in float32: a Maclaurin polynomial below 0.5, 1 - erfc (Numerical Recipes' erfcc, relative
 // error < 1.2e-7) above.
