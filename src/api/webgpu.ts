@@ -16,6 +16,9 @@ import { WebGpuBackend, type WebGpuEntry } from "../backends/webgpu/backend.js";
 import { elementwise } from "../backends/webgpu/kernels/elementwise.js";
 import { GPU_KERNELS, HOST_OPS, WIDE_OPS } from "../backends/webgpu/op-kernels/index.js";
 import type { WebGpuKernel } from "../backends/webgpu/op-kernels/types.js";
+import { getDefaultExecutor, setDefaultExecutor } from "../staging/concrete-function.js";
+import { byDevice, webgpuExecutor } from "../exec/webgpu-executor.js";
+import "../exec/compile.js";
 import { tidy as gpuTidy } from "../backends/webgpu/storage.js";
 
 let backend: WebGpuBackend | null = null;
@@ -76,6 +79,8 @@ export function initWebGPU(options: WebGpuOpenOptions = {}): Promise<DeviceInfo 
     });
     installKernels();
     registerBackend(backend as unknown as Backend);
+    // staged functions called while the current device is webgpu run on it
+    setDefaultExecutor(byDevice(getDefaultExecutor(), webgpuExecutor));
     return listDevices().find((d) => d.name === "webgpu:0") ?? null;
   })();
   return opening;

@@ -32,6 +32,11 @@ export function setDefaultExecutor(e: Executor): void {
   defaultExecutor = e;
 }
 
+/** @internal The default executor (the WebGPU wiring wraps it to run on the device's executor there). */
+export function getDefaultExecutor(): Executor {
+  return defaultExecutor;
+}
+
 export class ConcreteFunction {
   constructor(
     readonly graph: Graph,

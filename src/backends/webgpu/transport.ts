@@ -212,7 +212,10 @@ export class WorkerTransport implements Transport {
       throw new Error(new TextDecoder().decode(new Uint8Array(shared, SYNC_HEADER_BYTES, state[1]!).slice()));
     }
     if (Atomics.load(state, 0) !== SYNC_DONE) throw new Error("a synchronous WebGPU read ended in an unknown state");
-    return shared.slice(SYNC_HEADER_BYTES, SYNC_HEADER_BYTES + bytes + ERROR_WORDS_BYTES) as unknown as ArrayBuffer;
+    // (a copy in ordinary memory: views of shared memory are refused by some APIs, writeBuffer among them)
+    const out = new ArrayBuffer(bytes + ERROR_WORDS_BYTES);
+    new Uint8Array(out).set(new Uint8Array(shared, SYNC_HEADER_BYTES, bytes + ERROR_WORDS_BYTES));
+    return out;
   }
 
   finish(): Promise<void> {

@@ -33,7 +33,7 @@ export const HOST_OPS: readonly string[] = ["hostCall", "print", "assert", "pack
  */
 export const WIDE_OPS: readonly string[] = [
   "fill", "fillLike", "range", "eye", "constant", "cast", "reshape", "expandDims", "squeeze", "identity", "stopGradient",
-  "randomUniform", "randomNormal", "packResiduals", "unpackResiduals", "stackPush", "stackPop", "stackRead", "emptyStack", "dimSize",
+  "randomUniform", "randomNormal", "randomBernoulli", "randomCategorical", "packResiduals", "unpackResiduals", "stackPush", "stackPop", "stackRead", "emptyStack", "dimSize",
 ];
 
 /** The dtypes whose tensors stay on the host on this device. */
