@@ -15,8 +15,6 @@ if (typeof opened === "string") {
   port.postMessage({ k: "failed", reason: opened });
 } else {
   const runtime = new GpuRuntime(opened.device, opened.keepAlive);
-  /** An error from a command of a batch, reported with the next read (commands have no replies). */
-  let deferred: string | null = null;
 
   const failShared = (shared: SharedArrayBuffer, message: string) => {
     const state = new Int32Array(shared, 0, 2);
@@ -27,20 +25,8 @@ if (typeof opened === "string") {
     Atomics.notify(state, 0);
   };
 
-  const answer = (c: Extract<Command, { k: "read" | "finish" | "stats" }>) => {
-    const pendingError = deferred;
-    deferred = null;
-    const work: Promise<unknown> =
-      pendingError !== null
-        ? Promise.reject(new Error(pendingError))
-        : c.k === "read"
-          ? runtime.read(c.id, c.offset, c.bytes)
-          : c.k === "finish"
-            ? runtime.finish().then(() => {
-                const errs = runtime.takeErrors();
-                if (errs.length > 0) throw new Error(errs.join("; "));
-              })
-            : Promise.resolve({ compiled: runtime.compiled, compileMs: runtime.compileMs });
+  /** Sends a command's answer: into the shared buffer a synchronous read waits on, or by message. */
+  const answer = (c: Extract<Command, { k: "read" | "finish" | "stats" }>, work: Promise<unknown>) => {
     work.then(
       (result) => {
         if (c.k === "read" && c.shared) {
@@ -60,15 +46,8 @@ if (typeof opened === "string") {
 
   port.on("message", (m: { k: "batch"; cmds: Command[] }) => {
     for (const c of m.cmds) {
-      if (c.k === "read" || c.k === "finish" || c.k === "stats") {
-        answer(c);
-        continue;
-      }
-      try {
-        runtime.execute(c);
-      } catch (e) {
-        deferred ??= (e as Error).message;
-      }
+      const work = runtime.submit(c);
+      if (c.k === "read" || c.k === "finish" || c.k === "stats") answer(c, work ?? Promise.resolve(undefined));
     }
     runtime.flush();
   });

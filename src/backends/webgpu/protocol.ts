@@ -39,11 +39,26 @@ export type Command =
 
 /**
  * One step of a recorded plan. Buffers in a plan are slots: indices into the `buffers` list a
- * runPlan names (inputs, outputs and the plan's own scratch buffers).
+ * runPlan names (inputs, outputs, the plan's scratch and constant buffers, the error words).
+ * Control flow runs on the GPU's side: a loop reads back its one-element predicate each iteration
+ * (or runs a known number of times without reading anything), a branch reads its predicate once.
  */
 export type PlanStep =
   | { k: "run"; kernel: number; slots: number[]; params: Uint32Array | null; groups: readonly [number, number, number] }
-  | { k: "copy"; src: number; srcOffset: number; dst: number; dstOffset: number; bytes: number };
+  | { k: "copy"; src: number; srcOffset: number; dst: number; dstOffset: number; bytes: number }
+  | {
+      k: "while";
+      /** Steps computing the predicate (slot `pred`, one word: non-zero continues). */
+      cond: PlanStep[];
+      pred: number;
+      body: PlanStep[];
+      /** After each iteration: copies [from, to, bytes] (the body's results into the loop variables). */
+      carry: [number, number, number][];
+      maxIterations: number;
+      /** A trip count known when the plan was made: the predicate is never read. */
+      count: number | null;
+    }
+  | { k: "cond"; pred: number; then: PlanStep[]; else: PlanStep[] };
 
 /** Bytes of the error words appended to every read. */
 export const ERROR_WORDS_BYTES = 16;

@@ -26,6 +26,14 @@ export function sizeClass(bytes: number): number {
   return Math.ceil(b / step) * step;
 }
 
+/** A registered plan: its steps and the uniform buffer holding every step's parameters. */
+interface Plan {
+  steps: PlanStep[];
+  params: GPUBuffer | null;
+  /** Offset of each run step's parameters in `params`. */
+  offsets: Map<PlanStep, number>;
+}
+
 interface Kernel {
   pipeline: GPUComputePipeline;
   layout: GPUBindGroupLayout;
@@ -40,7 +48,10 @@ export class GpuRuntime {
   private readonly pool = new Map<number, GPUBuffer[]>();
   private poolBytes = 0;
   private readonly stagingPool = new Map<number, GPUBuffer[]>();
-  private readonly plans = new Map<number, PlanStep[]>();
+  private readonly plans = new Map<number, Plan>();
+  /** While a plan's control flow awaits a predicate, later commands wait here, in order. */
+  private busy = false;
+  private readonly waiting: [Command, (v: unknown) => void, (e: Error) => void][] = [];
   private errorBuffer = 0;
 
   private encoder: GPUCommandEncoder | null = null;
@@ -73,50 +84,99 @@ export class GpuRuntime {
     return this.errors.splice(0, this.errors.length);
   }
 
-  execute(c: Command): void {
+  /**
+   * Runs a command in order with every command before it. Returns the answer of a read, finish or
+   * stats command (a promise), else null. A command that fails is recorded as an error, which the
+   * next read raises. While a plan's loop awaits its predicate, later commands are queued.
+   */
+  submit(c: Command): Promise<unknown> | null {
+    if (this.busy) return new Promise((resolve, reject) => this.waiting.push([c, resolve, reject]));
+    try {
+      return this.execute(c);
+    } catch (e) {
+      this.errors.push((e as Error).message);
+      return null;
+    }
+  }
+
+  private execute(c: Command): Promise<unknown> | null {
     switch (c.k) {
       case "alloc":
         this.buffers.set(c.id, this.take(c.bytes));
-        return;
+        return null;
       case "free": {
         const b = this.buffers.get(c.id);
         if (b) {
           this.buffers.delete(c.id);
           this.give(b);
         }
-        return;
+        return null;
       }
       case "write": {
         const b = this.buffer(c.id);
         if (this.touched.has(b)) this.flush();
         this.device.queue.writeBuffer(b, c.offset, c.data.buffer, c.data.byteOffset, c.data.byteLength);
-        return;
+        return null;
       }
       case "kernel":
         this.kernels.set(c.id, this.pipelineFor(c.source, c.layout, c.label));
-        return;
+        return null;
       case "run":
         this.dispatch(this.kernel(c.kernel), c.buffers.map((id) => this.buffer(id)), c.params, c.groups);
-        return;
+        return null;
       case "copy":
         this.copy(this.buffer(c.src), c.srcOffset, this.buffer(c.dst), c.dstOffset, c.bytes);
-        return;
+        return null;
       case "read":
+        return this.read(c.id, c.offset, c.bytes);
       case "finish":
+        return this.finish().then(() => {
+          const errs = this.takeErrors();
+          if (errs.length > 0) throw new Error(errs.join("; "));
+        });
       case "stats":
-        throw new Error(`webgpu runtime: ${c.k} is answered by the transport`);
+        return Promise.resolve({ compiled: this.compiled, compileMs: this.compileMs });
       case "errors":
         this.errorBuffer = c.id;
-        return;
+        return null;
       case "plan":
-        this.plans.set(c.id, c.plan);
-        return;
+        this.plans.set(c.id, this.registerPlan(c.plan));
+        return null;
       case "dropPlan":
+        this.plans.get(c.id)?.params?.destroy();
         this.plans.delete(c.id);
-        return;
-      case "runPlan":
-        this.runPlan(c.id, c.buffers);
-        return;
+        return null;
+      case "runPlan": {
+        const running = this.runPlan(c.id, c.buffers);
+        if (running) {
+          this.busy = true;
+          running.then(
+            () => this.resume(),
+            (e: Error) => {
+              this.errors.push(e.message);
+              this.resume();
+            },
+          );
+        }
+        return null;
+      }
+    }
+  }
+
+  /** Runs the commands that waited for a plan, until one waits again. */
+  private resume(): void {
+    this.busy = false;
+    while (!this.busy && this.waiting.length > 0) {
+      const [c, resolve, reject] = this.waiting.shift()!;
+      let answer: Promise<unknown> | null;
+      try {
+        answer = this.execute(c);
+      } catch (e) {
+        this.errors.push((e as Error).message);
+        answer = null;
+      }
+      if (answer) answer.then(resolve, reject);
+      else resolve(undefined);
     }
   }
 
@@ -210,15 +270,18 @@ export class GpuRuntime {
     return this.encoder;
   }
 
-  private dispatch(k: Kernel, buffers: GPUBuffer[], params: Uint32Array | null, groups: readonly [number, number, number]): void {
+  /** Records one dispatch; `params` are copied into this batch's uniforms, or already are in a plan's buffer. */
+  private dispatch(k: Kernel, buffers: GPUBuffer[], params: Uint32Array | null, groups: readonly [number, number, number], preset?: { buffer: GPUBuffer; offset: number }): void {
     if (groups[0] * groups[1] * groups[2] === 0) return;
-    if (params && this.paramUsed + PARAM_SLOT > PARAM_CAPACITY) this.flush();
+    if (params && !preset && this.paramUsed + PARAM_SLOT > PARAM_CAPACITY) this.flush();
     const entries: GPUBindGroupEntry[] = new Array(k.bindings.length);
     for (let i = 0; i < buffers.length; i++) {
       entries[i] = { binding: i, resource: { buffer: buffers[i]! } };
       this.touched.add(buffers[i]!);
     }
-    if (params) {
+    if (preset) {
+      entries[buffers.length] = { binding: buffers.length, resource: { buffer: preset.buffer, offset: preset.offset, size: PARAM_SLOT } };
+    } else if (params) {
       const bytes = params.byteLength;
       if (bytes > PARAM_SLOT) throw new Error(`webgpu runtime: kernel parameters of ${bytes} bytes exceed ${PARAM_SLOT}`);
       this.paramHost.set(new Uint8Array(params.buffer, params.byteOffset, bytes), this.paramUsed);
@@ -239,14 +302,84 @@ export class GpuRuntime {
     this.touched.add(dst);
   }
 
-  private runPlan(id: number, slots: number[]): void {
+  /** Uploads every run step's parameters into one uniform buffer, once. */
+  private registerPlan(steps: PlanStep[]): Plan {
+    const runs: PlanStep[] = [];
+    const walk = (list: PlanStep[]) => {
+      for (const st of list) {
+        if (st.k === "run" && st.params) runs.push(st);
+        else if (st.k === "while") (walk(st.cond), walk(st.body));
+        else if (st.k === "cond") (walk(st.then), walk(st.else));
+      }
+    };
+    walk(steps);
+    const offsets = new Map<PlanStep, number>();
+    let params: GPUBuffer | null = null;
+    if (runs.length > 0) {
+      const host = new Uint8Array(runs.length * PARAM_SLOT);
+      runs.forEach((st, i) => {
+        const p = (st as Extract<PlanStep, { k: "run" }>).params!;
+        host.set(new Uint8Array(p.buffer, p.byteOffset, p.byteLength), i * PARAM_SLOT);
+        offsets.set(st, i * PARAM_SLOT);
+      });
+      params = this.device.createBuffer({ size: host.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: "plan params" });
+      this.device.queue.writeBuffer(params, 0, host);
+    }
+    return { steps, params, offsets };
+  }
+
+  /** Records a plan's steps on `slots`; a promise when control flow must wait for a predicate. */
+  private runPlan(id: number, slots: number[]): Promise<void> | null {
     const plan = this.plans.get(id);
     if (!plan) throw new Error(`webgpu runtime: plan ${id} was never recorded`);
-    const bufs = slots.map((s) => this.buffer(s));
-    for (const s of plan) {
-      if (s.k === "run") this.dispatch(this.kernel(s.kernel), s.slots.map((i) => bufs[i]!), s.params, s.groups);
-      else this.copy(bufs[s.src]!, s.srcOffset, bufs[s.dst]!, s.dstOffset, s.bytes);
+    return this.runSteps(plan, plan.steps, slots.map((s) => this.buffer(s)), 0);
+  }
+
+  private runSteps(plan: Plan, steps: PlanStep[], bufs: GPUBuffer[], from: number): Promise<void> | null {
+    for (let i = from; i < steps.length; i++) {
+      const st = steps[i]!;
+      if (st.k === "run") {
+        const off = plan.offsets.get(st);
+        this.dispatch(this.kernel(st.kernel), st.slots.map((j) => bufs[j]!), st.params, st.groups, off !== undefined ? { buffer: plan.params!, offset: off } : undefined);
+      } else if (st.k === "copy") {
+        this.copy(bufs[st.src]!, st.srcOffset, bufs[st.dst]!, st.dstOffset, st.bytes);
+      } else {
+        return (async () => {
+          await this.control(plan, st, bufs);
+          await this.runSteps(plan, steps, bufs, i + 1);
+        })();
+      }
     }
+    return null;
+  }
+
+  private async control(plan: Plan, st: Extract<PlanStep, { k: "while" | "cond" }>, bufs: GPUBuffer[]): Promise<void> {
+    if (st.k === "cond") {
+      const taken = (await this.readWord(bufs[st.pred]!)) !== 0;
+      await this.runSteps(plan, taken ? st.then : st.else, bufs, 0);
+      return;
+    }
+    for (let it = 0; it < st.maxIterations; it++) {
+      if (st.count !== null) {
+        if (it >= st.count) break;
+      } else {
+        await this.runSteps(plan, st.cond, bufs, 0);
+        if ((await this.readWord(bufs[st.pred]!)) === 0) break;
+      }
+      await this.runSteps(plan, st.body, bufs, 0);
+      for (const [from, to, bytes] of st.carry) this.copy(bufs[from]!, 0, bufs[to]!, 0, bytes);
+    }
+  }
+
+  /** The first word of a buffer (a loop's or branch's predicate), after everything recorded. */
+  private async readWord(b: GPUBuffer): Promise<number> {
+    const staging = this.device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    this.endPass().copyBufferToBuffer(b, 0, staging, 0, 4);
+    this.flush();
+    await staging.mapAsync(GPUMapMode.READ);
+    const v = new Uint32Array(staging.getMappedRange())[0]!;
+    staging.destroy();
+    return v;
   }
 
   /** Submits what is recorded (with the batch's parameters). */

@@ -62,7 +62,7 @@ export class LocalTransport implements Transport {
   }
 
   send(c: Command): void {
-    this.runtime.execute(c);
+    void this.runtime.submit(c);
     if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(() => this.flush());
@@ -73,16 +73,16 @@ export class LocalTransport implements Transport {
     this.runtime.flush();
   }
   read(id: number, offset: number, bytes: number): Promise<ArrayBuffer> {
-    return this.runtime.read(id, offset, bytes);
+    return this.runtime.submit({ k: "read", id, offset, bytes, ticket: 0, shared: null }) as Promise<ArrayBuffer>;
   }
   readSync(): ArrayBuffer {
     throw new SyncReadUnavailable("the GPU device lives on this thread, whose event loop must run to map a buffer");
   }
   async finish(): Promise<void> {
-    await this.runtime.finish();
+    await this.runtime.submit({ k: "finish", ticket: 0 });
   }
   async stats(): Promise<RuntimeStats> {
-    return { compiled: this.runtime.compiled, compileMs: this.runtime.compileMs };
+    return (await this.runtime.submit({ k: "stats", ticket: 0 })) as RuntimeStats;
   }
   close(): void {
     this.runtime.destroy();
