@@ -17,6 +17,7 @@ import { Rng } from "./util/rng.js";
 import { allCases } from "./grad-cases/index.js";
 import { cases as stagedCases, type StagedCase } from "./staged-cases.js";
 import { gpuSkip, onGpu } from "./util/webgpu.js";
+import { unplanned } from "../src/exec/webgpu-executor.js";
 
 /** Tolerance (absolute, relative) of float32 results by the op family's arithmetic. */
 export function tolerance(op: string): [number, number] {
@@ -123,6 +124,12 @@ test("every registry op has a WebGPU kernel", { skip: gpuSkip }, () => {
 for (const [c, name] of all) {
   test(`webgpu: ${name}`, { skip: gpuSkip }, () => sweep(c, name));
 }
+
+test("staged cases run as device plans unless they hold host work", { skip: gpuSkip }, (t) => {
+  const reasons = new Map<string, number>();
+  for (const r of unplanned.values()) reasons.set(r, (reasons.get(r) ?? 0) + 1);
+  t.diagnostic(`${unplanned.size} staged graphs ran node by node: ${[...reasons].map(([r, n]) => `${n}x ${r}`).join("; ")}`);
+});
 
 test("cases that compute in float64/int64 are refused on the GPU", { skip: gpuSkip }, (t) => {
   t.diagnostic(`${needs64.length} runs raised the 64-bit DtypeError: ${needs64.join("; ")}`);

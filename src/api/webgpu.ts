@@ -80,7 +80,7 @@ export function initWebGPU(options: WebGpuOpenOptions = {}): Promise<DeviceInfo 
     installKernels();
     registerBackend(backend as unknown as Backend);
     // staged functions called while the current device is webgpu run on it
-    setDefaultExecutor(byDevice(getDefaultExecutor(), webgpuExecutor));
+    setDefaultExecutor(byDevice(getDefaultExecutor(), webgpuExecutor(backend)));
     return listDevices().find((d) => d.name === "webgpu:0") ?? null;
   })();
   return opening;

@@ -29,7 +29,8 @@ export interface KernelDevice {
   kernel(k: KernelSource): number;
   run(kernel: number, buffers: number[], params: Uint32Array | null, groups: readonly [number, number, number]): void;
   copy(src: number, srcOffset: number, dst: number, dstOffset: number, bytes: number): void;
-  check(make: (value: number, aux: number) => Error): number;
+  /** A code a checking kernel reports (see GpuDevice.check); `permanent` for plans replayed on every call. */
+  check(make: (value: number, aux: number) => Error, permanent?: boolean): number;
 }
 
 export interface WebGpuOpenOptions extends GpuOptions {
@@ -51,6 +52,9 @@ export class GpuDevice implements KernelDevice {
   /** What each check code means: code -> the error to raise (recent launches only). */
   private readonly checks = new Map<number, (value: number, aux: number) => Error>();
   private nextCheck = 1;
+  /** Checks of plans (recorded once, reported on every call): codes from 65536 on, never reused. */
+  private readonly permanentChecks = new Map<number, (value: number, aux: number) => Error>();
+  private nextPermanent = 65536;
 
   private constructor(readonly transport: Transport) {
     this.errorBuffer = this.alloc(ERROR_WORDS_BYTES);
@@ -60,9 +64,14 @@ export class GpuDevice implements KernelDevice {
 
   /**
    * A code for a check a kernel makes (an index out of range): if the kernel reports it, the next
-   * read raises `make(value, aux)`. Codes are reused after 65536 checks.
+   * read raises `make(value, aux)`. Codes are reused after 65535 checks, except permanent ones.
    */
-  check(make: (value: number, aux: number) => Error): number {
+  check(make: (value: number, aux: number) => Error, permanent = false): number {
+    if (permanent) {
+      const code = this.nextPermanent++;
+      this.permanentChecks.set(code, make);
+      return code;
+    }
     const code = this.nextCheck;
     this.nextCheck = (this.nextCheck % 65535) + 1;
     this.checks.set(code, make);
@@ -74,7 +83,7 @@ export class GpuDevice implements KernelDevice {
   private received(raw: ArrayBuffer, bytes: number): ArrayBuffer {
     const words = new Uint32Array(raw, bytes, 4);
     if (words[0] !== 0) {
-      const make = this.checks.get(words[0]!);
+      const make = this.checks.get(words[0]!) ?? this.permanentChecks.get(words[0]!);
       const [value, aux] = [words[1]!, words[2]!];
       this.write(this.errorBuffer, new Uint32Array(4));
       throw make ? make(value, aux) : new Error(`a WebGPU kernel reported error code ${words[0]} (value ${value})`);

@@ -15,6 +15,13 @@ export const GPU_KERNELS: Readonly<Record<string, WebGpuKernel>> = {
   ...shapeKernels,
   ...mathKernels,
   dimSize: (dev, [x], a: { axis: number }) => [fill(dev, [], "int32", x!.shape[a.axis]!)],
+  // (in a plan: a buffer written once, when the plan is made)
+  constant(dev, _i, a: { values: number[] }, outs) {
+    const o = outs[0]!;
+    const id = dev.alloc(4 * a.values.length);
+    dev.write(id, o.dtype === "float32" ? Float32Array.from(a.values) : o.dtype === "int32" ? Int32Array.from(a.values) : Uint32Array.from(a.values, (v) => (o.dtype === "bool" ? (v ? 1 : 0) : v)));
+    return [{ id, shape: o.shape, dtype: o.dtype }];
+  },
   // (the first numInputs inputs are the function's arguments; the rest its values)
   customGradient: (_dev, inputs, a: { numInputs: number }, outs) => inputs.slice(a.numInputs).map((x, i) => view(x, outs[i]!.shape)),
 };
@@ -22,10 +29,9 @@ export const GPU_KERNELS: Readonly<Record<string, WebGpuKernel>> = {
 /**
  * Ops that run their CPU kernel on the webgpu device's host copies: host callbacks and printing
  * (they hand values to JavaScript), residual records (host-side tables of kept tensors), iteration
- * stacks (growable host storage; rows are uploaded when a GPU kernel reads them) and constants
- * (uploaded on first use).
+ * stacks (growable host storage; rows are uploaded when a GPU kernel reads them).
  */
-export const HOST_OPS: readonly string[] = ["hostCall", "print", "assert", "packResiduals", "unpackResiduals", "stackPush", "stackPop", "stackRead", "emptyStack", "constant"];
+export const HOST_OPS: readonly string[] = ["hostCall", "print", "assert", "packResiduals", "unpackResiduals", "stackPush", "stackPop", "stackRead", "emptyStack"];
 
 /**
  * Ops that may make, move or convert float64/int64 tensors on the webgpu device: they run on the
