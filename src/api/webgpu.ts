@@ -105,8 +105,11 @@ export function tidy<T>(fn: () => T): T {
   return gpuTidy(fn);
 }
 
-/** The GPU's state: pipelines compiled so far and their compile time, and the memory tensors hold. */
-export async function webgpuStats(): Promise<{ compiled: number; compileMs: number; liveBuffers: number; liveBytes: number } | null> {
+/**
+ * The GPU's state: pipelines compiled so far and their compile time, predicates of staged loops and
+ * branches read back, and the buffers (and bytes) tensors and plans hold.
+ */
+export async function webgpuStats(): Promise<{ compiled: number; compileMs: number; predicateReads: number; liveBuffers: number; liveBytes: number } | null> {
   if (!backend) return null;
   const s = await backend.dev.stats();
   return { ...s, liveBuffers: backend.dev.liveBuffers, liveBytes: backend.dev.liveBytes };

@@ -1,6 +1,7 @@
 /**
- * Staged functions on the webgpu device. A staged call runs on the device current at the call
- * (as eager ops do): on "webgpu" the graph runs here, on the CPU the executor it replaces does.
+ * Staged functions on the webgpu device. A staged call runs where its ops would (core/device.ts
+ * opDevice: the device scope's, else its inputs'): on "webgpu" the graph runs here, on the CPU the
+ * executor it replaces does.
  *
  * Graphs run through exec/webgpu-plan.ts when they can be planned (static shapes, GPU kernels):
  * buffers planned once per signature, elementwise chains fused into single WGSL kernels, the whole
@@ -8,7 +9,7 @@
  * run time, host calls, iteration stacks) runs node by node on the device's kernels through the
  * reference interpreter; `STAGECRAFT_WEBGPU_PLAN=0` does that for every graph.
  */
-import { currentDevice } from "../core/device.js";
+import { device, opDevice } from "../core/device.js";
 import { isTracing, withEagerContext } from "../core/context.js";
 import type { Tensor } from "../core/tensor.js";
 import type { FunctionLibrary, Graph } from "../graph/ir.js";
@@ -46,11 +47,12 @@ export function webgpuExecutor(backend: WebGpuBackend): Executor {
   return (graph: Graph, inputs: Tensor[], library: FunctionLibrary) => {
     const plan = PLANS && !isTracing() ? planFor(backend, graph, library, inputs) : null;
     if (plan) return withEagerContext(() => plan.run(inputs));
-    return interpret(graph, inputs, { library });
+    // (in the device's scope: nodes without inputs, fills and constants, run there too)
+    return device("webgpu:0", () => interpret(graph, inputs, { library }));
   };
 }
 
-/** An executor that runs graphs on `gpu` while the current device is a webgpu one, else on `other`. */
+/** An executor that runs graphs on `gpu` when their ops would run on a webgpu device (core/device.ts opDevice), else on `other`. */
 export function byDevice(other: Executor, gpu: Executor): Executor {
-  return (graph, inputs, library) => (currentDevice().startsWith("webgpu") ? gpu : other)(graph, inputs, library);
+  return (graph, inputs, library) => (opDevice(inputs).startsWith("webgpu") ? gpu : other)(graph, inputs, library);
 }

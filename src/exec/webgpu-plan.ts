@@ -135,6 +135,8 @@ interface Ctx {
   assignments: [Variable, Rec][];
   variableSlots: Map<Variable, number>;
   topLevel: boolean;
+  /** Counting loops whose trip count each call computes from an input (runPlan's counts). */
+  counts: { input: number; counting: Counting }[];
 }
 
 function types(recs: readonly Rec[]): TensorType[] {
@@ -242,43 +244,66 @@ function recordWhile(ctx: Ctx, node: Node, args: Rec[]): Rec[] {
       carry.push([copyOf(rec, o).id, vars[i]!.id, 4 * size(o.shape)]);
     });
   });
-  const count = tripCount(condG, bodyG, args, n, maxIterations);
-  rec.steps.push({ k: "while", cond, pred, body, carry, maxIterations, count });
+  // A counting loop runs its trip count without reading its predicate: known now when the counter
+  // starts from a constant, per call when it starts from an input whose value is on the host.
+  const counting = countingLoop(condG, bodyG, args, n, maxIterations);
+  let count: number | null = null;
+  let countAt = -1;
+  if (counting) {
+    const init = args[counting.k]!;
+    const slot = rec.slots[init.id]!;
+    if (init.known !== undefined) count = tripCount(counting, init.known);
+    else if (slot.kind === "input") {
+      countAt = ctx.counts.length;
+      ctx.counts.push({ input: slot.input!, counting });
+    }
+  }
+  rec.steps.push({ k: "while", cond, pred, body, carry, maxIterations, count, countAt });
   return vars;
 }
 
+/** A counting loop: the predicate compares a loop variable with a number, the body adds a number to it. */
+interface Counting {
+  /** The counter's index among the loop variables. */
+  k: number;
+  cmp: string;
+  bound: number;
+  step: number;
+  dtype: DType;
+  maxIterations: number;
+}
+
 /**
- * The trip count of a counting loop, when constants decide it: the predicate compares a loop
- * variable with a number (less, lessEqual, greater, greaterEqual, notEqual), the body adds a number
- * to that variable, and its initial value is a number. Otherwise null (the predicate is read).
+ * Recognizes a counting loop (its predicate `less`/`lessEqual`/`greater`/`greaterEqual`/`notEqual`
+ * of a loop variable and a number, its body adding a number to that variable); null otherwise.
  */
-function tripCount(condG: Graph, bodyG: Graph, args: Rec[], n: number, maxIterations: number): number | null {
-  const init = args.slice(0, n);
+function countingLoop(condG: Graph, bodyG: Graph, args: Rec[], n: number, maxIterations: number): Counting | null {
   if (condG.nodes.length > 3 || condG.outputs.length !== 1) return null;
   const cmp = condG.outputs[0]!.producer;
   if (!cmp || !["less", "lessEqual", "greater", "greaterEqual", "notEqual"].includes(cmp.op)) return null;
   // a number: a constant node of the region, or a known input of the loop (an invariant)
-  const constOf = (v: Value, g: Graph): number | undefined => {
+  const numberOf = (v: Value, g: Graph): number | undefined => {
     if (v.producer) return v.producer.outputs.length === 1 ? knownScalar(v.producer, [v.type]) : undefined;
     return args[g.inputs.indexOf(v)]?.known;
   };
   const [a, b] = cmp.inputs as [Value, Value];
   const k = condG.inputs.indexOf(a);
-  const bound = constOf(b, condG);
-  if (k < 0 || k >= init.length || bound === undefined || init[k]!.known === undefined) return null;
-  // body: output k = add(input k, constant)
-  const out = bodyG.outputs[k]!;
-  const add = out.producer;
+  const bound = numberOf(b, condG);
+  if (k < 0 || k >= n || bound === undefined || a.type.shape.length !== 0) return null;
+  const add = bodyG.outputs[k]!.producer;
   if (!add || add.op !== "add" || add.inputs[0] !== bodyG.inputs[k]) return null;
-  const step = constOf(add.inputs[1]!, bodyG);
+  const step = numberOf(add.inputs[1]!, bodyG);
   if (step === undefined || step === 0) return null;
-  const test = (i: number) => (cmp.op === "less" ? i < bound : cmp.op === "lessEqual" ? i <= bound : cmp.op === "greater" ? i > bound : cmp.op === "greaterEqual" ? i >= bound : i !== bound);
+  return { k, cmp: cmp.op, bound, step, dtype: a.type.dtype, maxIterations };
+}
+
+/** The trip count of a counting loop from its counter's initial value (null past 10^7 iterations). */
+function tripCount(c: Counting, init: number): number | null {
+  const test = (i: number) => (c.cmp === "less" ? i < c.bound : c.cmp === "lessEqual" ? i <= c.bound : c.cmp === "greater" ? i > c.bound : c.cmp === "greaterEqual" ? i >= c.bound : i !== c.bound);
+  // (the counter's own arithmetic: float32 sums rounded, int32 sums wrapped)
+  const round = c.dtype === "float32" ? Math.fround : (x: number) => x | 0;
   let count = 0;
-  // (counters are int32 or float32 scalars; float32 rounding of the sum is reproduced)
-  const round = init[k]!.dtype === "float32" ? Math.fround : (x: number) => x | 0;
-  for (let i = init[k]!.known!; test(i) && count < maxIterations; i = round(i + step)) {
-    if (++count > 1e7) return null;
-  }
+  for (let i = init; test(i) && count < c.maxIterations; i = round(i + c.step)) if (++count > 1e7) return null;
   return count;
 }
 
@@ -387,6 +412,7 @@ export class GpuPlan {
     /** Graph outputs: an input's storage (seen with the output's shape), or a value leaving in a fresh buffer. */
     private readonly outputs: Leaving[],
     private readonly assignments: [Variable, Leaving][],
+    private readonly counts: { input: number; counting: Counting }[],
   ) {
     const dev = backend.dev;
     const leaving = new Set<number>();
@@ -435,7 +461,13 @@ export class GpuPlan {
     const fresh = new Map<number, number>();
     for (const i of this.fresh) fresh.set(i, dev.alloc(this.rec.slots[i]!.bytes));
     const ids = this.binding.map((b) => b(inputs, fresh));
-    dev.runPlan(this.id, ids);
+    // trip counts from counters whose initial values are on the host (else the loop reads its predicate)
+    const counts = this.counts.map(({ input, counting }) => {
+      const t = inputs[input]!;
+      const host = t._data ?? (t._buffer instanceof GpuStorage ? t._buffer.host : null);
+      return host ? tripCount(counting, host[0]!) : null;
+    });
+    dev.runPlan(this.id, ids, counts);
     const made = new Map<number, Tensor>();
     const leave = (o: Leaving): Tensor => {
       if ("input" in o) {
@@ -469,7 +501,7 @@ export function planGraph(backend: WebGpuBackend, graph: Graph, library: Functio
     const prepared = prepareForExecution(graph, library, inputTypes);
     const rec = new Recorder(backend.dev);
     const inputs: Rec[] = inputTypes.map((t, i) => ({ id: rec.slot("input", 4 * size(t.shape), { input: i }), shape: t.shape, dtype: t.dtype }));
-    const ctx: Ctx = { rec, library: prepared.library, depth: 0, assigned: new Map(), assignments: [], variableSlots: new Map(), topLevel: true };
+    const ctx: Ctx = { rec, library: prepared.library, depth: 0, assigned: new Map(), assignments: [], variableSlots: new Map(), topLevel: true, counts: [] };
     const outs = recordGraph(ctx, prepared.graph, inputs);
     // What leaves the call: inputs as they are; constants and plan-owned values through a fresh copy.
     const leaving = (r: Rec): Leaving => {
@@ -481,7 +513,7 @@ export function planGraph(backend: WebGpuBackend, graph: Graph, library: Functio
     const outputs = outs.map(leaving);
     const assignments = ctx.assignments.map(([v, r]): [Variable, Leaving] => [v, leaving(r)]);
     // (a value leaving twice, or as an output and an assignment, is one tensor: one fresh buffer)
-    return new GpuPlan(backend, rec, rec.steps, outputs, assignments);
+    return new GpuPlan(backend, rec, rec.steps, outputs, assignments, ctx.counts);
   } catch (e) {
     if (e instanceof Unplannable) return e.message;
     throw e;

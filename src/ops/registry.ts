@@ -14,7 +14,7 @@ import type { Tensor } from "../core/tensor.js";
 import type { TensorType } from "../core/tensor-type.js";
 import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
 import { ValueError } from "../core/errors.js";
-import { currentDevice } from "../core/device.js";
+import { currentDevice, opDevice } from "../core/device.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
 import type { CpuKernel } from "../backends/cpu/kernel.js";
@@ -238,7 +238,7 @@ export function runKernel(def: OpDef, backend: Backend, inputs: Tensor[], attrs:
  * tape (executors, constant folding): its shape rule, then its kernel.
  */
 export function runOp(def: OpDef, inputs: Tensor[], attrs: unknown): Tensor[] {
-  const dev = currentDevice();
+  const dev = opDevice(inputs);
   const backend = currentBackend(dev);
   const types = def.infer(inputs, attrs);
   return wrapOutputs(types, backend.run(kernelFor(def, backend), inputs, attrs, types), backend, dev);
@@ -280,7 +280,7 @@ function currentBackend(dev: string): Backend {
 /** Eager execution: inputs moved to the current device, infer, run the kernel on its backend, wrap the storage. */
 setEagerHandler({
   run(def: OpDef, inputs, attrs) {
-    const dev = currentDevice();
+    const dev = opDevice(inputs);
     const backend = currentBackend(dev);
     for (let i = 0; i < inputs.length; i++) if (inputs[i]!.device !== dev) inputs[i] = copyToDevice(inputs[i]!, dev);
     const types = def.infer(inputs, attrs);

@@ -51,6 +51,8 @@ export class GpuRuntime {
   private readonly plans = new Map<number, Plan>();
   /** While a plan's control flow awaits a predicate, later commands wait here, in order. */
   private busy = false;
+  /** The trip counts of the plan running now (runPlan's counts). */
+  private counts: (number | null)[] = [];
   private readonly waiting: [Command, (v: unknown) => void, (e: Error) => void][] = [];
   private errorBuffer = 0;
 
@@ -67,6 +69,8 @@ export class GpuRuntime {
   /** Time spent creating pipelines (ms) and how many: the first-call compile cost. */
   compileMs = 0;
   compiled = 0;
+  /** Predicates of plans' loops and branches read back so far. */
+  predicateReads = 0;
 
   constructor(
     readonly device: GPUDevice,
@@ -135,7 +139,7 @@ export class GpuRuntime {
           if (errs.length > 0) throw new Error(errs.join("; "));
         });
       case "stats":
-        return Promise.resolve({ compiled: this.compiled, compileMs: this.compileMs });
+        return Promise.resolve({ compiled: this.compiled, compileMs: this.compileMs, predicateReads: this.predicateReads });
       case "errors":
         this.errorBuffer = c.id;
         return null;
@@ -147,7 +151,7 @@ export class GpuRuntime {
         this.plans.delete(c.id);
         return null;
       case "runPlan": {
-        const running = this.runPlan(c.id, c.buffers);
+        const running = this.runPlan(c.id, c.buffers, c.counts);
         if (running) {
           this.busy = true;
           running.then(
@@ -329,9 +333,10 @@ export class GpuRuntime {
   }
 
   /** Records a plan's steps on `slots`; a promise when control flow must wait for a predicate. */
-  private runPlan(id: number, slots: number[]): Promise<void> | null {
+  private runPlan(id: number, slots: number[], counts: (number | null)[]): Promise<void> | null {
     const plan = this.plans.get(id);
     if (!plan) throw new Error(`webgpu runtime: plan ${id} was never recorded`);
+    this.counts = counts;
     return this.runSteps(plan, plan.steps, slots.map((s) => this.buffer(s)), 0);
   }
 
@@ -359,9 +364,10 @@ export class GpuRuntime {
       await this.runSteps(plan, taken ? st.then : st.else, bufs, 0);
       return;
     }
+    const count = st.count ?? (st.countAt >= 0 ? (this.counts[st.countAt] ?? null) : null);
     for (let it = 0; it < st.maxIterations; it++) {
-      if (st.count !== null) {
-        if (it >= st.count) break;
+      if (count !== null) {
+        if (it >= count) break;
       } else {
         await this.runSteps(plan, st.cond, bufs, 0);
         if ((await this.readWord(bufs[st.pred]!)) === 0) break;
@@ -373,6 +379,7 @@ export class GpuRuntime {
 
   /** The first word of a buffer (a loop's or branch's predicate), after everything recorded. */
   private async readWord(b: GPUBuffer): Promise<number> {
+    this.predicateReads++;
     const staging = this.device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     this.endPass().copyBufferToBuffer(b, 0, staging, 0, 4);
     this.flush();

@@ -25,6 +25,8 @@ export interface RuntimeStats {
   /** Pipelines compiled so far and the time spent compiling them (ms). */
   compiled: number;
   compileMs: number;
+  /** Predicates of plans' loops and branches read back by the device's runtime. */
+  predicateReads: number;
 }
 
 export interface Transport {
