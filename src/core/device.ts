@@ -51,7 +51,10 @@ export function scopedDevice(): string | null {
 export function opDevice(inputs: readonly { readonly device: string }[]): string {
   if (scope.length > 0) return scope[scope.length - 1]!;
   const dflt = devices[0]!.name;
-  for (let i = 0; i < inputs.length; i++) if (inputs[i]!.device !== dflt) return inputs[i]!.device;
+  for (let i = 0; i < inputs.length; i++) {
+    const d = inputs[i]!.device;
+    if (d !== dflt && devices.some((x) => x.name === d)) return d;
+  }
   return dflt;
 }
 
