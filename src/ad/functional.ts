@@ -2,11 +2,14 @@
 import { withoutRecorders } from "../core/context.js";
 import { GradientError, ShapeError } from "../core/errors.js";
 import { Tensor, makeTensor } from "../core/tensor.js";
-import { applyOp, defineOp } from "../ops/registry.js";
+import { applyOp } from "../ops/registry.js";
+import { customGradientOp, registerCustomFunction, rememberGradient, type CustomGradientResult } from "../ops/custom-gradient.js";
 import { toTensor } from "../ops/convert.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { GradientTape } from "./tape.js";
 import { leaves, mapStructure, type Structure } from "./structure.js";
+
+export type { CustomGradientResult };
 
 export type Argnums = number | number[] | "all";
 
@@ -78,60 +81,18 @@ export function vjp<Out extends Structure<Tensor>>(f: (...args: any[]) => Out, .
   return [out, backward];
 }
 
-export interface CustomGradientResult {
-  value: Tensor | Tensor[];
-  /** Receives the cotangent(s) of value; returns one gradient per tensor input (null = zero). */
-  grad: (...cotangents: Tensor[]) => Tensor | null | (Tensor | null)[];
-}
-
-/**
- * The custom-gradient op: inputs are the function's inputs followed by the values it computed
- * (kept as computed, so the forward runs once); its VJP is the user's gradient function.
- * When the op is replayed (a staged function being differentiated), the gradient function
- * is obtained by running `f` again on the replayed inputs.
- */
-interface CustomGradientAttrs {
-  fnId: number;
-  numInputs: number;
-}
-
-const customFunctions = new Map<number, (...inputs: Tensor[]) => CustomGradientResult>();
-const gradientOfOutput = new WeakMap<Tensor, CustomGradientResult["grad"]>();
-let nextCustomId = 1;
-
-export const customGradientOp = defineOp<CustomGradientAttrs>({
-  name: "customGradient",
-  family: "ad",
-  inputs: ["inputs"],
-  variadic: true,
-  infer: (inputs, a) => inputs.slice(a.numInputs).map((t) => ({ shape: t.shape, dtype: t.dtype })),
-  kernels: { cpu: (inputs, a) => inputs.slice(a.numInputs).map((t) => t.concrete()) },
-  vjp(ctx, cts) {
-    const xs = ctx.inputs.slice(0, ctx.attrs.numInputs);
-    const values = ctx.outputs;
-    const grad = gradientOfOutput.get(values[0]!) ?? customFunctions.get(ctx.attrs.fnId)!(...xs).grad;
-    const g = grad(...cts.map((c, i) => c ?? zerosLikeTensor(values[i]!)));
-    const list = Array.isArray(g) ? g : [g];
-    if (list.length !== xs.length) {
-      throw new GradientError(`the custom gradient returned ${list.length} gradients for ${xs.length} inputs`, "customGradient");
-    }
-    return [...list, ...values.map(() => null)];
-  },
-});
-
 /**
  * customGradient(f): f computes a value and supplies its own gradient. The forward runs
  * without recording; tapes (and staged gradients) use f's grad function as the VJP.
  */
 export function customGradient<Args extends Tensor[]>(f: (...inputs: Args) => CustomGradientResult) {
-  const fnId = nextCustomId++;
-  customFunctions.set(fnId, f as (...inputs: Tensor[]) => CustomGradientResult);
+  const fnId = registerCustomFunction(f as (...inputs: Tensor[]) => CustomGradientResult);
   return (...inputs: Args): any => {
     const xs = inputs.map((x) => toTensor(x, "customGradient"));
     const result = withoutRecorders(null, () => f(...(xs as Args)));
     const values = Array.isArray(result.value) ? result.value : [result.value];
     const outs = applyOp(customGradientOp, [...xs, ...values], { fnId, numInputs: xs.length });
-    gradientOfOutput.set(outs[0]!, result.grad);
+    rememberGradient(outs[0]!, result.grad);
     return Array.isArray(result.value) ? outs : outs[0];
   };
 }

@@ -14,7 +14,7 @@
  * - `attr` nodes are numeric attributes of the node, bound (bindAttrs) before rendering.
  *
  * To render an expression, write an ExprRenderer and fold the tree with it (renderExpr); a
- * renderer that cannot express a function returns null from `call` (the backend then does not
+ * renderer that cannot express a function returns null from `apply` (the backend then does not
  * take that op: the CPU's SIMD renderer declines `exp`, and the executor keeps its JavaScript
  * loop).
  */
@@ -70,7 +70,7 @@ export const SCALAR_FUNCTIONS = {
 
 export type ScalarFn = keyof typeof SCALAR_FUNCTIONS;
 
-export type Expr = InputExpr | ConstExpr | AttrExpr | CallExpr;
+export type Expr = InputExpr | ConstExpr | AttrExpr | ApplyExpr;
 
 /** Operand `index` of the op (its inputs in order). */
 export interface InputExpr {
@@ -86,8 +86,8 @@ export interface AttrExpr {
   readonly kind: "attr";
   readonly name: string;
 }
-export interface CallExpr {
-  readonly kind: "call";
+export interface ApplyExpr {
+  readonly kind: "apply";
   readonly fn: ScalarFn;
   readonly args: readonly Expr[];
 }
@@ -149,9 +149,9 @@ export const attr = (name: string): AttrExpr => ({ kind: "attr", name });
 
 const lift = (x: ExprLike): Expr => (typeof x === "number" ? num(x) : x);
 
-export function call(fn: ScalarFn, ...args: ExprLike[]): CallExpr {
+export function apply(fn: ScalarFn, ...args: ExprLike[]): ApplyExpr {
   if (args.length !== SCALAR_FUNCTIONS[fn]) throw new Error(`internal: ${fn} takes ${SCALAR_FUNCTIONS[fn]} operands, got ${args.length}`);
-  return { kind: "call", fn, args: args.map(lift) };
+  return { kind: "apply", fn, args: args.map(lift) };
 }
 
 /** The first three operands, by the names the ops' formulas use. */
@@ -159,36 +159,36 @@ export const a = input(0);
 export const b = input(1);
 export const c = input(2);
 
-export const neg = (x: ExprLike) => call("neg", x);
-export const abs = (x: ExprLike) => call("abs", x);
-export const add = (x: ExprLike, y: ExprLike) => call("add", x, y);
-export const sub = (x: ExprLike, y: ExprLike) => call("sub", x, y);
-export const mul = (x: ExprLike, y: ExprLike) => call("mul", x, y);
-export const div = (x: ExprLike, y: ExprLike) => call("div", x, y);
-export const sqrt = (x: ExprLike) => call("sqrt", x);
-export const floor = (x: ExprLike) => call("floor", x);
-export const ceil = (x: ExprLike) => call("ceil", x);
-export const eq = (x: ExprLike, y: ExprLike) => call("eq", x, y);
-export const ne = (x: ExprLike, y: ExprLike) => call("ne", x, y);
-export const lt = (x: ExprLike, y: ExprLike) => call("lt", x, y);
-export const le = (x: ExprLike, y: ExprLike) => call("le", x, y);
-export const gt = (x: ExprLike, y: ExprLike) => call("gt", x, y);
-export const ge = (x: ExprLike, y: ExprLike) => call("ge", x, y);
-export const and = (x: ExprLike, y: ExprLike) => call("and", x, y);
-export const or = (x: ExprLike, y: ExprLike) => call("or", x, y);
-export const not = (x: ExprLike) => call("not", x);
-export const select = (cond: ExprLike, t: ExprLike, f: ExprLike) => call("select", cond, t, f);
+export const neg = (x: ExprLike) => apply("neg", x);
+export const abs = (x: ExprLike) => apply("abs", x);
+export const add = (x: ExprLike, y: ExprLike) => apply("add", x, y);
+export const sub = (x: ExprLike, y: ExprLike) => apply("sub", x, y);
+export const mul = (x: ExprLike, y: ExprLike) => apply("mul", x, y);
+export const div = (x: ExprLike, y: ExprLike) => apply("div", x, y);
+export const sqrt = (x: ExprLike) => apply("sqrt", x);
+export const floor = (x: ExprLike) => apply("floor", x);
+export const ceil = (x: ExprLike) => apply("ceil", x);
+export const eq = (x: ExprLike, y: ExprLike) => apply("eq", x, y);
+export const ne = (x: ExprLike, y: ExprLike) => apply("ne", x, y);
+export const lt = (x: ExprLike, y: ExprLike) => apply("lt", x, y);
+export const le = (x: ExprLike, y: ExprLike) => apply("le", x, y);
+export const gt = (x: ExprLike, y: ExprLike) => apply("gt", x, y);
+export const ge = (x: ExprLike, y: ExprLike) => apply("ge", x, y);
+export const and = (x: ExprLike, y: ExprLike) => apply("and", x, y);
+export const or = (x: ExprLike, y: ExprLike) => apply("or", x, y);
+export const not = (x: ExprLike) => apply("not", x);
+export const select = (cond: ExprLike, t: ExprLike, f: ExprLike) => apply("select", cond, t, f);
 /** A math-library function of one or two operands (exp, log, ..., pow, atan2, erf). */
-export const fn = (name: ScalarFn, ...args: ExprLike[]) => call(name, ...args);
+export const fn = (name: ScalarFn, ...args: ExprLike[]) => apply(name, ...args);
 
 // ---------------------------------------------------------------------------------------------
 // Rendering and inspection
 
-/** What a backend supplies to render an expression; `call` returns null for a function it cannot express. */
+/** What a backend supplies to render an expression; `apply` returns null for a function it cannot express. */
 export interface ExprRenderer<T> {
   input(index: number): T;
   constant(value: number): T;
-  call(fn: ScalarFn, args: T[]): T | null;
+  apply(fn: ScalarFn, args: T[]): T | null;
 }
 
 /** Folds `e` bottom-up with `r`; null when some function cannot be rendered. Attributes must be bound. */
@@ -200,21 +200,21 @@ export function renderExpr<T>(e: Expr, r: ExprRenderer<T>): T | null {
       return r.constant(e.value);
     case "attr":
       throw new Error(`internal: attribute ${e.name} of an elementwise expression is not bound`);
-    case "call": {
+    case "apply": {
       const args: T[] = [];
       for (const x of e.args) {
         const v = renderExpr(x, r);
         if (v === null) return null;
         args.push(v);
       }
-      return r.call(e.fn, args);
+      return r.apply(e.fn, args);
     }
   }
 }
 
 /** Whether `e` reads a numeric attribute. */
 export function hasAttrs(e: Expr): boolean {
-  return e.kind === "attr" || (e.kind === "call" && e.args.some(hasAttrs));
+  return e.kind === "attr" || (e.kind === "apply" && e.args.some(hasAttrs));
 }
 
 /** `e` with every attribute replaced by its value in `attrs` (a number, or an error naming it). */
@@ -226,7 +226,7 @@ export function bindAttrs(e: Expr, attrs: Readonly<Record<string, unknown>> | un
       if (typeof v !== "number") throw new Error(`elementwise expression needs numeric attribute ${x.name}, got ${JSON.stringify(v)}`);
       return num(v);
     }
-    return x.kind === "call" ? { kind: "call", fn: x.fn, args: x.args.map(bind) } : x;
+    return x.kind === "apply" ? { kind: "apply", fn: x.fn, args: x.args.map(bind) } : x;
   };
   return bind(e);
 }
@@ -240,7 +240,7 @@ export function exprKey(e: Expr): string {
       return Object.is(e.value, -0) ? "-0" : String(e.value);
     case "attr":
       return `@${e.name}`;
-    case "call":
+    case "apply":
       return `${e.fn}(${e.args.map(exprKey).join(",")})`;
   }
 }
@@ -259,7 +259,7 @@ export function evaluateExpr(e: Expr, operands: readonly number[]): number | boo
       return e.value;
     case "attr":
       throw new Error(`internal: attribute ${e.name} of an elementwise expression is not bound`);
-    case "call": {
+    case "apply": {
       const [x, y, z] = e.args as [Expr, Expr, Expr];
       switch (e.fn) {
         case "neg":

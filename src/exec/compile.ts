@@ -33,28 +33,26 @@ import { sizeOf } from "../core/shape.js";
 import { ShapeError, executing } from "../core/errors.js";
 import { currentDevice } from "../core/device.js";
 import { isTracing, withEagerContext } from "../core/context.js";
+import { bindAttrs, formFor, type ElementwiseGroup, type ReductionForm } from "../core/expr.js";
 import { getOp, type OpDef, type TensorType } from "../ops/registry.js";
+import { assignVariableOp, callOp, condOp, readVariableOp, whileOp } from "../ops/structural.js";
 import "../ops/index.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../graph/ir.js";
 import { SCALAR_PRELUDE } from "../backends/cpu/js-expr.js";
 import { WASM_MIN_MNK } from "../backends/cpu/matmul.js";
 import { getWasmRuntime } from "../backends/cpu/wasm-runtime.js";
-import { gemmInstance, gemmModule } from "./wasm-gemm.js";
+import { gemmInstance, gemmModule } from "../backends/cpu/wasm/gemm.js";
 import { isScopedStorage, StackScope, withStackScope } from "../ops/stack-storage.js";
-import { elementwiseInstance, elementwiseModule, simdLoopFits, simdSupported, type SimdLoop } from "./wasm-elementwise.js";
+import { elementwiseInstance, elementwiseModule, simdLoopFits, simdRenderable, type SimdLoop } from "../backends/cpu/wasm/elementwise.js";
 import { interpret, runNode, type ExecEnv } from "./interpreter.js";
-import { structuralHandlers } from "./structural.js";
 import { setDefaultExecutor, type Executor } from "../staging/concrete-function.js";
-import { elementwiseSource, matmulSource, type MatmulArith, reduceSource, templateFor, INLINE_REDUCTIONS, type LoopInput, type LoopOutput, type LoopStep } from "./loops.js";
-import { prepareForExecution, fusedSteps } from "./prepare.js";
+import { elementwiseSource, matmulSource, type MatmulArith, reduceSource, type LoopInput, type LoopOutput } from "../backends/cpu/js-loops.js";
+import { prepareForExecution } from "./prepare.js";
 
 /** A compiled graph's output: concrete type known at compile time, or null (a Tensor at run time). */
 export type OutputDesc = TensorType | null;
 
 type RawFn = (ins: TypedArray[], dev: string) => (TypedArray | Tensor)[];
-
-/** Ops whose kernel returns its input's storage unchanged (same size and dtype). */
-const VIEW_OPS = new Set(["reshape", "expandDims", "squeeze", "identity", "stopGradient"]);
 
 /**
  * Size of a generated segment: V8 does not optimize functions past ~60 KB of bytecode, and
@@ -346,21 +344,24 @@ function runDynamic(node: Node, args: Tensor[], library: FunctionLibrary): Tenso
 // ---------------------------------------------------------------------------------------
 // analysis
 
+/** How the generated code computes a node. */
 type Strategy =
+  /** a view: the input's storage */
   | { kind: "alias" }
-  | { kind: "elementwise"; def: OpDef }
-  | { kind: "fused" }
-  | { kind: "matmul"; arith: MatmulArith }
+  /** a JavaScript loop computing an elementwise group (one op, or a fused chain) */
+  | { kind: "loop"; group: ElementwiseGroup }
+  | { kind: "matmul"; arith: MatmulArith; transA: boolean; transB: boolean }
   | { kind: "wasmMatmul"; m: number; k: number; n: number; transA: boolean; transB: boolean }
-  | { kind: "simd"; steps: { op: string; args: number[] }[]; outputs: number[] }
-  | { kind: "reduce"; outer: number; red: number; inner: number }
+  /** a WebAssembly SIMD loop computing an elementwise group in the arena */
+  | { kind: "simd"; group: ElementwiseGroup }
+  | { kind: "reduce"; form: ReductionForm; outer: number; red: number; inner: number }
   | { kind: "const"; data: TypedArray[] }
   | { kind: "kernel"; def: OpDef; escapesInputs: boolean }
-  | { kind: "readVariable" }
-  | { kind: "assignVariable" }
-  | { kind: "call"; callee: CompiledGraph }
-  | { kind: "cond"; then: CompiledGraph; else: CompiledGraph }
-  | { kind: "while"; cond: CompiledGraph; body: CompiledGraph }
+  | { kind: "read" }
+  | { kind: "assign" }
+  | { kind: "callGraph"; callee: CompiledGraph }
+  | { kind: "branch"; then: CompiledGraph; else: CompiledGraph }
+  | { kind: "loopGraph"; cond: CompiledGraph; body: CompiledGraph }
   | { kind: "runtime" }
   | { kind: "dynamic" };
 
@@ -431,33 +432,33 @@ function build(c: CompiledGraph): void {
     if (inTypes.some((t) => t === null)) return dynamic();
     const types = inTypes as TensorType[];
     switch (node.op) {
-      case "readVariable": {
+      case readVariableOp.name: {
         const variable = node.attrs.variable as Variable;
-        strategies.push({ kind: "readVariable" });
+        strategies.push({ kind: "read" });
         return setOuts([{ dtype: variable.dtype, shape: variable.shape }]);
       }
-      case "assignVariable":
-        strategies.push({ kind: "assignVariable" });
+      case assignVariableOp.name:
+        strategies.push({ kind: "assign" });
         return setOuts([]);
-      case "call": {
+      case callOp.name: {
         const calleeGraph = library.get(node.attrs.callee as string);
         const callee = lookup(calleeGraph, library, types);
         if (!callee) return dynamic();
-        strategies.push({ kind: "call", callee });
+        strategies.push({ kind: "callGraph", callee });
         return setOuts(allOrNothing(callOutputs(callee, types)));
       }
-      case "cond": {
+      case condOp.name: {
         const [thenG, elseG] = node.regions as [Graph, Graph];
         const operands = types.slice(1);
         const t = lookup(thenG, library, operands);
         const e = lookup(elseG, library, operands);
         if (!t || !e || !isPredicate(types[0]!)) return dynamic();
-        strategies.push({ kind: "cond", then: t, else: e });
+        strategies.push({ kind: "branch", then: t, else: e });
         const to = callOutputs(t, operands),
           eo = callOutputs(e, operands);
         return setOuts(allOrNothing(to.map((x, i) => (x && eo[i] && typesEqual(x, eo[i]!) ? x : null))));
       }
-      case "while": {
+      case whileOp.name: {
         const [condG, bodyG] = node.regions as [Graph, Graph];
         const n = node.attrs.numLoopVars as number;
         const attempt = (loopTypes: TensorType[]) => {
@@ -474,12 +475,12 @@ function build(c: CompiledGraph): void {
         const grown = loop?.bo.map((t, i) => (i < n && t && isStack(t) && !isStack(types[i]!) && typesEqual({ dtype: t.dtype, shape: t.shape.slice(1) }, { dtype: types[i]!.dtype, shape: types[i]!.shape.slice(1) }) ? t : null));
         if (loop && !loop.stable && grown?.some((t) => t !== null)) loop = attempt(types.map((t, i) => grown[i] ?? t));
         if (!loop?.stable) return dynamic(); // shapes change across iterations: generic loop, bodies compiled per shape
-        strategies.push({ kind: "while", cond: loop.condC, body: loop.bodyC });
+        strategies.push({ kind: "loopGraph", cond: loop.condC, body: loop.bodyC });
         return setOuts(loop.bo.slice(0, n) as TensorType[]);
       }
     }
     let def: OpDef;
-    let fused: ReturnType<typeof fusedSteps> = null;
+    let group: ElementwiseGroup | null = null;
     let outTypes: TensorType[];
     try {
       def = getOp(node.op);
@@ -503,19 +504,17 @@ function build(c: CompiledGraph): void {
         data = null;
       }
       strategies.push(data ? { kind: "const", data } : { kind: "kernel", def, escapesInputs: false });
-    } else if (VIEW_OPS.has(node.op) && outTypes.length === 1 && outTypes[0]!.dtype === types[0]!.dtype && sizeOf(outTypes[0]!.shape) === sizeOf(types[0]!.shape)) {
+    } else if (def.view && outTypes.length === 1 && outTypes[0]!.dtype === types[0]!.dtype && sizeOf(outTypes[0]!.shape) === sizeOf(types[0]!.shape)) {
       strategies.push({ kind: "alias" });
-    } else if (def.elementwise && outTypes.length === 1) {
-      const steps = [{ op: node.op, args: types.map((_, i) => i), dtype: outTypes[0]!.dtype }];
-      strategies.push(simdLoop(types, outTypes, steps, [0]) ?? { kind: "elementwise", def });
-    } else if (node.op === "fusedElementwise" && (fused = fusedSteps(node, types)) !== null) {
-      strategies.push(simdLoop(types, outTypes, fused.steps, fused.outputs) ?? { kind: "fused" });
-    } else if (node.op === "matmul" && wasmMatmul(types, outTypes[0]!, node.attrs as MatmulAttrs)) {
-      strategies.push({ kind: "wasmMatmul", ...wasmMatmul(types, outTypes[0]!, node.attrs as MatmulAttrs)! });
-    } else if (node.op === "matmul" && inlineMatmul(types, outTypes[0]!, node.attrs as { transposeA?: boolean })) {
-      strategies.push({ kind: "matmul", arith: inlineMatmul(types, outTypes[0]!, node.attrs as { transposeA?: boolean })! });
-    } else if (INLINE_REDUCTIONS[node.op] && reductionView(types[0]!.shape, (node.attrs as { axes: number[] }).axes)) {
-      strategies.push({ kind: "reduce", ...reductionView(types[0]!.shape, (node.attrs as { axes: number[] }).axes)! });
+    } else if ((group = elementwiseGroupOf(def, node, types, outTypes)) !== null) {
+      strategies.push(simdLoop(types, outTypes, group) ?? { kind: "loop", group });
+    } else if (def.product && wasmMatmul(types, outTypes[0]!, def.product(node.attrs))) {
+      strategies.push({ kind: "wasmMatmul", ...wasmMatmul(types, outTypes[0]!, def.product(node.attrs))! });
+    } else if (def.product && inlineMatmul(types, outTypes[0]!, def.product(node.attrs))) {
+      const { transposeA: transA, transposeB: transB } = def.product(node.attrs);
+      strategies.push({ kind: "matmul", arith: inlineMatmul(types, outTypes[0]!, def.product(node.attrs))!, transA, transB });
+    } else if (def.reduction && reductionView(types[0]!.shape, (node.attrs as { axes: number[] }).axes)) {
+      strategies.push({ kind: "reduce", form: def.reduction, ...reductionView(types[0]!.shape, (node.attrs as { axes: number[] }).axes)! });
     } else {
       strategies.push({ kind: "kernel", def, escapesInputs: false });
     }
@@ -527,7 +526,7 @@ function build(c: CompiledGraph): void {
   outInfos.forEach(markEscape);
   nodes.forEach((node, k) => {
     const s = strategies[k]!;
-    if (s.kind === "assignVariable" || s.kind === "dynamic" || s.kind === "runtime" || (s.kind === "kernel" && s.escapesInputs)) node.inputs.forEach((v) => markEscape(infos.get(v)!));
+    if (s.kind === "assign" || s.kind === "dynamic" || s.kind === "runtime" || (s.kind === "kernel" && s.escapesInputs)) node.inputs.forEach((v) => markEscape(infos.get(v)!));
   });
   for (let k = nodes.length - 1; k >= 0; k--) {
     if (strategies[k]!.kind === "alias" && infos.get(nodes[k]!.outputs[0]!)!.escapes) markEscape(infos.get(nodes[k]!.inputs[0]!)!);
@@ -537,12 +536,12 @@ function build(c: CompiledGraph): void {
     const ins = node.inputs.map((v) => infos.get(v)!);
     for (const x of ins) x.lastUse = Math.max(x.lastUse, k);
     const outs = node.outputs.map((v) => infos.get(v)!);
-    if (s.kind === "elementwise" || s.kind === "fused" || s.kind === "simd" || s.kind === "matmul" || s.kind === "reduce" || s.kind === "wasmMatmul") {
+    if (s.kind === "loop" || s.kind === "simd" || s.kind === "matmul" || s.kind === "reduce" || s.kind === "wasmMatmul") {
       for (const o of outs) {
         o.inline = true;
         if (!o.escapes) o.roots.add(o);
       }
-    } else if (s.kind === "alias" || s.kind === "kernel" || s.kind === "runtime" || s.kind === "call" || s.kind === "cond" || s.kind === "while") {
+    } else if (s.kind === "alias" || s.kind === "kernel" || s.kind === "runtime" || s.kind === "callGraph" || s.kind === "branch" || s.kind === "loopGraph") {
       // Conservatively, the outputs may share storage with any input.
       for (const o of outs) for (const x of ins) for (const r of x.roots) o.roots.add(r);
     }
@@ -586,6 +585,18 @@ function build(c: CompiledGraph): void {
   gen.emit(nodes, strategies, infos, outInfos, buffers);
 }
 
+/**
+ * The elementwise group a node computes: an elementwise op's expression as one step (its dtype's
+ * form, attributes bound), or the group an op like fusedElementwise declares; null otherwise.
+ */
+function elementwiseGroupOf(def: OpDef, node: Node, types: TensorType[], outTypes: TensorType[]): ElementwiseGroup | null {
+  if (def.elementwise && outTypes.length === 1) {
+    const dtype = outTypes[0]!.dtype;
+    return { numInputs: types.length, steps: [{ expr: bindAttrs(formFor(def.elementwise, dtype), node.attrs), args: types.map((_, i) => i), dtype }], outputs: [0] };
+  }
+  return def.group?.(node.attrs, types) ?? null;
+}
+
 /** Region and call outputs are all static or all Tensors (one calling convention per node). */
 function allOrNothing(outs: OutputDesc[]): OutputDesc[] {
   return outs.some((o) => o === null) ? outs.map(() => null) : outs;
@@ -619,8 +630,8 @@ function reductionView(shape: readonly number[], axes: readonly number[]): { out
 }
 
 interface MatmulAttrs {
-  transposeA?: boolean;
-  transposeB?: boolean;
+  transposeA: boolean;
+  transposeB: boolean;
 }
 
 /**
@@ -647,13 +658,13 @@ function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): {
  * An elementwise loop (one op or a fused chain) the executor runs as WebAssembly SIMD
  * (exec/wasm-elementwise.ts): float32 throughout, ops with a SIMD form, large enough.
  */
-function simdLoop(types: TensorType[], outTypes: TensorType[], steps: { op: string; args: number[]; dtype: DType }[], outputs: number[]): Extract<Strategy, { kind: "simd" }> | null {
+function simdLoop(types: TensorType[], outTypes: TensorType[], group: ElementwiseGroup): Extract<Strategy, { kind: "simd" }> | null {
   const outShape = outTypes[0]!.shape;
   if (sizeOf(outShape) < SIMD_MIN_ELEMENTS || gemmModule() === null) return null;
   if (!types.every((t) => t.dtype === "float32") || !outTypes.every((t) => t.dtype === "float32" && t.shape.length === outShape.length && t.shape.every((d, i) => d === outShape[i]))) return null;
-  if (!steps.every((st) => st.dtype === "float32" && simdSupported(st.op))) return null;
+  if (!group.steps.every((st) => st.dtype === "float32" && simdRenderable(st.expr))) return null;
   if (!simdLoopFits(outShape, types.map((t) => t.shape))) return null;
-  return { kind: "simd", steps: steps.map((st) => ({ op: st.op, args: st.args.slice() })), outputs: outputs.map((i) => types.length + i) };
+  return { kind: "simd", group };
 }
 
 /** Whether a WebAssembly product is worth splitting over two threads. */
@@ -674,7 +685,7 @@ function transposeInto(dst: Float32Array, src: TypedArray, n: number, k: number)
  * TypeScript loops below WASM_MIN_MNK (and for float64), the WebAssembly sgemm above it, up to
  * the size where calling the kernel gets cheaper than the inline loops.
  */
-function inlineMatmul(types: TensorType[], out: TensorType, attrs: { transposeA?: boolean }): MatmulArith | null {
+function inlineMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): MatmulArith | null {
   const [a, b] = types as [TensorType, TensorType];
   if (a.shape.length !== 2 || b.shape.length !== 2 || out.shape.length !== 2) return null;
   if (a.dtype !== out.dtype || b.dtype !== out.dtype) return null;
@@ -789,8 +800,8 @@ class Codegen {
         name: `e${k}`,
         outShape: infos.get(nodes[k]!.outputs[0]!)!.type!.shape,
         inputs: ins.map((x) => ({ at: operandAt(x), shape: x.type!.shape })),
-        steps: st.steps,
-        outputs: st.outputs.map((value, i) => ({ at: resultAt(k, i), value })),
+        steps: st.group.steps.map((step) => ({ expr: step.expr, args: step.args.slice() })),
+        outputs: st.group.outputs.map((step, i) => ({ at: resultAt(k, i), value: ins.length + step })),
       });
     }
     const arenaBytes = Math.max(16, Math.ceil(offset / 16) * 16);
@@ -876,34 +887,24 @@ class Codegen {
         case "const":
           outs.forEach((o, i) => define(o, this.konst(s.data[i]!, "C")));
           break;
-        case "readVariable":
+        case "read":
           define(outs[0]!, `${this.konst(node.attrs.variable, "Var")}.storedValue.concrete()`);
           break;
-        case "assignVariable":
+        case "assign":
           out.push(`${this.konst(node.attrs.variable, "Var")}.setStoredValue(${tensorOf(ins[0]!, true)});`);
           break;
-        case "elementwise": {
-          const o = outs[0]!;
-          define(o, target(o));
-          const step: LoopStep = { expr: templateFor(s.def, node.attrs, o.type!.dtype), args: ins.map((_, i) => i), dtype: o.type!.dtype };
-          const loopIns: LoopInput[] = ins.map((x) => ({ array: use(x), shape: x.type!.shape }));
-          out.push(elementwiseSource(id, o.type!.shape, loopIns, [step], [{ array: o.name, value: ins.length }]));
-          break;
-        }
-        case "fused": {
-          const f = fusedSteps(node, ins.map((x) => x.type!))!;
+        case "loop": {
           for (const o of outs) define(o, target(o));
           const loopIns: LoopInput[] = ins.map((x) => ({ array: use(x), shape: x.type!.shape }));
-          const steps: LoopStep[] = f.steps.map((st) => ({ expr: templateFor(getOp(st.op), st.attrs, st.dtype), args: st.args, dtype: st.dtype }));
-          const loopOuts: LoopOutput[] = outs.map((o, i) => ({ array: o.name, value: ins.length + f.outputs[i]! }));
-          out.push(elementwiseSource(id, outs[0]!.type!.shape, loopIns, steps, loopOuts));
+          const loopOuts: LoopOutput[] = outs.map((o, i) => ({ array: o.name, value: ins.length + s.group.outputs[i]! }));
+          out.push(elementwiseSource(id, outs[0]!.type!.shape, loopIns, s.group.steps, loopOuts));
           break;
         }
         case "matmul": {
           const o = outs[0]!;
           const [a, b] = ins as [ValueInfo, ValueInfo];
-          const tA = !!node.attrs.transposeA,
-            tB = !!node.attrs.transposeB;
+          const tA = s.transA,
+            tB = s.transB;
           const m = o.type!.shape[0]!,
             n = o.type!.shape[1]!;
           const kk = tA ? a.type!.shape[0]! : a.type!.shape[1]!;
@@ -960,7 +961,7 @@ class Codegen {
         case "reduce": {
           const o = outs[0]!;
           define(o, target(o));
-          out.push(reduceSource(id, node.op, use(ins[0]!), o.name, o.type!.dtype, s.outer, s.red, s.inner));
+          out.push(reduceSource(id, s.form, use(ins[0]!), o.name, o.type!.dtype, s.outer, s.red, s.inner));
           break;
         }
         case "kernel": {
@@ -987,20 +988,20 @@ class Codegen {
           outs.forEach((o, i) => define(o, `R${k}[${i}]`));
           break;
         }
-        case "call":
-        case "cond": {
-          const regionIns = s.kind === "cond" ? ins.slice(1) : ins;
+        case "callGraph":
+        case "branch": {
+          const regionIns = s.kind === "branch" ? ins.slice(1) : ins;
           const arr = `[${regionIns.map((x) => use(x)).join(", ")}]`;
           const anyDynamic = outs.some((o) => o.type === null);
           const method = anyDynamic ? "rawTensors" : "raw";
           let callee: string;
-          if (s.kind === "call") callee = this.konst(s.callee, "Fn");
+          if (s.kind === "callGraph") callee = this.konst(s.callee, "Fn");
           else callee = `(${use(ins[0]!)}[0] !== 0 ? ${this.konst(s.then, "Then")} : ${this.konst(s.else, "Else")})`;
           out.push(`const R${k} = ${callee}.${method}(${arr}, dev);`);
           outs.forEach((o, i) => define(o, `R${k}[${i}]`));
           break;
         }
-        case "while": {
+        case "loopGraph": {
           const n = node.attrs.numLoopVars as number;
           const max = (node.attrs.maxIterations as number | undefined) ?? Infinity;
           const condF = this.konst(s.cond, "Cond");
@@ -1023,10 +1024,11 @@ class Codegen {
           const nodeK = this.konst(node, "Node");
           const lib = this.konst(this.library, "Lib");
           const dyn = this.konst(runDynamic, "runDynamic");
-          // (stack ops work on stack-scope storage in place; a stateful op may keep its inputs; a
-          // pushed row is copied at once, so it may stay a view of this instance's buffers)
-          const stateful = !!structuralHandlers[node.op] || getOp(node.op).stateful === true;
-          const args = ins.map((x, i) => (node.op === "stackPush" && i === 1 && x.type !== null && !isStack(x.type) ? `new ${Tensor_}(${use(x)}, ${this.konst(Object.freeze(x.type.shape.slice()), "S")}, ${JSON.stringify(x.type.dtype)}, dev)` : tensorOf(x, stateful)));
+          // (stack ops work on stack-scope storage in place; a stateful op may keep its inputs; an
+          // input the kernel copies at once, as a pushed row, may stay a view of this instance's buffers)
+          const def = getOp(node.op);
+          const stateful = def.stateful === true;
+          const args = ins.map((x, i) => (def.copiesInputs?.includes(i) && x.type !== null && !isStack(x.type) ? `new ${Tensor_}(${use(x)}, ${this.konst(Object.freeze(x.type.shape.slice()), "S")}, ${JSON.stringify(x.type.dtype)}, dev)` : tensorOf(x, stateful)));
           out.push(`const R${k} = ${dyn}(${nodeK}, [${args.join(", ")}], ${lib});`);
           outs.forEach((o, i) => define(o, `R${k}[${i}].concrete()`));
           break;
@@ -1128,4 +1130,3 @@ return [${results.join(", ")}];
 
 if (process.env.STAGECRAFT_EXECUTOR !== "interpret") setDefaultExecutor(compiledExecutor);
 
-export type { LoopStep };

@@ -156,6 +156,18 @@ export const fusedElementwiseOp = defineOp<FusedAttrs>({
     const steps = fusedStepTypes(attrs, inputs);
     return attrs.outputs.map((k) => ({ dtype: steps[k]!.dtype, shape: steps[k]!.shape }));
   },
+  group(attrs, inputs) {
+    let types: TensorType[];
+    try {
+      types = fusedStepTypes(attrs, inputs);
+    } catch {
+      return null;
+    }
+    return fusedGroup(
+      attrs,
+      types.map((t) => t.dtype),
+    );
+  },
   kernels: {
     cpu(inputs, attrs, outs) {
       const shape = outs[0]!.shape;

@@ -85,6 +85,7 @@ export const stackPushOp = defineOp<Record<string, never>>({
   name: "stackPush",
   family: "shape",
   inputs: ["stack", "value"],
+  copiesInputs: [1],
   infer(inputs) {
     const [s, v] = inputs as [TensorType, TensorType];
     if (s.dtype !== v.dtype) throw new DtypeError(`the value has dtype ${v.dtype} but the stack holds ${s.dtype}`, "stackPush");

@@ -9,7 +9,7 @@
  * executors run them (they have no kernels).
  */
 import type { DType } from "../core/dtype.js";
-import type { ElementwiseForm, ReductionForm } from "../core/expr.js";
+import type { ElementwiseForm, ElementwiseGroup, ReductionForm } from "../core/expr.js";
 import type { Tensor } from "../core/tensor.js";
 import type { TensorType } from "../core/tensor-type.js";
 import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
@@ -19,7 +19,7 @@ import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
 import type { CpuKernel } from "../backends/cpu/kernel.js";
 
-export type { TensorType, ElementwiseForm, ReductionForm, CpuKernel };
+export type { TensorType, ElementwiseForm, ElementwiseGroup, ReductionForm, CpuKernel };
 
 /** What a VJP rule sees of the forward call. */
 export interface VjpContext<A> {
@@ -69,6 +69,11 @@ interface OpFacts {
 export interface OpDef<A = any> extends OpFacts {
   /** Shape and dtype rule; validates and throws typed errors. */
   infer(inputs: readonly TensorType[], attrs: A): TensorType[];
+  /**
+   * Validates attributes that graphs from elsewhere (text, other front ends) may get wrong, before
+   * the shape rule reads them: throws an Error naming the problem (the verifier runs it).
+   */
+  checkAttrs?(attrs: Record<string, unknown>, numInputs: number): void;
   /** Kernels per backend (OpKernels): concrete inputs -> the storage of each output (types from infer). */
   kernels: OpKernels<A>;
   /**
@@ -82,8 +87,19 @@ export interface OpDef<A = any> extends OpFacts {
    * a chain of them is one reshape) or "alias" (the input unchanged: identity, stopGradient).
    */
   readonly view?: "reshape" | "alias";
+  /**
+   * Inputs whose values the kernel copies during the call, keeping none of their storage: an
+   * executor may lend it storage it reuses afterwards (stackPush's row).
+   */
+  readonly copiesInputs?: readonly number[];
   /** Elementwise ops: the scalar expression of one output element, which every backend renders. */
   readonly elementwise?: ElementwiseForm;
+  /**
+   * Ops that compute a group of elementwise steps in one loop (fusedElementwise): the group for
+   * these input types, or null when the attributes do not make one. Executors compile it as they
+   * compile elementwise ops.
+   */
+  readonly group?: (attrs: A, inputs: readonly TensorType[]) => ElementwiseGroup | null;
   /** Reductions over attrs.axes that combine elements one at a time (executors may inline them). */
   readonly reduction?: ReductionForm;
   /**
@@ -98,6 +114,8 @@ export interface OpDef<A = any> extends OpFacts {
 export interface RegionSignature {
   readonly inputs: readonly TensorType[];
   readonly outputs: readonly TensorType[];
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
 }
 
 /** What a structural op's rule sees of a node. */
@@ -105,9 +123,12 @@ export interface StructuralNode<A> {
   readonly inputs: readonly TensorType[];
   readonly outputs: readonly TensorType[];
   readonly attrs: A;
+  /** One per region name of the op (the verifier checks the count first). */
   readonly regions: readonly RegionSignature[];
-  /** The signature of the function the node calls (see StructuralForm.callee), or null when it is not known. */
-  readonly callee: RegionSignature | null;
+  /** The function the node calls (ops with a calleeAttr), found in the library; null otherwise. */
+  readonly callee: (RegionSignature & { readonly name: string }) | null;
+  /** How messages name input `i` (the printer's `%n`). */
+  describeInput(i: number): string;
 }
 
 /**
@@ -130,11 +151,11 @@ export interface StructuralForm<A> {
    * predicate inlines the region it selects.
    */
   readonly selectsRegion?: boolean;
-  /** The library function the node calls, named by its attributes (call), or null if they name none. */
-  callee?(attrs: A): string | null;
+  /** The attribute naming the library function the node calls (call: "callee"). */
+  readonly calleeAttr?: string;
   /** Nodes also have the effects of their regions and callee (what those read, write or do). */
   readonly inheritsEffects?: boolean;
-  /** The variable a node reads or writes (readVariable, assignVariable). */
+  /** The variable a node reads or writes (readVariable, assignVariable), or null when the attribute is not one. */
   variable?(attrs: A): { readonly name: string; readonly dtype: DType; readonly shape: readonly number[] } | null;
   /** Validates a node against its regions and callee: throws an Error whose message names the first problem. */
   check(node: StructuralNode<A>): void;

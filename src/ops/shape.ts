@@ -24,4 +24,5 @@ export * from "./shape/gather.js";
 export * from "./shape/pad.js";
 export * from "./shape/tile.js";
 export * from "./shape/clip.js";
+export * from "./shape/dim-size.js";
 export { toIndexTensor, type AxisAttrs, type AxesAttrs } from "./shape/common.js";

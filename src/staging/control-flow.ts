@@ -19,6 +19,12 @@ import { full } from "../ops/fill.js";
 import { whileWithGradient, type RegionTracer } from "./structural-gradients.js";
 import { condWithGradient } from "./cond-gradient.js";
 import { variablesReadByCalls } from "./call-gradient.js";
+import { condOp, whileOp } from "../ops/structural.js";
+
+/** The structural ops' names, and their regions' (as their declarations give them). */
+const COND = condOp.name;
+const [THEN, ELSE] = condOp.structural.regions as [string, string];
+const [LOOP_COND, LOOP_BODY] = whileOp.structural.regions as [string, string];
 
 function activeTrace(): TraceContext | null {
   const h = currentHandler();
@@ -116,17 +122,17 @@ function toTensors(s: Structure<unknown>, op: string): Structure<unknown> {
  */
 export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn: () => T): T {
   const ctx = activeTrace();
-  if (!(pred instanceof Tensor) || !ctx || !isSymbolicIn(pred)) return truthy(pred, "cond") ? thenFn() : elseFn();
+  if (!(pred instanceof Tensor) || !ctx || !isSymbolicIn(pred)) return truthy(pred, COND) ? thenFn() : elseFn();
   if (pred.dtype !== "bool" || pred.size !== 1) {
-    throw new DtypeError(`the predicate must be a bool scalar, got ${pred.dtype}${fmtShape(pred.shape)}`, "cond");
+    throw new DtypeError(`the predicate must be a bool scalar, got ${pred.dtype}${fmtShape(pred.shape)}`, COND);
   }
   // Branches are traced plainly: while tapes record, the gradient rule splits them afterwards.
-  const t = withoutRecorders(null, () => traceRegion(ctx, "then", [], () => toTensors(thenFn() as Structure<unknown>, "cond")));
-  const e = withoutRecorders(null, () => traceRegion(ctx, "else", [], () => toTensors(elseFn() as Structure<unknown>, "cond")));
+  const t = withoutRecorders(null, () => traceRegion(ctx, THEN, [], () => toTensors(thenFn() as Structure<unknown>, COND)));
+  const e = withoutRecorders(null, () => traceRegion(ctx, ELSE, [], () => toTensors(elseFn() as Structure<unknown>, COND)));
   const tl = leaves(t.result).filter((x): x is Tensor => x instanceof Tensor);
   const el = leaves(e.result).filter((x): x is Tensor => x instanceof Tensor);
-  checkSameJsLeaves("cond", t.result, e.result);
-  const types = structureTypes("cond", tl, el, "the branches");
+  checkSameJsLeaves(COND, t.result, e.result);
+  const types = structureTypes(COND, tl, el, "the branches");
   t.ctx.graph.setOutputs(tl.map((x) => t.ctx.valueOf(x)));
   e.ctx.graph.setOutputs(el.map((x) => e.ctx.valueOf(x)));
   const operands = unifyCaptures([t.ctx, e.ctx], 0);
@@ -141,7 +147,7 @@ export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn
  */
 export function emitCond(ctx: TraceContext, pred: Tensor, operands: Tensor[], thenG: Graph, elseG: Graph, types: ValueType[]): Tensor[] {
   if (recorders.length === 0) {
-    const outs = ctx.addStructural("cond", [pred, ...operands], {}, types, [thenG, elseG]);
+    const outs = ctx.addStructural(COND, [pred, ...operands], {}, types, [thenG, elseG]);
     ctx.variableValues.clear();
     return outs;
   }
@@ -208,7 +214,7 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
   const traced = withoutRecorders(null, () => traceLoop(ctx, types, condFn, bodyFn, options));
   const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max } : {}) };
   if (recorders.length === 0) {
-    const outs = ctx.addStructural("while", [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
+    const outs = ctx.addStructural(whileOp.name, [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
     ctx.variableValues.clear();
     return outs;
   }
@@ -224,7 +230,7 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
     traceRegion: probeTracer(ctx),
     emit(augTypes, augInit, augCond, augBody) {
       const aug = traceLoop(ctx, augTypes, augCond, augBody, {});
-      const outs = ctx.addStructural("while", [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);
+      const outs = ctx.addStructural(whileOp.name, [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);
       ctx.variableValues.clear();
       return outs;
     },
@@ -239,11 +245,11 @@ function traceLoop(
   bodyFn: (...vars: Tensor[]) => Tensor[],
   options: WhileOptions,
 ): { condG: Graph; bodyG: Graph; invariants: Tensor[] } {
-  const c = traceRegion(ctx, "cond", types, (...xs) => condFn(...xs));
+  const c = traceRegion(ctx, LOOP_COND, types, (...xs) => condFn(...xs));
   const predT = c.result instanceof Tensor ? c.result : toTensor(c.result, "whileLoop");
   if (predT.dtype !== "bool" || predT.size !== 1) throw new DtypeError(`the condition must return a bool scalar, got ${predT.dtype}${fmtShape(predT.shape)}`, "whileLoop");
   c.ctx.graph.setOutputs([c.ctx.valueOf(predT)]);
-  const b = traceRegion(ctx, "body", types, (...xs) => bodyFn(...xs));
+  const b = traceRegion(ctx, LOOP_BODY, types, (...xs) => bodyFn(...xs));
   const next = checkBody(b.result, types.map((t) => ({ dtype: t.dtype, shape: t.shape }) as Tensor), options, true);
   b.ctx.graph.setOutputs(next.map((x) => b.ctx.valueOf(x)));
   const invariants = unifyCaptures([c.ctx, b.ctx], types.length);

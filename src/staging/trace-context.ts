@@ -9,6 +9,7 @@ import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import type { OpHandler } from "../core/context.js";
 import type { OpDef } from "../ops/registry.js";
+import { assignVariableOp, readVariableOp } from "../ops/structural.js";
 import { Graph, uniqueGraphName, type FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
 
 /** What a symbolic tensor's `symbol` holds. */
@@ -95,7 +96,7 @@ export class TraceContext implements OpHandler {
     return node.outputs.map((v) => this.symbolic(v));
   }
 
-  /** Records a structural node (cond, while, call, ...) whose inputs are tensors. */
+  /** Records a structural node (ops/structural.ts: its declaration's name) whose inputs are tensors. */
   addStructural(op: string, inputs: Tensor[], attrs: Record<string, unknown>, outTypes: ValueType[], regions: Graph[] = []): Tensor[] {
     const values = inputs.map((t) => this.valueOf(t));
     const node = this.graph.addNode(op, values, attrs, outTypes, regions, userLocation());
@@ -120,13 +121,13 @@ export class TraceContext implements OpHandler {
       this.variableInputs.set(v, t);
       return t;
     }
-    const [value] = this.addStructural("readVariable", [], { variable: v }, [{ dtype: v.dtype, shape: v.shape }]);
+    const [value] = this.addStructural(readVariableOp.name, [], { variable: v }, [{ dtype: v.dtype, shape: v.shape }]);
     this.variableValues.set(v, value!);
     return value!;
   }
 
   assignVariable(v: Variable, value: Tensor): void {
-    this.addStructural("assignVariable", [value], { variable: v }, []);
+    this.addStructural(assignVariableOp.name, [value], { variable: v }, []);
     this.variableValues.set(v, value.symbol && (value.symbol as SymbolRef).ctx === this ? value : this.symbolic(this.valueOf(value)));
   }
 

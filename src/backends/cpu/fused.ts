@@ -16,28 +16,12 @@
  * the loop is one flat pass. Reads of an element happen before any write of that element,
  * so an output may share storage with a same-sized input (in-place update).
  */
-import type { DType, TypedArray } from "../../core/dtype.js";
+import type { TypedArray } from "../../core/dtype.js";
 import { exprKey, type ElementwiseGroup } from "../../core/expr.js";
 import { broadcastStrides, sizeOf, type Shape } from "../../core/shape.js";
-import { jsSource, SCALAR_PRELUDE } from "./js-expr.js";
+import { jsSource, SCALAR_PRELUDE, storeConversion } from "./js-expr.js";
 
 export type GroupLoop = (inputs: TypedArray[], outputs: TypedArray[]) => void;
-
-/** `expr` rounded as a store into `dtype`'s storage rounds it. */
-export function rounded(expr: string, dtype: DType): string {
-  switch (dtype) {
-    case "float32":
-      return `Math.fround(${expr})`;
-    case "int32":
-      return `((${expr}) | 0)`;
-    case "uint8":
-    case "bool":
-      return `((${expr}) & 255)`;
-    case "float64":
-    case "int64":
-      return `(+(${expr}))`;
-  }
-}
 
 /** Per input: "f" (one-to-one), "s" (scalar, hoisted) or "b" (strided, broadcast). */
 export type InputPattern = "f" | "s" | "b";
@@ -71,7 +55,7 @@ function loopFunctionSource(group: ElementwiseGroup, patterns: readonly InputPat
   const reads = patterns
     .map((p, k) => (p === "f" ? `const x${k} = in${k}[${idx}];` : p === "b" ? `const x${k} = in${k}[off${k} + j * inc${k}];` : ""))
     .filter(Boolean);
-  const steps = group.steps.map((s, k) => `const t${k} = ${rounded(jsSource(s.expr, s.args.map(operand)), s.dtype)};`);
+  const steps = group.steps.map((s, k) => `const t${k} = ${storeConversion(s.dtype, jsSource(s.expr, s.args.map(operand)))};`);
   const writes = group.outputs.map((o, j) => `out${j}[${idx}] = t${o};`);
   const body = [...reads, ...steps, ...writes].map((l) => "    " + l).join("\n");
   if (!strided) {

@@ -5,6 +5,7 @@
  * exactly what the expression's semantics say (it is JavaScript's own arithmetic), and needs the
  * helpers of SCALAR_PRELUDE in scope.
  */
+import type { DType } from "../../core/dtype.js";
 import { renderExpr, SCALAR_HELPERS_JS, type Expr, type ExprRenderer, type ScalarFn } from "../../core/expr.js";
 
 /** The helper functions rendered source calls (erf, roundHalfEven): put it before generated loops. */
@@ -41,7 +42,7 @@ const renderer = (operands: readonly string[]): ExprRenderer<string> => ({
     return name;
   },
   constant: jsLiteral,
-  call(fn, args) {
+  apply(fn, args) {
     const [x, y, z] = args;
     const infix = INFIX[fn];
     if (infix) return `(${x} ${infix} ${y})`;
@@ -63,6 +64,22 @@ const renderer = (operands: readonly string[]): ExprRenderer<string> => ({
     }
   },
 });
+
+/** `expr` rounded as a store into `dtype`'s storage rounds it (the value a later step must read). */
+export function storeConversion(dtype: DType, expr: string): string {
+  switch (dtype) {
+    case "float32":
+      return `Math.fround(${expr})`;
+    case "float64":
+    case "int64":
+      return `(+(${expr}))`;
+    case "int32":
+      return `((${expr}) | 0)`;
+    case "uint8":
+    case "bool":
+      return `((${expr}) & 255)`;
+  }
+}
 
 /** JavaScript source of `e` (attributes bound) over the operand expressions `operands`. */
 export function jsSource(e: Expr, operands: readonly string[]): string {

@@ -9,12 +9,14 @@
  * kernel throws (the error is left to happen at run time, where it did before), and tensors
  * above `maxElements` (inputs or outputs), so graphs stay small.
  *
- * Small constants that a cond or while node passes to its regions are also copied into the
- * regions (where folding and simplification can see them); prune then drops the operand.
+ * Small constants that a cond or while node passes to its regions (as operands its declaration
+ * lets prune drop) are also copied into the regions (where folding and simplification can see
+ * them); prune then drops the operand.
  */
 import { allocStorage } from "../../core/dtype.js";
 import type { Tensor } from "../../core/tensor.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../ir.js";
+import { structuralOf } from "../declarations.js";
 import { constantAttrsOf } from "../../ops/constant.js";
 import { allGraphs, evaluateNode, isFullyKnown, isPureRegistryNode, makeNode, refineTypes, replaceAllUses, sizeOfType } from "./util.js";
 
@@ -152,13 +154,14 @@ function foldGraph(g: Graph, limit: number): number {
   return changes;
 }
 
-/** Copies small constant operands of cond/while nodes into the regions that use them. */
+/** Copies small constant operands of structural nodes into the regions that use them. */
 function sinkIntoRegions(g: Graph, limit: number): number {
   let changes = 0;
   for (const node of g.nodes) {
-    if (node.op !== "cond" && node.op !== "while") continue;
-    const first = node.op === "cond" ? 1 : (node.attrs.numLoopVars as number);
-    const offset = node.op === "cond" ? 1 : 0;
+    const s = structuralOf(node);
+    if (!s?.droppableFrom || node.regions.length === 0) continue;
+    const first = s.droppableFrom(node.attrs);
+    const offset = s.regionOperandsFrom;
     for (let k = first; k < node.inputs.length; k++) {
       const operand = node.inputs[k]!;
       const p = operand.producer;

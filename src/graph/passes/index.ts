@@ -41,7 +41,7 @@ export { simplify, type SimplifyOptions } from "./simplify.js";
 export { inline, recursiveFunctions, DEFAULT_INLINE_THRESHOLD, type InlineOptions } from "./inline.js";
 export { fusedElementwiseOp } from "../../ops/fused.js";
 export { fuse, type FusedAttrs, type FusedStep, type FusionOptions } from "./fusion.js";
-export { planMemory, bytesPerElement, VIEW_OPS, type MemoryPlan } from "./memory-plan.js";
+export { planMemory, bytesPerElement, type MemoryPlan } from "./memory-plan.js";
 export { bindConstantInputs } from "./bind-constants.js";
 export { cloneGraph, cloneProgram, refineTypes, EffectAnalysis } from "./util.js";
 

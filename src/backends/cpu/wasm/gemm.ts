@@ -22,8 +22,8 @@ import {
   block, br, brIf, end, f32add, f32load, f32mul, f32store, f32x4add, f32x4mul, f32zero, get, i32add, i32c, i32geS, i32gtS,
   i32mul, i32shl, I32, F32, loop, moduleBytes, set, sharedMemory, splatLoad, V128, v128load, v128store, v128zero, VOID, WA,
   type WasmMemory, type WasmModule,
-} from "./wasm-bytes.js";
-import { registerExtraKernel, runRowChunks } from "../backends/cpu/worker-pool.js";
+} from "./bytes.js";
+import { registerExtraKernel, runRowChunks } from "../worker-pool.js";
 
 // locals: params 0..8, then the function's own
 const [A, B, C, M, N, K, SAI, SAP, ACC] = [0, 1, 2, 3, 4, 5, 6, 7, 8];

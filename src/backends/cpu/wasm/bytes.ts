@@ -1,7 +1,6 @@
 /**
- * The WebAssembly binary format, as far as the executor's generated modules need it
- * (exec/wasm-gemm.ts, exec/wasm-elementwise.ts): LEB128 integers, sections, and the opcodes
- * they use. Modules are assembled here byte by byte, so no build step is involved.
+ * The WebAssembly binary format, as far as the CPU backend's generated modules need it
+ * (gemm.ts, elementwise.ts, simd-expr.ts): LEB128 integers, sections, and the opcodes they use. Modules are assembled here byte by byte, so no build step is involved.
  */
 
 /** Unsigned LEB128. */
@@ -70,16 +69,28 @@ export const SIMD_OP = {
   v128const: 0x0c,
   shuffle: 0x0d,
   extractLaneF32: 0x1f,
+  f32x4eq: 0x41,
   f32x4ne: 0x42,
   f32x4lt: 0x43,
   f32x4gt: 0x44,
   f32x4le: 0x45,
   f32x4ge: 0x46,
+  f64x2eq: 0x47,
+  f64x2ne: 0x48,
+  f64x2lt: 0x49,
+  f64x2gt: 0x4a,
+  f64x2le: 0x4b,
+  f64x2ge: 0x4c,
+  not: 0x4d,
   and: 0x4e,
   or: 0x50,
   bitselect: 0x52,
   demote: 0x5e, // f32x4.demote_f64x2_zero
   promote: 0x5f, // f64x2.promote_low_f32x4
+  f32x4ceil: 0x67,
+  f32x4floor: 0x68,
+  f64x2ceil: 0x74,
+  f64x2floor: 0x75,
   f32x4abs: 0xe0,
   f32x4neg: 0xe1,
   f32x4sqrt: 0xe3,
@@ -87,7 +98,11 @@ export const SIMD_OP = {
   f32x4sub: 0xe5,
   f32x4mul: 0xe6,
   f32x4div: 0xe7,
+  f64x2abs: 0xec,
+  f64x2neg: 0xed,
+  f64x2sqrt: 0xef,
   f64x2add: 0xf0,
+  f64x2sub: 0xf1,
   f64x2mul: 0xf2,
   f64x2div: 0xf3,
 } as const;

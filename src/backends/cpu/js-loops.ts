@@ -1,25 +1,19 @@
 /**
- * Source generators for the compiled executor (exec/compile.ts): elementwise loops (one op
- * or a fused chain of them) specialized for concrete shapes, and small matrix products.
- * They reuse the registry's scalar templates and reproduce the eager kernels' arithmetic
+ * JavaScript source generators for the compiled executor (exec/): elementwise loops (one op or
+ * a fused chain of them: their expressions rendered by js-expr.ts) specialized for concrete
+ * shapes, small matrix products and reductions. They reproduce the eager kernels' arithmetic
  * exactly: every intermediate is rounded to its dtype as the eager kernel's store would round
  * it (Math.fround for float32, ToInt32 for int32, ToUint8 for uint8/bool), so a fused chain
  * gives bit-identical results to running its ops one by one.
  */
-import type { DType } from "../core/dtype.js";
-import { bindAttrs, formFor, type Expr } from "../core/expr.js";
-import { broadcastStrides, sizeOf } from "../core/shape.js";
-import { jsSource } from "../backends/cpu/js-expr.js";
-import type { OpDef } from "../ops/registry.js";
+import type { DType } from "../../core/dtype.js";
+import type { ElementwiseStep, ReductionForm } from "../../core/expr.js";
+import { broadcastStrides, sizeOf } from "../../core/shape.js";
+import { jsSource, storeConversion } from "./js-expr.js";
+import { combineExpr, firstExpr, REDUCTION_INIT } from "./reduce.js";
 
-/** One scalar step of an elementwise loop. */
-export interface LoopStep {
-  /** The op's expression for the step's dtype, attributes bound. */
-  expr: Expr;
-  /** Operands: index < numInputs is a loop input, otherwise step `index - numInputs`. */
-  args: number[];
-  dtype: DType;
-}
+/** One scalar step of an elementwise loop (an expression for its dtype, attributes bound). */
+export type LoopStep = ElementwiseStep;
 
 export interface LoopInput {
   /** JS expression for the input's typed array. */
@@ -34,32 +28,11 @@ export interface LoopOutput {
   value: number;
 }
 
-/** The expression of an elementwise registry op for an output dtype, attributes bound. */
-export function templateFor(def: OpDef, attrs: unknown, dtype: DType): Expr {
-  return bindAttrs(formFor(def.elementwise!, dtype), attrs as Record<string, unknown> | undefined);
-}
-
-/** The conversion a store into storage of `dtype` applies, as an expression over `x`. */
-export function storeConversion(dtype: DType, x: string): string {
-  switch (dtype) {
-    case "float32":
-      return `Math.fround(${x})`;
-    case "float64":
-    case "int64":
-      return `+(${x})`;
-    case "int32":
-      return `((${x}) | 0)`;
-    case "uint8":
-    case "bool":
-      return `((${x}) & 255)`;
-  }
-}
-
 /**
  * Generates a block computing `steps` elementwise over `outShape` (NumPy broadcasting of the
  * inputs) and storing the requested values. `id` makes local names unique.
  */
-export function elementwiseSource(id: string, outShape: readonly number[], inputs: LoopInput[], steps: LoopStep[], outputs: LoopOutput[]): string {
+export function elementwiseSource(id: string, outShape: readonly number[], inputs: LoopInput[], steps: readonly LoopStep[], outputs: LoopOutput[]): string {
   const n = sizeOf(outShape);
   const numIn = inputs.length;
   if (n === 0) return "";
@@ -224,25 +197,14 @@ export function matmulSource(id: string, a: string, b: string, out: string, dtyp
   return `{\n${lines.join("\n")}\n}`;
 }
 
-/** Reductions whose eager kernels are backends/cpu/reduce.ts `reduceAxes` (mean: then / count). */
-export const INLINE_REDUCTIONS: Record<string, { first: string; combine: string; init: number; mean?: boolean }> = {
-  sum: { first: "v", combine: "acc + v", init: 0 },
-  mean: { first: "v", combine: "acc + v", init: 0, mean: true },
-  prod: { first: "v", combine: "acc * v", init: 1 },
-  max: { first: "v", combine: "(v > acc || v !== v) ? v : acc", init: -Infinity },
-  min: { first: "v", combine: "(v < acc || v !== v) ? v : acc", init: Infinity },
-  any: { first: "(v !== 0 ? 1 : 0)", combine: "(acc !== 0 || v !== 0) ? 1 : 0", init: 0 },
-  all: { first: "(v !== 0 ? 1 : 0)", combine: "(acc !== 0 && v !== 0) ? 1 : 0", init: 1 },
-};
-
 /**
  * A reduction of x viewed as [outer, red, inner] over the middle dimension (one contiguous run
  * of reduced axes), as the eager kernel computes it: accumulated in float64 from the first
  * element of each group in order, rounded once by the store (mean: rounded, then divided by
  * the count and rounded again).
  */
-export function reduceSource(id: string, op: string, x: string, out: string, outDtype: DType, outer: number, red: number, inner: number): string {
-  const r = INLINE_REDUCTIONS[op]!;
+export function reduceSource(id: string, form: ReductionForm, x: string, out: string, outDtype: DType, outer: number, red: number, inner: number): string {
+  const r = { first: firstExpr(form.combine), combine: combineExpr(form.combine), init: REDUCTION_INIT[form.combine], mean: form.mean };
   const X = `RX${id}`,
     O = `RO${id}`;
   const lines = [`const ${X} = ${x}, ${O} = ${out};`];
