@@ -8,7 +8,6 @@ import type { DeviceInfo } from "../core/device.js";
 import { listDevices } from "../core/device.js";
 import { bindAttrs, formFor, type ElementwiseStep } from "../core/expr.js";
 import { listOps, runtimeShapes, type OpDef } from "../ops/registry.js";
-import { fusedGroup, fusedStepTypes, type FusedAttrs } from "../ops/fused.js";
 import { registerBackend } from "../backends/registry.js";
 import type { Backend } from "../backends/backend.js";
 import { GpuDevice, type WebGpuOpenOptions } from "../backends/webgpu/device.js";
@@ -35,12 +34,14 @@ function elementwiseEntry(def: OpDef): WebGpuKernel {
   };
 }
 
-/** fusedElementwise: the group its attributes describe, as one WGSL kernel. */
-const fusedEntry: WebGpuKernel<FusedAttrs> = (dev, inputs, attrs, outs) => {
-  const types = fusedStepTypes(attrs, inputs);
-  const group = fusedGroup(attrs, types.map((t) => t.dtype));
-  return elementwise(dev, inputs, group.steps, group.outputs, outs[0]!.shape, "fusedElementwise");
-};
+/** An op computing a group of elementwise steps (fusedElementwise): the group as one WGSL kernel. */
+function groupEntry(def: OpDef): WebGpuKernel {
+  return (dev, inputs, attrs, outs) => {
+    const group = def.group!(attrs, inputs);
+    if (!group) throw new Error(`${def.name}: its attributes describe no elementwise group for these inputs`);
+    return elementwise(dev, inputs, group.steps, group.outputs, outs[0]!.shape, def.name);
+  };
+}
 
 /** Each registry op's WebGPU entry (ops with none are left without: using one is an error naming it). */
 function installKernels(): void {
@@ -51,7 +52,7 @@ function installKernels(): void {
     let entry: WebGpuEntry | null = null;
     if (HOST_OPS.includes(def.name)) entry = { op: def.name, host: cpu };
     else if (GPU_KERNELS[def.name]) entry = { op: def.name, gpu: GPU_KERNELS[def.name], ...(wide ? { wide } : {}) };
-    else if (def.name === "fusedElementwise") entry = { op: def.name, gpu: fusedEntry };
+    else if (def.group) entry = { op: def.name, gpu: groupEntry(def) };
     else if (def.elementwise) entry = { op: def.name, gpu: elementwiseEntry(def) };
     if (entry) def.kernels.webgpu = entry;
   }

@@ -12,7 +12,7 @@
  * float32 (a few ulp apart; trigonometric builtins are only as accurate as the GPU's), integer
  * products past 2^53 and int32 floor division past 2^24 are exact here where JavaScript rounds.
  */
-import type { CallExpr, Expr, ScalarFn } from "../../../core/expr.js";
+import type { ApplyExpr, Expr, ScalarFn } from "../../../core/expr.js";
 import type { WgslScalar } from "../kernels/common.js";
 
 export type ValueType = "i" | "f" | "b";
@@ -92,12 +92,12 @@ export function renderTyped(e: Expr, vars: readonly Rendered[]): Rendered {
     }
     case "attr":
       throw new Error(`internal: attribute ${e.name} of an elementwise expression is not bound`);
-    case "call":
+    case "apply":
       return renderCall(e, vars);
   }
 }
 
-function renderCall(e: CallExpr, vars: readonly Rendered[]): Rendered {
+function renderCall(e: ApplyExpr, vars: readonly Rendered[]): Rendered {
   const { fn } = e;
   const [x0, y0] = e.args;
   // x != x / x == x: NaN tests on the bits (a compiler may fold x != x to false).
@@ -107,7 +107,7 @@ function renderCall(e: CallExpr, vars: readonly Rendered[]): Rendered {
     return { code: fn === "ne" ? `is_nan(${x.code})` : `(!is_nan(${x.code}))`, t: "b" };
   }
   // floor(p / q) of integers: exact integer floor division (JavaScript divides in float64).
-  if (fn === "floor" && x0!.kind === "call" && x0!.fn === "div") {
+  if (fn === "floor" && x0!.kind === "apply" && x0!.fn === "div") {
     const p = renderTyped(x0!.args[0]!, vars);
     const q = renderTyped(x0!.args[1]!, vars);
     if (p.t !== "f" && q.t !== "f") return { code: `floordiv_i(${toI(p)}, ${toI(q)})`, t: "f" };
