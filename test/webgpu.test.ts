@@ -191,3 +191,34 @@ test("variables read and assigned by a staged function on the GPU", { skip }, ()
   assert.deepEqual(Array.from(v.read().dataSync()), [-1, 0, 1]);
   assert.equal(v.read().device, "webgpu:0");
 });
+
+test("a differentiated loop (a staged RNN training step) runs as one plan: stacks in GPU buffers, no predicate read", { skip }, async () => {
+  const H = 8, I = 4, B = 3;
+  const mk = (s: number[], seed: number) => sc.random.uniform(s, { seed, minval: -0.5, maxval: 0.5 });
+  const make = (dev: string) => sc.device(dev, () => [sc.variable(mk([I, H], 1)), sc.variable(mk([H, H], 2)), sc.variable(mk([H], 3))]);
+  const stepFor = (ws: sc.Variable[]) =>
+    sc.stage(
+      (xs: sc.Tensor, length: sc.Tensor) => {
+        const loss = (w: sc.Tensor, u: sc.Tensor, b: sc.Tensor) => {
+          const [, h] = sc.whileLoop((i) => sc.less(i, length), (i, h) => [i.add(1), sc.tanh(sc.matmul(sc.gather(xs, i, 0), w).add(sc.matmul(h!, u)).add(b))], [sc.scalar(0, "int32"), sc.zeros([B, H])]);
+          return sc.mean(h!);
+        };
+        const [v, g] = sc.valueAndGrad(loss, { argnums: [0, 1, 2] })(ws[0]!.read(), ws[1]!.read(), ws[2]!.read()) as [sc.Tensor, sc.Tensor[]];
+        ws.forEach((w, k) => w.assign(w.read().sub(g[k]!.mul(0.1))));
+        return v;
+      },
+      { autograph: false },
+    );
+  const cpuW = make("cpu"), gpuW = make("webgpu");
+  const cpuStep = stepFor(cpuW), gpuStep = stepFor(gpuW);
+  const xs = mk([6, B, I], 4);
+  const reads0 = (await sc.webgpuStats())!.predicateReads;
+  for (const T of [5, 5, 3]) {
+    const a = cpuStep(xs, sc.scalar(T, "int32")).item() as number;
+    const b = onGpu(() => gpuStep(xs.to("webgpu"), sc.scalar(T, "int32"))).item() as number;
+    assert.ok(Math.abs(a - b) < 1e-5, `loss with ${T} steps: ${b} on the GPU, ${a} on the CPU`);
+  }
+  cpuW.forEach((w, k) => w.read().dataSync().forEach((v, i) => assert.ok(Math.abs(v - gpuW[k]!.read().dataSync()[i]!) < 1e-5, `weight ${k}[${i}]`)));
+  assert.equal((await sc.webgpuStats())!.predicateReads, reads0, "trip counts known from the host-side length: nothing read back");
+  assert.ok(![...unplanned.values()].some((r) => /stack/.test(r) && !/stackPop/.test(r)), [...unplanned].join("; "));
+});

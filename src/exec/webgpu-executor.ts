@@ -16,30 +16,75 @@ import type { FunctionLibrary, Graph } from "../graph/ir.js";
 import type { Executor } from "../staging/concrete-function.js";
 import type { WebGpuBackend } from "../backends/webgpu/backend.js";
 import { interpret } from "./interpreter.js";
-import { planGraph, type GpuPlan } from "./webgpu-plan.js";
+import { hostScalar, planGraph, type GpuPlan } from "./webgpu-plan.js";
 
 const PLANS = process.env.STAGECRAFT_WEBGPU_PLAN !== "0";
-/** Signatures planned per graph before new ones are interpreted (a graph called with ever new shapes). */
-const MAX_PLANS_PER_GRAPH = 16;
+/** Input signatures planned per graph before new ones are interpreted (a graph called with ever new shapes). */
+const MAX_SIGNATURES = 16;
+/** Plans per signature specialized on input values (trip counts) before the unspecialized plan is used. */
+const MAX_VALUE_PLANS = 8;
 
-const cache = new WeakMap<Graph, WeakMap<FunctionLibrary, Map<string, GpuPlan | string>>>();
+/** The plans of one input signature: specialized on the values of the inputs `dependsOn` lists. */
+interface Signature {
+  dependsOn: number[];
+  plans: Map<string, GpuPlan>;
+  /** The plan that uses no input's value (or why there is none), made when first needed. */
+  generic?: GpuPlan | string;
+}
+
+const cache = new WeakMap<Graph, WeakMap<FunctionLibrary, Map<string, Signature | string>>>();
 
 /** Why the last graphs could not be planned (for tests and diagnostics): graph name -> reason. */
 export const unplanned = new Map<string, string>();
 
+/** The values of `inputs` at `dependsOn` as a key, or null when one is not on the host. */
+function valueKey(dependsOn: number[], inputs: Tensor[]): string | null {
+  let key = "";
+  for (const i of dependsOn) {
+    const v = hostScalar(inputs[i]!);
+    if (v === undefined) return null;
+    key += `${v},`;
+  }
+  return key;
+}
+
 function planFor(backend: WebGpuBackend, graph: Graph, library: FunctionLibrary, inputs: Tensor[]): GpuPlan | null {
   let byLib = cache.get(graph);
   if (!byLib) cache.set(graph, (byLib = new WeakMap()));
-  let plans = byLib.get(library);
-  if (!plans) byLib.set(library, (plans = new Map()));
+  let sigs = byLib.get(library);
+  if (!sigs) byLib.set(library, (sigs = new Map()));
   const key = inputs.map((t) => `${t.dtype}[${t.shape.join(",")}]`).join(";");
-  let p = plans.get(key);
-  if (p === undefined) {
-    p = plans.size >= MAX_PLANS_PER_GRAPH ? "too many input signatures" : planGraph(backend, graph, library, inputs.map((t) => ({ dtype: t.dtype, shape: t.shape })));
-    plans.set(key, p);
-    if (typeof p === "string") unplanned.set(graph.name, p);
+  let sig = sigs.get(key);
+  const failed = (why: string) => {
+    unplanned.set(graph.name, why);
+    return null;
+  };
+  if (sig === undefined) {
+    if (sigs.size >= MAX_SIGNATURES) sigs.set(key, (sig = "too many input signatures"));
+    else {
+      const r = planGraph(backend, graph, library, inputs, true);
+      if (typeof r === "string") sigs.set(key, (sig = r));
+      else {
+        sigs.set(key, { dependsOn: r.dependsOn, plans: new Map([[valueKey(r.dependsOn, inputs)!, r.plan]]) });
+        return r.plan;
+      }
+    }
   }
-  return typeof p === "string" ? null : p;
+  if (typeof sig === "string") return failed(sig);
+  const vk = valueKey(sig.dependsOn, inputs);
+  if (vk !== null) {
+    const p = sig.plans.get(vk);
+    if (p) return p;
+    if (sig.plans.size < MAX_VALUE_PLANS) {
+      const r = planGraph(backend, graph, library, inputs, true);
+      if (typeof r !== "string") {
+        sig.plans.set(vk, r.plan);
+        return r.plan;
+      }
+    }
+  }
+  sig.generic ??= ((r) => (typeof r === "string" ? r : r.plan))(planGraph(backend, graph, library, inputs, false));
+  return typeof sig.generic === "string" ? failed(sig.generic) : sig.generic;
 }
 
 /** The executor of the webgpu device `backend`. */

@@ -21,42 +21,20 @@
  * it runs node by node on the device's kernels (webgpu-executor.ts).
  */
 import type { DType } from "../core/dtype.js";
-import { atNode } from "../core/errors.js";
 import type { Tensor } from "../core/tensor.js";
 import type { TensorType } from "../core/tensor-type.js";
 import type { Variable } from "../core/variable.js";
-import { getOp } from "../ops/registry.js";
-import type { FunctionLibrary, Graph, Node, Value } from "../graph/ir.js";
-import type { GpuDevice, KernelDevice, KernelSource } from "../backends/webgpu/device.js";
+import type { FunctionLibrary, Graph } from "../graph/ir.js";
+import type { GpuDevice, KernelSource } from "../backends/webgpu/device.js";
 import type { PlanStep } from "../backends/webgpu/protocol.js";
-import type { GpuArray } from "../backends/webgpu/kernels/common.js";
-import type { WebGpuBackend, WebGpuEntry } from "../backends/webgpu/backend.js";
-import { GpuStorage, onGpu } from "../backends/webgpu/storage.js";
+import type { WebGpuBackend } from "../backends/webgpu/backend.js";
+import { GpuStorage } from "../backends/webgpu/storage.js";
 import { sizeClass } from "../backends/webgpu/runtime.js";
 import { prepareForExecution } from "./prepare.js";
-
-/** Raised while recording: the graph cannot be planned (it runs node by node instead). */
-export class Unplannable extends Error {}
-
-type SlotKind = "input" | "variable" | "output" | "scratch" | "const" | "error";
-
-interface Slot {
-  kind: SlotKind;
-  bytes: number;
-  /** input: graph input index; variable: the variable read. */
-  input?: number;
-  variable?: Variable;
-  /** const: the words written at plan creation. */
-  data?: ArrayBufferView;
-  /** Live range in step positions (scratch planning). */
-  first: number;
-  last: number;
-}
-
-const MAX_INLINE_DEPTH = 16;
+import { checkStatic, copyOf, recordGraph, size, Unplannable, type Ctx, type Rec, type RecordingDevice, type Slot, type SlotKind } from "./webgpu-record.js";
 
 /** A KernelDevice that records kernels' work into plan steps over slots. */
-class Recorder implements KernelDevice {
+class Recorder implements RecordingDevice {
   readonly slots: Slot[] = [];
   /** The step list being recorded (a loop body or branch while recording one). */
   steps: PlanStep[] = [];
@@ -111,219 +89,6 @@ class Recorder implements KernelDevice {
       this.steps = outer;
     }
   }
-}
-
-/** A value during recording: its slot, shape and dtype (and its number when it is a known scalar constant). */
-interface Rec extends GpuArray {
-  known?: number;
-}
-
-/** Values of nodes whose outputs are known numbers at plan time (scalar constants and fills). */
-function knownScalar(node: Node, types: readonly TensorType[]): number | undefined {
-  if (types.length !== 1 || types[0]!.shape.length !== 0) return undefined;
-  if (node.op === "constant") return (node.attrs.values as number[])[0];
-  if (node.op === "fill") return node.attrs.value as number;
-  return undefined;
-}
-
-interface Ctx {
-  rec: Recorder;
-  library: FunctionLibrary;
-  depth: number;
-  /** Variables assigned so far at the top level: later reads see the assigned value. */
-  assigned: Map<Variable, Rec>;
-  assignments: [Variable, Rec][];
-  variableSlots: Map<Variable, number>;
-  topLevel: boolean;
-  /** Counting loops whose trip count each call computes from an input (runPlan's counts). */
-  counts: { input: number; counting: Counting }[];
-}
-
-function types(recs: readonly Rec[]): TensorType[] {
-  return recs.map((r) => ({ shape: r.shape, dtype: r.dtype }));
-}
-
-function checkStatic(op: string, t: readonly TensorType[]): void {
-  for (const x of t) {
-    if (x.shape.some((d) => d < 0)) throw new Unplannable(`${op} has a shape known only at run time`);
-    if (!onGpu(x.dtype)) throw new Unplannable(`${op} has a ${x.dtype} value`);
-  }
-}
-
-function recordGraph(ctx: Ctx, graph: Graph, inputs: Rec[]): Rec[] {
-  const values = new Map<number, Rec>();
-  graph.inputs.forEach((v, i) => values.set(v.id, inputs[i]!));
-  const get = (v: Value): Rec => {
-    const r = values.get(v.id);
-    if (!r) throw new Unplannable(`value ${v.id} of ${graph.name} used before it is defined`);
-    return r;
-  };
-  for (const node of graph.nodes) {
-    const args = node.inputs.map(get);
-    const outs = atNode(node.loc, () => recordNode(ctx, node, args));
-    node.outputs.forEach((v, i) => values.set(v.id, outs[i]!));
-  }
-  return graph.outputs.map(get);
-}
-
-function recordNode(ctx: Ctx, node: Node, args: Rec[]): Rec[] {
-  const { rec } = ctx;
-  switch (node.op) {
-    case "call": {
-      if (ctx.depth >= MAX_INLINE_DEPTH) throw new Unplannable("calls nested too deep to inline (recursion)");
-      return recordGraph({ ...ctx, depth: ctx.depth + 1 }, ctx.library.get(node.attrs.callee as string), args);
-    }
-    case "readVariable": {
-      const v = node.attrs.variable as Variable;
-      const now = ctx.assigned.get(v);
-      if (now) return [now];
-      const t = node.outputs[0]!.type;
-      checkStatic("readVariable", [t]);
-      let slot = ctx.variableSlots.get(v);
-      if (slot === undefined) ctx.variableSlots.set(v, (slot = rec.slot("variable", 4 * size(t.shape), { variable: v })));
-      return [{ id: slot, shape: t.shape, dtype: t.dtype }];
-    }
-    case "assignVariable": {
-      if (!ctx.topLevel) throw new Unplannable("a variable is assigned inside a loop or branch");
-      const v = node.attrs.variable as Variable;
-      ctx.assigned.set(v, args[0]!);
-      ctx.assignments.push([v, args[0]!]);
-      return [];
-    }
-    case "while":
-      return recordWhile(ctx, node, args);
-    case "cond":
-      return recordCond(ctx, node, args);
-  }
-  const def = getOp(node.op);
-  const entry = def.kernels.webgpu as WebGpuEntry | undefined;
-  if (!entry?.gpu) throw new Unplannable(`${node.op} runs on the host`);
-  checkStatic(node.op, types(args));
-  const outTypes = def.infer(types(args), node.attrs);
-  checkStatic(node.op, outTypes);
-  const outs = entry.gpu(rec, args, node.attrs, outTypes) as Rec[];
-  const known = knownScalar(node, outTypes);
-  return outs.map((o, i) => ({ id: o.id, shape: outTypes[i]!.shape, dtype: outTypes[i]!.dtype, ...(known !== undefined ? { known } : {}) }));
-}
-
-function size(shape: readonly number[]): number {
-  let n = 1;
-  for (const d of shape) n *= d;
-  return n;
-}
-
-/** A fresh scratch slot holding a copy of `r` (appended to the current steps). */
-function copyOf(rec: Recorder, r: Rec): Rec {
-  const bytes = 4 * size(r.shape);
-  const id = rec.alloc(bytes);
-  rec.copy(r.id, 0, id, 0, bytes);
-  return { id, shape: r.shape, dtype: r.dtype };
-}
-
-function recordWhile(ctx: Ctx, node: Node, args: Rec[]): Rec[] {
-  const { rec } = ctx;
-  const n = node.attrs.numLoopVars as number;
-  const maxIterations = (node.attrs.maxIterations as number | undefined) ?? Infinity;
-  const [condG, bodyG] = node.regions as [Graph, Graph];
-  const inner = { ...ctx, topLevel: false };
-  // The loop variables live in slots of their own, initialized from the node's inputs.
-  const vars = args.slice(0, n).map((a) => copyOf(rec, a));
-  const invariants = args.slice(n);
-  let pred = -1;
-  const cond = rec.nested(() => {
-    const [p] = recordGraph(inner, condG, [...vars, ...invariants]);
-    if (p!.dtype !== "bool" || size(p!.shape) !== 1) throw new Unplannable("a loop predicate that is not one bool");
-    pred = p!.id;
-  });
-  const carry: [number, number, number][] = [];
-  const body = rec.nested(() => {
-    const outs = recordGraph(inner, bodyG, [...vars, ...invariants]);
-    outs.forEach((o, i) => {
-      if (o.id === vars[i]!.id) return;
-      // (through a copy: a result may be another variable's slot, overwritten by an earlier carry)
-      carry.push([copyOf(rec, o).id, vars[i]!.id, 4 * size(o.shape)]);
-    });
-  });
-  // A counting loop runs its trip count without reading its predicate: known now when the counter
-  // starts from a constant, per call when it starts from an input whose value is on the host.
-  const counting = countingLoop(condG, bodyG, args, n, maxIterations);
-  let count: number | null = null;
-  let countAt = -1;
-  if (counting) {
-    const init = args[counting.k]!;
-    const slot = rec.slots[init.id]!;
-    if (init.known !== undefined) count = tripCount(counting, init.known);
-    else if (slot.kind === "input") {
-      countAt = ctx.counts.length;
-      ctx.counts.push({ input: slot.input!, counting });
-    }
-  }
-  rec.steps.push({ k: "while", cond, pred, body, carry, maxIterations, count, countAt });
-  return vars;
-}
-
-/** A counting loop: the predicate compares a loop variable with a number, the body adds a number to it. */
-interface Counting {
-  /** The counter's index among the loop variables. */
-  k: number;
-  cmp: string;
-  bound: number;
-  step: number;
-  dtype: DType;
-  maxIterations: number;
-}
-
-/**
- * Recognizes a counting loop (its predicate `less`/`lessEqual`/`greater`/`greaterEqual`/`notEqual`
- * of a loop variable and a number, its body adding a number to that variable); null otherwise.
- */
-function countingLoop(condG: Graph, bodyG: Graph, args: Rec[], n: number, maxIterations: number): Counting | null {
-  if (condG.nodes.length > 3 || condG.outputs.length !== 1) return null;
-  const cmp = condG.outputs[0]!.producer;
-  if (!cmp || !["less", "lessEqual", "greater", "greaterEqual", "notEqual"].includes(cmp.op)) return null;
-  // a number: a constant node of the region, or a known input of the loop (an invariant)
-  const numberOf = (v: Value, g: Graph): number | undefined => {
-    if (v.producer) return v.producer.outputs.length === 1 ? knownScalar(v.producer, [v.type]) : undefined;
-    return args[g.inputs.indexOf(v)]?.known;
-  };
-  const [a, b] = cmp.inputs as [Value, Value];
-  const k = condG.inputs.indexOf(a);
-  const bound = numberOf(b, condG);
-  if (k < 0 || k >= n || bound === undefined || a.type.shape.length !== 0) return null;
-  const add = bodyG.outputs[k]!.producer;
-  if (!add || add.op !== "add" || add.inputs[0] !== bodyG.inputs[k]) return null;
-  const step = numberOf(add.inputs[1]!, bodyG);
-  if (step === undefined || step === 0) return null;
-  return { k, cmp: cmp.op, bound, step, dtype: a.type.dtype, maxIterations };
-}
-
-/** The trip count of a counting loop from its counter's initial value (null past 10^7 iterations). */
-function tripCount(c: Counting, init: number): number | null {
-  const test = (i: number) => (c.cmp === "less" ? i < c.bound : c.cmp === "lessEqual" ? i <= c.bound : c.cmp === "greater" ? i > c.bound : c.cmp === "greaterEqual" ? i >= c.bound : i !== c.bound);
-  // (the counter's own arithmetic: float32 sums rounded, int32 sums wrapped)
-  const round = c.dtype === "float32" ? Math.fround : (x: number) => x | 0;
-  let count = 0;
-  for (let i = init; test(i) && count < c.maxIterations; i = round(i + c.step)) if (++count > 1e7) return null;
-  return count;
-}
-
-function recordCond(ctx: Ctx, node: Node, args: Rec[]): Rec[] {
-  const { rec } = ctx;
-  const [p, ...operands] = args;
-  if (p!.dtype !== "bool" || size(p!.shape) !== 1) throw new Unplannable("a branch predicate that is not one bool");
-  const inner = { ...ctx, topLevel: false };
-  const outs = node.outputs.map((v) => {
-    checkStatic("cond", [v.type]);
-    return { id: rec.alloc(4 * size(v.type.shape)), shape: v.type.shape, dtype: v.type.dtype } as Rec;
-  });
-  const branch = (g: Graph) =>
-    rec.nested(() => {
-      const r = recordGraph(inner, g, operands);
-      r.forEach((o, i) => rec.copy(o.id, 0, outs[i]!.id, 0, 4 * size(o.shape)));
-    });
-  const [thenG, elseG] = node.regions as [Graph, Graph];
-  rec.steps.push({ k: "cond", pred: p!.id, then: branch(thenG), else: branch(elseG) });
-  return outs;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -412,7 +177,6 @@ export class GpuPlan {
     /** Graph outputs: an input's storage (seen with the output's shape), or a value leaving in a fresh buffer. */
     private readonly outputs: Leaving[],
     private readonly assignments: [Variable, Leaving][],
-    private readonly counts: { input: number; counting: Counting }[],
   ) {
     const dev = backend.dev;
     const leaving = new Set<number>();
@@ -461,13 +225,7 @@ export class GpuPlan {
     const fresh = new Map<number, number>();
     for (const i of this.fresh) fresh.set(i, dev.alloc(this.rec.slots[i]!.bytes));
     const ids = this.binding.map((b) => b(inputs, fresh));
-    // trip counts from counters whose initial values are on the host (else the loop reads its predicate)
-    const counts = this.counts.map(({ input, counting }) => {
-      const t = inputs[input]!;
-      const host = t._data ?? (t._buffer instanceof GpuStorage ? t._buffer.host : null);
-      return host ? tripCount(counting, host[0]!) : null;
-    });
-    dev.runPlan(this.id, ids, counts);
+    dev.runPlan(this.id, ids);
     const made = new Map<number, Tensor>();
     const leave = (o: Leaving): Tensor => {
       if ("input" in o) {
@@ -494,28 +252,48 @@ export class GpuPlan {
   }
 }
 
-/** Plans `graph` for inputs of these types, or returns why it cannot be planned. */
-export function planGraph(backend: WebGpuBackend, graph: Graph, library: FunctionLibrary, inputTypes: readonly TensorType[]): GpuPlan | string {
+/** A plan, and the graph inputs whose values it was specialized on (trip counts of loops). */
+export interface PlanResult {
+  plan: GpuPlan;
+  dependsOn: number[];
+}
+
+/**
+ * Plans `graph` for these inputs (their types; with `useValues`, the values of int32 scalar inputs
+ * held on the host, which may fix loops' trip counts), or returns why it cannot be planned.
+ */
+export function planGraph(backend: WebGpuBackend, graph: Graph, library: FunctionLibrary, inputs: readonly Tensor[], useValues: boolean): PlanResult | string {
   try {
+    const inputTypes: TensorType[] = inputs.map((t) => ({ dtype: t.dtype, shape: t.shape }));
     checkStatic("stage", inputTypes);
     const prepared = prepareForExecution(graph, library, inputTypes);
     const rec = new Recorder(backend.dev);
-    const inputs: Rec[] = inputTypes.map((t, i) => ({ id: rec.slot("input", 4 * size(t.shape), { input: i }), shape: t.shape, dtype: t.dtype }));
-    const ctx: Ctx = { rec, library: prepared.library, depth: 0, assigned: new Map(), assignments: [], variableSlots: new Map(), topLevel: true, counts: [] };
-    const outs = recordGraph(ctx, prepared.graph, inputs);
+    const recs: Rec[] = inputs.map((t, i) => {
+      const r: Rec = { id: rec.slot("input", 4 * size(t.shape), { input: i }), shape: t.shape, dtype: t.dtype };
+      const v = useValues ? hostScalar(t) : undefined;
+      return v === undefined ? r : { ...r, known: v, knownFrom: [i] };
+    });
+    const ctx: Ctx = { rec, library: prepared.library, depth: 0, assigned: new Map(), assignments: [], variableSlots: new Map(), topLevel: true, dependsOn: new Set() };
+    const outs = recordGraph(ctx, prepared.graph, recs);
     // What leaves the call: inputs as they are; constants and plan-owned values through a fresh copy.
     const leaving = (r: Rec): Leaving => {
       const s = rec.slots[r.id]!;
       if (s.kind === "input") return { input: s.input!, shape: r.shape };
-      if (s.kind !== "scratch") r = copyOf(rec, r);
+      if (s.kind !== "scratch" || r.stack) r = copyOf(rec, r);
       return { slot: r.id, shape: r.shape, dtype: r.dtype };
     };
     const outputs = outs.map(leaving);
     const assignments = ctx.assignments.map(([v, r]): [Variable, Leaving] => [v, leaving(r)]);
-    // (a value leaving twice, or as an output and an assignment, is one tensor: one fresh buffer)
-    return new GpuPlan(backend, rec, rec.steps, outputs, assignments, ctx.counts);
+    return { plan: new GpuPlan(backend, rec, rec.steps, outputs, assignments), dependsOn: [...ctx.dependsOn].sort((a, b) => a - b) };
   } catch (e) {
     if (e instanceof Unplannable) return e.message;
     throw e;
   }
+}
+
+/** The value of an int32 scalar whose data is on the host (no read from the GPU), else undefined. */
+export function hostScalar(t: Tensor): number | undefined {
+  if (t.dtype !== "int32" || t.shape.length !== 0) return undefined;
+  const host = t._data ?? (t._buffer instanceof GpuStorage ? t._buffer.host : null);
+  return host ? host[0] : undefined;
 }

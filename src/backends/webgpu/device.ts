@@ -146,8 +146,8 @@ export class GpuDevice implements KernelDevice {
     this.transport.send({ k: "plan", id, plan: steps });
     return id;
   }
-  runPlan(id: number, buffers: number[], counts: (number | null)[] = []): void {
-    this.transport.send({ k: "runPlan", id, buffers, counts });
+  runPlan(id: number, buffers: number[]): void {
+    this.transport.send({ k: "runPlan", id, buffers });
   }
   dropPlan(id: number): void {
     this.transport.send({ k: "dropPlan", id });

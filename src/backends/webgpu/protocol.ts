@@ -34,8 +34,7 @@ export type Command =
    */
   | { k: "errors"; id: number }
   | { k: "plan"; id: number; plan: PlanStep[] }
-  /** `counts`: trip counts of counting loops known for this call (null: read the predicate). */
-  | { k: "runPlan"; id: number; buffers: number[]; counts: (number | null)[] }
+  | { k: "runPlan"; id: number; buffers: number[] }
   | { k: "dropPlan"; id: number };
 
 /**
@@ -58,8 +57,6 @@ export type PlanStep =
       maxIterations: number;
       /** A trip count known when the plan was made: the predicate is never read. */
       count: number | null;
-      /** Else, when >= 0: the entry of runPlan's `counts` that may give this call's trip count. */
-      countAt: number;
     }
   | { k: "cond"; pred: number; then: PlanStep[]; else: PlanStep[] };
 

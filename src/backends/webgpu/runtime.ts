@@ -51,8 +51,6 @@ export class GpuRuntime {
   private readonly plans = new Map<number, Plan>();
   /** While a plan's control flow awaits a predicate, later commands wait here, in order. */
   private busy = false;
-  /** The trip counts of the plan running now (runPlan's counts). */
-  private counts: (number | null)[] = [];
   private readonly waiting: [Command, (v: unknown) => void, (e: Error) => void][] = [];
   private errorBuffer = 0;
 
@@ -151,7 +149,7 @@ export class GpuRuntime {
         this.plans.delete(c.id);
         return null;
       case "runPlan": {
-        const running = this.runPlan(c.id, c.buffers, c.counts);
+        const running = this.runPlan(c.id, c.buffers);
         if (running) {
           this.busy = true;
           running.then(
@@ -333,11 +331,11 @@ export class GpuRuntime {
   }
 
   /** Records a plan's steps on `slots`; a promise when control flow must wait for a predicate. */
-  private runPlan(id: number, slots: number[], counts: (number | null)[]): Promise<void> | null {
+  private runPlan(id: number, slots: number[]): Promise<void> | null {
     const plan = this.plans.get(id);
     if (!plan) throw new Error(`webgpu runtime: plan ${id} was never recorded`);
-    this.counts = counts;
-    return this.runSteps(plan, plan.steps, slots.map((s) => this.buffer(s)), 0);
+    // (0: a slot no step uses, such as an empty stack's placeholder)
+    return this.runSteps(plan, plan.steps, slots.map((s) => (s === 0 ? (null as unknown as GPUBuffer) : this.buffer(s))), 0);
   }
 
   private runSteps(plan: Plan, steps: PlanStep[], bufs: GPUBuffer[], from: number): Promise<void> | null {
@@ -364,7 +362,7 @@ export class GpuRuntime {
       await this.runSteps(plan, taken ? st.then : st.else, bufs, 0);
       return;
     }
-    const count = st.count ?? (st.countAt >= 0 ? (this.counts[st.countAt] ?? null) : null);
+    const count = st.count;
     for (let it = 0; it < st.maxIterations; it++) {
       if (count !== null) {
         if (it >= count) break;
