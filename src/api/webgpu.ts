@@ -6,7 +6,7 @@
  */
 import type { DeviceInfo } from "../core/device.js";
 import { listDevices } from "../core/device.js";
-import { bindAttrs, formFor, type ElementwiseStep } from "../core/expr.js";
+import { bindAttrs, formFor, hasAttrs, type ElementwiseStep } from "../core/expr.js";
 import { listOps, runtimeShapes, type OpDef } from "../ops/registry.js";
 import { registerBackend } from "../backends/registry.js";
 import type { Backend } from "../backends/backend.js";
@@ -27,10 +27,13 @@ let unavailable: string | null = null;
 /** The kernel of an elementwise op: its expression (for the output's dtype, attributes bound) rendered as WGSL. */
 function elementwiseEntry(def: OpDef): WebGpuKernel {
   const form = def.elementwise!;
+  const withAttrs = hasAttrs(form.expr) || (form.f32 !== undefined && hasAttrs(form.f32));
   return (dev, inputs, attrs, outs) => {
     const o = outs[0]!;
     const step: ElementwiseStep = { expr: bindAttrs(formFor(form, o.dtype), attrs as Record<string, unknown>), args: inputs.map((_, i) => i), dtype: o.dtype };
-    return elementwise(dev, inputs, [step], [0], o.shape, def.name);
+    // (the op's name, dtype and attribute values determine its expression)
+    const key = `${def.name}:${o.dtype}${withAttrs ? JSON.stringify(attrs) : ""}`;
+    return elementwise(dev, inputs, [step], [0], o.shape, def.name, undefined, key);
   };
 }
 

@@ -26,6 +26,7 @@ import type { TensorType } from "../core/tensor-type.js";
 import type { Variable } from "../core/variable.js";
 import type { FunctionLibrary, Graph } from "../graph/ir.js";
 import type { GpuDevice, KernelSource } from "../backends/webgpu/device.js";
+import type { LazyKernel } from "../backends/webgpu/kernels/common.js";
 import type { PlanStep } from "../backends/webgpu/protocol.js";
 import type { WebGpuBackend } from "../backends/webgpu/backend.js";
 import { GpuStorage } from "../backends/webgpu/storage.js";
@@ -65,7 +66,7 @@ class Recorder implements RecordingDevice {
     s.kind = "const";
     s.data = data;
   }
-  kernel(k: KernelSource): number {
+  kernel(k: KernelSource | LazyKernel): number {
     return this.dev.kernel(k);
   }
   run(kernel: number, buffers: number[], params: Uint32Array | null, groups: readonly [number, number, number]): void {

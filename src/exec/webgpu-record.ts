@@ -24,7 +24,7 @@ import { getOp } from "../ops/registry.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../graph/ir.js";
 import type { KernelDevice } from "../backends/webgpu/device.js";
 import type { PlanStep } from "../backends/webgpu/protocol.js";
-import { bindings, launch, Params, type GpuArray } from "../backends/webgpu/kernels/common.js";
+import { bindings, launch, lazy, Params, type GpuArray } from "../backends/webgpu/kernels/common.js";
 import type { WebGpuEntry } from "../backends/webgpu/backend.js";
 import { GPU_KERNELS } from "../backends/webgpu/op-kernels/index.js";
 import { onGpu } from "../backends/webgpu/storage.js";
@@ -204,7 +204,7 @@ function pushAtIteration(rec: RecordingDevice, stack: Rec, value: Rec): void {
 @compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3u) {
   if (g.x < p.n) { dst[(p.base + u32(iter[0])) * p.n + g.x] = src[g.x]; }
 }`;
-  launch(rec, { source, layout: "rrwu", label: "stack_push" }, [value.id, s.iter!, stack.id], p, [Math.ceil(s.rowSize / 256), 1, 1]);
+  launch(rec, lazy("stackPush", () => ({ source, layout: "rrwu", label: "stack_push" })), [value.id, s.iter!, stack.id], p, [Math.ceil(s.rowSize / 256), 1, 1]);
 }
 
 function stackPush(rec: RecordingDevice, stack: Rec, value: Rec): Rec {
@@ -298,7 +298,7 @@ export function tripCount(c: Counting, init: number): { count: number; last: num
 function counterKernel(rec: RecordingDevice, slot: number, op: "zero" | "increment"): void {
   const source = `${bindings([["c", "w", "i32"]]).wgsl}
 @compute @workgroup_size(1) fn main() { c[0] = ${op === "zero" ? "0" : "c[0] + 1"}; }`;
-  launch(rec, { source, layout: "w", label: `counter_${op}` }, [slot], null, [1, 1, 1]);
+  launch(rec, lazy(`counter|${op}`, () => ({ source, layout: "w", label: `counter_${op}` })), [slot], null, [1, 1, 1]);
 }
 
 function recordWhile(ctx: Ctx, node: Node, args: Rec[]): Rec[] {

@@ -6,6 +6,7 @@
 import { ERROR_WORDS_BYTES, type BindingLayout, type PlanStep } from "./protocol.js";
 import { openTransport, type DeviceDescription, type RuntimeStats, type Transport, type TransportChoice } from "./transport.js";
 import { IS_NODE, type DeviceLimits, type GpuOptions } from "./gpu-api.js";
+import type { LazyKernel } from "./kernels/common.js";
 
 export interface KernelSource {
   /** WGSL with an entry point named `main`. */
@@ -26,7 +27,7 @@ export interface KernelDevice {
   alloc(bytes: number): number;
   free(id: number, bytes: number): void;
   write(id: number, data: ArrayBufferView, offset?: number): void;
-  kernel(k: KernelSource): number;
+  kernel(k: KernelSource | LazyKernel): number;
   run(kernel: number, buffers: number[], params: Uint32Array | null, groups: readonly [number, number, number]): void;
   copy(src: number, srcOffset: number, dst: number, dstOffset: number, bytes: number): void;
   /** A code a checking kernel reports (see GpuDevice.check); `permanent` for plans replayed on every call. */
@@ -43,6 +44,7 @@ export class GpuDevice implements KernelDevice {
   private nextKernel = 1;
   private nextPlan = 1;
   private readonly kernelIds = new Map<string, number>();
+  private readonly lazyIds = new Map<string, number>();
   /** Bytes in buffers the main thread holds (live tensors and plans' scratch), and their count. */
   liveBytes = 0;
   liveBuffers = 0;
@@ -122,7 +124,12 @@ export class GpuDevice implements KernelDevice {
     if (data.byteLength > 0) this.transport.send({ k: "write", id, offset, data });
   }
 
-  kernel(k: KernelSource): number {
+  kernel(k: KernelSource | LazyKernel): number {
+    if ("key" in k) {
+      let id = this.lazyIds.get(k.key);
+      if (id === undefined) this.lazyIds.set(k.key, (id = this.kernel(k.make())));
+      return id;
+    }
     const key = k.layout + "\n" + k.source;
     let id = this.kernelIds.get(key);
     if (id === undefined) {

@@ -9,7 +9,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 import { fill } from "./layout.js";
 import { reductionView, release } from "./reduce.js";
 
@@ -54,13 +54,14 @@ interface Line {
  * Runs `seq` (a thread per line: `base` is the line's first element, elements `p.inner` apart) or
  * `row` (a workgroup per line of consecutive elements: `base`, threads `lid.x` striding by WG).
  */
-function lineKernel(dev: KernelDevice, label: string, l: Line, decls: [string, "r" | "w", string][], buffers: number[], seq: string, row: string | null, rowDecls = ""): void {
+function lineKernel(dev: KernelDevice, label: string, variant: string, l: Line, decls: [string, "r" | "w", string][], buffers: number[], seq: string, row: string | null, rowDecls = ""): void {
   const lines = l.outer * l.inner;
   if (lines === 0) return;
   const mode = row !== null && l.inner === 1 && l.n >= ROW_MIN ? "row" : "seq";
   const b = bindings(decls);
   const params = new Params().u32("lines", lines).u32("n", l.n).u32("inner", l.inner);
   const head = `${SCALAR_HELPERS}${b.wgsl}${params.wgsl(decls.length)}`;
+  const make = () => {
   let source: string;
   if (mode === "seq") {
     source = `${head}
@@ -83,7 +84,10 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid: ve
 ${row}
 }`;
   }
-  launch(dev, { source, layout: b.layout + "u", label: `${label}_${mode}` }, buffers, params, mode === "row" ? grid(lines, 1, dev.limits.maxComputeWorkgroupsPerDimension) : grid(lines, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  return source;
+  };
+  const k = lazy(`line|${label}|${variant}|${mode}|${decls.map((d) => d[2]).join(",")}`, () => ({ source: make(), layout: b.layout + "u", label: `${label}_${mode}` }));
+  launch(dev, k, buffers, params, mode === "row" ? grid(lines, 1, dev.limits.maxComputeWorkgroupsPerDimension) : grid(lines, WG, dev.limits.maxComputeWorkgroupsPerDimension));
 }
 
 /** Index of the max (or min) along the middle axis (int32 [outer, inner]): first NaN, else first extreme. */
@@ -133,7 +137,7 @@ export function argReduce(dev: KernelDevice, x: GpuArray, kind: "max" | "min", o
     ["x", "r", s],
     ["y", "w", "i32"],
   ];
-  lineKernel(dev, `arg${kind}`, { x, outer, n, inner }, decls, [x.id, out.id], seq, row, `\nvar<workgroup> tv: array<${s}, ${WG}>;`);
+  lineKernel(dev, `arg${kind}`, "", { x, outer, n, inner }, decls, [x.id, out.id], seq, row, `\nvar<workgroup> tv: array<${s}, ${WG}>;`);
   return out;
 }
 
@@ -154,7 +158,7 @@ export function cumsum(dev: KernelDevice, x: GpuArray, outer: number, n: number,
     ${exclusive ? `y[at] = acc; ${absorb}` : `${absorb} y[at] = acc;`}
   }`;
   // (a sequential scan per line; a long single line runs on one thread)
-  lineKernel(dev, "cumsum", { x, outer, n, inner }, [["x", "r", storageType(x.dtype, "cumsum")], ["y", "w", s]], [x.id, out.id], body, null);
+  lineKernel(dev, "cumsum", `${exclusive}|${reverse}`, { x, outer, n, inner }, [["x", "r", storageType(x.dtype, "cumsum")], ["y", "w", s]], [x.id, out.id], body, null);
   return out;
 }
 
@@ -184,7 +188,7 @@ ${
   for (var k = t; k < p.n; k += ${WG}u) { ls += exp(x[base + k] - m); }
   let s = wg_sum(ls, t);
 ${log ? `  let shift = m + log(s);\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = x[base + k] - shift; }` : `  let r = 1.0 / s;\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = exp(x[base + k] - m) * r; }`}`;
-  lineKernel(dev, log ? "log_softmax" : "softmax", { x, outer, n, inner }, [["x", "r", "f32"], ["y", "w", "f32"]], [x.id, out.id], seq, row);
+  lineKernel(dev, log ? "log_softmax" : "softmax", "", { x, outer, n, inner }, [["x", "r", "f32"], ["y", "w", "f32"]], [x.id, out.id], seq, row);
   return out;
 }
 
@@ -231,7 +235,7 @@ export function groupStat(dev: KernelDevice, x: GpuArray, axes: readonly number[
   let ss = wg_sum(lq, t);
   if (t == 0u) { y[line_out] = ss / f32(p.n); }`;
   }
-  lineKernel(dev, kind, { x: v.x, outer: v.outer, n: v.red, inner: v.inner }, [["x", "r", s], ["y", "w", "f32"]], [v.x.id, out.id], seq, row);
+  lineKernel(dev, kind, "", { x: v.x, outer: v.outer, n: v.red, inner: v.inner }, [["x", "r", s], ["y", "w", "f32"]], [v.x.id, out.id], seq, row);
   release(dev, v);
   return out;
 }

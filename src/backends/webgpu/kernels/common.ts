@@ -179,8 +179,21 @@ fn report(code: u32, value: u32, aux: u32) {
   }
 }`;
 
-export function launch(dev: KernelDevice, k: KernelSource, buffers: number[], params: Params | null, groups: readonly [number, number, number]): void {
+export function launch(dev: KernelDevice, k: KernelSource | LazyKernel, buffers: number[], params: Params | null, groups: readonly [number, number, number]): void {
   dev.run(dev.kernel(k), buffers, params?.data() ?? null, groups);
+}
+
+/**
+ * A kernel named by a short key that determines its source: the source is generated only the
+ * first time the key is seen (eager ops would otherwise build and hash kilobytes of WGSL per call).
+ */
+export interface LazyKernel {
+  key: string;
+  make: () => KernelSource;
+}
+
+export function lazy(key: string, make: () => KernelSource): LazyKernel {
+  return { key, make };
 }
 
 /** Allocates the output buffer of `shape` (one word per element). */

@@ -14,7 +14,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, launch, Params, storageType, type GpuArray } from "./common.js";
+import { allocArray, bindings, launch, lazy, Params, storageType, type GpuArray } from "./common.js";
 import { gemmSource, pickTile, type GemmOperand } from "./matmul.js";
 
 export interface ConvParams {
@@ -50,8 +50,12 @@ fn column(z: u32, col: u32, k: u32) -> ${s} {
 function run(dev: KernelDevice, dtype: DType, label: string, decls: string, A: GemmOperand, B: GemmOperand, store: (r: string, c: string, v: string) => string, buffers: number[], params: Params, M: number, N: number, groups: number): void {
   const s = storageType(dtype, label);
   const tile = pickTile(M, N, dev.limits);
-  const source = gemmSource(tile, s, `${decls}${params.wgsl(buffers.length)}`, "  let z = wid.z;", A, B, store);
-  launch(dev, { source, layout: "rrwu", label: `${label}_${tile.BM}x${tile.BN}` }, buffers, params, [Math.ceil(N / tile.BN), Math.ceil(M / tile.BM), groups]);
+  const k = lazy(`${label}|${s}|${tile.BM}x${tile.BN}x${tile.BK}/${tile.TM}x${tile.TN}`, () => ({
+    source: gemmSource(tile, s, `${decls}${params.wgsl(buffers.length)}`, "  let z = wid.z;", A, B, store),
+    layout: "rrwu",
+    label: `${label}_${tile.BM}x${tile.BN}`,
+  }));
+  launch(dev, k, buffers, params, [Math.ceil(N / tile.BN), Math.ceil(M / tile.BM), groups]);
 }
 
 /** conv2d: x [B, C, H, W], w [OC, C/g, kH, kW] -> [B, OC, OH, OW]. */

@@ -11,9 +11,9 @@
  * step), so a fused chain gives the unfused chain's values.
  */
 import type { DType } from "../../../core/dtype.js";
-import type { ElementwiseStep } from "../../../core/expr.js";
+import { exprKey, type ElementwiseStep } from "../../../core/expr.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 import { loadedValue, MATH_HELPERS, renderStore, renderTyped, type Rendered } from "../wgsl/render.js";
 
 export type { ElementwiseStep };
@@ -92,24 +92,29 @@ export function elementwiseSource(inputs: readonly { dtype: DType; read: Read }[
  * Runs `steps` over `inputs` broadcast to `outShape`; returns the outputs (the steps `outputs`
  * lists), in `into` when given (else new arrays). `label` names the op(s) in errors and debuggers.
  */
-export function elementwise(dev: KernelDevice, inputs: readonly GpuArray[], steps: readonly ElementwiseStep[], outputs: readonly number[], outShape: readonly number[], label: string, into?: readonly GpuArray[]): GpuArray[] {
+export function elementwise(dev: KernelDevice, inputs: readonly GpuArray[], steps: readonly ElementwiseStep[], outputs: readonly number[], outShape: readonly number[], label: string, into?: readonly GpuArray[], stepsKey?: string): GpuArray[] {
   const n = sizeOf(outShape);
   const outs = into ? [...into] : outputs.map((s) => allocArray(dev, outShape, steps[s]!.dtype));
   if (n === 0) return outs;
   const reads = inputs.map((x) => readPattern(x.shape, outShape));
   const rank = outShape.length;
-  const { source, layout } = elementwiseSource(
-    inputs.map((x, k) => ({ dtype: x.dtype, read: reads[k]! })),
-    steps,
-    outputs,
-    rank,
-    label,
-  );
+  // The kernel is named by what determines its source (generated once per key).
+  const key = `ew|${stepsKey ?? steps.map((st) => `${exprKey(st.expr)}@${st.args.join(",")}:${st.dtype}`).join(";")}|${inputs.map((x, k) => x.dtype + reads[k]).join(",")}|${outputs.join(",")}|${rank}`;
+  const kernel = lazy(key, () => {
+    const { source, layout } = elementwiseSource(
+      inputs.map((x, k) => ({ dtype: x.dtype, read: reads[k]! })),
+      steps,
+      outputs,
+      rank,
+      label,
+    );
+    return { source, layout, label };
+  });
   const params = new Params().u32("n", n);
   if (reads.includes("b")) for (let d = 0; d < rank; d++) params.u32(`d${d}`, outShape[d]!);
   inputs.forEach((x, k) => {
     if (reads[k] === "b") for (const s of broadcastStrides(x.shape, outShape)) params.u32(`s${k}`, s);
   });
-  launch(dev, { source, layout, label }, [...inputs.map((x) => x.id), ...outs.map((o) => o.id)], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, kernel, [...inputs.map((x) => x.id), ...outs.map((o) => o.id)], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return outs;
 }

@@ -11,7 +11,7 @@
  * column in index order: the CPU's order, without atomics, so sums are deterministic.
  */
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, linearMain, Params, REPORT, sizeOf, storageType, WG, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, linearMain, Params, REPORT, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 import { clone } from "./layout.js";
 
 /** Builds the IndexError for index `value` at flat position `pos` of the indices. */
@@ -45,7 +45,7 @@ export function gather(dev: KernelDevice, x: GpuArray, idx: GpuArray, outer: num
   let v = ${idxLoad(si, "ind[j]")};
   if (v < 0 || v >= i32(p.n)) { report(p.code, j, bitcast<u32>(v)); y[i] = ${s}(0); return; }
   y[i] = x[(o * p.n + u32(v)) * p.inner + t];`;
-  launch(dev, { source: `${b.wgsl}${params.wgsl(4)}${REPORT}\n${linearMain(WG, body)}`, layout: "rrwwu", label: "gather" }, [x.id, idx.id, out.id, dev.errorBuffer], params, grid(total, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, lazy(`gather|${s}|${si}`, () => ({ source: `${b.wgsl}${params.wgsl(4)}${REPORT}\n${linearMain(WG, body)}`, layout: "rrwwu", label: "gather" })), [x.id, idx.id, out.id, dev.errorBuffer], params, grid(total, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }
 
@@ -76,7 +76,7 @@ export function gatherND(dev: KernelDevice, x: GpuArray, idx: GpuArray, dims: re
     body += `  { let v = ${idxLoad(si, `ind[tuple * ${k}u + ${d}u]`)}; if (v < 0 || v >= i32(p.n${d})) { report(p.code, tuple, ${d}u); y[i] = ${s}(0); return; } off += u32(v) * p.s${d}; }\n`;
   }
   body += `  y[i] = x[off];`;
-  launch(dev, { source: `${b.wgsl}${params.wgsl(4)}${REPORT}\n${linearMain(WG, body)}`, layout: "rrwwu", label: `gather_nd${k}` }, [x.id, idx.id, out.id, dev.errorBuffer], params, grid(total, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, lazy(`gatherND|${s}|${si}|${k}`, () => ({ source: `${b.wgsl}${params.wgsl(4)}${REPORT}\n${linearMain(WG, body)}`, layout: "rrwwu", label: `gather_nd${k}` })), [x.id, idx.id, out.id, dev.errorBuffer], params, grid(total, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }
 
@@ -109,6 +109,6 @@ export function scatterAdd(dev: KernelDevice, acc: GpuArray, idx: GpuArray, upd:
     let at = (o * p.n + u32(v)) * p.inner + t;
     ${add}
   }`;
-  launch(dev, { source: `${b.wgsl}${params.wgsl(4)}${REPORT}\n${linearMain(64, body)}`, layout: "rrwwu", label: "scatter_add" }, [idx.id, upd.id, out.id, dev.errorBuffer], params, grid(columns, 64, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, lazy(`scatterAdd|${acc.dtype}|${si}`, () => ({ source: `${b.wgsl}${params.wgsl(4)}${REPORT}\n${linearMain(64, body)}`, layout: "rrwwu", label: "scatter_add" })), [idx.id, upd.id, out.id, dev.errorBuffer], params, grid(columns, 64, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }

@@ -7,7 +7,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, stridesOf, WG, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, stridesOf, WG, type GpuArray } from "./common.js";
 import { f32Literal } from "../wgsl/render.js";
 
 /** The input offset of output element `i`: WGSL that leaves it in `src` (uses p.d*, p.s*, p.off). */
@@ -35,8 +35,8 @@ export function stridedCopy(dev: KernelDevice, x: GpuArray, outShape: readonly n
     ["x", "r", s],
     ["y", "w", s],
   ]);
-  const source = `${b.wgsl}${params.wgsl(2)}${linearMain(WG, `  if (i >= p.n) { return; }\n${affineIndex(rank)}  y[i] = x[u32(src)];`)}`;
-  launch(dev, { source, layout: "rwu", label: `strided_r${rank}` }, [x.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  const k = lazy(`strided|${s}|${rank}`, () => ({ source: `${b.wgsl}${params.wgsl(2)}${linearMain(WG, `  if (i >= p.n) { return; }\n${affineIndex(rank)}  y[i] = x[u32(src)];`)}`, layout: "rwu", label: `strided_r${rank}` }));
+  launch(dev, k, [x.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }
 
@@ -80,8 +80,8 @@ export function cast(dev: KernelDevice, x: GpuArray, dtype: DType): GpuArray {
     ["y", "w", to],
   ]);
   const params = new Params().u32("n", n);
-  const source = `${SCALAR_HELPERS}${b.wgsl}${params.wgsl(2)}${linearMain(WG, `  if (i >= p.n) { return; }\n  let v = x[i];\n  y[i] = ${expr};`)}`;
-  launch(dev, { source, layout: "rwu", label: `cast_${x.dtype}_${dtype}` }, [x.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  const k = lazy(`cast|${x.dtype}|${dtype}`, () => ({ source: `${SCALAR_HELPERS}${b.wgsl}${params.wgsl(2)}${linearMain(WG, `  if (i >= p.n) { return; }\n  let v = x[i];\n  y[i] = ${expr};`)}`, layout: "rwu", label: `cast_${x.dtype}_${dtype}` }));
+  launch(dev, k, [x.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }
 
@@ -102,8 +102,8 @@ export function fillInto(dev: KernelDevice, out: GpuArray, value: number, start:
   else params.u32("v", out.dtype === "bool" ? (value ? 1 : 0) : value & 255);
   // (NaN travels as bits: a uniform's f32 field holds any value)
   const b = bindings([["y", "w", s]]);
-  const source = `${b.wgsl}${params.wgsl(1)}${linearMain(WG, `  if (i >= p.n) { return; }\n  y[p.start + i] = p.v;`)}`;
-  launch(dev, { source, layout: "wu", label: `fill_${s}` }, [out.id], params, grid(count, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  const k = lazy(`fill|${s}`, () => ({ source: `${b.wgsl}${params.wgsl(1)}${linearMain(WG, `  if (i >= p.n) { return; }\n  y[p.start + i] = p.v;`)}`, layout: "wu", label: `fill_${s}` }));
+  launch(dev, k, [out.id], params, grid(count, WG, dev.limits.maxComputeWorkgroupsPerDimension));
 }
 
 /**
@@ -120,8 +120,8 @@ export function copyInto(dev: KernelDevice, x: GpuArray, out: GpuArray, strides:
     ["x", "r", s],
     ["y", "w", s],
   ]);
-  const source = `${b.wgsl}${params.wgsl(2)}${linearMain(WG, `  if (i >= p.n) { return; }\n${affineIndex(rank)}  y[u32(src)] = x[i];`)}`;
-  launch(dev, { source, layout: "rwu", label: `copy_into_r${rank}` }, [x.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  const k = lazy(`copyInto|${s}|${rank}`, () => ({ source: `${b.wgsl}${params.wgsl(2)}${linearMain(WG, `  if (i >= p.n) { return; }\n${affineIndex(rank)}  y[u32(src)] = x[i];`)}`, layout: "rwu", label: `copy_into_r${rank}` }));
+  launch(dev, k, [x.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
 }
 
 /** A copy of x's buffer (new storage, same contents). */
@@ -139,7 +139,7 @@ export function range(dev: KernelDevice, n: number, start: number, step: number,
   const b = bindings([["y", "w", s]]);
   const params = new Params().u32("n", n);
   const value = s === "f32" ? `${f32Literal(start)} + f32(i) * ${f32Literal(step)}` : `${s}(${start | 0}) + ${s}(i) * ${s}(${step | 0})`;
-  const source = `${b.wgsl}${params.wgsl(1)}${linearMain(WG, `  if (i >= p.n) { return; }\n  y[i] = ${value};`)}`;
-  launch(dev, { source, layout: "wu", label: "range" }, [out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  const k = lazy(`range|${s}|${start}|${step}`, () => ({ source: `${b.wgsl}${params.wgsl(1)}${linearMain(WG, `  if (i >= p.n) { return; }\n  y[i] = ${value};`)}`, layout: "wu", label: "range" }));
+  launch(dev, k, [out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }

@@ -4,7 +4,7 @@
  * evaluated per element in WGSL rather than as index tables).
  */
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, linearMain, Params, sizeOf, storageType, stridesOf, WG, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, linearMain, Params, sizeOf, storageType, stridesOf, WG, type GpuArray } from "./common.js";
 
 export type AxisRule = "tile" | "reflect" | "symmetric" | "edge";
 
@@ -48,6 +48,6 @@ export function mappedCopy(dev: KernelDevice, x: GpuArray, inShape: readonly num
     ["x", "r", s],
     ["y", "w", s],
   ]);
-  launch(dev, { source: `${b.wgsl}${params.wgsl(2)}${RULES}\n${linearMain(WG, body)}`, layout: "rwu", label: `mapped_r${rank}` }, [x.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, lazy(`mapped|${s}|${rank}`, () => ({ source: `${b.wgsl}${params.wgsl(2)}${RULES}\n${linearMain(WG, body)}`, layout: "rwu", label: `mapped_r${rank}` })), [x.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }

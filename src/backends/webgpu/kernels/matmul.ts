@@ -13,7 +13,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, Params, storageType, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, Params, storageType, type GpuArray } from "./common.js";
 
 export interface MatmulTile {
   BM: number;
@@ -228,7 +228,7 @@ export function matmul(dev: KernelDevice, a: GpuArray, b: GpuArray, transposeA: 
   if (batch * m * n === 0) return out;
   if (k === 0) {
     // An empty contraction: zeros (a product of two empty operands).
-    launch(dev, zeroFill(s), [out.id], new Params().u32("n", batch * m * n), [Math.ceil((batch * m * n) / 256), 1, 1]);
+    launch(dev, lazy(`zeros|${s}`, () => zeroFill(s)), [out.id], new Params().u32("n", batch * m * n), [Math.ceil((batch * m * n) / 256), 1, 1]);
     return out;
   }
   const dims = batchDims(outBatch, a.shape.slice(0, -2), b.shape.slice(0, -2), m * k, k * n);
@@ -238,8 +238,8 @@ export function matmul(dev: KernelDevice, a: GpuArray, b: GpuArray, transposeA: 
   }
   const small = m <= 8 || n <= 8;
   const tile = pickTile(m, n, dev.limits);
-  const source = small ? dotSource(s, transposeA, transposeB) : tiledSource(tile, s, transposeA, transposeB);
-  const kernel = { source, layout: "rrwu", label: `matmul${small ? "_dot" : `_${tile.BM}x${tile.BN}`}${transposeA ? "_tA" : ""}${transposeB ? "_tB" : ""}` };
+  const label = `matmul${small ? "_dot" : `_${tile.BM}x${tile.BN}x${tile.BK}_${tile.TM}x${tile.TN}`}${transposeA ? "_tA" : ""}${transposeB ? "_tB" : ""}`;
+  const kernel = lazy(`${label}|${s}`, () => ({ source: small ? dotSource(s, transposeA, transposeB) : tiledSource(tile, s, transposeA, transposeB), layout: "rrwu", label }));
   const maxZ = dev.limits.maxComputeWorkgroupsPerDimension;
   for (let z0 = 0; z0 < batch; z0 += maxZ) {
     const p = new Params().u32("M", m).u32("N", n).u32("K", k).u32("z0", z0);

@@ -8,7 +8,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 
 export interface PoolParams {
   planes: number;
@@ -64,8 +64,8 @@ function source(s: string, decl: [string, "r" | "w", string][], extra: string, b
   return { source: `${SCALAR_HELPERS}${b.wgsl}${params({} as PoolParams, 0).wgsl(decl.length)}${WINDOW}${extra}\n${linearMain(WG, body)}`, layout: b.layout + "u" };
 }
 
-function go(dev: KernelDevice, k: { source: string; layout: string }, label: string, buffers: number[], c: PoolParams, n: number): void {
-  launch(dev, { ...k, label }, buffers, params(c, n), grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+function go(dev: KernelDevice, make: () => { source: string; layout: string }, label: string, buffers: number[], c: PoolParams, n: number): void {
+  launch(dev, lazy(`pool|${label}`, () => ({ ...make(), label })), buffers, params(c, n), grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
 }
 
 export function maxPool2d(dev: KernelDevice, x: GpuArray, c: PoolParams, outShape: readonly number[], dtype: DType): GpuArray {
@@ -73,8 +73,7 @@ export function maxPool2d(dev: KernelDevice, x: GpuArray, c: PoolParams, outShap
   const out = allocArray(dev, outShape, dtype);
   const n = sizeOf(outShape);
   if (n === 0) return out;
-  const k = source(s, [["x", "r", s], ["y", "w", s]], ARGMAX, `${LOCATE_OUT}\n  y[i] = x[xb + argmax_in(xb, win)];`);
-  go(dev, k, "max_pool2d", [x.id, out.id], c, n);
+  go(dev, () => source(s, [["x", "r", s], ["y", "w", s]], ARGMAX, `${LOCATE_OUT}\n  y[i] = x[xb + argmax_in(xb, win)];`), "max_pool2d", [x.id, out.id], c, n);
   return out;
 }
 
@@ -84,8 +83,7 @@ export function maxPool2dGather(dev: KernelDevice, x: GpuArray, g: GpuArray, c: 
   const out = allocArray(dev, outShape, dtype);
   const n = sizeOf(outShape);
   if (n === 0) return out;
-  const k = source(s, [["x", "r", s], ["g", "r", s], ["y", "w", s]], ARGMAX, `${LOCATE_OUT}\n  y[i] = g[xb + argmax_in(xb, win)];`);
-  go(dev, k, "max_pool2d_gather", [x.id, g.id, out.id], c, n);
+  go(dev, () => source(s, [["x", "r", s], ["g", "r", s], ["y", "w", s]], ARGMAX, `${LOCATE_OUT}\n  y[i] = g[xb + argmax_in(xb, win)];`), "max_pool2d_gather", [x.id, g.id, out.id], c, n);
   return out;
 }
 
@@ -98,7 +96,7 @@ export function avgPool2d(dev: KernelDevice, x: GpuArray, c: PoolParams, outShap
   var sum = 0.0;
   for (var h = win.hs; h < win.he; h++) { for (var w = win.ws; w < win.we; w++) { sum += x[xb + u32(h) * p.W + u32(w)]; } }
   y[i] = sum / f32((win.he - win.hs) * (win.we - win.ws));`;
-  go(dev, source(s, [["x", "r", s], ["y", "w", s]], "", body), "avg_pool2d", [x.id, out.id], c, n);
+  go(dev, () => source(s, [["x", "r", s], ["y", "w", s]], "", body), "avg_pool2d", [x.id, out.id], c, n);
   return out;
 }
 
@@ -133,7 +131,7 @@ export function maxPool2dScatter(dev: KernelDevice, x: GpuArray, dy: GpuArray, c
     }
   }
   dx[i] = sum;`;
-  go(dev, source(s, [["x", "r", s], ["dy", "r", s], ["dx", "w", s]], ARGMAX, body), "max_pool2d_grad", [x.id, dy.id, out.id], c, n);
+  go(dev, () => source(s, [["x", "r", s], ["dy", "r", s], ["dx", "w", s]], ARGMAX, body), "max_pool2d_grad", [x.id, dy.id, out.id], c, n);
   return out;
 }
 
@@ -152,6 +150,6 @@ export function avgPool2dScatter(dev: KernelDevice, dy: GpuArray, c: PoolParams,
     }
   }
   dx[i] = sum;`;
-  go(dev, source(s, [["dy", "r", s], ["dx", "w", s]], "", body), "avg_pool2d_grad", [dy.id, out.id], c, n);
+  go(dev, () => source(s, [["dy", "r", s], ["dx", "w", s]], "", body), "avg_pool2d_grad", [dy.id, out.id], c, n);
   return out;
 }

@@ -7,7 +7,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, linearMain, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 
 /** randomBits and the uniforms, as counter-rng.ts computes them (all arithmetic modulo 2^32). */
 const RNG = `
@@ -72,7 +72,7 @@ export function draw(dev: KernelDevice, kind: "uniform" | "normal", shape: reado
   const n = sizeOf(shape);
   if (n === 0) return out;
   const params = new Params().u32("n", n).u32("k0", key[0]).u32("k1", key[1]).f32("a", a).f32("b", b);
-  launch(dev, { source: drawSource(kind, s), layout: "wu", label: `random_${kind}` }, [out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, lazy(`draw|${kind}|${s}`, () => ({ source: drawSource(kind, s), layout: "wu", label: `random_${kind}` })), [out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }
 
@@ -88,7 +88,7 @@ export function bernoulli(dev: KernelDevice, probs: GpuArray, key: readonly [num
   ]);
   const params = new Params().u32("n", n).u32("k0", key[0]).u32("k1", key[1]);
   const body = `  if (i >= p.n) { return; }\n  y[i] = select(0u, 1u, uniform53_below(uniform53_parts(p.k0, p.k1, i, 0u), f32(prob[i])));`;
-  launch(dev, { source: `${SCALAR_HELPERS}${RNG}${b.wgsl}${params.wgsl(2)}${linearMain(WG, body)}`, layout: "rwu", label: "random_bernoulli" }, [probs.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, lazy(`bernoulli|${s}`, () => ({ source: `${SCALAR_HELPERS}${RNG}${b.wgsl}${params.wgsl(2)}${linearMain(WG, body)}`, layout: "rwu", label: "random_bernoulli" })), [probs.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }
 
@@ -114,7 +114,7 @@ export function categorical(dev: KernelDevice, logits: GpuArray, batch: number, 
   var total = 0.0;
   for (var c = 0u; c < p.classes; c++) { total += exp(f32(logits[base + c]) - m); cdf[i * (p.classes + 1u) + c] = total; }
   cdf[i * (p.classes + 1u) + p.classes] = total;`;
-  launch(dev, { source: `${SCALAR_HELPERS}${b1.wgsl}${p1.wgsl(2)}${linearMain(64, body1)}`, layout: "rwu", label: "categorical_cdf" }, [logits.id, cdf], p1, grid(batch, 64, maxDim));
+  launch(dev, lazy(`categoricalCdf|${s}`, () => ({ source: `${SCALAR_HELPERS}${b1.wgsl}${p1.wgsl(2)}${linearMain(64, body1)}`, layout: "rwu", label: "categorical_cdf" })), [logits.id, cdf], p1, grid(batch, 64, maxDim));
   const b2 = bindings([
     ["cdf", "r", "f32"],
     ["y", "w", "i32"],
@@ -134,7 +134,7 @@ export function categorical(dev: KernelDevice, logits: GpuArray, batch: number, 
     if (cdf[base + mid] > u) { hi = mid; } else { lo = mid + 1u; }
   }
   y[i] = i32(lo);`;
-  launch(dev, { source: `${RNG}${b2.wgsl}${p2.wgsl(2)}${linearMain(WG, body2)}`, layout: "rwu", label: "categorical_sample" }, [cdf, out.id], p2, grid(batch * numSamples, WG, maxDim));
+  launch(dev, lazy("categoricalSample", () => ({ source: `${RNG}${b2.wgsl}${p2.wgsl(2)}${linearMain(WG, body2)}`, layout: "rwu", label: "categorical_sample" })), [cdf, out.id], p2, grid(batch * numSamples, WG, maxDim));
   dev.free(cdf, 4 * batch * (classes + 1));
   return out;
 }

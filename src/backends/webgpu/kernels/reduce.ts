@@ -14,7 +14,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray, type WgslScalar } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, Params, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray, type WgslScalar } from "./common.js";
 import { fill, transpose } from "./layout.js";
 
 export type Combine = "sum" | "prod" | "max" | "min" | "any" | "all";
@@ -155,11 +155,12 @@ function runReduce(dev: KernelDevice, x: GpuArray, outer: number, red: number, i
   const out = allocArray(dev, [outer * chunks * inner], outDtype);
   const chunk = Math.ceil(red / chunks);
   const mode = inner === 1 && chunk >= ROW_MIN ? "row" : "seq";
-  const source = reduceSource(r, inT, outT, mode, finish);
+
   const params = new Params().u32("outer", outer).u32("red", red).u32("inner", inner).u32("chunks", chunks).u32("chunk", chunk).f32("scale", scale);
   const n = outer * chunks * inner;
   const groups = mode === "row" ? grid(n, 1, dev.limits.maxComputeWorkgroupsPerDimension) : grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension);
-  launch(dev, { source, layout: "rwu", label: `${label}_${mode}` }, [x.id, out.id], params, groups);
+  const k = lazy(`reduce|${label}|${inT}|${outT}|${r.acc}|${mode}|${finish}`, () => ({ source: reduceSource(r, inT, outT, mode, finish), layout: "rwu", label: `${label}_${mode}` }));
+  launch(dev, k, [x.id, out.id], params, groups);
   return out;
 }
 

@@ -8,7 +8,7 @@
  */
 import type { DType } from "../../../core/dtype.js";
 import type { KernelDevice } from "../device.js";
-import { allocArray, bindings, grid, launch, linearMain, Params, SCALAR_HELPERS, storageType, WG, type GpuArray } from "./common.js";
+import { allocArray, bindings, grid, launch, lazy, linearMain, Params, SCALAR_HELPERS, storageType, WG, type GpuArray } from "./common.js";
 
 const BLOCK = 2048;
 const PAD = "0xffffffffu";
@@ -131,14 +131,14 @@ export function sortPairs(dev: KernelDevice, x: GpuArray, outer: number, n: numb
     dev.free(idx, 4 * total);
   };
   if (total === 0) return { keys, idx, P, slices, release };
-  launch(dev, { source: loadSource(), layout: "rwwu", label: "sort_load" }, [x.id, keys, idx], new Params().u32("total", total).u32("n", n).u32("inner", inner).u32("P", P), grid(total, WG, maxDim));
+  launch(dev, lazy("sortLoad", () => ({ source: loadSource(), layout: "rwwu", label: "sort_load" })), [x.id, keys, idx], new Params().u32("total", total).u32("n", n).u32("inner", inner).u32("P", P), grid(total, WG, maxDim));
   if (P === 1) return { keys, idx, P, slices, release };
-  const local = { source: localSource(x.dtype, descending), layout: "wwu", label: "sort_local" };
+  const local = lazy(`sortLocal|${x.dtype}|${descending}`, () => ({ source: localSource(x.dtype, descending), layout: "wwu", label: "sort_local" }));
   const blocks = total / Math.min(BLOCK, P);
   const runLocal = (kFrom: number, kTo: number) =>
     launch(dev, local, [keys, idx], new Params().u32("kFrom", kFrom).u32("kTo", kTo).u32("P", P), grid(blocks, 1, maxDim));
   runLocal(2, Math.min(P, BLOCK));
-  const global = { source: globalSource(x.dtype, descending), layout: "wwu", label: "sort_global" };
+  const global = lazy(`sortGlobal|${x.dtype}|${descending}`, () => ({ source: globalSource(x.dtype, descending), layout: "wwu", label: "sort_global" }));
   for (let k = 2 * BLOCK; k <= P; k *= 2) {
     for (let j = k / 2; j >= BLOCK; j /= 2) {
       launch(dev, global, [keys, idx], new Params().u32("pairs", total / 2).u32("k", k).u32("j", j).u32("P", P), grid(total / 2, WG, maxDim));
@@ -172,7 +172,7 @@ function extract(dev: KernelDevice, s: SortedPairs, outer: number, m: number, in
   let src = (o * p.inner + ii) * p.P + pos;
 ${values ? "  vals[i] = keys[src];\n" : ""}${indices ? "  inds[i] = idx[src];\n" : ""}`;
   const ids = [s.keys, s.idx, ...(values ? [values.id] : []), ...(indices ? [indices.id] : [])];
-  launch(dev, { source: `${b.wgsl}${params.wgsl(decl.length)}${linearMain(WG, body)}`, layout: b.layout + "u", label: "sort_extract" }, ids, params, grid(total, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, lazy(`sortExtract|${!!values}|${!!indices}`, () => ({ source: `${b.wgsl}${params.wgsl(decl.length)}${linearMain(WG, body)}`, layout: b.layout + "u", label: "sort_extract" })), ids, params, grid(total, WG, dev.limits.maxComputeWorkgroupsPerDimension));
 }
 
 /** sort / argsort along the middle axis of x viewed as [outer, n, inner]. */
@@ -216,5 +216,5 @@ function gatherRows(dev: KernelDevice, x: GpuArray, indices: GpuArray, values: G
   ]);
   const params = new Params().u32("total", rows * k).u32("n", n).u32("k", k);
   const body = `  if (i >= p.total) { return; }\n  vals[i] = x[(i / p.k) * p.n + ind[i]];`;
-  launch(dev, { source: `${b.wgsl}${params.wgsl(3)}${linearMain(WG, body)}`, layout: "rrwu", label: "gather_rows" }, [x.id, indices.id, values.id], params, grid(rows * k, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+  launch(dev, lazy("gatherRows", () => ({ source: `${b.wgsl}${params.wgsl(3)}${linearMain(WG, body)}`, layout: "rrwu", label: "gather_rows" })), [x.id, indices.id, values.id], params, grid(rows * k, WG, dev.limits.maxComputeWorkgroupsPerDimension));
 }

@@ -2,7 +2,7 @@
 import type { DType } from "../../../core/dtype.js";
 import { IndexError, userLocation, deepStack, executing, type SourceLocation } from "../../../core/errors.js";
 import { broadcastReductionAxes, fmtShape, stridesOf } from "../../../core/shape.js";
-import { allocArray, bindings, grid, launch, linearMain, Params, REPORT, sizeOf, storageType, WG } from "../kernels/common.js";
+import { allocArray, bindings, grid, launch, lazy, linearMain, Params, REPORT, sizeOf, storageType, WG } from "../kernels/common.js";
 import { broadcastTo, cast, copyInto, fill, range, stridedCopy, transpose } from "../kernels/layout.js";
 import { mappedCopy } from "../kernels/mapped.js";
 import { gather, gatherND, scatterAdd, type OutOfRange } from "../kernels/gather.js";
@@ -182,7 +182,7 @@ export const shapeKernels: Record<string, WebGpuKernel> = {
     const params = new Params().u32("m", m).u32("depth", a.depth).u32("code", code);
     const one = storageType(o.dtype) === "f32" ? "1.0" : storageType(o.dtype) === "i32" ? "1i" : "1u";
     const body = `  if (i >= p.m) { return; }\n  let k = i32(ind[i]);\n  if (k < 0 || k >= i32(p.depth)) { report(p.code, i, bitcast<u32>(k)); return; }\n  y[i * p.depth + u32(k)] = ${one};`;
-    launch(dev, { source: `${b.wgsl}${params.wgsl(3)}${REPORT}\n${linearMain(WG, body)}`, layout: "rwwu", label: "one_hot" }, [idx!.id, out.id, dev.errorBuffer], params, grid(m, WG, dev.limits.maxComputeWorkgroupsPerDimension));
+    launch(dev, lazy(`oneHot|${si}|${o.dtype}`, () => ({ source: `${b.wgsl}${params.wgsl(3)}${REPORT}\n${linearMain(WG, body)}`, layout: "rwwu", label: "one_hot" })), [idx!.id, out.id, dev.errorBuffer], params, grid(m, WG, dev.limits.maxComputeWorkgroupsPerDimension));
     return [out];
   },
 
