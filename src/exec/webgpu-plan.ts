@@ -29,7 +29,7 @@ import type { GpuDevice, KernelSource } from "../backends/webgpu/device.js";
 import type { LazyKernel } from "../backends/webgpu/kernels/common.js";
 import type { PlanStep } from "../backends/webgpu/protocol.js";
 import type { WebGpuBackend } from "../backends/webgpu/backend.js";
-import { GpuStorage } from "../backends/webgpu/storage.js";
+import { GpuStorage, TensorHold } from "../backends/webgpu/storage.js";
 import { sizeClass } from "../backends/webgpu/runtime.js";
 import { prepareForExecution } from "./prepare.js";
 import { checkStatic, copyOf, recordGraph, size, Unplannable, type Ctx, type Rec, type RecordingDevice, type Slot, type SlotKind } from "./webgpu-record.js";
@@ -295,6 +295,6 @@ export function planGraph(backend: WebGpuBackend, graph: Graph, library: Functio
 /** The value of an int32 scalar whose data is on the host (no read from the GPU), else undefined. */
 export function hostScalar(t: Tensor): number | undefined {
   if (t.dtype !== "int32" || t.shape.length !== 0) return undefined;
-  const host = t._data ?? (t._buffer instanceof GpuStorage ? t._buffer.host : null);
+  const host = t._data ?? (t._buffer instanceof TensorHold && !t._buffer.released ? t._buffer.storage.host : null);
   return host ? host[0] : undefined;
 }

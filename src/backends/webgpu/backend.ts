@@ -20,7 +20,7 @@ import type { Backend, GroupKernel } from "../backend.js";
 import type { GpuDevice } from "./device.js";
 import type { GpuArray } from "./kernels/common.js";
 import { elementwise } from "./kernels/elementwise.js";
-import { attach, GpuStorage, onGpu } from "./storage.js";
+import { attach, GpuStorage, onGpu, TensorHold } from "./storage.js";
 import type { WebGpuKernel } from "./op-kernels/types.js";
 
 /** A host-memory kernel: the CPU backend's entry shape (backends/cpu/kernel.ts). */
@@ -65,10 +65,25 @@ export class WebGpuBackend implements Backend<GpuStorage> {
   }
 
   upload(data: TypedArray, dtype: DType): GpuStorage {
+    // One-element values (a JS number meeting a GPU tensor) are uploaded once and shared: storage is immutable.
+    const key = data.length === 1 ? `${dtype}:${Object.is(data[0], -0) ? "-0" : data[0]}` : null;
+    const cached = key !== null ? this.scalars.get(key) : undefined;
+    if (cached) return cached;
     const s = new GpuStorage(this.dev, 0, data.length, dtype, data);
     if (onGpu(dtype)) s.buffer("upload");
+    if (key !== null) {
+      if (this.scalars.size >= 1024) {
+        for (const c of this.scalars.values()) c.release();
+        this.scalars.clear();
+      }
+      s.retain();
+      this.scalars.set(key, s);
+    }
     return s;
   }
+
+  /** Uploaded one-element values, by dtype and value (each holds a reference). */
+  private readonly scalars = new Map<string, GpuStorage>();
 
   tensor(storage: GpuStorage, shape: readonly number[], dtype: DType, device: string): Tensor {
     const t = new Tensor(null, shape as number[], dtype, device);
@@ -79,7 +94,7 @@ export class WebGpuBackend implements Backend<GpuStorage> {
   /** The storage of a tensor of this device (made from its host data the first time, for tensors created on the host). */
   storage(t: Tensor): GpuStorage {
     const b = t._buffer;
-    if (b instanceof GpuStorage) return b;
+    if (b instanceof TensorHold) return b.live("webgpu");
     const data = t.concrete();
     const s = new GpuStorage(this.dev, 0, data.length, t.dtype, data);
     attach(t, s);

@@ -6,7 +6,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openDevice, type GpuOptions } from "./gpu-api.js";
 import { GpuRuntime } from "./runtime.js";
-import type { Command } from "./protocol.js";
+import { decodeBatch, type Command, type EncodedBatch } from "./protocol.js";
 import { SYNC_DONE, SYNC_ERROR_BYTES, SYNC_FAILED, SYNC_HEADER_BYTES } from "./protocol.js";
 
 const port = parentPort!;
@@ -44,11 +44,11 @@ if (typeof opened === "string") {
     );
   };
 
-  port.on("message", (m: { k: "batch"; cmds: Command[] }) => {
-    for (const c of m.cmds) {
+  port.on("message", (m: { k: "batch"; batch: EncodedBatch }) => {
+    decodeBatch(m.batch, (c) => {
       const work = runtime.submit(c);
       if (c.k === "read" || c.k === "finish" || c.k === "stats") answer(c, work ?? Promise.resolve(undefined));
-    }
+    });
     runtime.flush();
   });
   port.postMessage({ k: "ready", description: { adapterInfo: opened.adapterInfo, limits: opened.limits, features: opened.features } });

@@ -40,7 +40,7 @@ export function fromWords(words: ArrayBuffer, dtype: DType): TypedArray {
   return Uint8Array.from(new Uint32Array(words));
 }
 
-export class GpuStorage implements DeviceBuffer {
+export class GpuStorage {
   /** References held by tensors (and plans); the buffer is freed when they are gone. */
   refs = 0;
   private freed = false;
@@ -114,39 +114,60 @@ export class GpuStorage implements DeviceBuffer {
     return this.freed;
   }
 
-  dispose(t: Tensor): void {
-    disposeTensor(t);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Tensors' references
 
-const collected = new FinalizationRegistry<GpuStorage>((s) => s.release());
-const held = new WeakMap<Tensor, GpuStorage>();
+/**
+ * One tensor's reference to a storage (the tensor's `_buffer`): released once, by dispose() or when
+ * the garbage collector finds the tensor unreachable; reads through it fail after that.
+ */
+export class TensorHold implements DeviceBuffer {
+  released = false;
+  constructor(readonly storage: GpuStorage) {}
+
+  /** The storage (an error once released). */
+  live(op: string): GpuStorage {
+    if (this.released) throw new ValueError(`a disposed tensor was used (its memory on the GPU has been freed)`, op);
+    return this.storage;
+  }
+  readSync(): TypedArray | null {
+    return this.live("dataSync").readSync();
+  }
+  read(): Promise<TypedArray> {
+    return this.live("data").read();
+  }
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.storage.release();
+  }
+  dispose(): void {
+    this.release();
+  }
+}
+
+const collected = new FinalizationRegistry<TensorHold>((h) => h.release());
 const scopes: Set<Tensor>[] = [];
 
 /** Makes `t` hold a reference to `s` (dropped by dispose, or when t is collected). */
 export function attach(t: Tensor, s: GpuStorage): void {
   s.retain();
-  t._buffer = s;
-  held.set(t, s);
-  collected.register(t, s, t);
+  const h = new TensorHold(s);
+  t._buffer = h;
+  collected.register(t, h);
   if (scopes.length > 0) scopes[scopes.length - 1]!.add(t);
 }
 
 /** Drops `t`'s reference to its GPU storage now (later reads are an error). No-op for other tensors. */
 export function disposeTensor(t: Tensor): void {
-  const s = held.get(t);
-  if (!s) return;
-  held.delete(t);
-  collected.unregister(t);
-  s.release();
+  if (t._buffer instanceof TensorHold) t._buffer.release();
 }
 
 /** Whether `t` holds GPU storage it has not disposed. */
 export function holdsGpuStorage(t: Tensor): boolean {
-  return held.has(t);
+  return t._buffer instanceof TensorHold && !t._buffer.released;
 }
 
 /**
@@ -175,7 +196,7 @@ export function tidy<T>(fn: () => T): T {
 function collect(v: unknown, into: Set<Tensor>, seen = new Set<unknown>()): void {
   if (v === null || typeof v !== "object" || seen.has(v)) return;
   seen.add(v);
-  if (held.has(v as Tensor)) {
+  if (holdsGpuStorage(v as Tensor)) {
     into.add(v as Tensor);
     return;
   }

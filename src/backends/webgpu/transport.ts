@@ -11,7 +11,7 @@
  *   map callback needs this thread's event loop), so it is a typed error.
  */
 import type { Command } from "./protocol.js";
-import { ERROR_WORDS_BYTES, SYNC_DONE, SYNC_ERROR_BYTES, SYNC_FAILED, SYNC_HEADER_BYTES, SYNC_PENDING } from "./protocol.js";
+import { BatchEncoder, ERROR_WORDS_BYTES, SYNC_DONE, SYNC_ERROR_BYTES, SYNC_FAILED, SYNC_HEADER_BYTES, SYNC_PENDING } from "./protocol.js";
 import { GpuRuntime } from "./runtime.js";
 import { openDevice, type GpuOptions, type OpenedDevice } from "./gpu-api.js";
 
@@ -106,7 +106,7 @@ const BATCH_COMMANDS = 512;
 export class WorkerTransport implements Transport {
   readonly canReadSync = true;
   readonly thread = "worker" as const;
-  private queue: Command[] = [];
+  private readonly batch = new BatchEncoder();
   private transfers: ArrayBuffer[] = [];
   private scheduled = false;
   private nextTicket = 1;
@@ -162,9 +162,9 @@ export class WorkerTransport implements Transport {
   }
 
   send(c: Command, transfer?: ArrayBuffer[]): void {
-    this.queue.push(c);
+    this.batch.push(c);
     if (transfer) this.transfers.push(...transfer);
-    if (this.queue.length >= BATCH_COMMANDS) this.flush();
+    if (this.batch.count >= BATCH_COMMANDS) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
       queueMicrotask(() => this.flush());
@@ -173,13 +173,12 @@ export class WorkerTransport implements Transport {
 
   flush(): void {
     this.scheduled = false;
-    if (this.queue.length === 0) return;
+    if (this.batch.count === 0) return;
     this.check();
-    const cmds = this.queue;
-    const transfers = this.transfers;
-    this.queue = [];
+    const batch = this.batch.take();
+    const transfers = [...this.transfers, batch.words.buffer as ArrayBuffer];
     this.transfers = [];
-    this.worker.postMessage({ k: "batch", cmds }, transfers);
+    this.worker.postMessage({ k: "batch", batch }, transfers);
   }
 
   private check(): void {
