@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
-import { compileGraph } from "../src/exec/compile.js";
+import { compileGraph } from "../src/api/internals.js";
 import { Rng } from "./util/rng.js";
 import { bindAttrs, formFor } from "../src/core/expr.js";
 import { simdRenderable } from "../src/backends/cpu/wasm/simd-expr.js";

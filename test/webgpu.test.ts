@@ -69,7 +69,7 @@ test("on the device's own thread (a browser's case) synchronous reads are a type
 });
 
 test("float64 tensors stay on the host on the device; computing with them is a DtypeError, never a downcast", { skip }, () => {
-  const x = onGpu(() => sc.tensor([1.5, 2.5], "float64"));
+  const x = sc.tensor([1.5, 2.5], "float64").to("webgpu");
   assert.equal(x.device, "webgpu:0");
   assert.deepEqual(Array.from(x.dataSync()), [1.5, 2.5]);
   assert.equal(onGpu(() => sc.zeros([3], "float64")).dtype, "float64");

@@ -7,7 +7,7 @@ import { customGradientOp, registerCustomFunction, rememberGradient, type Custom
 import { toTensor } from "../ops/convert.js";
 import { zerosLikeTensor } from "../ops/fill.js";
 import { GradientTape } from "./tape.js";
-import { leaves, mapStructure, type Structure } from "./structure.js";
+import { leaves, mapStructure, type Structure } from "../core/structure.js";
 
 export type { CustomGradientResult };
 

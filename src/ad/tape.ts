@@ -13,7 +13,7 @@ import type { OpDef } from "../ops/registry.js";
 import { add } from "../ops/binary.js";
 import { cast } from "../ops/cast.js";
 import { onesLikeTensor, zerosLikeTensor } from "../ops/fill.js";
-import { mapStructure, type Structure } from "./structure.js";
+import { mapStructure, type Structure } from "../core/structure.js";
 
 interface Entry {
   def: OpDef;

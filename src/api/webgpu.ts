@@ -17,7 +17,6 @@ import { GPU_KERNELS, HOST_OPS, WIDE_OPS } from "../backends/webgpu/op-kernels/i
 import type { WebGpuKernel } from "../backends/webgpu/op-kernels/types.js";
 import { getDefaultExecutor, setDefaultExecutor } from "../staging/concrete-function.js";
 import { byDevice, webgpuExecutor } from "../exec/webgpu-executor.js";
-import "../exec/compile.js";
 import { tidy as gpuTidy } from "../backends/webgpu/storage.js";
 
 let backend: WebGpuBackend | null = null;

@@ -9,7 +9,8 @@ export { cpuBackend };
 const backends = new Map<string, Backend>([[cpuBackend.kind, cpuBackend]]);
 
 /** Makes a backend's devices available (their kind names the backend). */
-export function registerBackend(b: Backend): void {
+export function registerBackend<S>(backend: Backend<S>): void {
+  const b = backend as Backend;
   const known = backends.get(b.kind);
   if (known === b) return;
   if (known) throw new ValueError(`a backend of kind ${JSON.stringify(b.kind)} is registered already`, "registerBackend");

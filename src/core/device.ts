@@ -15,7 +15,10 @@ export interface DeviceInfo {
   description: string;
 }
 
-const devices: DeviceInfo[] = [{ name: "cpu:0", kind: "cpu", description: "CPU (TypeScript kernels, WebAssembly SIMD, worker threads)" }];
+/** The device of host memory: a tensor made from host data (typed arrays) lives here until an op moves it. */
+export const HOST_DEVICE = "cpu:0";
+
+const devices: DeviceInfo[] = [{ name: HOST_DEVICE, kind: "cpu", description: "CPU (TypeScript kernels, WebAssembly SIMD, worker threads)" }];
 const scope: string[] = [];
 
 /** Adds a device (backends/backend.ts registerBackend does, for each device of a backend). */

@@ -9,7 +9,7 @@ import { type DType, type TypedArray, allocStorage, isDType, DEFAULT_FLOAT } fro
 import { type Shape, sizeOf, fmtShape, checkShape } from "./shape.js";
 import { DtypeError, ShapeError, StagecraftError, ValueError } from "./errors.js";
 import { formatTensor } from "./format.js";
-import { currentDevice } from "./device.js";
+import { currentDevice, HOST_DEVICE } from "./device.js";
 
 let nextId = 1;
 
@@ -42,12 +42,16 @@ export class Tensor {
   /** @internal The symbolic value in a graph under construction (owned by staging/). */
   symbol: unknown;
 
-  constructor(data: TypedArray | null, shape: Shape, dtype: DType, device = currentDevice(), symbol: unknown = null) {
+  /**
+   * `device` defaults to where the storage is: host data is on the host device (an op on
+   * another device moves it there), a symbolic tensor on the current device.
+   */
+  constructor(data: TypedArray | null, shape: Shape, dtype: DType, device?: string, symbol: unknown = null) {
     this._data = data;
     this._buffer = null;
     this.shape = shape;
     this.dtype = dtype;
-    this.device = device;
+    this.device = device ?? (data !== null ? HOST_DEVICE : currentDevice());
     this.symbol = symbol;
   }
 

@@ -9,6 +9,7 @@
  * optimized again; when compiled for more precise input types than they declare, they are
  * copied, refined and fused once more.
  */
+import { config } from "../core/config.js";
 import { FunctionLibrary, type Graph } from "../graph/ir.js";
 import { cloneGraph, cloneProgram, fuse, optimize, refineTypes } from "../graph/passes/index.js";
 import { type TensorType } from "../ops/registry.js";
@@ -18,12 +19,12 @@ import { graphsWithin } from "../graph/passes/util.js";
 const optimized = new WeakSet<Graph>();
 
 /** `STAGECRAFT_OPTIMIZE=0` compiles traced graphs without the optimizer (for debugging). */
-const OPTIMIZE = process.env.STAGECRAFT_OPTIMIZE !== "0";
+const OPTIMIZE = config.optimize;
 /**
  * `STAGECRAFT_VERIFY=1` runs the graph verifier after every pass (the pass tests always do;
  * at run time it triples the optimization time of large graphs).
  */
-const VERIFY = process.env.STAGECRAFT_VERIFY === "1";
+const VERIFY = config.verify;
 
 function sameTypes(g: Graph, types: readonly TensorType[]): boolean {
   return g.inputs.every((v, i) => {

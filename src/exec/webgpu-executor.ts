@@ -13,12 +13,13 @@ import { device, opDevice } from "../core/device.js";
 import { isTracing, withEagerContext } from "../core/context.js";
 import type { Tensor } from "../core/tensor.js";
 import type { FunctionLibrary, Graph } from "../graph/ir.js";
-import type { Executor } from "../staging/concrete-function.js";
+import type { Executor } from "./executor.js";
+import { config } from "../core/config.js";
 import type { WebGpuBackend } from "../backends/webgpu/backend.js";
 import { interpret } from "./interpreter.js";
 import { hostScalar, planGraph, type GpuPlan } from "./webgpu-plan.js";
 
-const PLANS = process.env.STAGECRAFT_WEBGPU_PLAN !== "0";
+const PLANS = config.webgpuPlan;
 /** Input signatures planned per graph before new ones are interpreted (a graph called with ever new shapes). */
 const MAX_SIGNATURES = 16;
 /** Plans per signature specialized on input values (trip counts) before the unspecialized plan is used. */

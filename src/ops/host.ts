@@ -30,11 +30,23 @@ interface HostEntry {
 
 const hostFunctions = new Map<number, HostEntry>();
 let nextFnId = 1;
+let defaultDifferentiator: HostDifferentiator | null = null;
 
-/** Registers a host function for hostCall nodes; `differentiate` makes its gradient (null: not differentiable). */
-export function registerHostFunction(fn: HostFn, name: string, differentiate: HostDifferentiator | null): number {
+/**
+ * Installs how host functions are differentiated by default (the package entry, api/wiring.ts,
+ * installs the eager tape's: ops know no tape).
+ */
+export function setHostDifferentiator(d: HostDifferentiator | null): void {
+  defaultDifferentiator = d;
+}
+
+/**
+ * Registers a host function for hostCall nodes; `differentiate` makes its gradient (default: the
+ * installed one; null: not differentiable).
+ */
+export function registerHostFunction(fn: HostFn, name: string, differentiate: HostDifferentiator | null | undefined = undefined): number {
   const id = nextFnId++;
-  hostFunctions.set(id, { fn, name, differentiate });
+  hostFunctions.set(id, { fn, name, differentiate: differentiate === undefined ? defaultDifferentiator : differentiate });
   return id;
 }
 
@@ -82,12 +94,13 @@ export const hostCallOp: OpDef<HostCallAttrs> = defineOp<HostCallAttrs>({
     // The gradient of a host call is a host call of the gradient function, which runs when the
     // graph runs (and is itself differentiable the same way).
     const entry = hostFunctions.get(ctx.attrs.fnId)!;
-    if (!entry.differentiate) throw new GradientError(`host function ${entry.name} has no gradient`, "hostCall");
-    const gradFn = entry.differentiate(entry.fn, ctx.inputs.length);
+    const differentiate = entry.differentiate ?? defaultDifferentiator;
+    if (!differentiate) throw new GradientError(`host function ${entry.name} has no gradient: no differentiator is installed (import stagecraft, whose entry installs the tape's)`, "hostCall");
+    const gradFn = differentiate(entry.fn, ctx.inputs.length);
     const filled = cts.map((c, i) => c ?? zerosLikeTensor(ctx.outputs[i]!));
     const name = `${entry.name}_grad`;
     return applyOp(hostCallOp, [...ctx.inputs, ...filled], {
-      fnId: registerHostFunction(gradFn, name, entry.differentiate),
+      fnId: registerHostFunction(gradFn, name, differentiate),
       name,
       outputs: ctx.inputs.map((x) => ({ dtype: x.dtype, shape: x.shape.slice() })),
     });

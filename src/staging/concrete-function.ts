@@ -9,7 +9,7 @@ import type { Capture } from "./trace-context.js";
 import { printGraph } from "../graph/printer.js";
 import { toSExpr } from "../graph/sexpr.js";
 import { interpret } from "../exec/interpreter.js";
-import { mapStructure, type Structure } from "../ad/structure.js";
+import { mapStructure, type Structure } from "../core/structure.js";
 
 /** A tensor output of the function, by index into the graph's outputs. */
 export class OutputLeaf {

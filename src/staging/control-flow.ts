@@ -9,7 +9,7 @@ import { currentHandler, recorders, withHandler, withoutRecorders } from "../cor
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
 import type { Graph, Value, ValueType } from "../graph/ir.js";
-import { leaves, mapStructure, type Structure } from "../ad/structure.js";
+import { leaves, mapStructure, type Structure } from "../core/structure.js";
 import { TraceContext, type SymbolRef } from "./trace-context.js";
 import { scalarOf, toTensor } from "../ops/convert.js";
 import { expandDims, gather, reshape, scatterAdd, stack, unstack } from "../ops/shape.js";

@@ -2,28 +2,16 @@
  * Escapes from the graph: hostCall runs JavaScript at graph run time; print logs at run
  * time; initScope runs code eagerly while tracing. The hostCall and print ops are declared in
  * ops/host.ts (stateful, so never pruned, merged or folded), so every executor and the tape
- * know them.
+ * know them; a host function's gradient is made by the differentiator the package entry
+ * installs (the eager tape's, ad/functional.ts).
  */
 import { Tensor } from "../core/tensor.js";
 import { withEagerContext } from "../core/context.js";
 import { ValueError } from "../core/errors.js";
 import { applyOp } from "../ops/registry.js";
 import { toTensor } from "../ops/convert.js";
-import { hostCallOp, printOp, registerHostFunction, type HostDifferentiator, type HostFn, type PrintItem } from "../ops/host.js";
-import { vjp } from "../ad/functional.js";
+import { hostCallOp, printOp, registerHostFunction, type HostFn, type PrintItem } from "../ops/host.js";
 import { TensorSpec } from "./signature.js";
-
-/**
- * The gradient function of a host function: at run time, the host function is differentiated
- * eagerly with a tape (inputs, then one cotangent per output -> one gradient per input).
- */
-const differentiateHostFunction: HostDifferentiator = (fn, n) => (...xs) => {
-  const [, back] = vjp((...ins: Tensor[]) => {
-    const r = fn(...ins);
-    return Array.isArray(r) ? r : [r];
-  }, ...xs.slice(0, n));
-  return back(xs.slice(n)) as Tensor[];
-};
 
 /**
  * hostCall(fn, outputSpecs, ...inputs): runs `fn` on concrete tensors when the graph runs
@@ -35,7 +23,7 @@ export function hostCall(fn: HostFn, outputSpecs: TensorSpec | TensorSpec[], ...
   for (const s of specs) if (!(s instanceof TensorSpec)) throw new ValueError(`output specs must be sc.spec(shape, dtype), got ${String(s)}`, "hostCall");
   const name = fn.name || "anonymous";
   const outs = applyOp(hostCallOp, inputs.map((x) => toTensor(x, "hostCall")), {
-    fnId: registerHostFunction(fn, name, differentiateHostFunction),
+    fnId: registerHostFunction(fn, name),
     name,
     outputs: specs.map((s) => ({ dtype: s.dtype, shape: s.shape.slice() })),
   });

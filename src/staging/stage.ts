@@ -9,7 +9,7 @@ import { FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { ConcreteFunction, ConstantLeaf, OutputLeaf, type OutputTemplate } from "./concrete-function.js";
 import { describeChange, signatureOf, TensorSpec, type LeafInfo, type Signature } from "./signature.js";
-import { leaves, mapStructure, type Structure } from "../ad/structure.js";
+import { leaves, mapStructure, type Structure } from "../core/structure.js";
 import { ValueError } from "../core/errors.js";
 import { recordStagedCall } from "./staged-gradient.js";
 import { emitCall } from "./call-gradient.js";
@@ -38,8 +38,6 @@ export interface StagedFunction<A extends unknown[], R> {
   readonly traceCount: number;
   /** The concrete function for these arguments (tracing if needed). */
   concrete(...args: A): ConcreteFunction;
-  /** The original JavaScript function. */
-  readonly pythonFunction: (...args: A) => R;
   readonly stagedName: string;
 }
 
@@ -47,8 +45,8 @@ export interface StagedFunction<A extends unknown[], R> {
 export const RETRACE_WARNING_THRESHOLD = 5;
 
 /**
- * Converts a function's source before it is staged (AutoGraph): installed by
- * autograph/api.ts, so staging has no static dependency on the transform.
+ * Converts a function's source before it is staged (AutoGraph): installed by the package
+ * entry (api/wiring.ts), so staging has no static dependency on the transform.
  */
 export type StageConverter = (fn: (...args: any[]) => any) => { fn: (...args: any[]) => any; note?: string };
 let stageConverter: StageConverter | null = null;
@@ -240,7 +238,6 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     return cf.structureOutputs(cf.callFlat(sig.tensors)) as R;
   }) as StagedFunction<A, R>;
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
-  Object.defineProperty(staged, "pythonFunction", { value: original });
   Object.defineProperty(staged, "stagedName", { value: name });
   (staged as { concrete: unknown }).concrete = (...args: A) => {
     const found = lookup(args);

@@ -6,6 +6,7 @@
  * it (Math.fround for float32, ToInt32 for int32, ToUint8 for uint8/bool), so a fused chain
  * gives bit-identical results to running its ops one by one.
  */
+import { config } from "../../core/config.js";
 import type { DType } from "../../core/dtype.js";
 import type { ElementwiseStep, ReductionForm } from "../../core/expr.js";
 import { broadcastStrides, sizeOf } from "../../core/shape.js";
@@ -123,7 +124,7 @@ export function collapse(shape: readonly number[], strides: number[][]): { dims:
 export type MatmulArith = "loop" | "sgemm";
 
 /** Output columns computed together (independent accumulation chains keep the CPU busy). */
-const MATMUL_COLUMNS = Number(process.env.STAGECRAFT_MATMUL_COLUMNS ?? 4);
+const MATMUL_COLUMNS = config.matmulColumns;
 
 /** The k-block size of the WebAssembly sgemm (wasm/sgemm.ts KC): later blocks accumulate. */
 const SGEMM_KC = 256;

@@ -1,4 +1,4 @@
-import { isPlainObject } from "../core/objects.js";
+import { isPlainObject } from "./objects.js";
 
 /** Nested structures (arrays and plain objects) of leaves, as JAX pytrees / TF nests. */
 export type Structure<T> = T | Structure<T>[] | { [k: string]: Structure<T> };
