@@ -43,6 +43,9 @@ async function loadTfjs() {
     await import("@tensorflow/tfjs-backend-webgpu");
     if (!(await tf.setBackend("webgpu"))) return null;
     await tf.ready();
+    // (tfjs-webgpu runs ops on small tensors held on the host on its CPU instead of the GPU: off,
+    // so both sides time GPU dispatches)
+    tf.env().set("WEBGPU_CPU_FORWARD", false);
     return tf;
   } catch (e) {
     console.log(`tfjs-webgpu not available (${e.message.split("\n")[0]}): no peer figures`);

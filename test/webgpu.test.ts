@@ -222,3 +222,14 @@ test("a differentiated loop (a staged RNN training step) runs as one plan: stack
   assert.equal((await sc.webgpuStats())!.predicateReads, reads0, "trip counts known from the host-side length: nothing read back");
   assert.ok(![...unplanned.values()].some((r) => /stack/.test(r) && !/stackPop/.test(r)), [...unplanned].join("; "));
 });
+
+test("a fused chain over more broadcast inputs than a kernel binds (and a large parameter block) matches the CPU", { skip }, () => {
+  const shapes = [[2, 3, 1, 4, 5], [1, 3, 2, 1, 5], [2, 1, 2, 4, 1], [5], [4, 1], [3, 1, 1, 1], [2, 1, 1, 1, 1], [1, 1, 2, 1, 1], [1, 3, 1, 4, 1], [2, 3, 2, 4, 5], [1, 1, 1, 1, 5], [3, 2, 4, 1]];
+  shapes.push(...shapes.slice(0, 9).map((s) => s.slice(1))); // 21 inputs: more than 16 buffers per kernel, 100+ parameter words
+  const xs = shapes.map((s, i) => sc.random.uniform(s, { seed: 100 + i }));
+  const f = (...t: sc.Tensor[]) => t.slice(1).reduce((acc, x, i) => (i % 2 ? acc.mul(x.add(1)) : acc.add(x.mul(0.5))), t[0]!).tanh();
+  const cpu = f(...xs);
+  const eager = onGpu(() => f(...xs.map((x) => x.to("webgpu"))));
+  const staged = onGpu(() => sc.stage(f)(...xs.map((x) => x.to("webgpu"))));
+  for (const g of [eager, staged]) g.dataSync().forEach((v, i) => assert.ok(Math.abs(v - cpu.dataSync()[i]!) < 1e-5, `element ${i}: ${v} vs ${cpu.dataSync()[i]}`));
+});

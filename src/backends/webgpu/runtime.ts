@@ -12,7 +12,12 @@
  */
 import { ERROR_WORDS_BYTES, type BindingLayout, type Command, type PlanStep } from "./protocol.js";
 
-const PARAM_SLOT = 256; // minUniformBufferOffsetAlignment is at most 256
+const PARAM_ALIGN = 256; // minUniformBufferOffsetAlignment is at most 256
+
+/** Bytes a parameter block takes in a uniform buffer: whole 256-byte slots. */
+function slotBytes(bytes: number): number {
+  return Math.max(PARAM_ALIGN, Math.ceil(bytes / PARAM_ALIGN) * PARAM_ALIGN);
+}
 const PARAM_CAPACITY = 1 << 16;
 const MAX_DISPATCHES_PER_SUBMIT = 256;
 const POOL_MAX_FREE_BYTES = 512 * 1024 * 1024;
@@ -275,20 +280,21 @@ export class GpuRuntime {
   /** Records one dispatch; `params` are copied into this batch's uniforms, or already are in a plan's buffer. */
   private dispatch(k: Kernel, buffers: GPUBuffer[], params: Uint32Array | null, groups: readonly [number, number, number], preset?: { buffer: GPUBuffer; offset: number }): void {
     if (groups[0] * groups[1] * groups[2] === 0) return;
-    if (params && !preset && this.paramUsed + PARAM_SLOT > PARAM_CAPACITY) this.flush();
+    const slot = params ? slotBytes(params.byteLength) : 0;
+    if (slot > PARAM_CAPACITY) throw new Error(`webgpu runtime: kernel parameters of ${params!.byteLength} bytes exceed ${PARAM_CAPACITY}`);
+    if (params && !preset && this.paramUsed + slot > PARAM_CAPACITY) this.flush();
     const entries: GPUBindGroupEntry[] = new Array(k.bindings.length);
     for (let i = 0; i < buffers.length; i++) {
       entries[i] = { binding: i, resource: { buffer: buffers[i]! } };
       this.touched.add(buffers[i]!);
     }
     if (preset) {
-      entries[buffers.length] = { binding: buffers.length, resource: { buffer: preset.buffer, offset: preset.offset, size: PARAM_SLOT } };
+      entries[buffers.length] = { binding: buffers.length, resource: { buffer: preset.buffer, offset: preset.offset, size: slot } };
     } else if (params) {
       const bytes = params.byteLength;
-      if (bytes > PARAM_SLOT) throw new Error(`webgpu runtime: kernel parameters of ${bytes} bytes exceed ${PARAM_SLOT}`);
       this.paramHost.set(new Uint8Array(params.buffer, params.byteOffset, bytes), this.paramUsed);
-      entries[buffers.length] = { binding: buffers.length, resource: { buffer: this.paramGpu, offset: this.paramUsed, size: PARAM_SLOT } };
-      this.paramUsed += PARAM_SLOT;
+      entries[buffers.length] = { binding: buffers.length, resource: { buffer: this.paramGpu, offset: this.paramUsed, size: slot } };
+      this.paramUsed += slot;
     }
     const pass = this.computePass();
     pass.setPipeline(k.pipeline);
@@ -318,12 +324,16 @@ export class GpuRuntime {
     const offsets = new Map<PlanStep, number>();
     let params: GPUBuffer | null = null;
     if (runs.length > 0) {
-      const host = new Uint8Array(runs.length * PARAM_SLOT);
-      runs.forEach((st, i) => {
+      let total = 0;
+      for (const st of runs) total += slotBytes((st as Extract<PlanStep, { k: "run" }>).params!.byteLength);
+      const host = new Uint8Array(total);
+      let at = 0;
+      for (const st of runs) {
         const p = (st as Extract<PlanStep, { k: "run" }>).params!;
-        host.set(new Uint8Array(p.buffer, p.byteOffset, p.byteLength), i * PARAM_SLOT);
-        offsets.set(st, i * PARAM_SLOT);
-      });
+        host.set(new Uint8Array(p.buffer, p.byteOffset, p.byteLength), at);
+        offsets.set(st, at);
+        at += slotBytes(p.byteLength);
+      }
       params = this.device.createBuffer({ size: host.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, label: "plan params" });
       this.device.queue.writeBuffer(params, 0, host);
     }

@@ -94,6 +94,9 @@ export function elementwiseSource(inputs: readonly { dtype: DType; read: Read }[
  */
 export function elementwise(dev: KernelDevice, inputs: readonly GpuArray[], steps: readonly ElementwiseStep[], outputs: readonly number[], outShape: readonly number[], label: string, into?: readonly GpuArray[], stepsKey?: string): GpuArray[] {
   const n = sizeOf(outShape);
+  if (steps.length > 1 && inputs.length + outputs.length > dev.limits.maxStorageBuffersPerShaderStage) {
+    return stepByStep(dev, inputs, steps, outputs, outShape, label, into);
+  }
   const outs = into ? [...into] : outputs.map((s) => allocArray(dev, outShape, steps[s]!.dtype));
   if (n === 0) return outs;
   const reads = inputs.map((x) => readPattern(x.shape, outShape));
@@ -117,4 +120,24 @@ export function elementwise(dev: KernelDevice, inputs: readonly GpuArray[], step
   });
   launch(dev, kernel, [...inputs.map((x) => x.id), ...outs.map((o) => o.id)], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return outs;
+}
+
+/**
+ * A group with more inputs and outputs than one kernel may bind: each step its own kernel (a step
+ * reads at most three values), intermediates in buffers freed after their last use.
+ */
+function stepByStep(dev: KernelDevice, inputs: readonly GpuArray[], steps: readonly ElementwiseStep[], outputs: readonly number[], outShape: readonly number[], label: string, into?: readonly GpuArray[]): GpuArray[] {
+  const values: GpuArray[] = [...inputs];
+  const lastUse = new Map<number, number>();
+  steps.forEach((st, j) => st.args.forEach((a) => lastUse.set(a, j)));
+  steps.forEach((st, j) => {
+    const k = outputs.indexOf(j);
+    const target = k >= 0 && into ? [into[k]!] : undefined;
+    const [y] = elementwise(dev, st.args.map((a) => values[a]!), [{ ...st, args: st.args.map((_, q) => q) }], [0], outShape, label, target);
+    values.push(y!);
+    for (const a of new Set(st.args)) {
+      if (a >= inputs.length && lastUse.get(a) === j && !outputs.includes(a - inputs.length)) dev.free(values[a]!.id, 4 * sizeOf(outShape));
+    }
+  });
+  return outputs.map((j) => values[inputs.length + j]!);
 }
