@@ -15,12 +15,13 @@ type BinaryRule = (a: Tensor, b: Tensor, y: Tensor, dy: Tensor) => Grads;
 
 const { a, b } = E;
 
-function binary(name: string, expr: E.Expr, dtype: DtypeRule, rule?: BinaryRule): OpDef {
+function binary(name: string, expr: E.Expr, dtype: DtypeRule, rule?: BinaryRule, commutative = false): OpDef {
   return defineElementwise({
     name,
     family: "binary",
     inputs: ["a", "b"],
     expr,
+    commutative,
     dtype,
     ...(rule
       ? {
@@ -34,9 +35,9 @@ function binary(name: string, expr: E.Expr, dtype: DtypeRule, rule?: BinaryRule)
   });
 }
 
-export const addOp = binary("add", E.add(a, b), "same", (_a, _b, _y, dy) => [dy, dy]);
+export const addOp = binary("add", E.add(a, b), "same", (_a, _b, _y, dy) => [dy, dy], true);
 export const subOp = binary("sub", E.sub(a, b), "same", (_a, _b, _y, dy) => [dy, neg(dy)]);
-export const mulOp = binary("mul", E.mul(a, b), "same", (a, b, _y, dy) => [mul(dy, b), mul(dy, a)]);
+export const mulOp = binary("mul", E.mul(a, b), "same", (a, b, _y, dy) => [mul(dy, b), mul(dy, a)], true);
 export const divOp = binary("div", E.div(a, b), "float", (_a, b, y, dy) => {
   const ga = div(dy, b);
   return [ga, neg(mul(ga, y))];

@@ -6,19 +6,20 @@ import { callElementwise, defineElementwise } from "./define-elementwise.js";
 
 const { a, b } = E;
 
-function compare(name: string, expr: E.Expr, dtype: "bool" | "logical" = "bool", inputs = ["a", "b"]) {
-  return defineElementwise({ name, family: "compare", inputs, expr, dtype });
+function compare(name: string, expr: E.Expr, dtype: "bool" | "logical" = "bool", inputs = ["a", "b"], commutative = false) {
+  return defineElementwise({ name, family: "compare", inputs, expr, dtype, commutative });
 }
 
-export const equalOp = compare("equal", E.eq(a, b));
-export const notEqualOp = compare("notEqual", E.ne(a, b));
+const symmetric = true;
+export const equalOp = compare("equal", E.eq(a, b), "bool", ["a", "b"], symmetric);
+export const notEqualOp = compare("notEqual", E.ne(a, b), "bool", ["a", "b"], symmetric);
 export const lessOp = compare("less", E.lt(a, b));
 export const lessEqualOp = compare("lessEqual", E.le(a, b));
 export const greaterOp = compare("greater", E.gt(a, b));
 export const greaterEqualOp = compare("greaterEqual", E.ge(a, b));
-export const logicalAndOp = compare("logicalAnd", E.and(a, b), "logical");
-export const logicalOrOp = compare("logicalOr", E.or(a, b), "logical");
-export const logicalXorOp = compare("logicalXor", E.ne(a, b), "logical");
+export const logicalAndOp = compare("logicalAnd", E.and(a, b), "logical", ["a", "b"], symmetric);
+export const logicalOrOp = compare("logicalOr", E.or(a, b), "logical", ["a", "b"], symmetric);
+export const logicalXorOp = compare("logicalXor", E.ne(a, b), "logical", ["a", "b"], symmetric);
 export const logicalNotOp = compare("logicalNot", E.not(a), "logical", ["x"]);
 
 export const equal = (a: TensorLike, b: TensorLike): Tensor => callElementwise(equalOp, a, b);

@@ -51,6 +51,8 @@ export interface ElementwiseSpec {
   f32?: Expr;
   dtype: DtypeRule;
   vjp?: OpDef["vjp"];
+  /** Swapping the two operands gives the same result. */
+  commutative?: boolean;
 }
 
 /** The CPU kernel of an elementwise form: its expression rendered as a JavaScript loop. */
@@ -71,6 +73,7 @@ export function defineElementwise(spec: ElementwiseSpec): OpDef {
     },
     kernels: { cpu: cpuElementwiseKernel(elementwise) },
     ...(spec.vjp ? { vjp: spec.vjp } : {}),
+    ...(spec.commutative ? { commutative: true } : {}),
   });
 }
 

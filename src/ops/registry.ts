@@ -42,7 +42,6 @@ export interface OpKernels<A> {
  * How the ONNX exporter writes a node of an op. The ONNX layer (src/onnx) owns its shape: it
  * augments this interface (`declare module "../ops/registry.js"`), so ops know nothing of ONNX.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
 export interface OnnxLowering {}
 
 /** Facts every op declares, structural or not. */
@@ -92,6 +91,8 @@ export interface OpDef<A = any> extends OpFacts {
    * executor may lend it storage it reuses afterwards (stackPush's row).
    */
   readonly copiesInputs?: readonly number[];
+  /** Two-input ops whose inputs may be swapped (add, mul, equal, ...): CSE merges f(a, b) and f(b, a). */
+  readonly commutative?: boolean;
   /** Elementwise ops: the scalar expression of one output element, which every backend renders. */
   readonly elementwise?: ElementwiseForm;
   /**

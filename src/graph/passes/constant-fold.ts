@@ -17,7 +17,8 @@ import { allocStorage } from "../../core/dtype.js";
 import type { Tensor } from "../../core/tensor.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../ir.js";
 import { structuralOf } from "../declarations.js";
-import { constantAttrsOf } from "../../ops/constant.js";
+import { constantAttrsOf, constantOp } from "../../ops/constant.js";
+import { fillOp } from "../../ops/fill.js";
 import { allGraphs, evaluateNode, isFullyKnown, isPureRegistryNode, makeNode, refineTypes, replaceAllUses, sizeOfType } from "./util.js";
 
 export interface ConstantFoldOptions {
@@ -46,14 +47,14 @@ export function uniformValueOf(v: Value): number | null {
   if (!p) return null;
   const dtype = v.type.dtype;
   const cell = allocStorage(dtype, 1);
-  if (p.op === "fill") {
+  if (p.op === fillOp.name) {
     const value = p.attrs.value;
     if (typeof value !== "number") return null;
     // fill stores nothing for a zero value (so -0 becomes +0).
     cell[0] = dtype === "bool" ? (value ? 1 : 0) : value === 0 ? 0 : value;
     return cell[0]!;
   }
-  if (p.op === "constant") {
+  if (p.op === constantOp.name) {
     const values = p.attrs.values;
     if (!Array.isArray(values) || values.length === 0) return null;
     const first = values[0];
@@ -86,8 +87,8 @@ function replacementFor(t: Tensor): Node {
   let uniform = data.length > 0 && !Object.is(data[0], -0);
   for (let i = 1; uniform && i < data.length; i++) if (!Object.is(data[i], data[0])) uniform = false;
   const type = { dtype: t.dtype, shape: t.shape.slice() };
-  if (uniform) return makeNode("fill", [], { shape: t.shape.slice(), dtype: t.dtype, value: data[0]! }, [type]);
-  return makeNode("constant", [], { ...constantAttrsOf(t) }, [type]);
+  if (uniform) return makeNode(fillOp.name, [], { shape: t.shape.slice(), dtype: t.dtype, value: data[0]! }, [type]);
+  return makeNode(constantOp.name, [], { ...constantAttrsOf(t) }, [type]);
 }
 
 function foldGraph(g: Graph, limit: number): number {
