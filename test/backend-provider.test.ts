@@ -93,7 +93,9 @@ test("synchronous reads of device memory fail with a clear error; awaiting works
   const x = sc.device("far:0", () => sc.neg(sc.tensor([1, 2])));
   assert.throws(() => x.dataSync(), (e: Error) => e instanceof sc.ValueError && /far:0/.test(e.message) && /await tensor\.data\(\)/.test(e.message));
   assert.throws(() => x.arraySync(), /await tensor\.data\(\)/);
-  assert.throws(() => sc.add(x, 1), (e: Error) => e instanceof sc.ValueError && /move to cpu:0/.test(e.message), "a CPU op cannot take device memory without awaiting it");
+  assert.throws(() => sc.device("cpu", () => sc.add(x, 1)), (e: Error) => e instanceof sc.ValueError && /move to cpu:0/.test(e.message), "a CPU op cannot take device memory without awaiting it");
+  // outside a device scope an op runs where its inputs are (core/device.ts opDevice)
+  assert.equal(sc.add(x, 1).device, "far:0");
   // a CPU tensor used on the device is uploaded there; the CPU tensor stays where it is
   const c = sc.tensor([10, 20]);
   const z = sc.device("far", () => sc.add(x, c));

@@ -29,6 +29,7 @@ export { equal, notEqual, less, lessEqual, greater, greaterEqual, logicalAnd, lo
 export { where } from "../ops/where.js";
 export { cast } from "../ops/cast.js";
 export { identity, stopGradient } from "../ops/identity.js";
+export { toDevice } from "../ops/to-device.js";
 export { sum, mean, prod, max, min, argMax, argMin, logSumExp, variance, any, all, cumsum, sumTo, type AxisArg } from "../ops/reduce.js";
 export {
   reshape, broadcastTo, broadcastLike, transpose, expandDims, squeeze, concat, stack, unstack, split, slice, gather, gatherND,
@@ -76,3 +77,6 @@ export * as optim from "../optim/index.js";
 export * as io from "../io/index.js";
 export * as data from "../data/index.js";
 export * as onnx from "../onnx/index.js";
+
+// The WebGPU backend: `await initWebGPU()` makes "webgpu:0" available where an adapter exists.
+export { initWebGPU, webgpuUnavailable, webgpuStats, webgpuFinish, tidy } from "./webgpu.js";

@@ -36,6 +36,8 @@ export const config = {
   matmulColumns: numberSetting("STAGECRAFT_MATMUL_COLUMNS", 4),
   /** STAGECRAFT_THREADS: threads for kernels, the main thread included (default: the number of cores). */
   threads: env("STAGECRAFT_THREADS"),
+  /** STAGECRAFT_WEBGPU_PLAN=0: staged functions on the webgpu device run node by node instead of as device plans. */
+  webgpuPlan: env("STAGECRAFT_WEBGPU_PLAN") !== "0",
   /** STAGECRAFT_NO_WASM=1: no WebAssembly kernels (the TypeScript ones run). */
   noWasm: env("STAGECRAFT_NO_WASM") === "1",
 };

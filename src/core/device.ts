@@ -1,8 +1,9 @@
 /**
  * Devices. Every tensor knows its device; ops run on the device of the innermost
- * `device(name, fn)` scope (default: the CPU), and inputs that live elsewhere are copied there
- * transparently. A device's kind names the backend that runs it (backends/backend.ts); a
- * backend adds its devices when it is registered. The CPU is always there.
+ * `device(name, fn)` scope, or outside scopes on their inputs' device (opDevice; default: the CPU),
+ * and inputs that live elsewhere are copied there transparently. A device's kind names the
+ * backend that runs it (backends/backend.ts); a backend adds its devices when it is registered.
+ * The CPU is always there.
  */
 import { ValueError } from "./errors.js";
 
@@ -38,6 +39,26 @@ export function resolveDevice(name: string): string {
   const d = devices.find((x) => x.name === full);
   if (!d) throw new ValueError(`unknown device ${JSON.stringify(name)}; available: ${devices.map((x) => x.name).join(", ")}`, "device");
   return d.name;
+}
+
+/** The device of the innermost `device(name, fn)` scope, or null outside every scope. */
+export function scopedDevice(): string | null {
+  return scope.length > 0 ? scope[scope.length - 1]! : null;
+}
+
+/**
+ * The device an op on `inputs` runs on: the innermost scope's; outside every scope, the device of
+ * its inputs (an accelerator's when they are mixed: a CPU input is copied there), else the default.
+ * So `x.to("webgpu").mul(2)` stays on the GPU; `sc.device("cpu", ...)` brings work back.
+ */
+export function opDevice(inputs: readonly { readonly device: string }[]): string {
+  if (scope.length > 0) return scope[scope.length - 1]!;
+  const dflt = devices[0]!.name;
+  for (let i = 0; i < inputs.length; i++) {
+    const d = inputs[i]!.device;
+    if (d !== dflt && devices.some((x) => x.name === d)) return d;
+  }
+  return dflt;
 }
 
 /** The device new tensors are placed on. */

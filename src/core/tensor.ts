@@ -27,6 +27,8 @@ export interface DeviceBuffer {
   read(): Promise<TypedArray>;
   /** The values now, or null when they can only be awaited (a GPU's buffers). */
   readSync(): TypedArray | null;
+  /** Drops tensor `t`'s hold on this storage now (Tensor.dispose); absent where memory is collected. */
+  dispose?(t: Tensor): void;
 }
 
 /**
@@ -106,6 +108,20 @@ export class Tensor {
     return this.concrete("call data() on");
   }
 
+  /** The values as (nested) JS arrays, on any device (read back when they are ready). */
+  async array(): Promise<any> {
+    await this.data();
+    return this.arraySync();
+  }
+
+  /**
+   * Frees device memory this tensor holds (a GPU buffer) now, instead of when the tensor is
+   * garbage collected; reading it afterwards is an error. A no-op for host-memory tensors.
+   */
+  dispose(): void {
+    this._buffer?.dispose?.(this);
+  }
+
   /** The values as (nested) JS arrays; bool as booleans. */
   arraySync(): any {
     const data = this.concrete("call arraySync() on");
@@ -136,8 +152,10 @@ export class Tensor {
   }
 
   toString(): string {
-    if (this._data === null) return `Tensor(<symbolic>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
-    return formatTensor(this._data, this.shape, this.dtype);
+    if (this.isSymbolic) return `Tensor(<symbolic>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
+    const data = this._data ?? this._buffer!.readSync();
+    if (data === null) return `Tensor(<on ${this.device}: await data()>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
+    return formatTensor(data, this.shape, this.dtype);
   }
 
   [Symbol.for("nodejs.util.inspect.custom")](): string {

@@ -18,6 +18,7 @@ export * from "./hyperbolic.js";
 export * from "./shape/elements.js";
 export * from "./bitwise.js";
 export * from "./bitcast.js";
+export * from "./to-device.js";
 import "./residuals.js";
 import "./constant.js";
 import "./structural.js";

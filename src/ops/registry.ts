@@ -17,7 +17,7 @@ import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
 import { Variable } from "../core/variable.js";
 import { AllocationError, ValueError } from "../core/errors.js";
 import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
-import { currentDevice } from "../core/device.js";
+import { currentDevice, opDevice } from "../core/device.js";
 import { hasUnknownDims } from "../core/shape.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
@@ -289,11 +289,12 @@ export function runKernel(def: OpDef, backend: Backend, inputs: Tensor[], attrs:
 }
 
 /**
- * Runs an op now, on concrete inputs on the current device's backend, outside any handler and
- * tape (executors, constant folding): its shape rule, the size check of its outputs, its kernel.
+ * Runs an op now, on concrete inputs, outside any handler and tape (executors, constant folding),
+ * on the device eager ops would use (opDevice: the scope's, else its inputs'): its shape rule,
+ * the size check of its outputs, its kernel.
  */
 export function runOp(def: OpDef, inputs: Tensor[], attrs: unknown): Tensor[] {
-  const dev = currentDevice();
+  const dev = opDevice(inputs);
   return runOn(def, currentBackend(dev), dev, inputs, attrs);
 }
 
@@ -368,7 +369,7 @@ function runOn(def: OpDef, backend: Backend, device: string, inputs: Tensor[], a
 /** Eager execution: inputs moved to the current device, then runOn the device's backend. */
 setEagerHandler({
   run(def: OpDef, inputs, attrs) {
-    const dev = currentDevice();
+    const dev = opDevice(inputs);
     const backend = currentBackend(dev);
     for (let i = 0; i < inputs.length; i++) if (inputs[i]!.device !== dev) inputs[i] = copyToDevice(inputs[i]!, dev);
     return runOn(def, backend, dev, inputs, attrs);

@@ -39,7 +39,8 @@ export function setDefaultExecutor(e: Executor): void {
   defaultExecutor = e;
 }
 
-function installedExecutor(): Executor {
+/** @internal The installed executor (the WebGPU wiring wraps it to run on the device's executor there). */
+export function installedExecutor(): Executor {
   if (defaultExecutor === null) {
     throw new StagingError("no executor is installed to run staged functions: import Stagecraft through its package entry (src/api/index.ts), which installs one");
   }
