@@ -132,7 +132,7 @@ test("gradients through regions: every construct x access x mode, staged, equals
         try {
           assertAllClose(mode.run(prog, access, true), mode.run(prog, access, false), 1e-9, `${what}: staged vs eager`);
         } catch (e) {
-          failures.push(`${what}: ${(e as Error).message.split("\n")[0]}`);
+          failures.push((e as Error).message.split("\n")[0]!);
         }
       }
   assert.ok(cases >= 120, `only ${cases} cases`);
