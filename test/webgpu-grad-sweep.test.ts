@@ -75,7 +75,7 @@ for (const c of allCases) {
         gpu2.forEach((g, i) => close(g, cpu2[i]!, `${name}: second-order gradient of input ${i}`));
       }
     } catch (e) {
-      if (e instanceof sc.DtypeError && /(float64|int64) has no WGSL type/.test(e.message)) {
+      if (e instanceof sc.DtypeError && /cannot compute with (float64|int64|uint64|float16|int8|int16|uint16|uint32) on the webgpu device/.test(e.message)) {
         needs64.push(name);
         return;
       }

@@ -42,8 +42,8 @@ export interface Backend<S = unknown> {
   read(t: Tensor): Promise<TypedArray>;
   /** Runs an op's kernel for this backend (its entry in OpDef.kernels) on concrete inputs: each output's storage. */
   run(kernel: unknown, inputs: Tensor[], attrs: unknown, outs: readonly TensorType[]): S[];
-  /** The kernel (in this backend's OpDef.kernels form) of an elementwise op, rendered from its expression. */
-  elementwiseKernel(form: ElementwiseForm): unknown;
+  /** The kernel (in this backend's OpDef.kernels form) of elementwise op `op`, rendered from its expression. */
+  elementwiseKernel(form: ElementwiseForm, op: string): unknown;
   /** A kernel computing a group of elementwise steps over `outShape` for inputs of these types (one loop, no intermediates). */
   groupKernel(group: ElementwiseGroup, inputs: readonly TensorType[], outShape: readonly number[]): GroupKernel<S>;
 }

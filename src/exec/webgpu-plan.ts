@@ -29,6 +29,7 @@ import type { GpuDevice, KernelSource } from "../backends/webgpu/device.js";
 import type { LazyKernel } from "../backends/webgpu/kernels/common.js";
 import type { PlanStep } from "../backends/webgpu/protocol.js";
 import type { WebGpuBackend } from "../backends/webgpu/backend.js";
+import type { Backend } from "../backends/backend.js";
 import { GpuStorage, TensorHold } from "../backends/webgpu/storage.js";
 import { sizeClass } from "../backends/webgpu/runtime.js";
 import { prepareForExecution } from "./prepare.js";
@@ -274,7 +275,7 @@ export function planGraph(backend: WebGpuBackend, graph: Graph, library: Functio
       const v = useValues ? hostScalar(t) : undefined;
       return v === undefined ? r : { ...r, known: v, knownFrom: [i] };
     });
-    const ctx: Ctx = { rec, library: prepared.library, depth: 0, assigned: new Map(), assignments: [], variableSlots: new Map(), topLevel: true, dependsOn: new Set() };
+    const ctx: Ctx = { rec, backend: backend as unknown as Backend, library: prepared.library, depth: 0, assigned: new Map(), assignments: [], variableSlots: new Map(), topLevel: true, dependsOn: new Set() };
     const outs = recordGraph(ctx, prepared.graph, recs);
     // What leaves the call: inputs as they are; constants and plan-owned values through a fresh copy.
     const leaving = (r: Rec): Leaving => {

@@ -20,13 +20,14 @@ import type { DType } from "../core/dtype.js";
 import { atNode } from "../core/errors.js";
 import type { TensorType } from "../core/tensor-type.js";
 import type { Variable } from "../core/variable.js";
-import { getOp } from "../ops/registry.js";
+import { getOp, kernelFor } from "../ops/registry.js";
+import type { Backend } from "../backends/backend.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../graph/ir.js";
 import type { KernelDevice } from "../backends/webgpu/device.js";
 import type { PlanStep } from "../backends/webgpu/protocol.js";
 import { bindings, launch, lazy, Params, type GpuArray } from "../backends/webgpu/kernels/common.js";
-import type { WebGpuEntry } from "../backends/webgpu/backend.js";
-import { GPU_KERNELS } from "../backends/webgpu/op-kernels/index.js";
+import type { WebGpuEntry } from "../backends/webgpu/op-kernels/types.js";
+import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
 import { onGpu } from "../backends/webgpu/storage.js";
 
 /** Raised while recording: the graph cannot be planned (it runs node by node instead). */
@@ -75,6 +76,8 @@ export interface Rec extends GpuArray {
 
 export interface Ctx {
   rec: RecordingDevice;
+  /** The webgpu backend (elementwise ops' kernels are its renderings of their expressions). */
+  backend: Backend;
   library: FunctionLibrary;
   depth: number;
   /** Variables assigned so far at the top level: later reads see the assigned value. */
@@ -167,7 +170,7 @@ function recordNode(ctx: Ctx, node: Node, args: Rec[]): Rec[] {
       return [stackRead(rec, args[0]!, args[1]!, node.outputs[0]!.type)];
   }
   const def = getOp(node.op);
-  const entry = def.kernels.webgpu as WebGpuEntry | undefined;
+  const entry = (def.kernels.webgpu ?? (def.elementwise ? kernelFor(def, ctx.backend) : undefined)) as WebGpuEntry | undefined;
   if (!entry?.gpu) throw new Unplannable(`${node.op} runs on the host`);
   if (args.some((a) => a.stack?.iter != null)) throw new Unplannable(`${node.op} uses an iteration stack while its loop grows it`);
   checkStatic(node.op, types(args));
@@ -232,7 +235,7 @@ function stackRead(rec: RecordingDevice, stack: Rec, index: Rec, t: TensorType):
   if (rows < 0) throw new Unplannable("a stack read of a stack of unknown rows");
   const rowShape = t.shape;
   checkStatic("stackRead", [t]);
-  const [out] = GPU_KERNELS.gather!(rec, [{ id: stack.id, shape: [rows, ...rowShape], dtype: stack.dtype }, index], { axis: 0 }, [t]);
+  const [out] = shapeGpu.gather.gpu!(rec, [{ id: stack.id, shape: [rows, ...rowShape], dtype: stack.dtype }, index], { axis: 0 }, [t]);
   return { id: out!.id, shape: rowShape, dtype: t.dtype };
 }
 

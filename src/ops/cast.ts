@@ -8,6 +8,7 @@ import type { Tensor, TensorLike } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { installMethods } from "./methods.js";
+import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
 
 export interface CastAttrs {
   dtype: DType;
@@ -22,6 +23,7 @@ export const castOp = defineOp<CastAttrs>({
     return [{ shape: inputs[0]!.shape, dtype: attrs.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.cast,
     cpu(inputs, attrs) {
       const src = inputs[0]!.concrete();
       const out = allocStorage(attrs.dtype, src.length);

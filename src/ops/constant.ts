@@ -9,6 +9,7 @@ import { DtypeError, ValueError } from "../core/errors.js";
 import { checkShape, sizeOf } from "../core/shape.js";
 import type { Tensor } from "../core/tensor.js";
 import { defineOp } from "./registry.js";
+import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
 
 export interface ConstantAttrs {
   dtype: DType;
@@ -31,6 +32,7 @@ export const constantOp = defineOp<ConstantAttrs>({
     return [{ shape, dtype: attrs.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.constant,
     cpu(_inputs, attrs) {
       const out = allocStorage(attrs.dtype, attrs.values.length);
       const v = attrs.values;

@@ -6,6 +6,7 @@ import { makeTensor, Tensor, type TensorLike } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { fillLikeOp, full, zerosLikeTensor, onesLikeTensor } from "./fill.js";
+import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
 
 export { full, zeros, ones } from "./fill.js";
 
@@ -48,6 +49,7 @@ export const rangeOp = defineOp<RangeAttrs>({
   inputs: [],
   infer: (_i, a) => [{ shape: [a.size], dtype: a.dtype }],
   kernels: {
+    webgpu: shapeGpu.range,
     cpu(_i, a) {
       const out = allocStorage(a.dtype, a.size);
       for (let i = 0; i < a.size; i++) out[i] = a.start + i * a.step;
@@ -87,6 +89,7 @@ export const eyeOp = defineOp<EyeAttrs>({
   inputs: [],
   infer: (_i, a) => [{ shape: [a.n, a.m], dtype: a.dtype }],
   kernels: {
+    webgpu: shapeGpu.eye,
     cpu(_i, a) {
       const out = allocStorage(a.dtype, a.n * a.m);
       for (let i = 0; i < Math.min(a.n, a.m); i++) out[i * a.m + i] = 1;
@@ -117,6 +120,7 @@ export const oneHotOp = defineOp<OneHotAttrs>({
     return [{ shape: [...x.shape, a.depth], dtype: a.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.oneHot,
     cpu(inputs, a) {
       const idx = inputs[0]!.concrete();
       const out = allocStorage(a.dtype, idx.length * a.depth);

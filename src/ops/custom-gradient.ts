@@ -9,6 +9,7 @@ import { GradientError } from "../core/errors.js";
 import type { Tensor } from "../core/tensor.js";
 import { defineOp } from "./registry.js";
 import { zerosLikeTensor } from "./fill.js";
+import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
 
 export interface CustomGradientResult {
   value: Tensor | Tensor[];
@@ -43,7 +44,7 @@ export const customGradientOp = defineOp<CustomGradientAttrs>({
   inputs: ["inputs"],
   variadic: true,
   infer: (inputs, a) => inputs.slice(a.numInputs).map((t) => ({ shape: t.shape, dtype: t.dtype })),
-  kernels: { cpu: (inputs, a) => inputs.slice(a.numInputs).map((t) => t.concrete()) },
+  kernels: { cpu: (inputs, a) => inputs.slice(a.numInputs).map((t) => t.concrete()), webgpu: shapeGpu.customGradient },
   vjp(ctx, cts) {
     const xs = ctx.inputs.slice(0, ctx.attrs.numInputs);
     const values = ctx.outputs;

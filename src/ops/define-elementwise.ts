@@ -56,7 +56,7 @@ export interface ElementwiseSpec {
 }
 
 /** The CPU kernel of an elementwise form: its expression rendered as a JavaScript loop. */
-export const cpuElementwiseKernel = (form: ElementwiseForm): CpuKernel => cpuBackend.elementwiseKernel(form) as CpuKernel;
+export const cpuElementwiseKernel = (form: ElementwiseForm): CpuKernel => cpuBackend.elementwiseKernel(form, "elementwise") as CpuKernel;
 
 export function defineElementwise(spec: ElementwiseSpec): OpDef {
   const arity = spec.inputs.length;

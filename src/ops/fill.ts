@@ -4,6 +4,7 @@ import { DtypeError } from "../core/errors.js";
 import { checkShape, hasUnknownDims, sizeOf } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
+import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
 
 export interface FillAttrs {
   shape: number[];
@@ -21,6 +22,7 @@ export const fillOp = defineOp<FillAttrs>({
     return [{ shape: attrs.shape, dtype: attrs.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.fill,
     cpu(_inputs, attrs) {
       const out = allocStorage(attrs.dtype, sizeOf(attrs.shape));
       const v = attrs.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
@@ -53,6 +55,7 @@ export const fillLikeOp = defineOp<FillLikeAttrs>({
   inputs: ["x"],
   infer: (inputs, attrs) => [{ shape: inputs[0]!.shape, dtype: attrs.dtype }],
   kernels: {
+    webgpu: shapeGpu.fillLike,
     cpu(inputs, attrs) {
       const out = allocStorage(attrs.dtype, sizeOf(inputs[0]!.shape));
       const v = attrs.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;

@@ -17,6 +17,7 @@ import { fmtShape, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
 import { cpuBackend } from "../backends/registry.js";
 import { groupLoopSource } from "../backends/cpu/fused.js";
 import { defineOp, getOp, type TensorType } from "./registry.js";
+import { groupGpu } from "../backends/webgpu/op-kernels/elementwise.js";
 
 export interface FusedStep {
   /** A registry op with an elementwise expression. */
@@ -169,6 +170,7 @@ export const fusedElementwiseOp = defineOp<FusedAttrs>({
     );
   },
   kernels: {
+    webgpu: groupGpu("fusedElementwise", (attrs: FusedAttrs, inputs): ElementwiseGroup | null => fusedElementwiseOp.group!(attrs, inputs)),
     cpu(inputs, attrs, outs) {
       const shape = outs[0]!.shape;
       const n = sizeOf(shape);

@@ -12,6 +12,7 @@ import { Tensor } from "../core/tensor.js";
 import type { TensorType } from "../core/tensor-type.js";
 import { applyOp, defineOp, runtimeShapes, type OpDef } from "./registry.js";
 import { zerosLikeTensor } from "./fill.js";
+import { onHost } from "../backends/webgpu/op-kernels/types.js";
 
 export type HostFn = (...xs: Tensor[]) => Tensor | Tensor[];
 
@@ -70,6 +71,7 @@ export const hostCallOp: OpDef<HostCallAttrs> = defineOp<HostCallAttrs>({
   },
   infer: (_inputs, a) => a.outputs.map((o) => ({ dtype: o.dtype, shape: o.shape })),
   kernels: {
+    webgpu: onHost("hostCall"),
     cpu(inputs, a, outs) {
       const entry = hostFunctions.get(a.fnId);
       if (!entry) throw new ValueError(`host function ${a.name} is not registered in this process`, "hostCall");
@@ -130,6 +132,7 @@ export const printOp = defineOp<{ items: PrintItem[] }>({
   },
   infer: () => [],
   kernels: {
+    webgpu: onHost("print"),
     cpu(inputs, a) {
       console.log(...a.items.map((it) => ("text" in it ? it.text : inputs[it.input]!.toString())));
       return [];
@@ -164,6 +167,7 @@ export const assertOp = defineOp<{ fnId: number; message: string }>({
     return [];
   },
   kernels: {
+    webgpu: onHost("assert"),
     cpu(inputs, attrs) {
       if (inputs[0]!.dataSync()[0] !== 0) return [];
       const make = assertionErrors.get(attrs.fnId);

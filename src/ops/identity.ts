@@ -2,6 +2,7 @@
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
+import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
 
 export const identityOp = defineOp({
   name: "identity",
@@ -9,7 +10,7 @@ export const identityOp = defineOp({
   view: "alias",
   inputs: ["x"],
   infer: (inputs) => [{ shape: inputs[0]!.shape, dtype: inputs[0]!.dtype }],
-  kernels: { cpu: (inputs) => [inputs[0]!.concrete()] },
+  kernels: { cpu: (inputs) => [inputs[0]!.concrete()], webgpu: shapeGpu.identity },
   vjp: (_ctx, cts) => [cts[0]!],
 });
 
@@ -20,7 +21,7 @@ export const stopGradientOp = defineOp({
   view: "alias",
   inputs: ["x"],
   infer: (inputs) => [{ shape: inputs[0]!.shape, dtype: inputs[0]!.dtype }],
-  kernels: { cpu: (inputs) => [inputs[0]!.concrete()] },
+  kernels: { cpu: (inputs) => [inputs[0]!.concrete()], webgpu: shapeGpu.stopGradient },
   vjp: () => [null],
 });
 

@@ -19,6 +19,7 @@ import { zerosLikeTensor } from "./fill.js";
 import { expandDims, reshape, scatterAdd } from "./shape.js";
 import { adoptRecord, recordOf } from "./residuals.js";
 import { stackStorage } from "./stack-storage.js";
+import { onHost } from "../backends/webgpu/op-kernels/types.js";
 
 /** Elements written so far into each growable storage (its newest stack's length). */
 const committed = new WeakMap<ArrayBufferLike, number>();
@@ -110,7 +111,7 @@ export const stackPushOp = defineOp<Record<string, never>>({
     }
     return [{ dtype: s.dtype, shape: [-1, ...row.map((d, i) => (d >= 0 ? d : v.shape[i]!))] }];
   },
-  kernels: { cpu(inputs) {
+  kernels: { webgpu: onHost("stackPush"), cpu(inputs) {
     const [s, v] = inputs as [Tensor, Tensor];
     const rows = s.shape[0]!;
     if (rows > 0 && !s.shape.slice(1).every((d, i) => d === v.shape[i])) {
@@ -139,7 +140,7 @@ export const stackPopOp = defineOp<Record<string, never>>({
       { dtype: s.dtype, shape: row },
     ];
   },
-  kernels: { cpu(inputs) {
+  kernels: { webgpu: onHost("stackPop"), cpu(inputs) {
     const s = inputs[0]!;
     const rows = s.shape[0]!;
     if (rows < 1) throw new ShapeError(`cannot pop from an empty stack (shape ${fmtShape(s.shape)})`, "stackPop");
@@ -181,7 +182,7 @@ export const stackReadOp = defineOp<Record<string, never>>({
     if (i.dtype !== "int32" || i.shape.length !== 0) throw new DtypeError(`the index must be an int32 scalar, got ${i.dtype}${fmtShape(i.shape)}`, "stackRead");
     return [{ dtype: s.dtype, shape: rowTypeOf("stackRead", s) }];
   },
-  kernels: { cpu(inputs) {
+  kernels: { webgpu: onHost("stackRead"), cpu(inputs) {
     const [s, i] = inputs as [Tensor, Tensor];
     const row = i.concrete()[0]!;
     const rows = s.shape[0]!;
@@ -210,7 +211,7 @@ export const emptyStackOp = defineOp<Record<string, never>>({
   family: "creation",
   inputs: ["like"],
   infer: (inputs) => [{ dtype: inputs[0]!.dtype, shape: [0, ...inputs[0]!.shape] }],
-  kernels: { cpu(inputs) {
+  kernels: { webgpu: onHost("emptyStack"), cpu(inputs) {
     const like = inputs[0]!;
     const out = new (like.concrete().constructor as Ctor)(0);
     runtimeShapes.set(out, [0, ...like.shape]);

@@ -26,6 +26,7 @@ import { sum, sumTo } from "./reduce.js";
 import { broadcastTo, expandDims, reshape, squeeze, transpose } from "./shape.js";
 import { eye } from "./creation.js";
 import { checkOptions, optionKeys } from "../core/options.js";
+import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
 
 // ---------------------------------------------------------------------------------------
 // matmul
@@ -144,6 +145,7 @@ export const matmulOp = defineOp<MatmulAttrs>({
     return [{ shape: matmulShape(a!.shape, b!.shape, attrs.transposeA, attrs.transposeB), dtype: a!.dtype }];
   },
   kernels: {
+    webgpu: mathGpu.matmul,
     cpu(inputs, attrs, outs) {
       const [a, b] = inputs as [Tensor, Tensor];
       const o = outs[0]!;

@@ -10,6 +10,7 @@ import { Tensor } from "../core/tensor.js";
 import { applyOp, applyOp1, defineOp, type TensorType } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { foldInKey, seedKey, splitKey } from "../backends/cpu/counter-rng.js";
+import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
 
 const KEY_TYPE: TensorType = { dtype: "int32", shape: [2] };
 
@@ -52,6 +53,7 @@ export const randomKeyOp = defineOp<Record<string, never>>({
     return [KEY_TYPE];
   },
   kernels: {
+    webgpu: mathGpu.randomKey,
     cpu(inputs) {
       return [Int32Array.from(seedKey(inputs[0]!.concrete()[0]!))];
     },
@@ -72,6 +74,7 @@ export const randomSplitOp = defineOp<SplitAttrs>({
     return Array.from({ length: a.n }, () => KEY_TYPE);
   },
   kernels: {
+    webgpu: mathGpu.randomSplit,
     cpu(inputs, a) {
       const [k0, k1] = keyWords(inputs[0]!);
       return Array.from({ length: a.n }, (_, i) => Int32Array.from(splitKey(k0, k1, i)));
@@ -92,6 +95,7 @@ export const randomFoldInOp = defineOp<Record<string, never>>({
     return [KEY_TYPE];
   },
   kernels: {
+    webgpu: mathGpu.randomFoldIn,
     cpu(inputs) {
       const [k0, k1] = keyWords(inputs[0]!);
       return [Int32Array.from(foldInKey(k0, k1, inputs[1]!.concrete()[0]!))];

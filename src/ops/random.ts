@@ -27,6 +27,7 @@ import { broadcastTo } from "./shape.js";
 import { checkKey, checkKeyType, key as seedKeyTensor, keyWords } from "./random-keys.js";
 import "./variable-updates.js";
 import { seedKey, splitKey, uniform01 } from "../backends/cpu/counter-rng.js";
+import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
 
 export { key, split, foldIn } from "./random-keys.js";
 
@@ -54,6 +55,7 @@ export const randomNextKeyOp = defineOp<Record<string, never>>({
     return [STATE_TYPE, { dtype: "int32", shape: [2] }];
   },
   kernels: {
+    webgpu: mathGpu.randomNextKey,
     cpu(inputs) {
       const s = inputs[0]!.concrete();
       const counter = (s[2]! >>> 0) + (s[3]! >>> 0) * 4294967296;
@@ -225,7 +227,7 @@ function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number
       checkKeyType(name, inputs[0]!);
       return [{ shape: a.shape, dtype: a.dtype }];
     },
-    kernels: { cpu(inputs, a) {
+    kernels: { webgpu: mathGpu[name as keyof typeof mathGpu], cpu(inputs, a) {
       const n = sizeOf(a.shape);
       const out = allocStorage(a.dtype, n);
       const [k0, k1] = keyWords(inputs[0]!);
@@ -257,7 +259,7 @@ export const randomBernoulliOp = defineOp<Record<string, never>>({
     checkKeyType("random.bernoulli", inputs[1]!);
     return [{ shape: inputs[0]!.shape, dtype: "bool" }];
   },
-  kernels: { cpu(inputs) {
+  kernels: { webgpu: mathGpu.randomBernoulli, cpu(inputs) {
     const p = inputs[0]!.concrete();
     const [k0, k1] = keyWords(inputs[1]!);
     const out = allocStorage("bool", p.length);
@@ -283,7 +285,7 @@ export const randomCategoricalOp = defineOp<CategoricalAttrs>({
     checkKeyType("random.categorical", inputs[1]!);
     return [{ shape: l.shape.length === 1 ? [a.numSamples] : [l.shape[0]!, a.numSamples], dtype: "int32" }];
   },
-  kernels: { cpu(inputs, a) {
+  kernels: { webgpu: mathGpu.randomCategorical, cpu(inputs, a) {
     const l = inputs[0]!;
     const logits = l.concrete();
     const [k0, k1] = keyWords(inputs[1]!);

@@ -26,6 +26,8 @@ import { equal, logicalAnd } from "./compare.js";
 import { where } from "./where.js";
 import { cast } from "./cast.js";
 import { checkOptions, optionKeys } from "../core/options.js";
+import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
+import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
 
 export interface ReduceAttrs {
   /** Sorted, normalized axes. */
@@ -92,6 +94,7 @@ export function defineReduction(
       return [{ shape: reducedShape(x.shape, attrs.axes, attrs.keepDims), dtype: outDtype(x.dtype, name) }];
     },
     kernels: {
+      webgpu: mathGpu[name as keyof typeof mathGpu],
       cpu(inputs, attrs, outs) {
         const x = inputs[0]!;
         const o = outs[0]!;
@@ -252,6 +255,7 @@ function defineArgReduction(name: string, kind: "max" | "min"): OpDef<ArgReduceA
       return [{ shape: argShape(x.shape, attrs), dtype: "int32" }];
     },
     kernels: {
+      webgpu: mathGpu[name as keyof typeof mathGpu],
       cpu(inputs, attrs, outs) {
         const x = inputs[0]!;
         const out = new Int32Array(sizeOf(outs[0]!.shape));
@@ -371,6 +375,7 @@ export const cumsumOp = defineOp<CumsumAttrs>({
     return [{ shape: x.shape, dtype: sumDtype(x.dtype) }];
   },
   kernels: {
+    webgpu: mathGpu.cumsum,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const out = allocStorage(outs[0]!.dtype, x.size);
@@ -455,6 +460,7 @@ export const sumToLikeOp = defineOp({
   inputs: ["x", "like"],
   infer: (inputs) => [{ shape: inputs[1]!.shape, dtype: inputs[0]!.dtype }],
   kernels: {
+    webgpu: shapeGpu.sumToLike,
     cpu(inputs, _attrs, outs) {
       const [x, like] = inputs as [Tensor, Tensor];
       const axes = broadcastReductionAxes(like.shape, x.shape);

@@ -279,7 +279,7 @@ export function kernelFor(def: OpDef, backend: Backend): unknown {
   let byKind = renderedKernels.get(def);
   if (!byKind) renderedKernels.set(def, (byKind = new Map()));
   let k = byKind.get(backend.kind);
-  if (k === undefined) byKind.set(backend.kind, (k = backend.elementwiseKernel(def.elementwise)));
+  if (k === undefined) byKind.set(backend.kind, (k = backend.elementwiseKernel(def.elementwise, def.name)));
   return k;
 }
 

@@ -18,6 +18,7 @@ import { sizeOf } from "../core/shape.js";
 import type { Tensor } from "../core/tensor.js";
 import { applyOp, applyOp1, defineOp, runtimeShapes, type TensorType } from "./registry.js";
 import { zerosLikeTensor } from "./fill.js";
+import { onHost } from "../backends/webgpu/op-kernels/types.js";
 
 interface Kept {
   data: TypedArray;
@@ -36,7 +37,7 @@ export const packResidualsOp = defineOp<Record<string, never>>({
   variadic: true,
   stateful: true,
   infer: () => [HANDLE_TYPE],
-  kernels: { cpu(inputs) {
+  kernels: { webgpu: onHost("packResiduals"), cpu(inputs) {
     const handle = new Float64Array([++serial]);
     records.set(
       handle,
@@ -66,7 +67,7 @@ export const unpackResidualsOp = defineOp<UnpackAttrs>({
   inputs: ["handle"],
   variadic: true,
   infer: (_inputs, attrs) => attrs.types.map((t) => ({ dtype: t.dtype, shape: t.shape.slice() })),
-  kernels: { cpu(inputs, attrs) {
+  kernels: { webgpu: onHost("unpackResiduals"), cpu(inputs, attrs) {
     const h = inputs[0]!.concrete();
     const kept = records.get(h);
     if (!kept) {

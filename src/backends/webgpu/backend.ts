@@ -2,44 +2,37 @@
  * The WebGPU backend (backends/backend.ts): tensors stay in GPU buffers, kernels are WGSL (kernels/),
  * elementwise ops and fused groups are rendered from their expressions (kernels/elementwise.ts).
  *
- * An op's entry for this backend (its `kernels.webgpu`, installed by api/ wiring from
- * op-kernels/index.ts) is a WebGpuEntry: a GPU kernel, or a host kernel for ops whose work is on
- * the host (host calls, printing, residual records, iteration stacks), which runs the CPU kernel on
- * host copies of the inputs and keeps its outputs on the host until a GPU kernel needs them.
+ * An op's entry for this backend (its `kernels.webgpu`, named in its declaration in src/ops;
+ * op-kernels/types.ts) is a GPU kernel, or says the op's work is on the host (host calls, printing,
+ * residual records, iteration stacks): then the op's CPU kernel runs on host copies of the inputs
+ * and its outputs stay on the host until a GPU kernel needs them. An elementwise op declares none:
+ * its expression is rendered (elementwiseKernel).
  *
- * float64/int64: an entry that declares `wide` (creation, casts, views, records) runs its CPU
- * kernel on the host for them; any other op raises a DtypeError rather than computing in float32.
+ * Host dtypes (float64, int64 and the others of storage.ts hostDtype): an entry that declares
+ * `wide` (creation, casts, views, records) runs its CPU kernel on the host for them; any other op
+ * raises a DtypeError rather than computing them in another dtype.
  */
-import type { DType, TypedArray } from "../../core/dtype.js";
-import { DtypeError } from "../../core/errors.js";
+import { allocStorage, type DType, type TypedArray } from "../../core/dtype.js";
+import { DtypeError, ValueError } from "../../core/errors.js";
 import type { ElementwiseForm, ElementwiseGroup, ElementwiseStep } from "../../core/expr.js";
-import { formFor } from "../../core/expr.js";
+import { bindAttrs, exprKey, formFor, hasAttrs } from "../../core/expr.js";
 import { Tensor } from "../../core/tensor.js";
 import type { TensorType } from "../../core/tensor-type.js";
 import type { Backend, GroupKernel } from "../backend.js";
 import type { GpuDevice } from "./device.js";
 import type { GpuArray } from "./kernels/common.js";
 import { elementwise } from "./kernels/elementwise.js";
-import { attach, GpuStorage, onGpu, TensorHold } from "./storage.js";
-import type { WebGpuKernel } from "./op-kernels/types.js";
+import { attach, GpuStorage, hostDtype, hostDtypeMessage, onGpu, TensorHold } from "./storage.js";
+import type { WebGpuEntry } from "./op-kernels/types.js";
 
 /** A host-memory kernel: the CPU backend's entry shape (backends/cpu/kernel.ts). */
-type HostKernel = (inputs: Tensor[], attrs: any, outs: TensorType[]) => TypedArray[];
+export type HostKernel = (inputs: Tensor[], attrs: any, outs: TensorType[]) => TypedArray[];
 
-export interface WebGpuEntry {
-  /** The op's name (for errors). */
-  readonly op: string;
-  /** The GPU kernel. */
-  readonly gpu?: WebGpuKernel;
-  /** Runs on the host instead (the op's CPU kernel), always. */
-  readonly host?: HostKernel;
-  /** Runs on the host when an input or output is float64/int64 (which have no GPU form). */
-  readonly wide?: HostKernel;
-}
-
-const WIDE = new Set<DType>(["float64", "int64"]);
+export type { WebGpuEntry };
 
 export interface WebGpuBackendOptions {
+  /** The CPU kernel of an op (for entries that run on the host); the wiring gives it (backends know no ops). */
+  cpuKernel: (op: string) => HostKernel | undefined;
   /** Called with each host kernel's output storage and the storage made of it (api/ uses it to carry run-time shapes). */
   onHostOutput?: (data: TypedArray, storage: GpuStorage) => void;
 }
@@ -50,7 +43,7 @@ export class WebGpuBackend implements Backend<GpuStorage> {
 
   constructor(
     readonly dev: GpuDevice,
-    private readonly options: WebGpuBackendOptions = {},
+    private readonly options: WebGpuBackendOptions,
   ) {
     const info = dev.description.adapterInfo;
     const what = [info.description || info.device, info.vendor, info.architecture].filter(Boolean).join(", ");
@@ -58,7 +51,7 @@ export class WebGpuBackend implements Backend<GpuStorage> {
   }
 
   allocate(dtype: DType, size: number): GpuStorage {
-    if (!onGpu(dtype)) return new GpuStorage(this.dev, 0, size, dtype, new Float64Array(size));
+    if (!onGpu(dtype)) return new GpuStorage(this.dev, 0, size, dtype, allocStorage(dtype, size));
     const id = this.dev.alloc(4 * size);
     this.dev.write(id, new Uint32Array(size));
     return new GpuStorage(this.dev, id, size, dtype, null);
@@ -111,15 +104,13 @@ export class WebGpuBackend implements Backend<GpuStorage> {
 
   run(kernel: unknown, inputs: Tensor[], attrs: unknown, outs: readonly TensorType[]): GpuStorage[] {
     const e = kernel as WebGpuEntry;
-    const wide = inputs.some((t) => WIDE.has(t.dtype)) || outs.some((o) => WIDE.has(o.dtype));
-    if (e.host || (wide && e.wide)) return this.runOnHost((e.host ?? e.wide)!, inputs, attrs, outs);
-    if (wide) {
-      const d = [...inputs.map((t) => t.dtype), ...outs.map((o) => o.dtype)].find((x) => WIDE.has(x))!;
-      throw new DtypeError(
-        `${d} has no WGSL type, so ${e.op} cannot run on the webgpu device (it never computes ${d} in float32); cast to ${d === "float64" ? "float32" : "int32"} first, or run it on the CPU (sc.device("cpu", ...) or x.to("cpu"))`,
-        e.op,
-      );
+    const onHost = [...inputs.map((t) => t.dtype), ...outs.map((o) => o.dtype)].find(hostDtype);
+    if (e.host || (onHost && e.wide)) {
+      const cpu = this.options.cpuKernel(e.op);
+      if (!cpu) throw new ValueError(`op ${e.op} has no CPU kernel to run on the host`, e.op);
+      return this.runOnHost(cpu, inputs, attrs, outs);
     }
+    if (onHost) throw new DtypeError(hostDtypeMessage(onHost, e.op), e.op);
     if (!e.gpu) throw new DtypeError(`op ${e.op} has no WebGPU kernel`, e.op);
     const arrays = inputs.map((t) => this.array(t, e.op));
     const results = e.gpu(this.dev, arrays, attrs, outs);
@@ -147,13 +138,22 @@ export class WebGpuBackend implements Backend<GpuStorage> {
     });
   }
 
-  elementwiseKernel(form: ElementwiseForm): WebGpuEntry {
+  /** An elementwise op's kernel: its expression (for the output's dtype, attributes bound) rendered as WGSL. */
+  elementwiseKernel(form: ElementwiseForm, op: string): WebGpuEntry {
+    const withAttrs = hasAttrs(form.expr) || (form.f32 !== undefined && hasAttrs(form.f32));
+    // (the expression for each output dtype and attribute values: WGSL is generated once per key)
+    const steps = new Map<string, { step: ElementwiseStep; key: string }>();
     return {
-      op: "elementwise",
-      gpu: (dev, inputs, _attrs, outs) => {
+      op,
+      gpu: (dev, inputs, attrs, outs) => {
         const o = outs[0]!;
-        const step: ElementwiseStep = { expr: formFor(form, o.dtype), args: inputs.map((_, i) => i), dtype: o.dtype };
-        return elementwise(dev, inputs, [step], [0], o.shape, "elementwise");
+        const k = `${o.dtype}${withAttrs ? JSON.stringify(attrs) : ""}`;
+        let s = steps.get(k);
+        if (!s) {
+          const expr = bindAttrs(formFor(form, o.dtype), (attrs ?? {}) as Record<string, unknown>);
+          steps.set(k, (s = { step: { expr, args: [], dtype: o.dtype }, key: `${exprKey(expr)}:${o.dtype}` }));
+        }
+        return elementwise(dev, inputs, [{ ...s.step, args: inputs.map((_, i) => i) }], [0], o.shape, op, undefined, `${s.key}@${inputs.length}`);
       },
     };
   }

@@ -21,9 +21,33 @@ import type { DeviceBuffer, Tensor } from "../../core/tensor.js";
 import type { GpuDevice } from "./device.js";
 import { SyncReadUnavailable } from "./transport.js";
 
+/** The dtypes stored in GPU buffers (as 32-bit words: bool and uint8 widened to u32). */
+const GPU_DTYPES: ReadonlySet<DType> = new Set<DType>(["float32", "int32", "uint8", "bool"]);
+
 /** Whether `dtype` has a 32-bit GPU representation. */
 export function onGpu(dtype: DType): boolean {
-  return dtype !== "float64" && dtype !== "int64";
+  return GPU_DTYPES.has(dtype);
+}
+
+/**
+ * Whether tensors of `dtype` stay in host memory on the webgpu device: WGSL has no 64-bit types
+ * (float64, int64, uint64) and, without the shader-f16 feature, no float16; the 8- and 16-bit
+ * integers and uint32 have no kernels here yet. Ops that make, move or convert them run on the
+ * host; any other op raises hostDtypeMessage's DtypeError.
+ */
+export function hostDtype(dtype: DType): boolean {
+  return !GPU_DTYPES.has(dtype);
+}
+
+/** The dtype to cast a host dtype to for the GPU. */
+function gpuTwin(dtype: DType): DType {
+  return dtype === "float64" || dtype === "float16" ? "float32" : "int32";
+}
+
+/** Why `op` cannot compute with `dtype` on the webgpu device, and what to do instead. */
+export function hostDtypeMessage(dtype: DType, op: string): string {
+  const why = dtype === "float16" ? "float16 has no WGSL type without the shader-f16 feature" : dtype.endsWith("64") ? `${dtype} has no WGSL type` : `${dtype} has no WebGPU kernels`;
+  return `${why}, so ${op} cannot compute with ${dtype} on the webgpu device (it never computes ${dtype} in another dtype); cast to ${gpuTwin(dtype)} first, or run it on the CPU (sc.device("cpu", ...) or x.to("cpu"))`;
 }
 
 /** Host data as the words a GPU buffer holds (bool/uint8 widened to u32). */
@@ -59,15 +83,12 @@ export class GpuStorage {
     return 4 * this.size;
   }
 
-  /** The GPU buffer, uploading the host copy the first time (a DtypeError for float64/int64). */
+  /** The GPU buffer, uploading the host copy the first time (a DtypeError for a host dtype). */
   buffer(op: string): number {
     if (this.id !== 0) return this.id;
     if (this.freed) throw new ValueError(`a disposed tensor was used (its memory on the GPU has been freed)`, op);
     if (!onGpu(this.dtype)) {
-      throw new DtypeError(
-        `${this.dtype} has no WGSL type, so ${op} cannot use this tensor on the webgpu device; cast it to ${this.dtype === "float64" ? "float32" : "int32"} first, or run this op on the CPU (sc.device("cpu", ...))`,
-        op,
-      );
+      throw new DtypeError(hostDtypeMessage(this.dtype, op), op);
     }
     this.id = this.dev.alloc(this.bytes);
     this.dev.write(this.id, toWords(this.host!, this.dtype));

@@ -8,6 +8,7 @@ import { applyOp1, defineOp, type OpDef, type TensorType } from "../registry.js"
 import { toTensor } from "../convert.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { type Pair, type Pads, isInt, intPair, checkRank4, checkSpatial, effective, windows, unknownSizeError, resolvePads, checkPads, checkPairAttr, checkKernelFits, shapesCompatible, type Padding2d } from "./window.js";
+import { mathGpu } from "../../backends/webgpu/op-kernels/math.js";
 
 export interface Conv2dAttrs {
   strides: Pair;
@@ -132,6 +133,7 @@ export const conv2dOp: OpDef<Conv2dAttrs> = defineOp<Conv2dAttrs>({
     return [{ shape: conv2dShape("conv2d", x.shape, w.shape, attrs), dtype }];
   },
   kernels: {
+    webgpu: mathGpu.conv2d,
     cpu(inputs, attrs, outs) {
       const [x, w] = inputs as [Tensor, Tensor];
       const o = outs[0]!;
@@ -199,6 +201,7 @@ export const conv2dTransposeOp: OpDef<Conv2dTransposeAttrs> = defineOp<Conv2dTra
     return [{ shape: [N, Og < 0 ? -1 : Og * g, oH, oW], dtype }];
   },
   kernels: {
+    webgpu: mathGpu.conv2dTranspose,
     cpu(inputs, attrs, outs) {
       const [x, w] = inputs as [Tensor, Tensor];
       const o = outs[0]!;
@@ -252,6 +255,7 @@ export const conv2dBackpropFilterOp: OpDef<Conv2dBackpropFilterAttrs> = defineOp
     return [{ shape: w, dtype }];
   },
   kernels: {
+    webgpu: mathGpu.conv2dBackpropFilter,
     cpu(inputs, attrs, outs) {
       const [x, dy] = inputs as [Tensor, Tensor];
       const o = outs[0]!;

@@ -8,6 +8,7 @@ import { applyOp1, defineOp, type OpDef, type TensorType } from "../registry.js"
 import { toTensor } from "../convert.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { type Pair, type Pads, intPair, checkRank4, checkSpatial, windows, unknownSizeError, resolvePads, checkPads, checkPairAttr, checkKernelFits, shapesCompatible, type Padding2d } from "./window.js";
+import { mathGpu } from "../../backends/webgpu/op-kernels/math.js";
 
 export interface Pool2dAttrs {
   kernelSize: Pair;
@@ -79,6 +80,7 @@ export const maxPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
     return [{ shape: poolShape("maxPool2d", x.shape, attrs), dtype: x.dtype }];
   },
   kernels: {
+    webgpu: mathGpu.maxPool2d,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const o = outs[0]!;
@@ -105,6 +107,7 @@ export const maxPool2dGradOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
     return [{ shape: x.shape, dtype: x.dtype }];
   },
   kernels: {
+    webgpu: mathGpu.maxPool2dGrad,
     cpu(inputs, attrs, outs) {
       const [x, dy] = inputs as [Tensor, Tensor];
       const o = outs[0]!;
@@ -131,6 +134,7 @@ export const maxPool2dGradGradOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
     return [{ shape: poolShape("maxPool2dGradGrad", x.shape, attrs), dtype: x.dtype }];
   },
   kernels: {
+    webgpu: mathGpu.maxPool2dGradGrad,
     cpu(inputs, attrs, outs) {
       const [x, g] = inputs as [Tensor, Tensor];
       const o = outs[0]!;
@@ -154,6 +158,7 @@ export const avgPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
     return [{ shape: poolShape("avgPool2d", x.shape, attrs), dtype: x.dtype }];
   },
   kernels: {
+    webgpu: mathGpu.avgPool2d,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const o = outs[0]!;
@@ -188,6 +193,7 @@ export const avgPool2dGradOp: OpDef<AvgPool2dGradAttrs> = defineOp<AvgPool2dGrad
     return [{ shape: xShape, dtype: dy.dtype }];
   },
   kernels: {
+    webgpu: mathGpu.avgPool2dGrad,
     cpu(inputs, attrs, outs) {
       const dy = inputs[0]!;
       const o = outs[0]!;

@@ -8,6 +8,7 @@ import { installMethods } from "../methods.js";
 import { exp } from "../unary.js";
 import { mul, sub } from "../binary.js";
 import { sum } from "../reduce.js";
+import { mathGpu } from "../../backends/webgpu/op-kernels/math.js";
 
 export interface SoftmaxAttrs {
   /** Normalized (non-negative) axis. */
@@ -70,6 +71,7 @@ function defineSoftmax(name: "softmax" | "logSoftmax", log: boolean): OpDef<Soft
       return [{ shape: x.shape, dtype: floatResult(x.dtype) }];
     },
     kernels: {
+      webgpu: mathGpu[name],
       cpu(inputs, attrs, outs) {
         const x = inputs[0]!;
         const o = outs[0]!;

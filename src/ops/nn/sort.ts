@@ -16,6 +16,7 @@ import { where } from "../where.js";
 import { cast } from "../cast.js";
 import { splitAt } from "./softmax.js";
 import { isInt, unknownSizeError } from "./window.js";
+import { mathGpu } from "../../backends/webgpu/op-kernels/math.js";
 
 export interface TopKAttrs {
   k: number;
@@ -86,6 +87,7 @@ export const topKOp: OpDef<TopKAttrs> = defineOp<TopKAttrs>({
     return [{ shape, dtype: x.dtype }, { shape, dtype: "int32" }];
   },
   kernels: {
+    webgpu: mathGpu.topK,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const n = x.shape[x.shape.length - 1]!;
@@ -113,6 +115,7 @@ export const sortOp: OpDef<SortAttrs> = defineOp<SortAttrs>({
     return [{ shape: x.shape, dtype: x.dtype }];
   },
   kernels: {
+    webgpu: mathGpu.sort,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const values = allocStorage(outs[0]!.dtype, x.size);
@@ -139,6 +142,7 @@ export const argsortOp: OpDef<SortAttrs> = defineOp<SortAttrs>({
     return [{ shape: x.shape, dtype: "int32" }];
   },
   kernels: {
+    webgpu: mathGpu.argsort,
     cpu(inputs, attrs) {
       const x = inputs[0]!;
       const indices = new Int32Array(x.size);

@@ -2,6 +2,7 @@
 import { ShapeError } from "../../core/errors.js";
 import { fmtShape } from "../../core/shape.js";
 import { defineOp } from "../registry.js";
+import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 
 export const dimSizeOp = defineOp<{ axis: number }>({
   name: "dimSize",
@@ -15,6 +16,7 @@ export const dimSizeOp = defineOp<{ axis: number }>({
     return [{ shape: [], dtype: "int32" }];
   },
   kernels: {
+    webgpu: shapeGpu.dimSize,
     cpu(inputs, attrs) {
       const out = new Int32Array(1);
       out[0] = inputs[0]!.shape[attrs.axis]!;

@@ -14,6 +14,7 @@ import { mul } from "../binary.js";
 import { gatherAxis, gatherNDInto, scatterAddAxis } from "../../backends/cpu/gather.js";
 import { fmt, prod, axisOf, unknownAxisError, alloc, positionOf, checkIndexDtype, checkIndexRange, checkAttrAxis, toIndexTensor, type AxisAttrs } from "./common.js";
 import { broadcastLike, broadcastTo, reshape } from "./reshape.js";
+import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 
 
 export const gatherOp = defineOp<AxisAttrs>({
@@ -28,6 +29,7 @@ export const gatherOp = defineOp<AxisAttrs>({
     return [{ shape: [...x.shape.slice(0, axis), ...idx.shape, ...x.shape.slice(axis + 1)], dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.gather,
     cpu(inputs, attrs, outs) {
       const [x, idx] = inputs as [Tensor, Tensor];
       const axis = attrs.axis;
@@ -75,6 +77,7 @@ export const gatherNDOp = defineOp<Record<string, never>>({
     return [{ shape: [...idx.shape.slice(0, -1), ...x.shape.slice(k)], dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.gatherND,
     cpu(inputs, _attrs, outs) {
       const [x, idx] = inputs as [Tensor, Tensor];
       const k = idx.shape[idx.rank - 1]!;
@@ -154,6 +157,7 @@ export const scatterAddOp = defineOp<AxisAttrs>({
     return [{ shape: x.shape, dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.scatterAdd,
     cpu(inputs, attrs, outs) {
       const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
       const axis = attrs.axis;

@@ -9,6 +9,7 @@ import { installMethods } from "../methods.js";
 import { cast } from "../cast.js";
 import { copyStrided } from "../../backends/cpu/transpose.js";
 import { fmt, prod, axisOf, unknownAxisError, alloc, filledCts, checkSameDtypes, checkAttrAxis, type AxisAttrs } from "./common.js";
+import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 
 
 
@@ -42,6 +43,7 @@ export const concatOp = defineOp<AxisAttrs>({
     return [{ shape, dtype: inputs[0]!.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.concat,
     cpu(inputs, attrs, outs) {
       const o = outs[0]!;
       const out = alloc(o);
@@ -113,6 +115,7 @@ export const stackOp = defineOp<AxisAttrs>({
     return [{ shape, dtype: inputs[0]!.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.stack,
     cpu(inputs, attrs, outs) {
       const out = alloc(outs[0]!);
       const s = inputs[0]!.shape;
@@ -147,6 +150,7 @@ export const unstackOp = defineOp<AxisAttrs>({
     return Array.from({ length: x.shape[axis]! }, () => ({ shape, dtype: x.dtype }));
   },
   kernels: {
+    webgpu: shapeGpu.unstack,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const src = x.concrete();
@@ -200,6 +204,7 @@ export const splitOp = defineOp<SplitAttrs>({
     });
   },
   kernels: {
+    webgpu: shapeGpu.split,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const src = x.concrete();

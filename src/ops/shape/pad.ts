@@ -11,6 +11,7 @@ import { copyIndexMapped, copyStrided } from "../../backends/cpu/transpose.js";
 import { fmt, unknownAxisError, alloc } from "./common.js";
 import { sliceOp } from "./slice.js";
 import { scatterAdd } from "./gather.js";
+import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 
 
 export type PadMode = "constant" | "reflect" | "symmetric" | "edge";
@@ -82,6 +83,7 @@ export const padOp = defineOp<PadAttrs>({
     return [{ shape: x.shape.map((n, d) => (n < 0 ? -1 : n + p[d]![0] + p[d]![1])), dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.pad,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const o = outs[0]!;

@@ -13,6 +13,7 @@ import { where } from "../where.js";
 import { elementwiseLoop } from "../../backends/cpu/elementwise.js";
 import { transposeInto } from "../../backends/cpu/transpose.js";
 import { fmt, axesOf, alloc, unknownShapeArg, checkSortedAxes, type AxesAttrs } from "./common.js";
+import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 
 export interface ReshapeAttrs {
   /**
@@ -53,6 +54,7 @@ export const reshapeOp = defineOp<ReshapeAttrs>({
   },
   // Storage is immutable once created, so a reshape shares it.
   kernels: {
+    webgpu: shapeGpu.reshape,
     cpu(inputs) {
       return [inputs[0]!.concrete()];
     },
@@ -107,6 +109,7 @@ export const broadcastToOp = defineOp<BroadcastToAttrs>({
     return [{ shape: s, dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.broadcastTo,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const out = allocStorage(outs[0]!.dtype, sizeOf(attrs.shape));
@@ -192,6 +195,7 @@ export const transposeOp = defineOp<TransposeAttrs>({
     return [{ shape: perm.map((p) => x.shape[p]!), dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.transpose,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const out = alloc(outs[0]!);
@@ -229,7 +233,7 @@ export const expandDimsOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
     for (let i = 0, k = 0; i < outRank; i++) shape.push(axes.includes(i) ? 1 : x.shape[k++]!);
     return [{ shape, dtype: x.dtype }];
   },
-  kernels: { cpu: (inputs) => [inputs[0]!.concrete()] },
+  kernels: { cpu: (inputs) => [inputs[0]!.concrete()], webgpu: shapeGpu.expandDims },
   vjp(ctx, cts) {
     return [applyOp1(squeezeOp, [cts[0]!], { axes: ctx.attrs.axes })];
   },
@@ -259,7 +263,7 @@ export const squeezeOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
     }
     return [{ shape: x.shape.filter((_, i) => !axes.includes(i)), dtype: x.dtype }];
   },
-  kernels: { cpu: (inputs) => [inputs[0]!.concrete()] },
+  kernels: { cpu: (inputs) => [inputs[0]!.concrete()], webgpu: shapeGpu.squeeze },
   vjp(ctx, cts) {
     return [applyOp1(expandDimsOp, [cts[0]!], { axes: ctx.attrs.axes })];
   },

@@ -8,6 +8,7 @@ import { installMethods } from "../methods.js";
 import { copyStrided } from "../../backends/cpu/transpose.js";
 import { fmt, unknownAxisError, alloc } from "./common.js";
 import { squeezeOp } from "./reshape.js";
+import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 
 
 export interface SliceAttrs {
@@ -73,6 +74,7 @@ export const sliceOp: OpDef<SliceAttrs> = defineOp<SliceAttrs>({
     return [{ shape: sliceRanges("slice", x.shape, attrs).map((r) => r.len), dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.slice,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const o = outs[0]!;
@@ -137,6 +139,7 @@ export const sliceGradOp: OpDef<SliceGradAttrs> = defineOp<SliceGradAttrs>({
     return [{ shape: shape.slice(), dtype: dy.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.sliceGrad,
     cpu(inputs, attrs, outs) {
       const dy = inputs[0]!;
       const out = alloc(outs[0]!);

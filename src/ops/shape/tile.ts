@@ -9,6 +9,7 @@ import { sum } from "../reduce.js";
 import { copyIndexMapped, copyStrided } from "../../backends/cpu/transpose.js";
 import { fmt, axesOf, unknownAxisError, alloc, checkSortedAxes, type AxesAttrs } from "./common.js";
 import { reshape } from "./reshape.js";
+import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 
 
 export interface TileAttrs {
@@ -44,6 +45,7 @@ export const tileOp = defineOp<TileAttrs>({
     return [{ shape: xs.map((n, d) => (reps[d] === 0 ? 0 : n < 0 ? -1 : n * reps[d]!)), dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.tile,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const out = alloc(outs[0]!);
@@ -93,6 +95,7 @@ export const flipOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
     return [{ shape: x.shape, dtype: x.dtype }];
   },
   kernels: {
+    webgpu: shapeGpu.flip,
     cpu(inputs, attrs, outs) {
       const x = inputs[0]!;
       const out = alloc(outs[0]!);

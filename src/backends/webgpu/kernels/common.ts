@@ -25,7 +25,7 @@ export function storageType(dtype: DType, op = "webgpu"): WgslScalar {
       return "u32";
     default:
       throw new DtypeError(
-        `${dtype} has no WGSL type, so ${op} cannot run on the webgpu device; cast to ${dtype === "float64" ? "float32" : "int32"} first or run it on the CPU (x.to("cpu"))`,
+        `${dtype} has no WebGPU storage, so ${op} cannot compute with ${dtype} on the webgpu device; cast to ${dtype === "float64" || dtype === "float16" ? "float32" : "int32"} first or run it on the CPU (x.to("cpu"))`,
         op,
       );
   }
