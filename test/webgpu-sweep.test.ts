@@ -16,6 +16,8 @@ import * as sc from "../src/api/index.js";
 import { Rng } from "./util/rng.js";
 import { allCases } from "./grad-cases/index.js";
 import { cases as stagedCases, type StagedCase } from "./staged-cases.js";
+import { cases as dtypeCases } from "./staged-cases-dtypes.js";
+import { cases as addedOpCases } from "./backends/webgpu/added-op-cases.js";
 import { gpuSkip, onGpu } from "./util/webgpu.js";
 import { unplanned } from "../src/exec/webgpu-executor.js";
 
@@ -110,7 +112,7 @@ function sweep(c: StagedCase, name: string): void {
 
 const all: [StagedCase, string][] = [
   ...allCases.map((c): [StagedCase, string] => [c, `${c.op}${c.label ? ` (${c.label})` : ""} [gradient case]`]),
-  ...stagedCases.map((c): [StagedCase, string] => [c, `${c.op}${c.label ? ` (${c.label})` : ""}`]),
+  ...[...stagedCases, ...dtypeCases, ...addedOpCases].map((c): [StagedCase, string] => [c, `${c.op}${c.label ? ` (${c.label})` : ""}`]),
 ];
 
 test("every registry op declares its WebGPU kernel (or is elementwise), and the entry is its own", () => {

@@ -9,6 +9,7 @@ import type { Tensor, TensorLike } from "../core/tensor.js";
 import { bitcastInto, VALUE_BYTES } from "../backends/cpu/bitcast.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
+import { bitwiseGpuEntries } from "../backends/webgpu/op-kernels/elementwise.js";
 
 export const bitcastOp = defineOp<{ dtype: DType }>({
   name: "bitcast",
@@ -22,7 +23,7 @@ export const bitcastOp = defineOp<{ dtype: DType }>({
     }
     return [{ shape: x.shape, dtype: attrs.dtype }];
   },
-  kernels: { cpu: (inputs, attrs) => [bitcastInto(inputs[0]!.concrete(), inputs[0]!.dtype, attrs.dtype)] },
+  kernels: { cpu: (inputs, attrs) => [bitcastInto(inputs[0]!.concrete(), inputs[0]!.dtype, attrs.dtype)], webgpu: bitwiseGpuEntries.bitcast },
 });
 
 export function bitcast(x: TensorLike, dtype: DType): Tensor {

@@ -13,6 +13,7 @@ import type { Tensor, TensorLike } from "../core/tensor.js";
 import { elementwiseLoop } from "../backends/cpu/elementwise.js";
 import { applyOp1, defineOp, type OpDef, type TensorType } from "./registry.js";
 import { toTensorsWeak } from "./convert.js";
+import { bitwiseGpuEntries } from "../backends/webgpu/op-kernels/elementwise.js";
 
 /** `wide` is 1 for the 64-bit types, `unsigned` 1 for the unsigned ones (set from the dtype; infer checks them). */
 interface BitAttrs {
@@ -53,6 +54,7 @@ function bitwise(name: string, inputs: string[], form: BitForm, commutative = fa
       return [{ shape, dtype: types.map((t) => t.dtype).reduce(promoteTypes) }];
     },
     kernels: {
+      webgpu: bitwiseGpuEntries[name as keyof typeof bitwiseGpuEntries],
       cpu(ins, attrs, outs) {
         const o = outs[0]!;
         const out = allocStorage(o.dtype, sizeOf(o.shape));

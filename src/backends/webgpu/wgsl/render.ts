@@ -67,6 +67,10 @@ const F1: Partial<Record<ScalarFn, string>> = {
   log1p: "log1p_f32",
   expm1: "expm1_f32",
   erf: "erf_f32",
+  asinh: "asinh_f32",
+  acosh: "acosh_f32",
+  atanh: "atanh_f32",
+  trunc: "trunc",
   roundHalfEven: "round",
   floor: "floor",
   ceil: "ceil",
@@ -112,9 +116,31 @@ function renderCall(e: ApplyExpr, vars: readonly Rendered[]): Rendered {
     const q = renderTyped(x0!.args[1]!, vars);
     if (p.t !== "f" && q.t !== "f") return { code: `floordiv_i(${toI(p)}, ${toI(q)})`, t: "f" };
   }
+  // trunc(p / q) of integers: C's integer division. (JavaScript gives +-Infinity or NaN for q = 0,
+  // which every integer store makes 0; the dtype rule of truncDiv keeps integers integers.)
+  if (fn === "trunc" && x0!.kind === "apply" && x0!.fn === "div") {
+    const p = renderTyped(x0!.args[0]!, vars);
+    const q = renderTyped(x0!.args[1]!, vars);
+    if (p.t !== "f" && q.t !== "f") return { code: `truncdiv_i(${toI(p)}, ${toI(q)})`, t: "i" };
+  }
   const args = e.args.map((a) => renderTyped(a, vars));
   const [x, y, z] = args as [Rendered, Rendered, Rendered];
   const allInt = args.every((a) => a.t !== "f");
+  // The bitwise ops' WGSL-only functions (op-kernels/elementwise.ts builds them): on i32 words.
+  switch (fn as string) {
+    case "bitAnd":
+    case "bitOr":
+    case "bitXor":
+      return { code: `(${toI(x)} ${fn === ("bitAnd" as ScalarFn) ? "&" : fn === ("bitOr" as ScalarFn) ? "|" : "^"} ${toI(y)})`, t: "i" };
+    case "bitNot":
+      return { code: `(~${toI(x)})`, t: "i" };
+    case "shl":
+    case "shr":
+    case "shru":
+      return { code: `${fn}_i(${toI(x)}, ${toI(y)})`, t: "i" };
+    case "bitcastWord":
+      return x.t === "f" ? { code: `bitcast<i32>(${x.code})`, t: "i" } : { code: `bitcast<f32>(${toI(x)})`, t: "f" };
+  }
   const arith = ARITH[fn];
   if (arith) {
     if (allInt) return { code: `(${toI(x)} ${arith} ${toI(y)})`, t: "i" };
@@ -149,9 +175,13 @@ function renderCall(e: ApplyExpr, vars: readonly Rendered[]): Rendered {
       return { code: `pow_f32(${toF(x)}, ${toF(y)})`, t: "f" };
     case "atan2":
       return { code: `atan2_f32(${toF(x)}, ${toF(y)})`, t: "f" };
+    case "fmod":
+      // (integers: JavaScript's NaN for a zero divisor is 0 in every integer store)
+      if (allInt) return { code: `fmod_i(${toI(x)}, ${toI(y)})`, t: "i" };
+      return { code: `fmod_f32(${toF(x)}, ${toF(y)})`, t: "f" };
   }
   // Functions that keep integers integral (exact on ints).
-  if (x.t !== "f" && (fn === "abs" || fn === "floor" || fn === "ceil" || fn === "roundHalfEven")) {
+  if (x.t !== "f" && (fn === "abs" || fn === "floor" || fn === "ceil" || fn === "roundHalfEven" || fn === "trunc")) {
     return fn === "abs" ? { code: `abs(${toI(x)})`, t: "i" } : { code: toI(x), t: "i" };
   }
   const name = F1[fn];
@@ -337,5 +367,68 @@ fn erf_f32(x: f32) -> f32 {
   let t = 1.0 / (1.0 + 0.5 * ax);
   let erfc = t * exp(-ax * ax - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
   return sign(x) * (1.0 - erfc);
+}
+// C's integer division and remainder (a zero divisor gives 0; i32 min / -1 wraps, as ToInt32 of 2^31).
+fn truncdiv_i(p: i32, q: i32) -> i32 {
+  if (q == 0) { return 0; }
+  if (q == -1) { return -p; }
+  return p / q;
+}
+fn fmod_i(p: i32, q: i32) -> i32 {
+  if (q == 0 || q == -1) { return 0; }
+  return p % q;
+}
+// JavaScript's x % y on floats, exactly (the remainder of two float32 values is a float32 value):
+// subtract the largest y * 2^k not above the rest until it is below |y| (each subtraction is exact).
+fn fmod_f32(x: f32, y: f32) -> f32 {
+  if (is_nan(x) || is_nan(y) || is_inf(x) || y == 0.0) { return nan_f32(); }
+  if (is_inf(y)) { return x; }
+  let m = abs(y);
+  var r = abs(x);
+  if (r < m) { return x; }
+  for (var it = 0; it < 320; it++) {
+    if (r < m) { break; }
+    let k = frexp(r).exp - frexp(m).exp;
+    var t = ldexp(m, k);
+    if (t > r) { t = ldexp(m, k - 1); }
+    r = r - t;
+  }
+  return select(r, -r, x < 0.0);
+}
+// The inverse hyperbolic functions in float32: log1p forms near 0 and 1, log(2x) where x * x overflows.
+fn asinh_f32(x: f32) -> f32 {
+  let ax = abs(x);
+  if (is_nan(x) || is_inf(x) || ax == 0.0) { return x; }
+  var r: f32;
+  if (ax > 1e18) { r = log(ax) + 0.6931471805599453; } else { r = log1p_f32(ax + ax * ax / (1.0 + sqrt(1.0 + ax * ax))); }
+  return select(r, -r, x < 0.0);
+}
+fn acosh_f32(x: f32) -> f32 {
+  if (is_nan(x) || x < 1.0) { return nan_f32(); }
+  if (is_inf(x)) { return x; }
+  if (x > 1e18) { return log(x) + 0.6931471805599453; }
+  let t = x - 1.0;
+  return log1p_f32(t + sqrt(2.0 * t + t * t));
+}
+fn atanh_f32(x: f32) -> f32 {
+  let ax = abs(x);
+  if (is_nan(x) || ax > 1.0) { return nan_f32(); }
+  if (ax == 0.0) { return x; }
+  if (ax == 1.0) { return select(inf_f32(), -inf_f32(), x < 0.0); }
+  let r = 0.5 * log1p_f32(2.0 * ax / (1.0 - ax));
+  return select(r, -r, x < 0.0);
+}
+// Shifts as JavaScript's 32-bit operators with the bitwise ops' guards (ops/bitwise.ts).
+fn shl_i(a: i32, b: i32) -> i32 {
+  if (b < 0 || b >= 32) { return 0; }
+  return a << u32(b);
+}
+fn shr_i(a: i32, b: i32) -> i32 {
+  if (b < 0) { return 0; }
+  return a >> u32(min(b, 31));
+}
+fn shru_i(a: i32, b: i32) -> i32 {
+  if (b < 0 || b >= 32) { return 0; }
+  return bitcast<i32>(bitcast<u32>(a) >> u32(b));
 }
 `;

@@ -1,0 +1,67 @@
+/**
+ * GPU-vs-CPU cases for the ops the ONNX work added, at their edges: C division and remainder of
+ * integers (zero divisors, int32 min / -1) and floats (infinities, NaN, large quotients: fmod is
+ * exact), the inverse hyperbolics at 0, -0, the domain ends and beyond, huge and tiny arguments,
+ * the bitwise ops and shifts of int32 and uint8 (shift amounts below 0, 0, 31, 32 and past), and
+ * bitcast between float32 and int32 (NaN, -0, infinities). test/webgpu-sweep.test.ts runs them with
+ * the registry's cases: the GPU must give the CPU's values, or refuse with a typed error.
+ */
+import * as sc from "../../../src/api/index.js";
+import type { StagedCase } from "../../staged-cases.js";
+
+const i32 = (v: number[]) => sc.tensor(v, "int32");
+const u8 = (v: number[]) => sc.tensor(v, "uint8");
+const f32 = (v: number[]) => sc.tensor(v, "float32");
+
+const SPECIAL = [0, -0, 1, -1, 0.5, -0.5, 1e-8, -1e-8, 0.999999, 1.000001, 2, -2, 1e20, -1e20, 3e38, NaN, Infinity, -Infinity];
+
+export const cases: StagedCase[] = [
+  {
+    op: "truncDiv",
+    label: "int32 at the edges (zero divisors, int32 min / -1), uint8, mixed with a float",
+    inputs: () => [i32([7, -7, 7, -7, 0, 5, -2147483648, -2147483648, 2147483647, 13]), i32([2, 2, -2, -2, 3, 0, -1, 2, -1, 0]), u8([200, 7, 0, 255])],
+    fn: (a, b, u) => [sc.truncDiv(a, b), sc.fmod(a, b), sc.truncDiv(u, u8([3, 0, 5, 16])), sc.fmod(u, u8([3, 0, 5, 16])), sc.truncDiv(a, 2.5)],
+  },
+  {
+    op: "fmod",
+    label: "float32: exact remainders, infinities, NaN, -0",
+    inputs: () => [f32([5.5, -5.5, 1e30, -1e30, 3.0000002, 7, 0, -0, Infinity, NaN, 2, -6, 1e-30]), f32([2, 2, 3.3, 0.1, 1e-7, Infinity, 1, 1, 2, 2, 0, 3, 7e-31])],
+    fn: (a, b) => [sc.fmod(a, b), sc.truncDiv(a, b)],
+  },
+  {
+    op: "asinh",
+    label: "at special values",
+    inputs: () => [f32(SPECIAL)],
+    fn: (x) => [sc.asinh(x), sc.acosh(x), sc.atanh(x)],
+  },
+  {
+    op: "acosh",
+    label: "of integers, near 1 and large",
+    inputs: () => [i32([1, 2, 3, 100, 0, -5]), f32([1, 1.0001, 1.5, 10, 1e10, 1e19])],
+    fn: (n, x) => [sc.acosh(n), sc.asinh(n), sc.acosh(x), sc.asinh(x), sc.atanh(sc.div(x, 1e20))],
+  },
+  {
+    op: "bitwiseAnd",
+    label: "int32, uint8 and mixed, broadcast",
+    inputs: () => [i32([0x7fffffff, -1, -2147483648, 12345, -98765, 0]), u8([255, 0, 170, 85, 15, 240]), i32([0x0f0f0f0f])],
+    fn: (a, u, m) => [sc.bitwiseAnd(a, m), sc.bitwiseOr(a, m), sc.bitwiseXor(a, u), sc.bitwiseAnd(u, u8([15])), sc.bitwiseOr(u, u8([1])), sc.bitwiseXor(u, u8([255])), sc.bitwiseNot(a), sc.bitwiseNot(u)],
+  },
+  {
+    op: "bitShiftLeft",
+    label: "amounts below 0, 0, 31, 32 and past, int32 and uint8",
+    inputs: () => [i32([1, -1, 3, -2147483648, 12345, -7, 5, 1]), i32([-1, 0, 31, 1, 32, 40, 4, 30]), u8([1, 255, 128, 3, 7, 200, 9, 1]), u8([0, 1, 7, 8, 9, 31, 32, 4])],
+    fn: (a, s, u, us) => [sc.bitShiftLeft(a, s), sc.bitShiftRight(a, s), sc.bitShiftLeft(u, us), sc.bitShiftRight(u, us)],
+  },
+  {
+    op: "bitcast",
+    label: "float32 <-> int32 words (NaN, -0, infinities, denormal-free values)",
+    inputs: () => [f32([1, -0, 0, Infinity, -Infinity, NaN, 3.5, -1e-20, 1e30]), i32([0, 1065353216, -1082130432, 2139095040, 2143289344, -2147483648, 123456789])],
+    fn: (f, i) => [sc.bitcast(f, "int32"), sc.bitcast(i, "float32"), sc.bitcast(sc.bitcast(f, "int32"), "float32")],
+  },
+  {
+    op: "bitcast",
+    label: "the host dtypes: int64 -> float64 and uint8 -> int8 run on the host",
+    inputs: () => [sc.tensor([1, -2], "int64"), u8([1, 200])],
+    fn: (d, u) => [sc.bitcast(d, "float64"), sc.bitcast(u, "int8")],
+  },
+];
