@@ -14,7 +14,7 @@ import { zerosLikeTensor } from "../fill.js";
 import { gatherElementsInto, scatterElementsInto, scatterNDInto, type ScatterReduction } from "../../backends/cpu/elements-index.js";
 import { alloc, checkAttrAxis, checkIndexDtype, positionOf, prod, axisOf, toIndexTensor } from "./common.js";
 import { gatherND } from "./gather.js";
-import { onHost } from "../../backends/webgpu/op-kernels/types.js";
+import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 
 const REDUCTIONS: readonly ScatterReduction[] = ["none", "add", "mul", "max", "min"];
 
@@ -58,7 +58,7 @@ export const gatherElementsOp = defineOp<ElementsAttrs>({
     return [{ shape: idx.shape, dtype: x.dtype }];
   },
   kernels: {
-    webgpu: onHost("gatherElements"),
+    webgpu: shapeGpu.gatherElements,
     cpu(inputs, attrs, outs) {
       const [x, idx] = inputs as [Tensor, Tensor];
       const id = idx.concrete();
@@ -98,7 +98,7 @@ export const scatterElementsOp = defineOp<ScatterAttrs>({
     return [{ shape: x.shape, dtype: x.dtype }];
   },
   kernels: {
-    webgpu: onHost("scatterElements"),
+    webgpu: shapeGpu.scatterElements,
     cpu(inputs, attrs) {
       const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
       const id = idx.concrete();
@@ -152,7 +152,7 @@ export const scatterNDOp = defineOp<ScatterNDAttrs>({
     return [{ shape: x.shape, dtype: x.dtype }];
   },
   kernels: {
-    webgpu: onHost("scatterND"),
+    webgpu: shapeGpu.scatterND,
     cpu(inputs, attrs) {
       const [x, idx, upd] = inputs as [Tensor, Tensor, Tensor];
       const k = idx.shape[idx.rank - 1]!;

@@ -3,7 +3,8 @@
  * integers (zero divisors, int32 min / -1) and floats (infinities, NaN, large quotients: fmod is
  * exact), the inverse hyperbolics at 0, -0, the domain ends and beyond, huge and tiny arguments,
  * the bitwise ops and shifts of int32 and uint8 (shift amounts below 0, 0, 31, 32 and past), and
- * bitcast between float32 and int32 (NaN, -0, infinities). test/webgpu-sweep.test.ts runs them with
+ * bitcast between float32 and int32 (NaN, -0, infinities), and the element ops (duplicates, every
+ * reduction, indices out of range). test/webgpu-sweep.test.ts runs them with
  * the registry's cases: the GPU must give the CPU's values, or refuse with a typed error.
  */
 import * as sc from "../../../src/api/index.js";
@@ -63,5 +64,54 @@ export const cases: StagedCase[] = [
     label: "the host dtypes: int64 -> float64 and uint8 -> int8 run on the host",
     inputs: () => [sc.tensor([1, -2], "int64"), u8([1, 200])],
     fn: (d, u) => [sc.bitcast(d, "float64"), sc.bitcast(u, "int8")],
+  },
+  {
+    op: "gatherElements",
+    label: "rank 3, indices smaller than x off the axis, int32 and uint8 values",
+    inputs: (r) => [r.tensor([3, 4, 5], -2, 2, "float32"), i32([0, 3, 3, 1, 2, 0, 1, 1, 3, 2, 0, 0]), u8([1, 2, 3, 250, 5, 6])],
+    fn: (x, i, u) => {
+      const idx = sc.reshape(i, [2, 3, 2]);
+      return [sc.gatherElements(x, idx, 1), sc.gatherElements(sc.cast(x, "int32"), idx, 1), sc.gatherElements(sc.reshape(u, [3, 2]), sc.reshape(i32([2, 0, 1, 1]), [2, 2]), 0)];
+    },
+  },
+  {
+    op: "scatterElements",
+    label: "duplicates: none keeps the last, add and mul in index order, max/min with NaN, int32 and uint8 wrap",
+    inputs: () => [f32([1, 2, 3, 4, 5, 6]), f32([10, NaN, -3, 0.5, 7, -1]), i32([2147483647, 5, 0, 7, 9, 250])],
+    fn: (x, u, n) => {
+      const X = sc.reshape(x, [2, 3]);
+      const U = sc.reshape(u, [2, 3]);
+      const idx = sc.tensor([[1, 1, 0], [0, 0, 2]], "int32");
+      const N = sc.reshape(n, [2, 3]);
+      const B = sc.cast(sc.reshape(n, [2, 3]), "uint8");
+      return [
+        ...(["none", "add", "mul", "max", "min"] as const).map((r) => sc.scatterElements(X, idx, U, 1, r)),
+        sc.scatterElements(X, sc.tensor([[1, 0, 1]], "int32"), sc.reshape(f32([5, 6, 7]), [1, 3]), 0, "add"),
+        ...(["add", "mul", "max"] as const).map((r) => sc.scatterElements(N, idx, N, 1, r)),
+        ...(["add", "mul", "min"] as const).map((r) => sc.scatterElements(B, idx, B, 1, r)),
+      ];
+    },
+  },
+  {
+    op: "scatterND",
+    label: "element tuples with duplicates, row slices, every reduction",
+    inputs: (r) => [r.tensor([3, 4], -2, 2, "float32"), r.tensor([4], -2, 2, "float32"), r.tensor([2, 4], -2, 2, "float32")],
+    fn: (x, u, rows) => [
+      ...(["none", "add", "mul", "max", "min"] as const).map((r) => sc.scatterND(x, sc.tensor([[0, 1], [2, 3], [0, 1], [1, 0]], "int32"), u, r)),
+      sc.scatterND(x, sc.tensor([[2], [0]], "int32"), rows, "none"),
+      sc.scatterND(sc.cast(x, "int32"), sc.tensor([[1], [1]], "int32"), sc.cast(rows, "int32"), "add"),
+    ],
+  },
+  {
+    op: "gatherElements",
+    label: "an index out of range is an IndexError on both devices",
+    inputs: (r) => [r.tensor([2, 3], -1, 1, "float32")],
+    fn: (x) => [sc.gatherElements(x, sc.tensor([[0, 3]], "int32"), 1)],
+  },
+  {
+    op: "scatterND",
+    label: "an index tuple out of range is an IndexError on both devices",
+    inputs: (r) => [r.tensor([2, 3], -1, 1, "float32")],
+    fn: (x) => [sc.scatterND(x, sc.tensor([[1, 0], [2, 0]], "int32"), f32([1, 2]), "add")],
   },
 ];

@@ -7,6 +7,7 @@ import { broadcastTo, cast, copyInto, fill, range, stridedCopy, transpose } from
 import { mappedCopy } from "../kernels/mapped.js";
 import { gather, gatherND, scatterAdd, type OutOfRange } from "../kernels/gather.js";
 import { reduce } from "../kernels/reduce.js";
+import { gatherElements as gatherElementsKernel, scatterElements as scatterElementsKernel, scatterND as scatterNDKernel, type Reduction } from "../kernels/elements.js";
 import { gpuEntries, prod, view, type WebGpuKernel } from "./types.js";
 
 /** Where the user called the op (for an error a kernel reports later, at a read). */
@@ -36,6 +37,18 @@ function axisOutOfRange(op: string, idxShape: readonly number[], n: number, axis
       site,
     );
   };
+}
+
+/** The IndexError of an element op's index out of range along `axis` (the CPU kernels' message). */
+function elementsOutOfRange(op: string, idxShape: readonly number[], xShape: readonly number[], axis: number): OutOfRange {
+  const site = callSite();
+  const n = xShape[axis]!;
+  return (j, k) =>
+    new IndexError(
+      `index ${k} at position ${positionOf(j, idxShape)} of indices (shape ${fmtShape(idxShape)}) is out of range for axis ${axis} of x (shape ${fmtShape(xShape)}) (valid: 0..${n - 1}) (found on the GPU; raised at the next read)`,
+      op,
+      site,
+    );
 }
 
 const alias: WebGpuKernel = (_dev, inputs, _attrs, outs) => [view(inputs[0]!, outs[0]!.shape)];
@@ -209,6 +222,20 @@ export const shapeGpu = gpuEntries(
       return [scatterAdd(dev, x!, idx!, upd!, prod(x!.shape, 0, a.axis), n, prod(x!.shape, a.axis + 1), axisOutOfRange("scatterAdd", idx!.shape, n, a.axis, x!.shape))];
     },
 
+    gatherElements(dev, [x, idx], a: Axis) {
+      return [gatherElementsKernel(dev, x!, idx!, a.axis, elementsOutOfRange("gatherElements", idx!.shape, x!.shape, a.axis))];
+    },
+    scatterElements(dev, [x, idx, upd], a: Axis & { reduction: Reduction }) {
+      return [scatterElementsKernel(dev, x!, idx!, upd!, a.axis, a.reduction, elementsOutOfRange("scatterElements", idx!.shape, x!.shape, a.axis))];
+    },
+    scatterND(dev, [x, idx, upd], a: { reduction: Reduction }) {
+      const site = callSite();
+      const xShape = x!.shape;
+      const tooFar: OutOfRange = (t, d) =>
+        new IndexError(`component ${d} of index tuple ${t} is out of range for axis ${d} of x (shape ${fmtShape(xShape)}, valid 0..${xShape[d]! - 1}) (found on the GPU; raised at the next read)`, "scatterND", site);
+      return [scatterNDKernel(dev, x!, idx!, upd!, a.reduction, tooFar)];
+    },
+
     sumToLike(dev, [x, like], _a, outs) {
       const axes = broadcastReductionAxes(like!.shape, x!.shape);
       const o = outs[0]!;
@@ -227,5 +254,6 @@ export const shapeGpu = gpuEntries(
     customGradient: (_dev, inputs, a: { numInputs: number }, outs) => inputs.slice(a.numInputs).map((x, i) => view(x, outs[i]!.shape)),
   },
   // ops that make, move or convert tensors of the host dtypes run their CPU kernel for them
-  ["fill", "fillLike", "range", "eye", "constant", "cast", "reshape", "expandDims", "squeeze", "identity", "stopGradient", "dimSize"],
+  // (and the element ops with int64 indices)
+  ["fill", "fillLike", "range", "eye", "constant", "cast", "reshape", "expandDims", "squeeze", "identity", "stopGradient", "dimSize", "gatherElements", "scatterElements", "scatterND"],
 );
