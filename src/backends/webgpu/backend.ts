@@ -150,6 +150,7 @@ export class WebGpuBackend implements Backend<GpuStorage> {
         const k = `${o.dtype}${withAttrs ? JSON.stringify(attrs) : ""}`;
         let s = steps.get(k);
         if (!s) {
+          if (steps.size >= 256) steps.clear(); // (attribute values met so far: bounded)
           const expr = bindAttrs(formFor(form, o.dtype), (attrs ?? {}) as Record<string, unknown>);
           steps.set(k, (s = { step: { expr, args: [], dtype: o.dtype }, key: `${exprKey(expr)}:${o.dtype}` }));
         }
