@@ -25,10 +25,16 @@ test("compute with a host dtype on the webgpu device is a DtypeError naming the 
 
 test("host dtypes are made, moved and cast on the webgpu device; the cast result computes on the GPU", { skip: gpuSkip }, () => {
   for (const d of HOST) {
-    const x = sc.tensor([1, 2, 3], d).to("webgpu");
-    const y = onGpu(() => sc.mul(sc.cast(x.reshape([3, 1]), d.startsWith("float") ? "float32" : "int32"), 2));
+    // (negative values where the dtype has them: a byte or word read back must keep its sign)
+    const v = d.startsWith("uint") ? [1, 2, 3] : [-1, 2, -3.5];
+    const x = sc.tensor(v, d).to("webgpu");
+    const r = onGpu(() => x.reshape([3, 1]));
+    assert.equal(r.device, "webgpu:0");
+    const want = Array.from(sc.tensor(v, d).dataSync());
+    assert.deepEqual(Array.from(r.dataSync()), want, d);
+    const y = onGpu(() => sc.mul(sc.cast(r, d.startsWith("float") ? "float32" : "int32"), 2));
     assert.equal(y.device, "webgpu:0");
-    assert.deepEqual(Array.from(y.dataSync()), [2, 4, 6], d);
+    assert.deepEqual(Array.from(y.dataSync()), want.map((a) => 2 * a), d);
     assert.deepEqual(Array.from(onGpu(() => sc.zeros([2], d)).dataSync()), [0, 0], d);
   }
 });
