@@ -12,7 +12,7 @@ import * as t from "@babel/types";
 import { childNodes, identifierNames } from "./ast.js";
 import { NameGen } from "./names.js";
 import { parseFunctionSource, sourceLines, type SourcePosition } from "./parse.js";
-import { convertFunctionNode } from "./convert-function.js";
+import { convertFunctionNode } from "./pipeline.js";
 import { generateCode, type RawSourceMap } from "./generate.js";
 import type { Feature } from "./converters/context.js";
 import { addTwins, staticKeyName } from "./twins.js";
@@ -40,7 +40,7 @@ export interface ConvertFunctionSourceOptions extends SourcePosition {
   sourceContent?: string;
   /** Whether the function is strict-mode code (default true). */
   strict?: boolean;
-  /** Give `if` and `?:` a native copy for JS-valued conditions (default true; see converters/control-flow.ts). */
+  /** Give `if` and `?:` a native copy for JS-valued conditions (default true; see converters/if-statements.ts). */
   nativeCopies?: boolean;
 }
 

@@ -17,7 +17,7 @@
 import * as t from "./build.js";
 import { childNodes, identifierNames, patternIdentifiers, usesSuper, withLoc } from "./ast.js";
 import { NameGen } from "./names.js";
-import { convertFunctionNode, unconvertibleReason, type ConvertedFunction } from "./convert-function.js";
+import { convertFunctionNode, unconvertibleReason, type ConvertedFunction } from "./pipeline.js";
 import { ConversionError } from "./errors.js";
 
 export interface TwinOptions {

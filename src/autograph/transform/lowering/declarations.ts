@@ -1,16 +1,14 @@
 /**
- * Normalization before lowering, all semantics-preserving for strict-mode code:
- * - `var` declarations are hoisted to the top of the function (`var a, b;`), their
- *   initializers becoming assignments in place (branch and loop bodies become closures, in
- *   which a `var` would otherwise be local);
+ * Declarations hoisted where JavaScript hoists them, so that later passes may move statements
+ * into closures and blocks (semantics-preserving for strict-mode code):
+ * - `var` declarations go to the top of the function (`var a, b;`), their initializers
+ *   becoming assignments in place (branch and loop bodies become closures, in which a `var`
+ *   would otherwise be local);
  * - function declarations move to the start of their statement list (they are hoisted there
- *   anyway), so that the rest of a list can be wrapped in a guard or a branch;
- * - `const x` whose elements are written (`x[i] = v`, a functional update that rebinds `x`
- *   when `x` holds a tensor) or that is pushed to (`x.push(v)`: a staged loop makes it a
- *   tensor list, rebound after the loop) becomes `let x` when `x` is never assigned directly.
+ *   anyway), so that the rest of a list can be wrapped in a guard or a branch.
  */
 import * as t from "@babel/types";
-import { childNodes, patternIdentifiers } from "./ast.js";
+import { patternIdentifiers } from "../ast.js";
 
 function isVar(d: t.Node | null | undefined): d is t.VariableDeclaration {
   return !!d && d.type === "VariableDeclaration" && d.kind === "var";
@@ -144,55 +142,16 @@ function hoistFunctionDeclarations(node: t.Node): void {
   visit(node);
 }
 
-const LIST_MUTATORS = new Set(["push", "pop"]);
-
-/** Names written as `x[i] = v` / `x[i] op= v` / `x[i]++` or pushed to (`x.push(v)`), and names assigned directly. */
-function elementWrites(node: t.Node): { indexed: Set<string>; assigned: Set<string> } {
-  const indexed = new Set<string>();
-  const assigned = new Set<string>();
-  const visit = (n: t.Node): void => {
-    if (t.isFunction(n) || t.isClass(n)) return;
-    if (n.type === "AssignmentExpression" || n.type === "UpdateExpression") {
-      const target = n.type === "AssignmentExpression" ? n.left : n.argument;
-      if (target.type === "MemberExpression" && target.computed && target.object.type === "Identifier") indexed.add(target.object.name);
-      if (n.type === "AssignmentExpression") for (const i of patternIdentifiers(n.left)) assigned.add(i.name);
-      else if (target.type === "Identifier") assigned.add(target.name);
-    }
-    // xs.push(v), xs.pop(): a staged loop turns xs into a tensor list, rebinding it after the loop.
-    if (n.type === "CallExpression" && n.callee.type === "MemberExpression" && !n.callee.computed && n.callee.object.type === "Identifier" && n.callee.property.type === "Identifier" && LIST_MUTATORS.has(n.callee.property.name)) {
-      indexed.add(n.callee.object.name);
-    }
-    if ((n.type === "ForOfStatement" || n.type === "ForInStatement") && n.left.type !== "VariableDeclaration") {
-      for (const i of patternIdentifiers(n.left)) assigned.add(i.name);
-    }
-    for (const c of childNodes(n)) visit(c);
-  };
-  visit(node);
-  return { indexed, assigned };
-}
-
-function constToLet(node: t.Node, names: Set<string>): void {
-  const visit = (n: t.Node): void => {
-    if (t.isFunction(n) || t.isClass(n)) return;
-    if (n.type === "VariableDeclaration" && n.kind === "const" && n.declarations.every((d) => d.init)) {
-      const declared = n.declarations.flatMap((d) => patternIdentifiers(d.id).map((i) => i.name));
-      if (declared.some((d) => names.has(d))) n.kind = "let";
-    }
-    for (const c of childNodes(n)) visit(c);
-  };
-  visit(node);
-}
-
-/** Normalizes the body of `fn` in place (fn must be a fresh copy). */
-export function normalizeFunction(fn: t.Function): void {
+/**
+ * Hoists the declarations of a function body in place (fn must be a fresh copy): `var`s to the
+ * top of the function, function declarations to the start of their statement lists.
+ */
+export function hoistDeclarations(fn: t.Function): void {
   if (fn.body.type !== "BlockStatement") return;
   const body = fn.body;
   const names = new Set<string>();
   hoistVarsIn(body, names);
   hoistFunctionDeclarations(body);
-  const { indexed, assigned } = elementWrites(body);
-  const toLet = new Set([...indexed].filter((n) => !assigned.has(n)));
-  if (toLet.size > 0) constToLet(body, toLet);
   if (names.size > 0) {
     const decl = t.variableDeclaration(
       "var",
