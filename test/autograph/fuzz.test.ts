@@ -15,10 +15,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { inspect } from "node:util";
-import { ag } from "../src/autograph/operators/index.js";
-import { convertFunctionSource } from "../src/autograph/transform/convert.js";
-import { generateProgram, type GeneratedProgram } from "./util/program-generator.js";
-import { runCaptured, startWatchdog, type Outcome } from "./util/differential.js";
+import { ag } from "../../src/autograph/operators/index.js";
+import { convertFunctionSource } from "../../src/autograph/transform/convert.js";
+import { generateProgram, type GeneratedProgram } from "../util/program-generator.js";
+import { runCaptured, startWatchdog, type Outcome } from "../util/differential.js";
 
 const PROGRAMS = Number(process.env.FUZZ_PROGRAMS ?? 3000);
 const AUTOGRAPH_PROGRAMS = Number(process.env.FUZZ_AUTOGRAPH_PROGRAMS ?? 100);
@@ -234,7 +234,7 @@ test(`autograph fuzz: ${PROGRAMS} random programs, native vs converted (convertF
 
 test(`autograph fuzz: ${AUTOGRAPH_PROGRAMS} random programs, native vs sc.autograph`, async () => {
   // Imported here, last: it installs the on-demand converter that ag.call uses for closures.
-  const { autograph } = await import("../src/autograph/api.js");
+  const { autograph } = await import("../../src/autograph/api.js");
   const viaAutograph: Converter = { convert: (f) => autograph(f), source: (f) => autograph.toSource(f) };
   // Seeds after the bulk run's, so these programs are new ones.
   fuzz("sc.autograph", () => viaAutograph, FIRST_SEED + PROGRAMS, AUTOGRAPH_PROGRAMS);

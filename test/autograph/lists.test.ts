@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as sc from "../src/api/index.js";
+import * as sc from "../../src/api/index.js";
 
 /** A stack discipline inside a loop: two pushes and one pop per iteration. */
 function pushPop(x: any): any {

@@ -2,7 +2,7 @@
  * The AutoGraph loader (`node --import stagecraft/register app.ts`), run in child processes on
  * TypeScript fixtures as a user would run them. Stagecraft's own sources are TypeScript too, so
  * the child also loads tsx (which the loader leaves Stagecraft's files to):
- *   node --import tsx --import ./src/autograph/register.ts test/fixtures/autograph/<file>.ts
+ *   node --import tsx --import ./src/autograph/register.ts test/autograph/fixtures/<file>.ts
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -10,13 +10,13 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { isUserFile } from "../src/autograph/register-hooks.js";
+import { isUserFile } from "../../src/autograph/register-hooks.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const FIXTURES = path.join(ROOT, "test/fixtures/autograph");
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const FIXTURES = path.join(ROOT, "test/autograph/fixtures");
 
 function runFixture(name: string): string[] {
-  const r = spawnSync(process.execPath, ["--import", "tsx", "--import", "./src/autograph/register.ts", path.join("test/fixtures/autograph", name)], {
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--import", "./src/autograph/register.ts", path.join("test/autograph/fixtures", name)], {
     cwd: ROOT,
     encoding: "utf8",
     timeout: 120_000,

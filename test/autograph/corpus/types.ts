@@ -4,7 +4,7 @@
  * variables (helpers, classes, `sc`) are passed in `scope`, because conversion at run time
  * works from the function's source and cannot see closures.
  */
-import type { DType } from "../../src/api/index.js";
+import type { DType } from "../../../src/api/index.js";
 
 /** Which modes a program runs in. Every program runs natively vs converted with JS values. */
 export interface TensorModes {

@@ -10,9 +10,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import * as sc from "../src/api/index.js";
-import { autograph } from "../src/autograph/api.js";
-import { AutoGraphError } from "../src/autograph/operators/index.js";
+import * as sc from "../../src/api/index.js";
+import { autograph } from "../../src/autograph/api.js";
+import { AutoGraphError } from "../../src/autograph/operators/index.js";
 
 type Any = any;
 const THIS_FILE = fileURLToPath(import.meta.url);

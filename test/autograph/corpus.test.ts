@@ -11,10 +11,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { inspect } from "node:util";
-import * as sc from "../src/api/index.js";
-import { autograph } from "../src/autograph/api.js";
-import { corpus, type CorpusProgram } from "./autograph-corpus/index.js";
-import { describeError, runCaptured, startWatchdog, type Outcome } from "./util/differential.js";
+import * as sc from "../../src/api/index.js";
+import { autograph } from "../../src/autograph/api.js";
+import { corpus, type CorpusProgram } from "./corpus/index.js";
+import { describeError, runCaptured, startWatchdog, type Outcome } from "../util/differential.js";
 
 type AnyFn = (...args: unknown[]) => unknown;
 

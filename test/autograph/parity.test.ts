@@ -8,8 +8,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as sc from "../src/api/index.js";
-import { AutoGraphError } from "../src/autograph/operators/index.js";
+import * as sc from "../../src/api/index.js";
+import { AutoGraphError } from "../../src/autograph/operators/index.js";
 
 type Any = any;
 
@@ -47,7 +47,7 @@ test("a variable first assigned inside a staged loop is usable after it; the gra
   const staged = sc.stage(f);
   assert.throws(
     () => staged(sc.scalar(20, "float64")),
-    (e: unknown) => e instanceof AutoGraphError && /variable y gets its first value inside a staged while loop \(at .*autograph-parity\.test\.ts:\d+:\d+\), which ran zero times/.test((e as Error).message),
+    (e: unknown) => e instanceof AutoGraphError && /variable y gets its first value inside a staged while loop \(at .*autograph\/parity\.test\.ts:\d+:\d+\), which ran zero times/.test((e as Error).message),
   );
   // Differentiable through the loop: dy/dx = 2 (y = 2 * (x + 3k)).
   const g = sc.grad((x: Any) => (staged(x) as Any)[0])(sc.scalar(1, "float64"));

@@ -13,10 +13,10 @@ import { spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 function run(file: string, loader: boolean): { stdout: string[]; stderr: string } {
-  const args = ["--import", "tsx", ...(loader ? ["--import", "./src/autograph/register.ts"] : []), path.join("test/fixtures/autograph", file)];
+  const args = ["--import", "tsx", ...(loader ? ["--import", "./src/autograph/register.ts"] : []), path.join("test/autograph/fixtures", file)];
   const r = spawnSync(process.execPath, args, { cwd: ROOT, encoding: "utf8", timeout: 120_000 });
   assert.equal(r.status, 0, `${file} failed:\n${r.stdout}\n${r.stderr}`);
   return { stdout: r.stdout.trim().split("\n"), stderr: r.stderr };

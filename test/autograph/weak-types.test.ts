@@ -8,9 +8,9 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as sc from "../src/api/index.js";
-import { autograph } from "../src/autograph/api.js";
-import { AutoGraphError } from "../src/autograph/operators/index.js";
+import * as sc from "../../src/api/index.js";
+import { autograph } from "../../src/autograph/api.js";
+import { AutoGraphError } from "../../src/autograph/operators/index.js";
 
 type Any = any;
 const values = (r: unknown): unknown[] => (r as sc.Tensor[]).map((t) => t.item());

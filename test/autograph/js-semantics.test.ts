@@ -5,10 +5,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as sc from "../src/api/index.js";
-import { autograph } from "../src/autograph/api.js";
-import { convertModule } from "../src/autograph/transform/convert.js";
-import { runCaptured } from "./util/differential.js";
+import * as sc from "../../src/api/index.js";
+import { autograph } from "../../src/autograph/api.js";
+import { convertModule } from "../../src/autograph/transform/convert.js";
+import { runCaptured } from "../util/differential.js";
 
 type AnyFn = (...args: any[]) => any;
 

@@ -1,5 +1,5 @@
 /** while, do...while, for(;;), for...of, for...in. */
-import { range } from "../../src/autograph/operators/index.js";
+import { range } from "../../../src/autograph/operators/index.js";
 import { p, type CorpusProgram } from "./types.js";
 
 export const loops: CorpusProgram[] = [
