@@ -27,6 +27,7 @@ import { rebindableConsts } from "./lowering/rebindable-consts.js";
 import { restructureBranches } from "./lowering/branches.js";
 import { lowerBreakContinue } from "./lowering/break-continue.js";
 import { lowerReturns } from "./lowering/returns.js";
+import type { LoweringContext } from "./lowering/flags.js";
 import { endReachable } from "./analyses/exits.js";
 import { analyzeScopes } from "./analyses/scope.js";
 import { annotateStates } from "./analyses/state.js";
@@ -47,6 +48,37 @@ import { Indexing } from "./converters/indexing.js";
 import { TemporalDeadZone } from "./converters/tdz.js";
 
 export { unconvertibleReason } from "./convertible.js";
+
+/** What a lowering pass is given. */
+interface LoweringInput {
+  fn: t.Function;
+  /** The function's body when it is a block (the jump passes have nothing to do otherwise). */
+  body: t.BlockStatement | null;
+  ctx: LoweringContext;
+  /** Whether control can reach the end of the body as written (asked before any pass moves statements). */
+  endReachable: boolean;
+  /** The function's `loc` string. */
+  functionLoc: t.StringLiteral;
+}
+
+/** A lowering pass: plain JavaScript to plain JavaScript, in place. */
+export interface LoweringPass {
+  readonly name: string;
+  run(input: LoweringInput): void;
+}
+
+/**
+ * The lowering passes in the order they run: each assumes the ones before it ran (branches
+ * moves statements into branches only after declarations are where JavaScript hoists them;
+ * the return pass finds the loops the break/continue pass made).
+ */
+export const LOWERING: readonly LoweringPass[] = [
+  { name: "declarations", run: ({ fn }) => hoistDeclarations(fn) },
+  { name: "rebindable-consts", run: ({ fn }) => rebindableConsts(fn) },
+  { name: "branches", run: ({ body, ctx }) => body && restructureBranches(body, ctx.agName) },
+  { name: "break-continue", run: ({ body, ctx }) => body && lowerBreakContinue(body, ctx) },
+  { name: "returns", run: ({ body, ctx, endReachable, functionLoc }) => body && lowerReturns(body, ctx, endReachable, functionLoc) },
+];
 
 /**
  * The converters in the order they run. Statements first (they need the states the analyses
@@ -72,6 +104,9 @@ export const CONVERTERS: readonly ConverterPassClass[] = [
   TemporalDeadZone,
 ];
 
+/** The names of all passes, in order (lowering, then converters; the analyses run between them). */
+export const PASSES: readonly string[] = [...LOWERING.map((p) => p.name), ...CONVERTERS.map((c) => c.passName)];
+
 export interface ConvertFunctionOptions {
   /** File name used in `loc` strings. */
   filename: string;
@@ -85,6 +120,14 @@ export interface ConvertFunctionOptions {
   strict?: boolean;
   /** Give `if` and `?:` a native copy for JS-valued conditions (default true). */
   nativeCopies?: boolean;
+  /**
+   * The passes to run, by name (default: all; see PASSES). They run in the pipeline's order
+   * whatever the order given, and each assumes those before it ran: for tests that show one
+   * pass's job (say every lowering pass and one converter).
+   */
+  passes?: readonly string[];
+  /** Skip a converter when the function has nothing it rewrites (default true; false for tests). */
+  skipIdle?: boolean;
 }
 
 export interface ConvertedFunction {
@@ -145,17 +188,12 @@ export function convertFunctionNode(original: t.Function, opts: ConvertFunctionO
   names.reserve(agName);
   markOpaque(fn, agName);
 
+  const runs = (name: string) => !opts.passes || opts.passes.includes(name);
+
   // 1. lowering
-  hoistDeclarations(fn);
-  rebindableConsts(fn);
   const body = fn.body.type === "BlockStatement" ? fn.body : null;
-  if (body) {
-    const lowering = { names, agName };
-    const reachable = endReachable(body.body);
-    restructureBranches(body, agName);
-    lowerBreakContinue(body, lowering);
-    lowerReturns(body, lowering, reachable, locString(opts.filename, original));
-  }
+  const input: LoweringInput = { fn, body, ctx: { names, agName }, endReachable: !body || endReachable(body.body), functionLoc: locString(opts.filename, original) };
+  for (const pass of LOWERING) if (runs(pass.name)) pass.run(input);
 
   // 2. analyses
   const scopes = analyzeScopes(fn);
@@ -181,7 +219,8 @@ export function convertFunctionNode(original: t.Function, opts: ConvertFunctionO
   };
   // (A converter with nothing to rewrite in this function is skipped.)
   for (const Pass of CONVERTERS) {
-    if (!kinds.has("wrapped") && !Pass.rewrites.some((k) => kinds.has(k))) continue;
+    if (!runs(Pass.passName)) continue;
+    if (opts.skipIdle !== false && !kinds.has("wrapped") && !Pass.rewrites.some((k) => kinds.has(k))) continue;
     new Pass(conv).run(fn);
     for (const k of Pass.adds ?? []) kinds.add(k);
   }

@@ -17,6 +17,7 @@ export function convertIfThrow(ctx: ConvertContext, s: t.IfStatement, th: t.Thro
 }
 
 export class Asserts extends ConverterPass {
+  static readonly passName = "asserts";
   static readonly rewrites = ["ifThrow"];
   protected override statement(s: t.Statement): t.Statement | undefined {
     if (s.type !== "IfStatement") return undefined;

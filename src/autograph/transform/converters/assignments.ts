@@ -91,6 +91,7 @@ export function convertCompoundToVariableOrProperty(ctx: ConvertContext, e: t.As
 }
 
 export class Assignments extends ConverterPass {
+  static readonly passName = "assignments";
   static readonly rewrites = ["UpdateExpression", "compoundAssignment"];
   protected override expression(e: t.Expression, valueUsed: boolean): t.Expression | undefined {
     if (e.type === "UpdateExpression" && !(e.argument.type === "MemberExpression" && e.argument.computed)) return convertUpdate(this, e, valueUsed);

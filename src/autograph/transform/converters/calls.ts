@@ -47,6 +47,7 @@ function convertCall(pass: ConverterPass & ConvertContext, e: t.CallExpression):
 }
 
 export class Calls extends ConverterPass {
+  static readonly passName = "calls";
   static readonly rewrites = ["CallExpression"];
   protected override expression(e: t.Expression): t.Expression | undefined {
     return e.type === "CallExpression" ? (convertCall(this, e) ?? undefined) : undefined;

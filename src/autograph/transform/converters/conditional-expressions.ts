@@ -28,6 +28,7 @@ export function convertIfExp(ctx: ConvertContext, e: t.ConditionalExpression): t
 }
 
 export class ConditionalExpressions extends ConverterPass {
+  static readonly passName = "conditional-expressions";
   static readonly rewrites = ["ConditionalExpression"];
   protected override expression(e: t.Expression): t.Expression | undefined {
     return e.type === "ConditionalExpression" ? convertIfExp(this, e) : undefined;

@@ -52,6 +52,7 @@ function convertNativeJump(ctx: ConvertContext, s: t.IfStatement): t.Statement {
 }
 
 export class IfStatements extends ConverterPass {
+  static readonly passName = "if-statements";
   static readonly rewrites = ["IfStatement"];
   protected override statement(s: t.Statement): t.Statement | undefined {
     if (s.type !== "IfStatement") return undefined;

@@ -186,6 +186,7 @@ export function convertIndexUpdate(ctx: ConvertContext, e: t.UpdateExpression, v
 }
 
 export class Indexing extends ConverterPass {
+  static readonly passName = "indexing";
   static readonly rewrites = ["computedMember"];
   protected override expression(e: t.Expression, valueUsed: boolean): t.Expression | undefined {
     switch (e.type) {

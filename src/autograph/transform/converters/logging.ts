@@ -24,6 +24,7 @@ export function convertConsoleLog(ctx: ConvertContext, e: t.CallExpression, args
 }
 
 export class Logging extends ConverterPass {
+  static readonly passName = "logging";
   static readonly rewrites = ["name:console"];
   protected override expression(e: t.Expression): t.Expression | undefined {
     if (e.type !== "CallExpression" || !isConsoleLog(this, e.callee)) return undefined;

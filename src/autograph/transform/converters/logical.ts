@@ -18,6 +18,7 @@ export function convertLogical(ctx: ConvertContext, e: t.LogicalExpression): t.E
 }
 
 export class LogicalExpressions extends ConverterPass {
+  static readonly passName = "logical";
   static readonly rewrites = ["LogicalExpression"];
   protected override expression(e: t.Expression): t.Expression | undefined {
     return e.type === "LogicalExpression" ? convertLogical(this, e) : undefined;

@@ -42,6 +42,7 @@ export function convertForOf(ctx: ConvertContext, s: t.ForOfStatement): t.Statem
 }
 
 export class Loops extends ConverterPass {
+  static readonly passName = "loops";
   static readonly rewrites = ["WhileStatement", "ForOfStatement"];
   /** (a for...of's extra test, `() => !$brk && !$ret`) */
   static readonly adds = ["UnaryExpression", "LogicalExpression"];

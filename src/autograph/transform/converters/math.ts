@@ -31,6 +31,7 @@ export function convertMathCall(ctx: ConvertContext, e: t.CallExpression, name: 
 }
 
 export class MathCalls extends ConverterPass {
+  static readonly passName = "math";
   static readonly rewrites = ["name:Math"];
   protected override expression(e: t.Expression): t.Expression | undefined {
     if (e.type !== "CallExpression" || e.arguments.some((a) => a.type === "SpreadElement")) return undefined;

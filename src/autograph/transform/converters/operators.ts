@@ -43,6 +43,7 @@ export function convertUnary(ctx: ConvertContext, e: t.UnaryExpression, op: stri
 }
 
 export class Operators extends ConverterPass {
+  static readonly passName = "operators";
   static readonly rewrites = ["BinaryExpression", "UnaryExpression"];
   protected override expression(e: t.Expression): t.Expression | undefined {
     if (e.type === "BinaryExpression") {

@@ -52,6 +52,8 @@ const NO_STATE: StateInfo = { names: [], assignable: [] };
 /** A converter pass, with what it looks for (so the pipeline skips it when a function has none). */
 export interface ConverterPassClass {
   new (conv: Conversion): ConverterPass;
+  /** Its name in the pipeline (pipeline.ts PASSES). */
+  readonly passName: string;
   /**
    * The node types it rewrites, or pseudo-kinds: "ifThrow" (`if (c) throw e`), "compoundAssignment" (`x op= v`),
    * "computedMember" (`x[i]`), "name:console", "name:Math" (the identifier occurs), "tdz" (the

@@ -7,6 +7,7 @@ import * as t from "../build.js";
 import { ConverterPass } from "./pass.js";
 
 export class Switches extends ConverterPass {
+  static readonly passName = "switch";
   static readonly rewrites = ["SwitchStatement"];
   protected override statement(s: t.Statement): t.Statement | undefined {
     if (s.type !== "SwitchStatement") return undefined;

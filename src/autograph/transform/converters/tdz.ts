@@ -11,6 +11,7 @@ import { Anno, hasAnno } from "../anno.js";
 import { ConverterPass } from "./pass.js";
 
 export class TemporalDeadZone extends ConverterPass {
+  static readonly passName = "tdz";
   static readonly rewrites = ["tdz"];
   protected override statement(s: t.Statement): t.Statement | undefined {
     if (s.type !== "VariableDeclaration") return undefined;
