@@ -7,7 +7,6 @@
 // - a small RNN cell loop, h = tanh(x_t W + h U + b), hidden 64, 20 steps, batch 1 and 32.
 // Run standalone: node --import tsx bench/staged.ts
 import * as sc from "../src/api/index.js";
-import "../src/exec/compile.js";
 import { type Row, isMainModule, median, randomValues } from "./common.js";
 
 

@@ -161,7 +161,41 @@ test("reads a safetensors file written by Python's safetensors (float32/64, int6
   }
   assert.equal(f.tensors.get("steps")!.dtype, "int64");
   assert.equal(f.tensors.get("half")!.fileDtype, "F16");
+  assert.equal(f.tensors.get("half")!.dtype, "float16", "F16 is read as float16 (exactly)");
   assert.deepEqual(f.metadata, { framework: "pt" });
+});
+
+test("every dtype is written in its own safetensors dtype and read back as itself, values exact", () => {
+  const cases: [sc.DType, string, number[]][] = [
+    ["float16", "F16", [0.5, -65504, 6e-8, 1 / 3, -0]],
+    ["float32", "F32", [0.1, -3e38, 1e-45]],
+    ["float64", "F64", [0.1, -1e300]],
+    ["int8", "I8", [-128, 127, -1]],
+    ["int16", "I16", [-32768, 32767, -2]],
+    ["int32", "I32", [-(2 ** 31), 2 ** 31 - 1]],
+    ["int64", "I64", [-(2 ** 53), 2 ** 53]],
+    ["uint8", "U8", [0, 255]],
+    ["uint16", "U16", [0, 65535]],
+    ["uint32", "U32", [0, 2 ** 32 - 1]],
+    ["uint64", "U64", [0, 2 ** 53]],
+    ["bool", "BOOL", [1, 0]],
+  ];
+  const tensors = new Map(cases.map(([d, , v]) => [d, sc.tensor(v, d)] as const));
+  const bytes = io.encodeSafetensors(tensors);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + Number(new DataView(bytes.buffer).getBigUint64(0, true))))) as Record<
+    string,
+    { dtype: string; data_offsets: [number, number] }
+  >;
+  const back = io.decodeSafetensors(bytes);
+  for (const [d, fileDtype] of cases) {
+    assert.equal(header[d]!.dtype, fileDtype, d);
+    const e = back.tensors.get(d)!;
+    assert.equal(e.dtype, d);
+    assert.deepEqual(Array.from(e.tensor.dataSync()), Array.from(tensors.get(d)!.dataSync()), d);
+  }
+  // float16 is two bytes an element in the file (its storage here is a Float32Array)
+  const [begin, end] = header.float16!.data_offsets;
+  assert.equal(end - begin, 5 * 2);
 });
 
 test("a checkpoint is a safetensors file Python's safetensors reads (when Python has the package)", (t) => {

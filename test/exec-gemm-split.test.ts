@@ -2,7 +2,7 @@
 // exactly the single-thread result, for any row count and with accumulation.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { gemmInstance } from "../src/exec/wasm-gemm.js";
+import { gemmInstance } from "../src/backends/cpu/wasm/gemm.js";
 import { poolStats } from "../src/backends/cpu/worker-pool.js";
 import { configuredThreads } from "../src/backends/cpu/wasm-runtime.js";
 import { mulberry32 } from "./util/mulberry32.js";

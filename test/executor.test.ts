@@ -1,8 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
-import { compiledExecutor, createCompiledExecutor, interpretExecutor, compileGraph, compiledSpecializations } from "../src/exec/compile.js";
-import { setDefaultExecutor } from "../src/staging/concrete-function.js";
+import { compiledExecutor, createCompiledExecutor, interpretExecutor, compileGraph, compiledSpecializations, setDefaultExecutor } from "../src/api/internals.js";
 import { FunctionLibrary, Graph, type ValueType } from "../src/graph/ir.js";
 import { Rng } from "./util/rng.js";
 import { assertMutateExample } from "./util/mutate-example.js";
@@ -418,7 +417,7 @@ test("STAGECRAFT_EXECUTOR=interpret keeps the interpreter as the default executo
   const root = fileURLToPath(new URL("..", import.meta.url));
   const script = `
     const sc = await import(${JSON.stringify(root + "src/api/index.ts")});
-    const { compiledSpecializations } = await import(${JSON.stringify(root + "src/exec/compile.ts")});
+    const { compiledSpecializations } = await import(${JSON.stringify(root + "src/api/internals.ts")});
     const f = sc.stage((x) => x.add(1));
     const x = sc.tensor([1, 2]);
     for (let i = 0; i < 3; i++) f(x);

@@ -217,8 +217,57 @@ test("5: an error while differentiating a staged loop names the function and the
       assert.match(e.message, /in the gradient of staged function "growing"/);
       assert.doesNotMatch(e.message, /_forward|_backward|_vjp|staged_\d/);
       assert.equal(e.location?.line, lineOf("LOOP-LINE"));
+      // The cause is the loop variable changing shape, not an inputSignature (there is none).
+      assert.ok(e instanceof sc.ShapeError, String(e));
+      assert.match(e.message, /^whileLoop: loop variable 0 changes shape across iterations \(float64\[2\] at the start, float64\[\?\] as its shapeInvariants allow\)/);
+      assert.match(e.message, /the gradient of concat in the loop's body/);
+      assert.doesNotMatch(e.message, /inputSignature/);
       return true;
     });
+  }
+});
+
+test("5: an error raised when a staged gradient runs names the function differentiated, as one raised while tracing it does", () => {
+  const pick = sc.stage(
+    function pick(x: sc.Tensor, i: sc.Tensor) {
+      return sc.sum(sc.gather(x.exp(), i, 0)); // RUNTIME-PICK
+    },
+    { autograph: false },
+  );
+  const looped = sc.stage(
+    function looped(x: sc.Tensor, i: sc.Tensor) {
+      const [, acc] = sc.whileLoop((k, _a) => sc.less(k, 2), (k, a) => [k.add(1), a.add(sc.sum(sc.gather(x.sin(), i, 0)))], [sc.scalar(0, "int32"), sc.scalar(0, "float64")]); // RUNTIME-LOOP
+      return acc!;
+    },
+    { autograph: false },
+  );
+  const branched = sc.stage(
+    function branched(x: sc.Tensor, i: sc.Tensor) {
+      return sc.cond(sc.greater(sc.sum(x), 0), () => sc.sum(sc.gather(x.square(), i, 0)), () => sc.sum(x)); // RUNTIME-COND
+    },
+    { autograph: false },
+  );
+  const x = f64([0.5, 0.7]);
+  const good = sc.tensor([1], "int32");
+  const bad = sc.tensor([5], "int32");
+  for (const [f, name, marker] of [[pick, "pick", "RUNTIME-PICK"], [looped, "looped", "RUNTIME-LOOP"], [branched, "branched", "RUNTIME-COND"]] as const) {
+    const g = sc.stage(sc.grad(f), { autograph: false });
+    g(x, good); // traced and run once: the next error is raised by the compiled graph as it runs
+    assert.throws(
+      () => g(x, bad),
+      (e: unknown) => {
+        assert.ok(e instanceof sc.IndexError, String(e));
+        assert.match(e.message, new RegExp(`in the gradient of staged function "${name}"`), name);
+        assert.equal(e.message.match(/in the gradient of/g)?.length, 1, "named once");
+        assert.equal(e.location?.line, lineOf(marker), name);
+        return true;
+      },
+    );
+    // The function itself (no gradient) raises the error without the note.
+    assert.throws(
+      () => f(x, bad),
+      (e: unknown) => e instanceof sc.IndexError && !/in the gradient of/.test(e.message) && e.location?.line === lineOf(marker),
+    );
   }
 });
 

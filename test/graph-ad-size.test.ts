@@ -88,9 +88,9 @@ test("loops keep only the per-iteration values the backward reads (bytes measure
   const tape = new sc.GradientTape();
   const keptBytes: number[] = [];
   // Watch every row the differentiated forward pushes on a stack for its backward.
-  const original = sc.getOp("stackPush").kernel;
-  const def = sc.getOp("stackPush") as { kernel: typeof original };
-  def.kernel = (inputs, attrs, outs) => {
+  const kernels = sc.getOp("stackPush").kernels;
+  const original = kernels.cpu!;
+  kernels.cpu = (inputs, attrs, outs) => {
     const data = original(inputs, attrs, outs);
     keptBytes.push(...data.map((d) => d.byteLength));
     return data;
@@ -107,7 +107,7 @@ test("loops keep only the per-iteration values the backward reads (bytes measure
     }
     assertClose(gb.dataSync(), [d, d, d, d], 1e-12, "d/db");
   } finally {
-    def.kernel = original;
+    kernels.cpu = original;
   }
   // One stack (b's values), one row of 4 float64 per iteration, 160 bytes in the end; a is not kept.
   assert.deepEqual(keptBytes, [32, 64, 96, 128, 160]);

@@ -252,14 +252,14 @@ test("a recursion's gradient runs each call's forward once and sums weight gradi
     const loss = tape.record(() => sc.sum(tree(f64(0), x)));
     return tape.gradient(loss, [treeW, treeB]);
   });
-  const tanh = sc.getOp("tanh") as { kernel: (...a: unknown[]) => unknown };
-  const original = tanh.kernel;
+  const tanh = sc.getOp("tanh").kernels as { cpu: (...a: unknown[]) => unknown };
+  const original = tanh.cpu;
   let calls = 0;
-  tanh.kernel = (...a: unknown[]) => (calls++, original(...a));
+  tanh.cpu = (...a: unknown[]) => (calls++, original(...a));
   try {
     step(x);
   } finally {
-    tanh.kernel = original;
+    tanh.cpu = original;
   }
   assert.equal(calls, treeSize, "one tanh per tree node: no subtree is recomputed in the backward");
   // The backward of the recursive function returns the weight's gradient as stacks of rows,

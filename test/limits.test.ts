@@ -27,6 +27,10 @@ test("tensors too large to allocate are AllocationErrors naming the op, the shap
   throwsHere(() => sc.random.normal([1e6, 1e6], { seed: 1 }), sc.AllocationError, /^randomNormal: /);
   // 2^32 elements is the most a typed array holds: one more is refused, that many is not checked away
   throwsHere(() => sc.zeros([2 ** 32 + 1], "uint8"), sc.AllocationError, /4294967297 elements/);
+  // sizes in bytes are the storage's: float16 is held in a Float32Array (4 bytes an element), int8 in 1, uint64 in 8
+  throwsHere(() => sc.zeros([1e6, 1e6], "float16"), sc.AllocationError, /^fill: a float16 tensor of shape \[1000000, 1000000\] \(1000000000000 elements, 3\.64 TiB\)/);
+  throwsHere(() => sc.ones([1e6, 1e6], "int8"), sc.AllocationError, /^fill: a int8 tensor .* 931 GiB\)/);
+  throwsHere(() => sc.cast(sc.zeros([70000, 1], "uint16"), "uint64").add(sc.zeros([1, 70000], "uint64")), sc.AllocationError, /^add: a uint64 tensor of shape \[70000, 70000\] \(4900000000 elements, 36\.5 GiB\)/);
 });
 
 test("staged: a static size is refused while tracing, an unknown one when the function meets its shapes, at the op's line", () => {
@@ -41,6 +45,11 @@ test("staged: a static size is refused while tracing, an unknown one when the fu
       (e: Error) => e instanceof sc.AllocationError && /^add: a float32 tensor of shape \[70000, 70000\]/.test(e.message) && /limits\.test\.ts:\d+:\d+\)$/.test(e.message),
     );
     assert.deepEqual(outer(sc.ones([2, 1]), sc.ones([1, 3])).shape, [2, 3]);
+  }
+  const half = sc.stage((a: sc.Tensor, b: sc.Tensor) => sc.mul(a, b), { autograph: false, inputSignature: [sc.spec([null, 1], "float16"), sc.spec([1, null], "float16")] });
+  for (let k = 0; k < 3; k++) {
+    assert.throws(() => half(sc.zeros([70000, 1], "float16"), sc.zeros([1, 70000], "float16")), (e: Error) => e instanceof sc.AllocationError && /^mul: a float16 tensor of shape \[70000, 70000\] \(4900000000 elements, 18\.3 GiB\)/.test(e.message));
+    assert.deepEqual(half(sc.ones([2, 1], "float16"), sc.full([1, 3], 0.1, "float16")).dataSync(), new Float32Array(6).fill(0.0999755859375));
   }
 });
 

@@ -29,7 +29,7 @@ test("a misspelt option is rejected with the nearest known key and the list (max
   rejects("GradientTape", () => new sc.GradientTape({ persistant: true } as any), "persistant", ["persistent", "watchAccessedVariables"], "persistent");
 });
 
-test("every options object of the public API goes through the validator", () => {
+test("every options object of the public API goes through the validator", async () => {
   const cases: [string, () => unknown, string[]][] = [
     ["stage", () => sc.stage((t: sc.Tensor) => t, bad), ["inputSignature", "reduceRetracing", "name", "outputSignature", "autograph"]],
     ["whileLoop", () => sc.whileLoop(() => false, (v) => [v], [sc.scalar(0)], bad), ["maxIterations", "shapeInvariants"]],
@@ -70,9 +70,14 @@ test("every options object of the public API goes through the validator", () => 
     ["cumsum", () => sc.cumsum(sc.ones([3]), 0, bad), ["exclusive", "reverse"]],
     ["parseSExpr", () => sc.parseSExpr("", bad), ["variables"]],
     ["graphsEqual", () => sc.graphsEqual(new sc.Graph("a"), new sc.Graph("b"), undefined, undefined, bad), ["ignoreGraphNames"]],
+    ["onnx.load", () => sc.onnx.load(new Uint8Array(0), bad), ["maxElements", "baseDir", "name", "trainable", "maxLoopIterations"]],
+    ["onnx.makeModel", () => sc.onnx.makeModel(sc.onnx.makeGraph([], "g", [], []), bad), ["opset", "irVersion", "opsets", "producer", "functions"]],
+    ["onnx.makeNode", () => sc.onnx.makeNode("Relu", ["x"], ["y"], {}, bad), ["name", "domain"]],
+    ["onnx.runConformance", () => sc.onnx.runConformance("/nonexistent", bad), ["filter", "tolerance", "onCase"]],
   ];
   for (const [api, fn, known] of cases) rejects(api, fn, "bogusOption", known);
   const g = sc.stage((t: sc.Tensor) => t.add(1), { autograph: false }).concrete(sc.scalar(1));
+  await assert.rejects(sc.onnx.createSession(new Uint8Array(0), bad), (e: Error) => e instanceof sc.ValueError && /^onnx\.createSession: unknown option "bogusOption"; known options: executionProviders/.test(e.message));
   rejects("optimize", () => sc.optimizeCopy(g.graph, g.library, bad), "bogusOption", ["exactSignedZeros", "maxIterations", "fuse", "verify", "inline", "fold", "fusion", "constantInputs", "onPass"]);
   rejects("optimize: fold", () => sc.optimizeCopy(g.graph, g.library, { fold: bad }), "bogusOption", ["maxElements", "maxSinkElements"]);
 });

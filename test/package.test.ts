@@ -33,3 +33,16 @@ test("npm reads the project's configuration without a warning, and onnxruntime-n
   // Every dependency with install scripts is reviewed in package.json's allowScripts (none pending).
   assert.deepEqual(JSON.parse(r.stdout), { allowScripts: [] });
 });
+
+test("internals are not on the public surface; the documented stagecraft/internals entry has them", async () => {
+  const sc = (await import("stagecraft")) as Record<string, unknown>;
+  for (const name of ["compileGraph", "createCompiledExecutor", "compiledExecutor", "interpretExecutor", "addOp", "reduceAttrs", "toIndexTensor"]) {
+    assert.equal(sc[name], undefined, `${name} is not public`);
+  }
+  const stageOf = sc.stage as (f: (x: unknown) => unknown) => Record<string, unknown>;
+  assert.equal(stageOf((x) => x).pythonFunction, undefined);
+  const internals = (await import("stagecraft/internals")) as Record<string, unknown>;
+  for (const name of ["compileGraph", "createCompiledExecutor", "compiledExecutor", "interpretExecutor", "condOp", "registerBackend", "cpuBackend"]) {
+    assert.ok(internals[name] !== undefined, `${name} is in stagecraft/internals`);
+  }
+});

@@ -26,7 +26,7 @@ import {
   simplify,
   type FusedAttrs,
 } from "../src/graph/passes/index.js";
-import { fusedKernel, fusedKernelSource } from "../src/backends/cpu/fused.js";
+import { fusedKernel, fusedKernelSource } from "../src/ops/fused.js";
 import type { DType } from "../src/core/dtype.js";
 import { Rng } from "./util/rng.js";
 

@@ -261,9 +261,11 @@ test("devices: listDevices, device scopes, tensors know their device", () => {
     family: "test",
     inputs: ["x"],
     infer: (ins) => [ins[0]!],
-    kernel: (ins) => {
-      seen.push(...ins.map((x) => x.device));
-      return [ins[0]!.concrete().slice()];
+    kernels: {
+      cpu: (ins) => {
+        seen.push(...ins.map((x) => x.device));
+        return [ins[0]!.concrete().slice()];
+      },
     },
   });
   assert.deepEqual(applyOp1(probe, [elsewhere], {}).arraySync(), [1, 2]);

@@ -9,15 +9,17 @@
  * to float32), plus test/staged-cases.ts for what they do not cover (ops without gradients,
  * integer and bool dtypes, keyed random draws, print, the optimizer's constant and
  * fusedElementwise). No tolerance is needed: the compiled loops reproduce the kernels'
- * roundings exactly (see src/exec/loops.ts).
+ * roundings exactly (see src/backends/cpu/js-loops.ts).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
-import "../src/exec/compile.js";
 import { Rng } from "./util/rng.js";
 import { allCases } from "./grad-cases/index.js";
-import { cases as stagedCases, type StagedCase } from "./staged-cases.js";
+import { cases as baseStagedCases, type StagedCase } from "./staged-cases.js";
+import { cases as dtypeCases } from "./staged-cases-dtypes.js";
+
+const stagedCases: StagedCase[] = [...baseStagedCases, ...dtypeCases];
 
 /** Registry ops that need no case here, with the reason. */
 const EXCLUDED: Record<string, string> = {};

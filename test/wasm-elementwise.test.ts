@@ -1,10 +1,14 @@
-// The compiled executor's WebAssembly SIMD elementwise loops (exec/wasm-elementwise.ts) give
-// exactly the eager kernels' float32 results, special values and broadcasting included.
+// The compiled executor's WebAssembly SIMD elementwise loops (backends/cpu/wasm/: each op's
+// expression rendered by simd-expr.ts) give exactly the eager kernels' float32 results, special
+// values and broadcasting included.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
-import { compileGraph } from "../src/exec/compile.js";
+import { compileGraph } from "../src/api/internals.js";
 import { Rng } from "./util/rng.js";
+import { bindAttrs, formFor } from "../src/core/expr.js";
+import { simdRenderable } from "../src/backends/cpu/wasm/simd-expr.js";
+import { roundToFloat16 } from "../src/core/float16.js";
 
 const f32 = Math.fround;
 const TANH_RANGE = 7.90531110763549805;
@@ -51,7 +55,7 @@ function assertSameBits(what: string, got: sc.Tensor, want: sc.Tensor): void {
 
 /** Stages fn, checks that its compiled code runs SIMD loops, and compares with eager calls. */
 function checkAgainstEager(what: string, fn: (...xs: sc.Tensor[]) => sc.Tensor | sc.Tensor[], args: sc.Tensor[], simdLoops = 1): void {
-  const staged = sc.stage(fn);
+  const staged = sc.stage(fn, { autograph: false });
   const cf = staged.concrete(...args);
   const compiled = compileGraph(cf.graph, cf.library, args.map((a) => a.shape));
   const calls = compiled.source.match(/\bE\d+\(\);/g) ?? [];
@@ -122,6 +126,48 @@ test("fused SIMD chains: the RNN cell, its backward, several outputs and weak co
   checkAgainstEager("max/min clip chain", (p, q) => sc.minimum(sc.maximum(p.mul(2), q.neg()), sc.abs(q)).add(1e-3), [a, b]);
 });
 
+test("ops whose expressions need float64 lanes or selects equal the eager kernels bit for bit", () => {
+  // rsqrt, floorDiv, mod, squaredDifference and leakyRelu with an alpha float32 cannot hold round a
+  // float64 intermediate: they run in float64x2 lanes; sign, floor, ceil, clip are exact selects.
+  const rng = new Rng(11);
+  const x = tensorOf([9, 37], rng);
+  const y = tensorOf([9, 37], rng, 7);
+  const lo = tensorOf([37], rng, 2);
+  const unary: [string, (t: sc.Tensor) => sc.Tensor][] = [
+    ["sign", sc.sign], ["rsqrt", sc.rsqrt], ["floor", sc.floor], ["ceil", sc.ceil],
+    ["leakyRelu 0.2", (t) => sc.leakyRelu(t, 0.2)], ["leakyRelu 0.5", (t) => sc.leakyRelu(t, 0.5)],
+  ];
+  for (const [name, op] of unary) checkAgainstEager(name, (a) => op(a), [x]);
+  const binary: [string, (a: sc.Tensor, b: sc.Tensor) => sc.Tensor][] = [["floorDiv", sc.floorDiv], ["mod", sc.mod], ["squaredDifference", sc.squaredDifference]];
+  for (const [name, op] of binary) {
+    checkAgainstEager(name, (a, b) => op(a, b), [x, y]);
+    checkAgainstEager(`${name} by a row`, (a, b) => op(a, b), [x, lo]);
+  }
+  checkAgainstEager("clip", (a, l, h) => sc.clip(a, l, h), [x, lo, sc.add(lo, 0.5)]);
+  checkAgainstEager("rsqrt then mul, fused", (a, b) => sc.rsqrt(a).mul(b).sub(sc.sign(b)), [x, y]);
+});
+
+test("every elementwise op whose float32 expression has a SIMD form runs as SIMD and equals the eager kernel", () => {
+  const rng = new Rng(12);
+  const operands = [tensorOf([9, 37], rng), tensorOf([9, 37], rng, 3), tensorOf([37], rng, 6)];
+  let swept = 0;
+  for (const def of sc.listOps()) {
+    if (!def.elementwise || def.inputs.length > 3) continue;
+    const attrs = def.name === "leakyRelu" || def.name === "elu" ? { alpha: 0.3 } : {};
+    const args = operands.slice(0, def.inputs.length);
+    let probe: sc.Tensor;
+    try {
+      probe = sc.applyOp(def, args, attrs)[0]!;
+    } catch {
+      continue; // not defined on float32 operands (where's condition is bool)
+    }
+    if (probe.dtype !== "float32" || !simdRenderable(bindAttrs(formFor(def.elementwise, "float32"), attrs))) continue;
+    checkAgainstEager(`${def.name} (sweep)`, (...xs) => sc.applyOp(def, xs, attrs)[0]!, args);
+    swept++;
+  }
+  assert.ok(swept >= 20, `swept ${swept} ops`);
+});
+
 test("below the size threshold, other dtypes and ops without a SIMD form use the JavaScript loops", () => {
   const rng = new Rng(10);
   const small = tensorOf([4, 8], rng);
@@ -130,4 +176,21 @@ test("below the size threshold, other dtypes and ops without a SIMD form use the
   checkAgainstEager("exp has no SIMD form", (p) => sc.exp(p.mul(0.01)), [big], 0);
   const f64 = sc.cast(big, "float64");
   checkAgainstEager("float64 stays in JavaScript", (p) => p.add(1), [f64], 0);
+});
+
+test("float16 (float32 storage, values rounded to float16) never runs as SIMD: its loops round every step", () => {
+  const rng = new Rng(11);
+  const big = sc.cast(tensorOf([20, 30], rng), "float16");
+  const other = sc.cast(tensorOf([30], rng), "float16");
+  // the same ops on float32 run as SIMD (one fused loop): float16 must not
+  checkAgainstEager("float32 twin", (p, q) => sc.relu(p.mul(1.001).add(q)), [sc.cast(big, "float32"), sc.cast(other, "float32")], 1);
+  checkAgainstEager("float16 chain", (p, q) => sc.relu(p.mul(1.001).add(q)), [big, other], 0);
+  checkAgainstEager("float16 tanh and sqrt", (p) => [sc.tanh(p), sc.sqrt(sc.abs(p))], [big], 0);
+  // float32 steps around float16 ones: the float32 loops (before and after) run as SIMD, the float16 ones in JavaScript
+  checkAgainstEager("float32 through float16 and back", (p) => sc.cast(sc.cast(p.mul(3), "float16").add(0.1), "float32").mul(0.5), [sc.cast(big, "float32")], 2);
+  const h = sc.stage((p: sc.Tensor) => p.mul(1.001).add(other), { autograph: false });
+  for (let call = 0; call < 2; call++) {
+    const got = h(big).dataSync();
+    for (const v of got) assert.equal(v, roundToFloat16(v), "every stored value is a float16 number");
+  }
 });

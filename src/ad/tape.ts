@@ -5,7 +5,7 @@
  * itself: nesting gives higher-order derivatives.
  */
 import { pushRecorder, removeRecorder, withoutRecorders, type OpRecorder } from "../core/context.js";
-import { GradientError } from "../core/errors.js";
+import { atNode, executing, GradientError, type SourceLocation } from "../core/errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor } from "../core/tensor.js";
 import { Variable, variableReadObservers, type VariableReadObserver } from "../core/variable.js";
@@ -14,13 +14,18 @@ import type { OpDef } from "../ops/registry.js";
 import { add } from "../ops/binary.js";
 import { cast } from "../ops/cast.js";
 import { onesLikeTensor, zerosLikeTensor } from "../ops/fill.js";
-import { mapStructure, type Structure } from "./structure.js";
+import { mapStructure, type Structure } from "../core/structure.js";
 
 interface Entry {
   def: OpDef;
   inputs: Tensor[];
   attrs: unknown;
   outputs: Tensor[];
+  /**
+   * Where the op was written, when known as it ran (a node of a graph being replayed or
+   * executed): its VJP runs there, so the gradient's nodes and errors name that line.
+   */
+  loc: SourceLocation | null;
 }
 
 export interface GradientTapeOptions {
@@ -126,7 +131,7 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
       }
     }
     if (!touches) return;
-    this.entries.push({ def, inputs, attrs, outputs });
+    this.entries.push({ def, inputs, attrs, outputs, loc: executing.at });
     for (let i = 0; i < outputs.length; i++) if (isFloat(outputs[i]!.dtype)) this.tracked.add(outputs[i]!.id);
   }
 
@@ -196,7 +201,8 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
       const outCts = outputCotangents(entry, cts);
       if (outCts.every((c) => c === null)) continue;
       // Outputs without a cotangent pass null (zero): multi-output VJPs skip that work.
-      const inCts = entry.def.vjp!({ inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs }, outCts);
+      const vjpCtx = { inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs };
+      const inCts = entry.loc === null ? entry.def.vjp!(vjpCtx, outCts) : atNode(entry.loc, () => entry.def.vjp!(vjpCtx, outCts));
       for (let i = 0; i < entry.inputs.length; i++) {
         const g = inCts[i];
         const x = entry.inputs[i]!;

@@ -11,10 +11,10 @@
  *
  * convertForStage(fn) is what sc.stage uses: the converted function when possible, else the
  * original and (once) a note naming the free variables and the fix when the body has
- * constructs that need conversion. Importing this module installs the on-demand converter the
- * runtime uses for functions called from converted code (`ag.call`).
+ * constructs that need conversion (the package entry, api/wiring.ts, installs it into stage()).
+ * Importing this module installs the on-demand converter the runtime uses for functions called
+ * from converted code (`ag.call`).
  */
-import { setStageConverter } from "../staging/stage.js";
 import { fileURLToPath } from "node:url";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
@@ -531,5 +531,3 @@ setConverter(convertCallee);
 
 /** Stagecraft's own functions (their callbacks are converted when converted code calls them). */
 setLibraryCheck(isOwnFunction);
-
-setStageConverter((fn) => convertForStage(fn));

@@ -4,12 +4,16 @@
  * the recorder list, independently of which handler ran them.
  */
 import type { Tensor } from "./tensor.js";
-import type { OpDef } from "../ops/registry.js";
 import type { Variable } from "./variable.js";
+
+/** An op as the context stack sees it: its declaration (ops/registry.ts OpDef) says the rest. */
+export interface OpRef {
+  readonly name: string;
+}
 
 export interface OpHandler {
   /** Runs or records `def` on already-converted tensor inputs; returns its outputs. */
-  run(def: OpDef, inputs: Tensor[], attrs: any): Tensor[];
+  run(def: OpRef, inputs: Tensor[], attrs: any): Tensor[];
   /** Staging: the value of a variable at this point of the graph (a read node). */
   readVariable?(v: Variable): Tensor;
   /** Staging: records an assignment of `value` to `v`. */
@@ -20,7 +24,7 @@ export interface OpHandler {
 
 export interface OpRecorder {
   /** Called after every op; a recorder keeps what it needs to differentiate it. */
-  recordOp(def: OpDef, inputs: Tensor[], attrs: any, outputs: Tensor[]): void;
+  recordOp(def: OpRef, inputs: Tensor[], attrs: any, outputs: Tensor[]): void;
   /** Whether gradients may be asked with respect to `t` (it is watched or derived from one). */
   tracks(t: Tensor): boolean;
 }

@@ -1,8 +1,8 @@
 /**
  * Devices. Every tensor knows its device; ops run on the device of the innermost
- * `device(name, fn)` scope (default: the first registered), and inputs that live elsewhere
- * are copied there transparently. Only the CPU exists today: the abstraction keeps the
- * rest of the code from assuming it.
+ * `device(name, fn)` scope (default: the CPU), and inputs that live elsewhere are copied there
+ * transparently. A device's kind names the backend that runs it (backends/backend.ts); a
+ * backend adds its devices when it is registered. The CPU is always there.
  */
 import { ValueError } from "./errors.js";
 
@@ -14,8 +14,18 @@ export interface DeviceInfo {
   description: string;
 }
 
-const devices: DeviceInfo[] = [{ name: "cpu:0", kind: "cpu", description: "CPU (TypeScript kernels, WebAssembly SIMD, worker threads)" }];
+/** The device of host memory: a tensor made from host data (typed arrays) lives here until an op moves it. */
+export const HOST_DEVICE = "cpu:0";
+
+const devices: DeviceInfo[] = [{ name: HOST_DEVICE, kind: "cpu", description: "CPU (TypeScript kernels, WebAssembly SIMD, worker threads)" }];
 const scope: string[] = [];
+
+/** Adds a device (backends/backend.ts registerBackend does, for each device of a backend). */
+export function addDevice(d: DeviceInfo): void {
+  const known = devices.find((x) => x.name === d.name);
+  if (known && known.kind !== d.kind) throw new ValueError(`device ${d.name} is of kind ${known.kind}, not ${d.kind}`, "device");
+  if (!known) devices.push({ ...d });
+}
 
 export function listDevices(): DeviceInfo[] {
   return devices.map((d) => ({ ...d }));

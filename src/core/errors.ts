@@ -33,6 +33,11 @@ export interface SourceLocation {
   file: string;
   line: number;
   column: number;
+  /**
+   * On a node that graph AD traced for a gradient: the staged function whose gradient it
+   * computes. An error raised where it runs says so, as errors raised while tracing it do.
+   */
+  gradientOf?: string;
 }
 
 /** A file name as a stack shows it (a path, a file URL, or a sourceURL with a query) as a path. */
@@ -132,6 +137,41 @@ export function atNode<T>(loc: SourceLocation | null, fn: () => T): T {
   }
 }
 
+/** The staged function whose gradient is being traced now, if any (see withinGradientOf). */
+let gradientTraced: string | null = null;
+
+/**
+ * Runs `fn` as part of tracing the gradient of staged function `name` (graph AD does): the
+ * locations of nodes traced meanwhile (gradientLocation) carry the name.
+ */
+export function withinGradientOf<T>(name: string, fn: () => T): T {
+  const saved = gradientTraced;
+  gradientTraced = name;
+  try {
+    return fn();
+  } finally {
+    gradientTraced = saved;
+  }
+}
+
+const marked = new WeakMap<SourceLocation, Map<string, SourceLocation>>();
+
+/** `loc` as the location of a node traced now: marked with the gradient being traced, if any. */
+export function gradientLocation(loc: SourceLocation | null): SourceLocation | null {
+  const name = gradientTraced;
+  if (loc === null || name === null || loc.gradientOf === name) return loc;
+  let byName = marked.get(loc);
+  if (!byName) marked.set(loc, (byName = new Map()));
+  let m = byName.get(name);
+  if (!m) byName.set(name, (m = { file: loc.file, line: loc.line, column: loc.column, gradientOf: name }));
+  return m;
+}
+
+/** What an error raised in the gradient of staged function `name` adds to its message. */
+export function gradientNote(name: string): string {
+  return `(in the gradient of staged function "${name}")`;
+}
+
 export function formatLocation(loc: SourceLocation | null): string {
   if (!loc) return "";
   const rel = path.relative(process.cwd(), loc.file);
@@ -170,7 +210,8 @@ export class StagecraftError extends Error {
   constructor(message: string, op?: string, location?: SourceLocation | null) {
     const loc = location === undefined ? (executing.at ?? userLocation()) : location;
     const where = formatLocation(loc);
-    super(`${op ? `${op}: ` : ""}${message}${where ? ` (at ${where})` : ""}`);
+    const note = loc?.gradientOf ? ` ${gradientNote(loc.gradientOf)}` : "";
+    super(`${op ? `${op}: ` : ""}${message}${note}${where ? ` (at ${where})` : ""}`);
     this.name = new.target.name;
     this.op = op;
     this.location = loc;

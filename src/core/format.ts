@@ -7,7 +7,7 @@ const SUMMARIZE_OVER = 1000;
 
 function fmtNumber(v: number, dtype: DType, precision: number): string {
   if (dtype === "bool") return v ? "true" : "false";
-  if (dtype !== "float32" && dtype !== "float64") return String(v);
+  if (dtype !== "float32" && dtype !== "float64" && dtype !== "float16") return String(v);
   if (Number.isNaN(v)) return "nan";
   if (!Number.isFinite(v)) return v > 0 ? "inf" : "-inf";
   if (Number.isInteger(v) && Math.abs(v) < 1e16) return `${v}.`;

@@ -1,6 +1,6 @@
 /** Shapes, strides, axes and NumPy broadcasting. */
 import { AllocationError, ShapeError } from "./errors.js";
-import { storageCtor, type DType } from "./dtype.js";
+import { storageBytes, type DType } from "./dtype.js";
 
 /**
  * A shape. While a function is staged with `inputSignature` null dims, a dimension may be
@@ -159,7 +159,7 @@ export function allocationFailure(op: string | undefined, shape: Shape, dtype: D
 
 function describeAllocation(shape: Shape, dtype: DType): string {
   const n = sizeOf(shape);
-  const bytes = n * new (storageCtor(dtype))(0).BYTES_PER_ELEMENT;
+  const bytes = n * storageBytes(dtype); // (of its storage: float16 is held in a Float32Array)
   const units: [number, string][] = [
     [2 ** 40, "TiB"],
     [2 ** 30, "GiB"],

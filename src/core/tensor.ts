@@ -9,13 +9,30 @@ import { type DType, type TypedArray, allocStorage, isDType, DEFAULT_FLOAT } fro
 import { type Shape, sizeOf, fmtShape, checkShape } from "./shape.js";
 import { DtypeError, ShapeError, StagecraftError, ValueError } from "./errors.js";
 import { formatTensor } from "./format.js";
-import { currentDevice } from "./device.js";
+import { currentDevice, HOST_DEVICE } from "./device.js";
 import { isTracing } from "./context.js";
+import { roundToFloat16 } from "./float16.js";
 
 let nextId = 1;
 
+/** The id the next tensor made will get: tensors with a smaller id existed before (ids only grow). */
+export function nextTensorId(): number {
+  return nextId;
+}
+
 /** Raised when a symbolic (staged) tensor's value is read at trace time. */
 export class SymbolicValueError extends StagecraftError {}
+
+/**
+ * Storage a backend keeps outside host memory (a GPU buffer), and how to read it back: a tensor
+ * holding one has no host storage (`_data` is null) until it is read.
+ */
+export interface DeviceBuffer {
+  /** The values as host data, once they are ready. */
+  read(): Promise<TypedArray>;
+  /** The values now, or null when they can only be awaited (a GPU's buffers). */
+  readSync(): TypedArray | null;
+}
 
 /**
  * Raised when JavaScript converts a tensor to a number (`t > 0`, `-t`, `t | 0`, `isNaN(t)`,
@@ -36,16 +53,23 @@ export class Tensor {
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly device: string;
-  /** @internal Concrete storage, or null for a symbolic tensor. */
+  /** @internal Concrete host storage, or null for a symbolic tensor (or one whose storage is a device buffer). */
   _data: TypedArray | null;
+  /** @internal Storage on a device other than host memory (backends/backend.ts), or null. */
+  _buffer: DeviceBuffer | null;
   /** @internal The symbolic value in a graph under construction (owned by staging/). */
   symbol: unknown;
 
-  constructor(data: TypedArray | null, shape: Shape, dtype: DType, device = currentDevice(), symbol: unknown = null) {
+  /**
+   * `device` defaults to where the storage is: host data is on the host device (an op on
+   * another device moves it there), a symbolic tensor on the current device.
+   */
+  constructor(data: TypedArray | null, shape: Shape, dtype: DType, device?: string, symbol: unknown = null) {
     this._data = data;
+    this._buffer = null;
     this.shape = shape;
     this.dtype = dtype;
-    this.device = device;
+    this.device = device ?? (data !== null ? HOST_DEVICE : currentDevice());
     this.symbol = symbol;
   }
 
@@ -56,24 +80,35 @@ export class Tensor {
     return sizeOf(this.shape);
   }
   get isSymbolic(): boolean {
-    return this._data === null;
+    return this._data === null && this._buffer === null;
   }
 
   /** @internal The concrete storage; throws a clear error for symbolic tensors. */
   concrete(what = "read the value of"): TypedArray {
-    if (this._data === null) {
-      throw new SymbolicValueError(
-        `cannot ${what} a symbolic tensor (shape ${fmtShape(this.shape)}, ${this.dtype}) while a function is being staged: ` +
-          `its value exists only when the graph runs. Use sc.cond/sc.whileLoop (or AutoGraph's native if/while) for ` +
-          `data-dependent control flow, or sc.hostCall to run JavaScript on the value at run time`,
-      );
+    if (this._data !== null) return this._data;
+    if (this._buffer !== null) {
+      const data = this._buffer.readSync();
+      if (data === null) {
+        throw new ValueError(`cannot ${what} a tensor on ${this.device} synchronously: its data is in device memory; use \`await tensor.data()\``, "dataSync");
+      }
+      return data;
     }
-    return this._data;
+    throw new SymbolicValueError(
+      `cannot ${what} a symbolic tensor (shape ${fmtShape(this.shape)}, ${this.dtype}) while a function is being staged: ` +
+        `its value exists only when the graph runs. Use sc.cond/sc.whileLoop (or AutoGraph's native if/while) for ` +
+        `data-dependent control flow, or sc.hostCall to run JavaScript on the value at run time`,
+    );
   }
 
   /** The flat values (a copy is not made: do not mutate). int64 values are returned as numbers. */
   dataSync(): TypedArray {
     return this.concrete("call dataSync() on");
+  }
+
+  /** The flat values, on any device (a device's memory is read back when it is ready). */
+  async data(): Promise<TypedArray> {
+    if (this._data === null && this._buffer !== null) return this._buffer.read();
+    return this.concrete("call data() on");
   }
 
   /** The values as (nested) JS arrays; bool as booleans. */
@@ -185,7 +220,21 @@ export function makeTensor(op: string, value: TensorLike, shape?: Shape, dtype?:
     flat = value as ArrayLike<number>;
     inferredShape = [value.length];
     inferredDtype =
-      value instanceof Float64Array ? "float64" : value instanceof Int32Array ? "int32" : value instanceof Uint8Array ? "uint8" : "float32";
+      value instanceof Float64Array
+        ? "float64"
+        : value instanceof Int32Array
+          ? "int32"
+          : value instanceof Uint8Array
+            ? "uint8"
+            : value instanceof Int8Array
+              ? "int8"
+              : value instanceof Int16Array
+                ? "int16"
+                : value instanceof Uint16Array
+                  ? "uint16"
+                  : value instanceof Uint32Array
+                    ? "uint32"
+                    : "float32";
   } else if (typeof value === "number" || typeof value === "boolean") {
     flat = [value];
     inferredShape = [];
@@ -208,7 +257,8 @@ export function makeTensor(op: string, value: TensorLike, shape?: Shape, dtype?:
   }
   const data = allocStorage(d, flat.length);
   if (d === "bool") for (let i = 0; i < flat.length; i++) data[i] = flat[i] ? 1 : 0;
-  else if (d === "int64") for (let i = 0; i < flat.length; i++) data[i] = Math.trunc(Number(flat[i]));
+  else if (d === "int64" || d === "uint64") for (let i = 0; i < flat.length; i++) data[i] = Math.trunc(Number(flat[i]));
+  else if (d === "float16") for (let i = 0; i < flat.length; i++) data[i] = roundToFloat16(Number(flat[i]));
   else for (let i = 0; i < flat.length; i++) data[i] = Number(flat[i]);
   return new Tensor(data, finalShape, d);
 }

@@ -27,6 +27,7 @@ export class Variable extends Tensor {
 
   constructor(initial: Tensor, options: { name?: string; trainable?: boolean } = {}) {
     super(initial._data, initial.shape, initial.dtype, initial.device, null);
+    this._buffer = initial._buffer;
     this.current = initial;
     this.name = options.name ?? `variable_${this.variableId}`;
     this.trainable = options.trainable ?? true;
@@ -41,6 +42,7 @@ export class Variable extends Tensor {
   setStoredValue(value: Tensor): void {
     this.current = value;
     this._data = value._data;
+    this._buffer = value._buffer;
   }
 
   /** The current value; tapes that are recording watch it. */
@@ -72,6 +74,7 @@ export class Variable extends Tensor {
     }
     this.current = value;
     this._data = value._data;
+    this._buffer = value._buffer;
     return this;
   }
 

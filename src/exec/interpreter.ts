@@ -7,7 +7,7 @@ import { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { withEagerContext } from "../core/context.js";
 import { atNode } from "../core/errors.js";
-import { getOp, runKernel } from "../ops/registry.js";
+import { getOp, runOp } from "../ops/registry.js";
 import type { FunctionLibrary, Graph, Node } from "../graph/ir.js";
 import { structuralHandlers, type RunGraph } from "./structural.js";
 
@@ -41,7 +41,7 @@ export function runNode(node: Node, args: Tensor[], env: ExecEnv, runRegion: Run
   const structural = structuralHandlers[node.op];
   if (structural) return structural(node, args, env, runRegion);
   const def = getOp(node.op);
-  return atNode(node.loc, () => runKernel(def, args, node.attrs));
+  return atNode(node.loc, () => runOp(def, args, node.attrs));
 }
 
 export type { Variable };

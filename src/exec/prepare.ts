@@ -1,6 +1,6 @@
 /**
  * What the compiled executor takes from the graph optimizer (graph/passes): the graph to
- * compile for concrete input types, and the scalar steps of fused elementwise nodes.
+ * compile for concrete input types.
  *
  * The traced graph stays as it is (it is printed, differentiated and replayed by tapes); the
  * executor compiles a copy whose input types are the concrete ones, refined through the shape
@@ -9,22 +9,22 @@
  * optimized again; when compiled for more precise input types than they declare, they are
  * copied, refined and fused once more.
  */
-import type { DType } from "../core/dtype.js";
-import { FunctionLibrary, type Graph, type Node } from "../graph/ir.js";
+import { config } from "../core/config.js";
+import { FunctionLibrary, type Graph } from "../graph/ir.js";
 import { cloneGraph, cloneProgram, fuse, optimize, refineTypes } from "../graph/passes/index.js";
-import { getOp, type TensorType } from "../ops/registry.js";
+import { type TensorType } from "../ops/registry.js";
 import { graphsWithin } from "../graph/passes/util.js";
 
 /** Graphs produced by prepareForExecution (already optimized). */
 const optimized = new WeakSet<Graph>();
 
 /** `STAGECRAFT_OPTIMIZE=0` compiles traced graphs without the optimizer (for debugging). */
-const OPTIMIZE = process.env.STAGECRAFT_OPTIMIZE !== "0";
+const OPTIMIZE = config.optimize;
 /**
  * `STAGECRAFT_VERIFY=1` runs the graph verifier after every pass (the pass tests always do;
  * at run time it triples the optimization time of large graphs).
  */
-const VERIFY = process.env.STAGECRAFT_VERIFY === "1";
+const VERIFY = config.verify;
 
 function sameTypes(g: Graph, types: readonly TensorType[]): boolean {
   return g.inputs.every((v, i) => {
@@ -64,38 +64,4 @@ export function prepareForExecution(g: Graph, lib: FunctionLibrary, types: reado
   optimize(copy.graph, copy.library, { verify: VERIFY });
   mark(copy.graph, copy.library);
   return copy;
-}
-
-export interface FusedStep {
-  op: string;
-  attrs: Record<string, unknown>;
-  /** Operands: index < numInputs is a node input, otherwise step `index - numInputs`. */
-  args: number[];
-  dtype: DType;
-}
-
-/**
- * The steps of a `fusedElementwise` node (attrs { numInputs, steps: {op, args, attrs}[],
- * outputs: step indices }) with each step's dtype, or null when the node is not a
- * well-formed fused group over these input types.
- */
-export function fusedSteps(node: Node, inputTypes: readonly TensorType[]): { steps: FusedStep[]; outputs: number[] } | null {
-  const a = node.attrs as { numInputs?: number; steps?: { op: string; args: number[]; attrs?: Record<string, unknown> }[]; outputs?: number[] };
-  if (!Array.isArray(a.steps) || !Array.isArray(a.outputs) || a.numInputs !== inputTypes.length) return null;
-  const types: TensorType[] = inputTypes.slice();
-  const steps: FusedStep[] = [];
-  try {
-    for (const s of a.steps) {
-      const def = getOp(s.op);
-      if (!def.elementwise || !Array.isArray(s.args)) return null;
-      if (s.args.some((i) => !(i >= 0 && i < types.length))) return null;
-      const [t] = def.infer(s.args.map((i) => types[i]!), s.attrs ?? {});
-      types.push(t!);
-      steps.push({ op: s.op, attrs: s.attrs ?? {}, args: s.args.slice(), dtype: t!.dtype });
-    }
-  } catch {
-    return null;
-  }
-  if (a.outputs.some((i) => !(i >= 0 && i < steps.length))) return null;
-  return { steps, outputs: a.outputs.slice() };
 }

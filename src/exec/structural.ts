@@ -1,31 +1,31 @@
-/** Run-time semantics of the structural ops, shared by every executor. */
+/** Run-time semantics of the structural ops (ops/structural.ts), shared by every executor. */
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import type { Graph, Node } from "../graph/ir.js";
+import { assignVariableOp, callOp, condOp, readVariableOp, whileOp, type WhileAttrs } from "../ops/structural.js";
 import type { ExecEnv } from "./interpreter.js";
 
 export type RunGraph = (g: Graph, inputs: Tensor[], env: ExecEnv) => Tensor[];
 export type StructuralHandler = (node: Node, args: Tensor[], env: ExecEnv, run: RunGraph) => Tensor[];
 
 export const structuralHandlers: Record<string, StructuralHandler> = {
-  readVariable(node) {
+  [readVariableOp.name](node) {
     return [(node.attrs.variable as Variable).storedValue];
   },
-  assignVariable(node, args) {
+  [assignVariableOp.name](node, args) {
     (node.attrs.variable as Variable).setStoredValue(args[0]!);
     return [];
   },
-  call(node, args, env, run) {
+  [callOp.name](node, args, env, run) {
     return run(env.library.get(node.attrs.callee as string), args, env);
   },
-  cond(node, args, env, run) {
+  [condOp.name](node, args, env, run) {
     const [pred, ...operands] = args;
     const taken = pred!.dataSync()[0] !== 0;
     return run(node.regions[taken ? 0 : 1]!, operands, env);
   },
-  while(node, args, env, run) {
-    const numLoopVars = node.attrs.numLoopVars as number;
-    const maxIterations = (node.attrs.maxIterations as number | undefined) ?? Infinity;
+  [whileOp.name](node, args, env, run) {
+    const { numLoopVars, maxIterations = Infinity } = node.attrs as unknown as WhileAttrs;
     let loopVars = args.slice(0, numLoopVars);
     const invariants = args.slice(numLoopVars);
     const [condG, bodyG] = node.regions as [Graph, Graph];

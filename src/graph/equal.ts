@@ -8,6 +8,7 @@ import type { FunctionLibrary, Graph, Node, Value, ValueType } from "./ir.js";
 import { isPlainObject } from "../core/objects.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { isVariableLike } from "./printer.js";
+import { calleeOf } from "./declarations.js";
 
 export interface GraphEqualityOptions {
   /** Ignore graph names (root, regions, not callee names). Default false. */
@@ -115,13 +116,14 @@ class Comparer {
       const d = this.graph(a.regions[i]!, b.regions[i]!, `${where} > region ${i}`);
       if (d) return d;
     }
-    if (a.op === "call" && this.libA && this.libB && typeof a.attrs.callee === "string") {
-      const callee = a.attrs.callee;
-      const key = `${callee}\u0000${b.attrs.callee as string}`;
+    const callee = calleeOf(a);
+    if (callee !== null && this.libA && this.libB) {
+      const calleeB = calleeOf(b) ?? "";
+      const key = `${callee}\u0000${calleeB}`;
       if (!this.assumed.has(key)) {
         this.assumed.add(key);
         const fa = this.libA.functions.get(callee);
-        const fb = this.libB.functions.get(b.attrs.callee as string);
+        const fb = this.libB.functions.get(calleeB);
         if (!fa || !fb) {
           if (fa || fb) return `${where}: function ${callee} is in only one library`;
         } else {

@@ -1,8 +1,9 @@
 /**
  * The graph IR. A Graph has named, typed inputs and outputs and a list of nodes in
- * topological order. A node applies a registry op (by name) or a structural op that owns
- * regions (`cond`: [then, else]; `while`: [cond, body]) or calls a function of the
- * library (`call`). Values carry a dtype and a shape whose unknown dimensions are -1.
+ * topological order. A node applies an op by name: a registry op, or a structural op
+ * (ops/structural.ts) that owns regions (cond: then, else; while: cond, body) or calls a
+ * function of the library (call). Values carry a dtype and a shape whose unknown dimensions
+ * are -1.
  */
 import type { DType } from "../core/dtype.js";
 import type { SourceLocation } from "../core/errors.js";
@@ -28,9 +29,6 @@ export class Value {
     public name?: string,
   ) {}
 }
-
-/** Names of the structural ops the executors and transforms know specially. */
-export const STRUCTURAL_OPS = new Set(["cond", "while", "call", "readVariable", "assignVariable"]);
 
 export class Node {
   readonly id = nextNodeId++;

@@ -12,6 +12,7 @@
  */
 import type { FunctionLibrary, Graph, Node, Value, ValueType } from "./ir.js";
 import { isPlainObject } from "../core/objects.js";
+import { calleeOf, regionLabel, structuralOf } from "./declarations.js";
 
 /**
  * Canonical numbers of every value defined in `g` and its regions (inputs, then node outputs,
@@ -89,11 +90,6 @@ export function formatAttrs(attrs: Record<string, unknown>): string {
   return `{${keys.map((k) => `${formatKey(k)}: ${formatAttrValue(attrs[k])}`).join(", ")}}`;
 }
 
-function regionLabel(node: Node, i: number): string {
-  if (node.op === "cond") return i === 0 ? "then" : i === 1 ? "else" : `region${i}`;
-  if (node.op === "while") return i === 0 ? "cond" : i === 1 ? "body" : `region${i}`;
-  return `region${i}`;
-}
 
 function formatName(name: string): string {
   return IDENT.test(name) ? name : quote(name);
@@ -126,10 +122,12 @@ class Printer {
       node.outputs.length === 0 ? "" : `${node.outputs.map((v) => `${this.ref(v)}: ${formatType(v.type)}`).join(", ")} = `;
     let attrs = node.attrs ?? {};
     let op = formatName(node.op);
-    if (node.op === "call" && typeof attrs.callee === "string") {
-      op = `call @${formatName(attrs.callee)}`;
-      const { callee: _callee, ...rest } = attrs;
-      attrs = rest;
+    const callee = calleeOf(node);
+    if (callee !== null) {
+      // `call @f`: the attribute naming the callee is written as the call's target
+      op = `${op} @${formatName(callee)}`;
+      const key = structuralOf(node)!.calleeAttr!;
+      attrs = Object.fromEntries(Object.entries(attrs).filter(([k]) => k !== key));
     }
     const attrText = Object.keys(attrs).length > 0 ? ` ${formatAttrs(attrs)}` : "";
     const head = `${indent}${lhs}${op}(${node.inputs.map((v) => this.ref(v)).join(", ")})${attrText}`;

@@ -6,14 +6,15 @@
  * Checked: every value is defined once, before it is used, in the graph that uses it (a
  * region sees only its own inputs and nodes, never its enclosing graph's values); outputs are
  * defined; registry ops exist, get as many inputs as they declare, and their recorded output
- * types agree with their shape rule (when every input shape is fully known); cond / while /
- * call / variable / print nodes are well formed and their regions and callees agree with the
- * node's operand and output types. With a library, every function in it is verified too.
+ * types agree with their shape rule (when every input shape is fully known) and their attributes
+ * pass the op's own check (OpDef.checkAttrs); structural nodes (cond, while, call, variables)
+ * have the regions their declaration names and pass its rule against their regions and callee
+ * (ops/structural.ts). With a library, every function in it is verified too.
  */
 import { StagecraftError } from "../core/errors.js";
 import "../ops/index.js";
-import { getOp, type OpDef } from "../ops/registry.js";
-import { STRUCTURAL_OPS, type FunctionLibrary, type Graph, type Node, type Value, type ValueType } from "./ir.js";
+import { listStructuralOps, lookupOp, type OpDef, type RegionSignature } from "../ops/registry.js";
+import type { FunctionLibrary, Graph, Node, Value, ValueType } from "./ir.js";
 import { formatType, numberValues } from "./printer.js";
 
 /** A graph breaks an IR invariant. `path` says where (function > node > region). */
@@ -27,50 +28,12 @@ export class GraphVerificationError extends StagecraftError {
   }
 }
 
-/**
- * Whether a value of type `from` may flow into a slot of type `to`: same dtype and rank,
- * and each dimension equal or unknown (-1) in `to`.
- */
-function assignable(from: ValueType, to: ValueType): boolean {
-  if (from.dtype !== to.dtype || from.shape.length !== to.shape.length) return false;
-  for (let i = 0; i < to.shape.length; i++) {
-    const t = to.shape[i]!;
-    if (t >= 0 && from.shape[i] !== t) return false;
-  }
-  return true;
-}
-
 function typesEqual(a: ValueType, b: ValueType): boolean {
   return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
 }
 
-function isBoolScalar(t: ValueType): boolean {
-  return t.dtype === "bool" && t.shape.length === 0;
-}
-
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
-}
-
-interface VariableLike {
-  name: string;
-  variableId: number;
-  dtype: ValueType["dtype"];
-  shape: readonly number[];
-}
-
-function asVariable(x: unknown): VariableLike | null {
-  if (x === null || typeof x !== "object") return null;
-  const v = x as Partial<VariableLike>;
-  return typeof v.variableId === "number" && typeof v.name === "string" && typeof v.dtype === "string" && Array.isArray(v.shape) ? (v as VariableLike) : null;
-}
-
-function registryOp(name: string): OpDef | null {
-  try {
-    return getOp(name);
-  } catch {
-    return null;
-  }
 }
 
 class Verifier {
@@ -149,18 +112,9 @@ class Verifier {
     g.outputs.forEach((v, i) => use(v, `output ${i} (${g.outputNames[i]})`, path));
   }
 
-  private regions(node: Node, expected: number, labels: string[], where: string, enclosing: Graph[]): void {
+  private regions(node: Node, expected: number, labels: readonly string[], where: string, enclosing: Graph[]): void {
     if (node.regions.length !== expected) this.fail(where, `${node.op} needs ${plural(expected, "region")} (${labels.join(", ")}), got ${node.regions.length}`);
     node.regions.forEach((r, i) => this.graph(r, `${where} > region ${i} (${labels[i] ?? "?"})`, enclosing));
-  }
-
-  /** Checks a region's inputs against the operands it receives. */
-  private regionInputs(r: Graph, operands: readonly Value[], label: string, where: string): void {
-    if (r.inputs.length !== operands.length) this.fail(where, `the ${label} region takes ${plural(r.inputs.length, "input")} but the node passes ${plural(operands.length, "operand")}`);
-    r.inputs.forEach((v, i) => {
-      const o = operands[i]!;
-      if (!assignable(o.type, v.type)) this.fail(where, `the ${label} region's input ${i} has type ${formatType(v.type)}, but the operand ${this.name(o)} is ${formatType(o.type)}`);
-    });
   }
 
   /** Arity and the shape rule of a registry op (skipped when an input dim is unknown). */
@@ -186,131 +140,51 @@ class Verifier {
     });
   }
 
-  /** hostCall's attributes, checked before its shape rule reads them. */
-  private hostCallAttrs(node: Node, where: string): void {
-    const attrs = node.attrs ?? {};
-    if (typeof attrs.fnId !== "number") this.fail(where, `attrs.fnId must be a number, got ${JSON.stringify(attrs.fnId)}`);
-    const outs = attrs.outputs;
-    const ok = Array.isArray(outs) && outs.every((o: unknown) => o !== null && typeof o === "object" && typeof (o as ValueType).dtype === "string" && Array.isArray((o as ValueType).shape));
-    if (!ok) this.fail(where, `attrs.outputs must be an array of {dtype, shape} output specs, got ${JSON.stringify(outs)}`);
-  }
 
-  /** print's items: text, or the index of one of its inputs. */
-  private printAttrs(node: Node, where: string): void {
-    const items = (node.attrs ?? {}).items;
-    if (!Array.isArray(items)) this.fail(where, "attrs.items must be an array of {text} and {input} items");
-    items.forEach((it: unknown, i) => {
-      const item = it as { text?: unknown; input?: unknown } | null;
-      const ok =
-        item !== null &&
-        typeof item === "object" &&
-        (typeof item.text === "string" || (typeof item.input === "number" && Number.isInteger(item.input) && item.input >= 0 && item.input < node.inputs.length));
-      if (!ok) this.fail(where, `print item ${i} must be {text: string} or {input: k} with k < ${node.inputs.length}, got ${JSON.stringify(it)}`);
-    });
-  }
 
   private node(node: Node, where: string, enclosing: Graph[]): void {
-    const attrs = node.attrs ?? {};
-    if (!STRUCTURAL_OPS.has(node.op)) {
-      const def = registryOp(node.op);
-      if (!def) this.fail(where, `unknown op ${JSON.stringify(node.op)} (neither a registry op nor a structural op: ${[...STRUCTURAL_OPS].join(", ")})`);
-      if (node.op === "hostCall") this.hostCallAttrs(node, where);
-      else if (node.op === "print") this.printAttrs(node, where);
-      this.registryNode(node, def, where);
+    const decl = lookupOp(node.op);
+    if (!decl) {
+      const structural = listStructuralOps().map((d) => d.name);
+      this.fail(where, `unknown op ${JSON.stringify(node.op)} (neither a registry op nor a structural op: ${structural.join(", ")})`);
+    }
+    if (!decl.structural) {
+      try {
+        decl.checkAttrs?.(node.attrs ?? {}, node.inputs.length);
+      } catch (e) {
+        this.fail(where, (e as Error).message);
+      }
+      this.registryNode(node, decl, where);
       return;
     }
-
-    switch (node.op) {
-      case "cond": {
-        if (node.inputs.length < 1) this.fail(where, "cond needs a predicate input");
-        const pred = node.inputs[0]!;
-        if (!isBoolScalar(pred.type)) this.fail(where, `the predicate ${this.name(pred)} must be a bool scalar, got ${formatType(pred.type)}`);
-        this.regions(node, 2, ["then", "else"], where, enclosing);
-        const operands = node.inputs.slice(1);
-        const labels = ["then", "else"];
-        node.regions.forEach((r, ri) => {
-          const label = labels[ri]!;
-          this.regionInputs(r, operands, label, where);
-          if (r.outputs.length !== node.outputs.length) this.fail(where, `the ${label} region returns ${plural(r.outputs.length, "value")}, but the cond node has ${plural(node.outputs.length, "output")}`);
-          r.outputs.forEach((v, i) => {
-            const out = node.outputs[i]!;
-            if (!assignable(v.type, out.type)) this.fail(where, `the ${label} region's output ${i} is ${formatType(v.type)}, but the cond node's output ${i} is ${formatType(out.type)}`);
-          });
-        });
-        return;
-      }
-      case "while": {
-        const numLoopVars = attrs.numLoopVars;
-        if (typeof numLoopVars !== "number" || !Number.isInteger(numLoopVars) || numLoopVars < 0 || numLoopVars > node.inputs.length) {
-          this.fail(where, `attrs.numLoopVars must be an integer in [0, ${node.inputs.length}], got ${JSON.stringify(numLoopVars)}`);
-        }
-        const maxIterations = attrs.maxIterations;
-        if (maxIterations !== undefined && !(typeof maxIterations === "number" && maxIterations >= 0 && (Number.isInteger(maxIterations) || maxIterations === Infinity))) {
-          this.fail(where, `attrs.maxIterations must be a non-negative integer, got ${JSON.stringify(maxIterations)}`);
-        }
-        this.regions(node, 2, ["cond", "body"], where, enclosing);
-        const [condG, bodyG] = node.regions as [Graph, Graph];
-        this.regionInputs(condG, node.inputs, "cond", where);
-        this.regionInputs(bodyG, node.inputs, "body", where);
-        if (condG.outputs.length !== 1 || !isBoolScalar(condG.outputs[0]!.type)) {
-          this.fail(where, `the cond region must return one bool scalar, got (${condG.outputs.map((v) => formatType(v.type)).join(", ")})`);
-        }
-        if (bodyG.outputs.length !== numLoopVars) this.fail(where, `the body region returns ${plural(bodyG.outputs.length, "value")}, but the loop has ${plural(numLoopVars, "loop variable")}`);
-        bodyG.outputs.forEach((v, i) => {
-          const slot = bodyG.inputs[i]!.type;
-          const condSlot = condG.inputs[i]!.type;
-          if (!assignable(v.type, slot) || !assignable(v.type, condSlot)) {
-            this.fail(where, `the body region's output ${i} is ${formatType(v.type)}, which does not match loop variable ${i} (${formatType(slot)})`);
-          }
-        });
-        if (node.outputs.length !== numLoopVars) this.fail(where, `the while node has ${plural(node.outputs.length, "output")}, but ${plural(numLoopVars, "loop variable")}`);
-        node.outputs.forEach((out, i) => {
-          const init = node.inputs[i]!;
-          if (!assignable(init.type, out.type) || !assignable(bodyG.outputs[i]!.type, out.type)) {
-            this.fail(where, `the while node's output ${i} is ${formatType(out.type)}, but loop variable ${i} is ${formatType(init.type)} initially and ${formatType(bodyG.outputs[i]!.type)} after the body`);
-          }
-        });
-        return;
-      }
-      case "call": {
-        this.regions(node, 0, [], where, enclosing);
-        const callee = attrs.callee;
-        if (typeof callee !== "string") this.fail(where, `attrs.callee must be a function name, got ${JSON.stringify(callee)}`);
-        const f = this.lib?.functions.get(callee);
-        if (!f) this.fail(where, this.lib ? `calls ${callee}, which is not in the function library` : `calls ${callee}, but no function library was given`);
-        if (node.inputs.length !== f.inputs.length) this.fail(where, `calls ${callee} with ${plural(node.inputs.length, "argument")}, but it takes ${f.inputs.length}`);
-        node.inputs.forEach((v, i) => {
-          const p = f.inputs[i]!;
-          if (!assignable(v.type, p.type)) this.fail(where, `argument ${i} (${this.name(v)}) is ${formatType(v.type)}, but ${callee}'s input ${i} (${f.inputNames[i]}) is ${formatType(p.type)}`);
-        });
-        if (node.outputs.length !== f.outputs.length) this.fail(where, `the call has ${plural(node.outputs.length, "output")}, but ${callee} returns ${f.outputs.length}`);
-        node.outputs.forEach((out, i) => {
-          const r = f.outputs[i]!;
-          if (!assignable(r.type, out.type)) this.fail(where, `output ${i} is ${formatType(out.type)}, but ${callee}'s output ${i} (${f.outputNames[i]}) is ${formatType(r.type)}`);
-        });
-        return;
-      }
-      case "readVariable":
-      case "assignVariable": {
-        this.regions(node, 0, [], where, enclosing);
-        const v = asVariable(attrs.variable);
-        if (!v) this.fail(where, `attrs.variable must be a Variable`);
-        const vt: ValueType = { dtype: v.dtype, shape: v.shape };
-        if (node.op === "readVariable") {
-          if (node.inputs.length !== 0 || node.outputs.length !== 1) this.fail(where, `readVariable takes no inputs and has one output, got ${node.inputs.length} and ${node.outputs.length}`);
-          if (!assignable(vt, node.outputs[0]!.type)) this.fail(where, `reads variable ${v.name} (${formatType(vt)}) into a ${formatType(node.outputs[0]!.type)} value`);
-        } else {
-          if (node.inputs.length !== 1 || node.outputs.length !== 0) this.fail(where, `assignVariable takes one input and has no outputs, got ${node.inputs.length} and ${node.outputs.length}`);
-          const x = node.inputs[0]!;
-          if (!assignable(x.type, vt)) this.fail(where, `assigns ${this.name(x)} (${formatType(x.type)}) to variable ${v.name} (${formatType(vt)})`);
-        }
-        return;
-      }
-      default:
-        // Structural ops added later: no regions; their attributes are their executors' business.
-        this.regions(node, 0, [], where, enclosing);
+    const s = decl.structural;
+    const attrs = node.attrs ?? {};
+    this.regions(node, s.regions.length, s.regions, where, enclosing);
+    let callee: (RegionSignature & { name: string }) | null = null;
+    if (s.calleeAttr !== undefined) {
+      const name = attrs[s.calleeAttr];
+      if (typeof name !== "string") this.fail(where, `attrs.${s.calleeAttr} must be a function name, got ${JSON.stringify(name)}`);
+      const f = this.lib?.functions.get(name);
+      if (!f) this.fail(where, this.lib ? `calls ${name}, which is not in the function library` : `calls ${name}, but no function library was given`);
+      callee = { name, ...signatureOf(f) };
+    }
+    try {
+      s.check({
+        inputs: node.inputs.map((v) => v.type),
+        outputs: node.outputs.map((v) => v.type),
+        attrs,
+        regions: node.regions.map(signatureOf),
+        callee,
+        describeInput: (i) => this.name(node.inputs[i]!),
+      });
+    } catch (e) {
+      this.fail(where, (e as Error).message);
     }
   }
+}
+
+function signatureOf(g: Graph): RegionSignature {
+  return { inputs: g.inputs.map((v) => v.type), outputs: g.outputs.map((v) => v.type), inputNames: g.inputNames, outputNames: g.outputNames };
 }
 
 /**

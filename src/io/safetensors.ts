@@ -7,15 +7,43 @@
  * offsets, or sizes that disagree with shapes is a CheckpointError naming the file and entry.
  */
 import { allocStorage, type DType } from "../core/dtype.js";
+import { floatToHalfBits, halfBitsToFloat } from "../core/float16.js";
 import type { Tensor } from "../core/tensor.js";
 import { tensor } from "../ops/creation.js";
 import { CheckpointError } from "./errors.js";
 
 /** safetensors dtype names for Stagecraft's dtypes. */
-const TO_FILE: Record<DType, string> = { float32: "F32", float64: "F64", int32: "I32", int64: "I64", uint8: "U8", bool: "BOOL" };
-const ITEM_BYTES: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 };
-/** How file dtypes without a Stagecraft dtype are read (widened exactly). */
-const READ_AS: Record<string, DType> = { F64: "float64", F32: "float32", F16: "float32", BF16: "float32", I64: "int64", I32: "int32", I16: "int32", I8: "int32", U8: "uint8", BOOL: "bool" };
+const TO_FILE: Record<DType, string> = {
+  float16: "F16",
+  float32: "F32",
+  float64: "F64",
+  int8: "I8",
+  int16: "I16",
+  int32: "I32",
+  int64: "I64",
+  uint8: "U8",
+  uint16: "U16",
+  uint32: "U32",
+  uint64: "U64",
+  bool: "BOOL",
+};
+const ITEM_BYTES: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U64: 8, U32: 4, U16: 2, U8: 1, BOOL: 1 };
+/** The dtype each file dtype is read as: its own, or (BF16, which has none) float32, widened exactly. */
+const READ_AS: Record<string, DType> = {
+  F64: "float64",
+  F32: "float32",
+  F16: "float16",
+  BF16: "float32",
+  I64: "int64",
+  I32: "int32",
+  I16: "int16",
+  I8: "int8",
+  U64: "uint64",
+  U32: "uint32",
+  U16: "uint16",
+  U8: "uint8",
+  BOOL: "bool",
+};
 
 /** Header entries are limited so a hostile length cannot make us allocate without bound. */
 const MAX_HEADER = 100 * 1024 * 1024;
@@ -78,17 +106,35 @@ function tensorBytes(t: Tensor): Uint8Array {
   for (let i = 0; i < n; i++) {
     const v = data[i]!;
     switch (t.dtype) {
+      case "float16":
+        view.setUint16(i * 2, floatToHalfBits(v), true);
+        break;
       case "float32":
         view.setFloat32(i * 4, v, true);
         break;
       case "float64":
         view.setFloat64(i * 8, v, true);
         break;
+      case "int8":
+        view.setInt8(i, v);
+        break;
+      case "int16":
+        view.setInt16(i * 2, v, true);
+        break;
+      case "uint16":
+        view.setUint16(i * 2, v, true);
+        break;
       case "int32":
         view.setInt32(i * 4, v, true);
         break;
+      case "uint32":
+        view.setUint32(i * 4, v, true);
+        break;
       case "int64":
         view.setBigInt64(i * 8, BigInt(v), true);
+        break;
+      case "uint64":
+        view.setBigUint64(i * 8, BigInt(v), true);
         break;
       default:
         out[i] = v;
@@ -178,7 +224,7 @@ function readElements(b: Uint8Array, fileDtype: string, dtype: DType): ArrayLike
         out[i] = view.getFloat32(o, true);
         break;
       case "F16":
-        out[i] = half(view.getUint16(o, true));
+        out[i] = halfBitsToFloat(view.getUint16(o, true));
         break;
       case "BF16":
         out[i] = new Float32Array(new Uint32Array([view.getUint16(o, true) << 16]).buffer)[0]!;
@@ -192,6 +238,15 @@ function readElements(b: Uint8Array, fileDtype: string, dtype: DType): ArrayLike
       case "I16":
         out[i] = view.getInt16(o, true);
         break;
+      case "U64":
+        out[i] = Number(view.getBigUint64(o, true));
+        break;
+      case "U32":
+        out[i] = view.getUint32(o, true);
+        break;
+      case "U16":
+        out[i] = view.getUint16(o, true);
+        break;
       case "I8":
         out[i] = view.getInt8(o);
         break;
@@ -203,14 +258,4 @@ function readElements(b: Uint8Array, fileDtype: string, dtype: DType): ArrayLike
     }
   }
   return out;
-}
-
-/** IEEE 754 half precision to a number (exact). */
-function half(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1;
-  const exp = (h >> 10) & 0x1f;
-  const frac = h & 0x3ff;
-  if (exp === 0) return sign * frac * 2 ** -24;
-  if (exp === 31) return frac ? Number.NaN : sign * Infinity;
-  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }

@@ -1,4 +1,5 @@
 /** Binary elementwise ops with NumPy broadcasting; gradients are summed back to each input's shape. */
+import * as E from "../core/expr.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { installMethods } from "./methods.js";
 import { callElementwise, defineElementwise, type DtypeRule } from "./define-elementwise.js";
@@ -12,13 +13,15 @@ import { where } from "./where.js";
 type Grads = [Tensor | null, Tensor | null];
 type BinaryRule = (a: Tensor, b: Tensor, y: Tensor, dy: Tensor) => Grads;
 
-function binary(name: string, expr: string, dtype: DtypeRule, rule?: BinaryRule, intExpr?: string): OpDef {
+const { a, b } = E;
+
+function binary(name: string, expr: E.Expr, dtype: DtypeRule, rule?: BinaryRule, commutative = false): OpDef {
   return defineElementwise({
     name,
     family: "binary",
     inputs: ["a", "b"],
     expr,
-    ...(intExpr ? { intExpr } : {}),
+    commutative,
     dtype,
     ...(rule
       ? {
@@ -32,16 +35,16 @@ function binary(name: string, expr: string, dtype: DtypeRule, rule?: BinaryRule,
   });
 }
 
-export const addOp = binary("add", "a + b", "same", (_a, _b, _y, dy) => [dy, dy]);
-export const subOp = binary("sub", "a - b", "same", (_a, _b, _y, dy) => [dy, neg(dy)]);
-export const mulOp = binary("mul", "a * b", "same", (a, b, _y, dy) => [mul(dy, b), mul(dy, a)]);
-export const divOp = binary("div", "a / b", "float", (_a, b, y, dy) => {
+export const addOp = binary("add", E.add(a, b), "same", (_a, _b, _y, dy) => [dy, dy], true);
+export const subOp = binary("sub", E.sub(a, b), "same", (_a, _b, _y, dy) => [dy, neg(dy)]);
+export const mulOp = binary("mul", E.mul(a, b), "same", (a, b, _y, dy) => [mul(dy, b), mul(dy, a)], true);
+export const divOp = binary("div", E.div(a, b), "float", (_a, b, y, dy) => {
   const ga = div(dy, b);
   return [ga, neg(mul(ga, y))];
 });
-export const floorDivOp = binary("floorDiv", "Math.floor(a / b)", "numeric", () => [null, null]);
-export const modOp = binary("mod", "a - Math.floor(a / b) * b", "numeric", (a, b, _y, dy) => [dy, neg(mul(dy, floor(div(a, b))))]);
-export const powOp = binary("pow", "Math.pow(a, b)", "same", (a, b, y, dy) => {
+export const floorDivOp = binary("floorDiv", E.floor(E.div(a, b)), "numeric", () => [null, null]);
+export const modOp = binary("mod", E.sub(a, E.mul(E.floor(E.div(a, b)), b)), "numeric", (a, b, _y, dy) => [dy, neg(mul(dy, floor(div(a, b))))]);
+export const powOp = binary("pow", E.fn("pow", a, b), "same", (a, b, y, dy) => {
   const ga = mul(dy, mul(b, pow(a, sub(b, 1))));
   // d/db a^b = a^b log a, defined for a > 0; 0 elsewhere (as JAX/TF do for a == 0).
   const positive = greater(a, 0);
@@ -49,19 +52,20 @@ export const powOp = binary("pow", "Math.pow(a, b)", "same", (a, b, y, dy) => {
   const gb = where(positive, mul(dy, mul(y, log(safeA))), 0);
   return [ga, gb];
 });
-export const maximumOp = binary("maximum", "(a !== a || b !== b) ? NaN : (a >= b ? a : b)", "same", (a, b, _y, dy) => {
+// NaN when either operand is NaN (neither comparison holds), and a for equal operands (-0 vs +0 as written)
+export const maximumOp = binary("maximum", E.select(E.lt(a, b), b, E.select(E.ge(a, b), a, NaN)), "same", (a, b, _y, dy) => {
   const takeA = cast(greaterEqual(a, b), dy.dtype);
   return [mul(dy, takeA), sub(dy, mul(dy, takeA))];
 });
-export const minimumOp = binary("minimum", "(a !== a || b !== b) ? NaN : (a <= b ? a : b)", "same", (a, b, _y, dy) => {
+export const minimumOp = binary("minimum", E.select(E.gt(a, b), b, E.select(E.le(a, b), a, NaN)), "same", (a, b, _y, dy) => {
   const takeB = cast(less(b, a), dy.dtype);
   return [sub(dy, mul(dy, takeB)), mul(dy, takeB)];
 });
-export const atan2Op = binary("atan2", "Math.atan2(a, b)", "float", (a, b, _y, dy) => {
+export const atan2Op = binary("atan2", E.fn("atan2", a, b), "float", (a, b, _y, dy) => {
   const denom = add(square(a), square(b));
   return [div(mul(dy, b), denom), neg(div(mul(dy, a), denom))];
 });
-export const squaredDifferenceOp = binary("squaredDifference", "(a - b) * (a - b)", "same", (a, b, _y, dy) => {
+export const squaredDifferenceOp = binary("squaredDifference", E.mul(E.sub(a, b), E.sub(a, b)), "same", (a, b, _y, dy) => {
   const g = mul(mul(sub(a, b), 2), dy);
   return [g, neg(g)];
 });

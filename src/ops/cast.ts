@@ -1,4 +1,7 @@
-/** cast: dtype conversion. Float -> int truncates toward zero; to bool is `x != 0`. */
+/**
+ * cast: dtype conversion. Float -> int truncates toward zero, and narrow integer types wrap as
+ * C casts do (typed-array stores); to bool is `x != 0`; to float16 rounds to nearest (registry).
+ */
 import { allocStorage, isDType, isFloat, type DType } from "../core/dtype.js";
 import { DtypeError } from "../core/errors.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
@@ -18,14 +21,16 @@ export const castOp = defineOp<CastAttrs>({
     if (!isDType(attrs.dtype)) throw new DtypeError(`unknown target dtype ${JSON.stringify(attrs.dtype)}`, "cast");
     return [{ shape: inputs[0]!.shape, dtype: attrs.dtype }];
   },
-  kernel(inputs, attrs) {
-    const src = inputs[0]!.concrete();
-    const out = allocStorage(attrs.dtype, src.length);
-    const d = attrs.dtype;
-    if (d === "bool") for (let i = 0; i < src.length; i++) out[i] = src[i] !== 0 ? 1 : 0;
-    else if (d === "int64" && isFloat(inputs[0]!.dtype)) for (let i = 0; i < src.length; i++) out[i] = Math.trunc(src[i]!);
-    else (out as Float64Array).set(src as Float64Array);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs) {
+      const src = inputs[0]!.concrete();
+      const out = allocStorage(attrs.dtype, src.length);
+      const d = attrs.dtype;
+      if (d === "bool") for (let i = 0; i < src.length; i++) out[i] = src[i] !== 0 ? 1 : 0;
+      else if ((d === "int64" || d === "uint64") && isFloat(inputs[0]!.dtype)) for (let i = 0; i < src.length; i++) out[i] = Math.trunc(src[i]!);
+      else (out as Float64Array).set(src as Float64Array);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const x = ctx.inputs[0]!;

@@ -1,22 +1,26 @@
 /** Comparisons and logical ops: bool results, not differentiable. */
+import * as E from "../core/expr.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { installMethods } from "./methods.js";
 import { callElementwise, defineElementwise } from "./define-elementwise.js";
 
-function compare(name: string, expr: string, dtype: "bool" | "logical" = "bool", inputs = ["a", "b"]) {
-  return defineElementwise({ name, family: "compare", inputs, expr, dtype });
+const { a, b } = E;
+
+function compare(name: string, expr: E.Expr, dtype: "bool" | "logical" = "bool", inputs = ["a", "b"], commutative = false) {
+  return defineElementwise({ name, family: "compare", inputs, expr, dtype, commutative });
 }
 
-export const equalOp = compare("equal", "a === b");
-export const notEqualOp = compare("notEqual", "a !== b");
-export const lessOp = compare("less", "a < b");
-export const lessEqualOp = compare("lessEqual", "a <= b");
-export const greaterOp = compare("greater", "a > b");
-export const greaterEqualOp = compare("greaterEqual", "a >= b");
-export const logicalAndOp = compare("logicalAnd", "(a && b) ? 1 : 0", "logical");
-export const logicalOrOp = compare("logicalOr", "(a || b) ? 1 : 0", "logical");
-export const logicalXorOp = compare("logicalXor", "(a !== b) ? 1 : 0", "logical");
-export const logicalNotOp = compare("logicalNot", "a ? 0 : 1", "logical", ["x"]);
+const symmetric = true;
+export const equalOp = compare("equal", E.eq(a, b), "bool", ["a", "b"], symmetric);
+export const notEqualOp = compare("notEqual", E.ne(a, b), "bool", ["a", "b"], symmetric);
+export const lessOp = compare("less", E.lt(a, b));
+export const lessEqualOp = compare("lessEqual", E.le(a, b));
+export const greaterOp = compare("greater", E.gt(a, b));
+export const greaterEqualOp = compare("greaterEqual", E.ge(a, b));
+export const logicalAndOp = compare("logicalAnd", E.and(a, b), "logical", ["a", "b"], symmetric);
+export const logicalOrOp = compare("logicalOr", E.or(a, b), "logical", ["a", "b"], symmetric);
+export const logicalXorOp = compare("logicalXor", E.ne(a, b), "logical", ["a", "b"], symmetric);
+export const logicalNotOp = compare("logicalNot", E.not(a), "logical", ["x"]);
 
 export const equal = (a: TensorLike, b: TensorLike): Tensor => callElementwise(equalOp, a, b);
 export const notEqual = (a: TensorLike, b: TensorLike): Tensor => callElementwise(notEqualOp, a, b);

@@ -3,6 +3,7 @@ import { Tensor, makeTensor, type TensorLike } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { type DType, weakScalarDtype, allocStorage, DEFAULT_FLOAT, promoteTypes } from "../core/dtype.js";
 import { ValueError } from "../core/errors.js";
+import { roundToFloat16 } from "../core/float16.js";
 import { isTracing } from "../core/context.js";
 import { applyOp1 } from "./registry.js";
 import { fillOp } from "./fill.js";
@@ -23,7 +24,7 @@ export function scalarOf(value: number, dtype: DType): Tensor {
   let t = isNegZero ? negativeZero.get(dtype) : byValue.get(value);
   if (t === undefined) {
     const data = allocStorage(dtype, 1);
-    data[0] = dtype === "bool" ? (value ? 1 : 0) : value;
+    data[0] = dtype === "bool" ? (value ? 1 : 0) : dtype === "float16" ? roundToFloat16(value) : value;
     t = new Tensor(data, [], dtype);
     if (isNegZero) negativeZero.set(dtype, t);
     else if (byValue.size < 4096) byValue.set(value, t);

@@ -47,10 +47,12 @@ export const rangeOp = defineOp<RangeAttrs>({
   family: "creation",
   inputs: [],
   infer: (_i, a) => [{ shape: [a.size], dtype: a.dtype }],
-  kernel(_i, a) {
-    const out = allocStorage(a.dtype, a.size);
-    for (let i = 0; i < a.size; i++) out[i] = a.start + i * a.step;
-    return [out];
+  kernels: {
+    cpu(_i, a) {
+      const out = allocStorage(a.dtype, a.size);
+      for (let i = 0; i < a.size; i++) out[i] = a.start + i * a.step;
+      return [out];
+    },
   },
 });
 
@@ -84,10 +86,12 @@ export const eyeOp = defineOp<EyeAttrs>({
   family: "creation",
   inputs: [],
   infer: (_i, a) => [{ shape: [a.n, a.m], dtype: a.dtype }],
-  kernel(_i, a) {
-    const out = allocStorage(a.dtype, a.n * a.m);
-    for (let i = 0; i < Math.min(a.n, a.m); i++) out[i * a.m + i] = 1;
-    return [out];
+  kernels: {
+    cpu(_i, a) {
+      const out = allocStorage(a.dtype, a.n * a.m);
+      for (let i = 0; i < Math.min(a.n, a.m); i++) out[i * a.m + i] = 1;
+      return [out];
+    },
   },
 });
 
@@ -112,15 +116,17 @@ export const oneHotOp = defineOp<OneHotAttrs>({
     }
     return [{ shape: [...x.shape, a.depth], dtype: a.dtype }];
   },
-  kernel(inputs, a) {
-    const idx = inputs[0]!.concrete();
-    const out = allocStorage(a.dtype, idx.length * a.depth);
-    for (let i = 0; i < idx.length; i++) {
-      const k = idx[i]!;
-      if (k < 0 || k >= a.depth) throw new IndexError(`index ${k} at position ${i} is out of range for depth ${a.depth}`, "oneHot");
-      out[i * a.depth + k] = 1;
-    }
-    return [out];
+  kernels: {
+    cpu(inputs, a) {
+      const idx = inputs[0]!.concrete();
+      const out = allocStorage(a.dtype, idx.length * a.depth);
+      for (let i = 0; i < idx.length; i++) {
+        const k = idx[i]!;
+        if (k < 0 || k >= a.depth) throw new IndexError(`index ${k} at position ${i} is out of range for depth ${a.depth}`, "oneHot");
+        out[i * a.depth + k] = 1;
+      }
+      return [out];
+    },
   },
 });
 

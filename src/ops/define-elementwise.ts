@@ -1,13 +1,15 @@
 /**
- * Declaring elementwise ops: a scalar template plus a dtype rule and a VJP. The same
- * template generates the eager kernel (backends/cpu/elementwise.ts) and feeds fusion.
+ * Declaring elementwise ops: an expression (core/expr.ts) plus a dtype rule and a VJP. Every
+ * backend renders the expression (the CPU's eager kernel: backends/cpu/elementwise.ts), and
+ * fusion combines the expressions of a chain into one loop.
  */
-import { type DType, isFloat, promoteTypes, allocStorage, DEFAULT_FLOAT } from "../core/dtype.js";
+import { type DType, isFloat, promoteTypes, DEFAULT_FLOAT } from "../core/dtype.js";
 import { DtypeError } from "../core/errors.js";
+import type { ElementwiseForm, Expr } from "../core/expr.js";
 import { broadcastShapesN } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
-import { elementwiseLoop, type ElementwiseLoop } from "../backends/cpu/elementwise.js";
-import { applyOp1, defineOp, templateExpression, type OpDef, type TensorType, type VjpContext } from "./registry.js";
+import { cpuBackend } from "../backends/registry.js";
+import { applyOp1, defineOp, type CpuKernel, type OpDef, type TensorType, type VjpContext } from "./registry.js";
 import { toTensorsWeak } from "./convert.js";
 
 /**
@@ -43,20 +45,22 @@ export interface ElementwiseSpec {
   name: string;
   family: string;
   inputs: string[];
-  /** JS expression over `a` (`b`, `c`) computing one element. */
-  expr: string;
-  /** Used instead of `expr` when the output dtype is an integer type. */
-  intExpr?: string;
-  /** Used instead of `expr` when the output dtype is float32 (see ElementwiseTemplate). */
-  f32Expr?: string;
+  /** The value of one output element over the operands (core/expr.ts: E.a, E.b, E.c). */
+  expr: Expr;
+  /** Used instead of `expr` when the output dtype is float32: accurate to float32, cheaper. */
+  f32?: Expr;
   dtype: DtypeRule;
   vjp?: OpDef["vjp"];
+  /** Swapping the two operands gives the same result. */
+  commutative?: boolean;
 }
+
+/** The CPU kernel of an elementwise form: its expression rendered as a JavaScript loop. */
+export const cpuElementwiseKernel = (form: ElementwiseForm): CpuKernel => cpuBackend.elementwiseKernel(form) as CpuKernel;
 
 export function defineElementwise(spec: ElementwiseSpec): OpDef {
   const arity = spec.inputs.length;
-  const loops = new Map<string, ElementwiseLoop | null>();
-  const elementwise = { expr: spec.expr, ...(spec.intExpr ? { intExpr: spec.intExpr } : {}), ...(spec.f32Expr ? { f32Expr: spec.f32Expr } : {}) };
+  const elementwise: ElementwiseForm = spec.f32 ? { expr: spec.expr, f32: spec.f32 } : { expr: spec.expr };
   return defineOp({
     name: spec.name,
     family: spec.family,
@@ -67,44 +71,10 @@ export function defineElementwise(spec: ElementwiseSpec): OpDef {
       const dtype = outputDtype(spec.name, spec.dtype, inputs.map((t) => t.dtype));
       return [{ shape, dtype }];
     },
-    kernel(inputs: Tensor[], attrs: Record<string, number> | undefined, outs: TensorType[]) {
-      const o = outs[0]!;
-      const out = allocStorage(o.dtype, sizeOfShape(o.shape));
-      const template = templateExpression(elementwise, o.dtype);
-      // Loops are compiled once per template; templates with attributes once per value.
-      let loop = loops.get(template);
-      if (loop === undefined) {
-        loop = template.includes("$") ? null : elementwiseLoop(template, arity);
-        loops.set(template, loop);
-      }
-      if (loop === null) loop = elementwiseLoop(bindAttrs(template, attrs), arity);
-      const datas = new Array(inputs.length);
-      const shapes = new Array(inputs.length);
-      for (let i = 0; i < inputs.length; i++) {
-        datas[i] = inputs[i]!.concrete();
-        shapes[i] = inputs[i]!.shape;
-      }
-      loop(datas, shapes, out, o.shape);
-      return [out];
-    },
+    kernels: { cpu: cpuElementwiseKernel(elementwise) },
     ...(spec.vjp ? { vjp: spec.vjp } : {}),
+    ...(spec.commutative ? { commutative: true } : {}),
   });
-}
-
-/** Substitutes `$name` placeholders in a template with attribute values (numeric literals). */
-export function bindAttrs(expr: string, attrs: Record<string, number> | undefined): string {
-  if (!expr.includes("$")) return expr;
-  return expr.replace(/\$(\w+)/g, (_, k: string) => {
-    const v = attrs?.[k];
-    if (typeof v !== "number") throw new Error(`elementwise template needs numeric attribute ${k}`);
-    return `(${Number.isFinite(v) ? String(v) : v > 0 ? "Infinity" : v < 0 ? "-Infinity" : "NaN"})`;
-  });
-}
-
-function sizeOfShape(s: readonly number[]): number {
-  let n = 1;
-  for (let i = 0; i < s.length; i++) n *= s[i]!;
-  return n;
 }
 
 export type UnaryVjp = (x: Tensor, y: Tensor, dy: Tensor) => Tensor;

@@ -20,11 +20,13 @@ export const fillOp = defineOp<FillAttrs>({
     if (!isDType(attrs.dtype)) throw new DtypeError(`unknown dtype ${JSON.stringify(attrs.dtype)}`, "fill");
     return [{ shape: attrs.shape, dtype: attrs.dtype }];
   },
-  kernel(_inputs, attrs) {
-    const out = allocStorage(attrs.dtype, sizeOf(attrs.shape));
-    const v = attrs.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
-    if (v !== 0) out.fill(v);
-    return [out];
+  kernels: {
+    cpu(_inputs, attrs) {
+      const out = allocStorage(attrs.dtype, sizeOf(attrs.shape));
+      const v = attrs.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
+      if (v !== 0) out.fill(v);
+      return [out];
+    },
   },
 });
 
@@ -50,11 +52,13 @@ export const fillLikeOp = defineOp<FillLikeAttrs>({
   family: "creation",
   inputs: ["x"],
   infer: (inputs, attrs) => [{ shape: inputs[0]!.shape, dtype: attrs.dtype }],
-  kernel(inputs, attrs) {
-    const out = allocStorage(attrs.dtype, sizeOf(inputs[0]!.shape));
-    const v = attrs.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
-    if (v !== 0) out.fill(v);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs) {
+      const out = allocStorage(attrs.dtype, sizeOf(inputs[0]!.shape));
+      const v = attrs.dtype === "bool" ? (attrs.value ? 1 : 0) : attrs.value;
+      if (v !== 0) out.fill(v);
+      return [out];
+    },
   },
 });
 

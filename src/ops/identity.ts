@@ -6,9 +6,10 @@ import { toTensor } from "./convert.js";
 export const identityOp = defineOp({
   name: "identity",
   family: "shape",
+  view: "alias",
   inputs: ["x"],
   infer: (inputs) => [{ shape: inputs[0]!.shape, dtype: inputs[0]!.dtype }],
-  kernel: (inputs) => [inputs[0]!.concrete()],
+  kernels: { cpu: (inputs) => [inputs[0]!.concrete()] },
   vjp: (_ctx, cts) => [cts[0]!],
 });
 
@@ -16,9 +17,10 @@ export const identityOp = defineOp({
 export const stopGradientOp = defineOp({
   name: "stopGradient",
   family: "nn",
+  view: "alias",
   inputs: ["x"],
   infer: (inputs) => [{ shape: inputs[0]!.shape, dtype: inputs[0]!.dtype }],
-  kernel: (inputs) => [inputs[0]!.concrete()],
+  kernels: { cpu: (inputs) => [inputs[0]!.concrete()] },
   vjp: () => [null],
 });
 

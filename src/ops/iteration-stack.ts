@@ -100,6 +100,7 @@ export const stackPushOp = defineOp<Record<string, never>>({
   name: "stackPush",
   family: "shape",
   inputs: ["stack", "value"],
+  copiesInputs: [1],
   infer(inputs) {
     const [s, v] = inputs as [TensorType, TensorType];
     if (s.dtype !== v.dtype) throw new DtypeError(`the value has dtype ${v.dtype} but the stack holds ${s.dtype}`, "stackPush");
@@ -109,7 +110,7 @@ export const stackPushOp = defineOp<Record<string, never>>({
     }
     return [{ dtype: s.dtype, shape: [-1, ...row.map((d, i) => (d >= 0 ? d : v.shape[i]!))] }];
   },
-  kernel(inputs) {
+  kernels: { cpu(inputs) {
     const [s, v] = inputs as [Tensor, Tensor];
     const rows = s.shape[0]!;
     if (rows > 0 && !s.shape.slice(1).every((d, i) => d === v.shape[i])) {
@@ -119,7 +120,7 @@ export const stackPushOp = defineOp<Record<string, never>>({
     recordRow(out, rows, v.concrete());
     runtimeShapes.set(out, [rows + 1, ...v.shape]);
     return [out];
-  },
+  } },
   vjp(_ctx, cts) {
     const [rest, last] = stackPop(cts[0]!);
     return [rest, last];
@@ -138,7 +139,7 @@ export const stackPopOp = defineOp<Record<string, never>>({
       { dtype: s.dtype, shape: row },
     ];
   },
-  kernel(inputs) {
+  kernels: { cpu(inputs) {
     const s = inputs[0]!;
     const rows = s.shape[0]!;
     if (rows < 1) throw new ShapeError(`cannot pop from an empty stack (shape ${fmtShape(s.shape)})`, "stackPop");
@@ -152,7 +153,7 @@ export const stackPopOp = defineOp<Record<string, never>>({
     const last = data.slice(restLen);
     handOnRecord(data, rows - 1, last);
     return [rest, last];
-  },
+  } },
   vjp(ctx, cts) {
     const [rest, last] = ctx.outputs as [Tensor, Tensor];
     return [stackPush(cts[0] ?? zerosLikeTensor(rest), cts[1] ?? zerosLikeTensor(last))];
@@ -180,7 +181,7 @@ export const stackReadOp = defineOp<Record<string, never>>({
     if (i.dtype !== "int32" || i.shape.length !== 0) throw new DtypeError(`the index must be an int32 scalar, got ${i.dtype}${fmtShape(i.shape)}`, "stackRead");
     return [{ dtype: s.dtype, shape: rowTypeOf("stackRead", s) }];
   },
-  kernel(inputs) {
+  kernels: { cpu(inputs) {
     const [s, i] = inputs as [Tensor, Tensor];
     const row = i.concrete()[0]!;
     const rows = s.shape[0]!;
@@ -192,7 +193,7 @@ export const stackReadOp = defineOp<Record<string, never>>({
     const out = data.subarray(row * size, (row + 1) * size);
     handOnRecord(data, row, out);
     return [out];
-  },
+  } },
   vjp(ctx, cts) {
     const [s, i] = ctx.inputs as [Tensor, Tensor];
     return [scatterAdd(zerosLikeTensor(s), reshape(i, [1]), expandDims(cts[0]!, 0), 0), null];
@@ -209,12 +210,12 @@ export const emptyStackOp = defineOp<Record<string, never>>({
   family: "creation",
   inputs: ["like"],
   infer: (inputs) => [{ dtype: inputs[0]!.dtype, shape: [0, ...inputs[0]!.shape] }],
-  kernel(inputs) {
+  kernels: { cpu(inputs) {
     const like = inputs[0]!;
     const out = new (like.concrete().constructor as Ctor)(0);
     runtimeShapes.set(out, [0, ...like.shape]);
     return [out];
-  },
+  } },
 });
 
 export function emptyStack(like: Tensor): Tensor {

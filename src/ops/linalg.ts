@@ -45,6 +45,13 @@ export interface MatmulOptions {
 const MATMUL_OPTIONS = optionKeys<MatmulOptions>()("transposeA", "transposeB");
 const MATMUL_DTYPES: readonly DType[] = ["float32", "float64", "int32", "int64"];
 
+/** The dtype products are computed in: bool and integers narrower than 32 bits as int32, unsigned 32/64-bit as int64. */
+function productDtype(d: DType): DType {
+  if (d === "bool" || d === "uint8" || d === "int8" || d === "int16" || d === "uint16") return "int32";
+  if (d === "uint32" || d === "uint64") return "int64";
+  return d;
+}
+
 function flagsText(tA: boolean, tB: boolean): string {
   const f = [tA ? "transposeA" : "", tB ? "transposeB" : ""].filter(Boolean);
   return f.length > 0 ? ` (with ${f.join(", ")})` : "";
@@ -127,6 +134,7 @@ export const matmulOp = defineOp<MatmulAttrs>({
   name: "matmul",
   family: "linalg",
   inputs: ["a", "b"],
+  product: (attrs) => ({ transposeA: !!attrs.transposeA, transposeB: !!attrs.transposeB }),
   infer(inputs, attrs) {
     const [a, b] = inputs as [(typeof inputs)[0], (typeof inputs)[0]];
     if (a!.dtype !== b!.dtype) throw new DtypeError(`operands must have the same dtype, got ${a!.dtype} and ${b!.dtype}`, "matmul");
@@ -135,25 +143,27 @@ export const matmulOp = defineOp<MatmulAttrs>({
     }
     return [{ shape: matmulShape(a!.shape, b!.shape, attrs.transposeA, attrs.transposeB), dtype: a!.dtype }];
   },
-  kernel(inputs, attrs, outs) {
-    const [a, b] = inputs as [Tensor, Tensor];
-    const o = outs[0]!;
-    const rank = o.shape.length;
-    const m = o.shape[rank - 2]!,
-      n = o.shape[rank - 1]!;
-    const k = attrs.transposeA ? a.shape[a.rank - 2]! : a.shape[a.rank - 1]!;
-    const outBatch = o.shape.slice(0, rank - 2);
-    const aOff = batchOffsets(a.shape, outBatch);
-    const bOff = batchOffsets(b.shape, outBatch);
-    const d = o.dtype;
-    const out = d === "float32" ? new Float32Array(sizeOf(o.shape)) : d === "int32" ? new Int32Array(sizeOf(o.shape)) : new Float64Array(sizeOf(o.shape));
-    if (out.length === 0) return [out];
-    if (d === "float32" || d === "float64") {
-      matmulKernel(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);
-    } else {
-      matmulInt(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);
-    }
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const [a, b] = inputs as [Tensor, Tensor];
+      const o = outs[0]!;
+      const rank = o.shape.length;
+      const m = o.shape[rank - 2]!,
+        n = o.shape[rank - 1]!;
+      const k = attrs.transposeA ? a.shape[a.rank - 2]! : a.shape[a.rank - 1]!;
+      const outBatch = o.shape.slice(0, rank - 2);
+      const aOff = batchOffsets(a.shape, outBatch);
+      const bOff = batchOffsets(b.shape, outBatch);
+      const d = o.dtype;
+      const out = d === "float32" ? new Float32Array(sizeOf(o.shape)) : d === "int32" ? new Int32Array(sizeOf(o.shape)) : new Float64Array(sizeOf(o.shape));
+      if (out.length === 0) return [out];
+      if (d === "float32" || d === "float64") {
+        matmulKernel(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);
+      } else {
+        matmulInt(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);
+      }
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const [a, b] = ctx.inputs as [Tensor, Tensor];
@@ -192,7 +202,9 @@ export function matmul(a: TensorLike, b: TensorLike, options: MatmulOptions = {}
     throw new ShapeError(`operands must have rank >= 1 (use mul for scalars), got shapes ${fmtShape(A.shape)} and ${fmtShape(B.shape)}`, "matmul");
   }
   let dtype = promoteTypes(A.dtype, B.dtype);
-  if (dtype === "bool" || dtype === "uint8") dtype = "int32";
+  // float16 multiplies in float32 and rounds the result (as onnxruntime's CPU kernels do).
+  if (dtype === "float16") return cast(matmul(cast(A, "float32"), cast(B, "float32"), options), "float16");
+  dtype = productDtype(dtype);
   A = cast(A, dtype);
   B = cast(B, dtype);
   const shownA = A.shape,
@@ -311,7 +323,8 @@ export function einsum(equation: string, ...operands: TensorLike[]): Tensor {
   }
   const tensors = operands.map((x) => toTensor(x, "einsum"));
   let dtype = tensors.map((t) => t.dtype).reduce(promoteTypes);
-  if (dtype === "bool" || dtype === "uint8") dtype = "int32";
+  if (dtype === "float16") return cast(einsum(equation, ...tensors.map((t) => cast(t, "float32"))), "float16");
+  dtype = productDtype(dtype);
 
   // Labels per operand (ellipsis expanded, aligned from the right) and label sizes.
   const parsed = terms.map((t, i) => parseTerm(equation, t, `input term ${i}`));

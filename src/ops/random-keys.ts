@@ -51,8 +51,10 @@ export const randomKeyOp = defineOp<Record<string, never>>({
     if (s.shape.length !== 0) throw new ShapeError(`the seed must be a scalar, got shape ${fmtShape(s.shape)}`, "random.key");
     return [KEY_TYPE];
   },
-  kernel(inputs) {
-    return [Int32Array.from(seedKey(inputs[0]!.concrete()[0]!))];
+  kernels: {
+    cpu(inputs) {
+      return [Int32Array.from(seedKey(inputs[0]!.concrete()[0]!))];
+    },
   },
 });
 
@@ -69,9 +71,11 @@ export const randomSplitOp = defineOp<SplitAttrs>({
     checkKeyType("random.split", inputs[0]!);
     return Array.from({ length: a.n }, () => KEY_TYPE);
   },
-  kernel(inputs, a) {
-    const [k0, k1] = keyWords(inputs[0]!);
-    return Array.from({ length: a.n }, (_, i) => Int32Array.from(splitKey(k0, k1, i)));
+  kernels: {
+    cpu(inputs, a) {
+      const [k0, k1] = keyWords(inputs[0]!);
+      return Array.from({ length: a.n }, (_, i) => Int32Array.from(splitKey(k0, k1, i)));
+    },
   },
 });
 
@@ -87,9 +91,11 @@ export const randomFoldInOp = defineOp<Record<string, never>>({
     if (d.shape.length !== 0) throw new ShapeError(`data must be a scalar, got shape ${fmtShape(d.shape)}`, "random.foldIn");
     return [KEY_TYPE];
   },
-  kernel(inputs) {
-    const [k0, k1] = keyWords(inputs[0]!);
-    return [Int32Array.from(foldInKey(k0, k1, inputs[1]!.concrete()[0]!))];
+  kernels: {
+    cpu(inputs) {
+      const [k0, k1] = keyWords(inputs[0]!);
+      return [Int32Array.from(foldInKey(k0, k1, inputs[1]!.concrete()[0]!))];
+    },
   },
 });
 

@@ -53,12 +53,14 @@ export const randomNextKeyOp = defineOp<Record<string, never>>({
     }
     return [STATE_TYPE, { dtype: "int32", shape: [2] }];
   },
-  kernel(inputs) {
-    const s = inputs[0]!.concrete();
-    const counter = (s[2]! >>> 0) + (s[3]! >>> 0) * 4294967296;
-    if (counter >= MAX_COUNTER) throw new ValueError(`the generator has handed out all of its 2^52 keys; make a new one`, "random.Generator");
-    const next = counter + 1;
-    return [Int32Array.of(s[0]!, s[1]!, next >>> 0, Math.floor(next / 4294967296)), Int32Array.from(splitKey(s[0]!, s[1]!, counter))];
+  kernels: {
+    cpu(inputs) {
+      const s = inputs[0]!.concrete();
+      const counter = (s[2]! >>> 0) + (s[3]! >>> 0) * 4294967296;
+      if (counter >= MAX_COUNTER) throw new ValueError(`the generator has handed out all of its 2^52 keys; make a new one`, "random.Generator");
+      const next = counter + 1;
+      return [Int32Array.of(s[0]!, s[1]!, next >>> 0, Math.floor(next / 4294967296)), Int32Array.from(splitKey(s[0]!, s[1]!, counter))];
+    },
   },
 });
 
@@ -223,14 +225,14 @@ function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number
       checkKeyType(name, inputs[0]!);
       return [{ shape: a.shape, dtype: a.dtype }];
     },
-    kernel(inputs, a) {
+    kernels: { cpu(inputs, a) {
       const n = sizeOf(a.shape);
       const out = allocStorage(a.dtype, n);
       const [k0, k1] = keyWords(inputs[0]!);
       const f64 = a.dtype === "float64";
       for (let i = 0; i < n; i++) out[i] = sample(a, k0, k1, i, f64);
       return [out];
-    },
+    } },
   });
 }
 
@@ -255,13 +257,13 @@ export const randomBernoulliOp = defineOp<Record<string, never>>({
     checkKeyType("random.bernoulli", inputs[1]!);
     return [{ shape: inputs[0]!.shape, dtype: "bool" }];
   },
-  kernel(inputs) {
+  kernels: { cpu(inputs) {
     const p = inputs[0]!.concrete();
     const [k0, k1] = keyWords(inputs[1]!);
     const out = allocStorage("bool", p.length);
     for (let i = 0; i < p.length; i++) out[i] = uniform01(k0, k1, i, true) < p[i]! ? 1 : 0;
     return [out];
-  },
+  } },
 });
 
 interface CategoricalAttrs {
@@ -281,7 +283,7 @@ export const randomCategoricalOp = defineOp<CategoricalAttrs>({
     checkKeyType("random.categorical", inputs[1]!);
     return [{ shape: l.shape.length === 1 ? [a.numSamples] : [l.shape[0]!, a.numSamples], dtype: "int32" }];
   },
-  kernel(inputs, a) {
+  kernels: { cpu(inputs, a) {
     const l = inputs[0]!;
     const logits = l.concrete();
     const [k0, k1] = keyWords(inputs[1]!);
@@ -307,7 +309,7 @@ export const randomCategoricalOp = defineOp<CategoricalAttrs>({
       }
     }
     return [out];
-  },
+  } },
 });
 
 export interface UniformOptions extends DrawOptions {

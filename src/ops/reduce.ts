@@ -15,7 +15,7 @@ import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { broadcastReductionAxes, fmtShape, hasUnknownDims, normalizeAxes, normalizeAxis, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
 import { Tensor, type TensorLike } from "../core/tensor.js";
 import { argReduce, cumsum3, logSumExpAxes, reduceAxes, varianceAxes, type Combine } from "../backends/cpu/reduce.js";
-import { applyOp1, defineOp, type OpDef, type TensorType } from "./registry.js";
+import { applyOp1, defineOp, type OpDef, type ReductionForm, type TensorType } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { installMethods } from "./methods.js";
 import { broadcastLike, broadcastTo, expandDims, reshape, squeeze } from "./shape.js";
@@ -63,6 +63,8 @@ export type ReduceKernel = (x: TypedArray, shape: Shape, axes: readonly number[]
 export interface ReductionOptions {
   /** Raise ValueError when a non-empty output would reduce an empty group (max, min). */
   requireNonEmpty?: boolean;
+  /** The reduction combines elements one at a time (executors may inline it): reduction.mean for mean. */
+  form?: ReductionForm;
 }
 
 function checkNonEmpty(op: string, shape: Shape, axes: readonly number[]): void {
@@ -89,15 +91,18 @@ export function defineReduction(
       if (options.requireNonEmpty) checkNonEmpty(name, x.shape, attrs.axes);
       return [{ shape: reducedShape(x.shape, attrs.axes, attrs.keepDims), dtype: outDtype(x.dtype, name) }];
     },
-    kernel(inputs, attrs, outs) {
-      const x = inputs[0]!;
-      const o = outs[0]!;
-      const out = allocStorage(o.dtype, sizeOf(o.shape));
-      if (typeof combine === "string") reduceAxes(combine, x.concrete(), x.shape, attrs.axes, out);
-      else combine(x.concrete(), x.shape, attrs.axes, out);
-      return [out];
+    kernels: {
+      cpu(inputs, attrs, outs) {
+        const x = inputs[0]!;
+        const o = outs[0]!;
+        const out = allocStorage(o.dtype, sizeOf(o.shape));
+        if (typeof combine === "string") reduceAxes(combine, x.concrete(), x.shape, attrs.axes, out);
+        else combine(x.concrete(), x.shape, attrs.axes, out);
+        return [out];
+      },
     },
     ...(vjp ? { vjp } : {}),
+    ...(typeof combine === "string" ? { reduction: { combine } } : options.form ? { reduction: options.form } : {}),
   });
 }
 
@@ -108,7 +113,8 @@ export function reduceAttrs(op: string, x: Tensor, axis: AxisArg, keepDims: bool
   return { axes: normalizeAxes(op, axis, x.rank), keepDims: !!keepDims };
 }
 
-const sumDtype = (d: DType): DType => (d === "bool" || d === "uint8" ? "int32" : d);
+/** Sums of bool and of integers narrower than 32 bits accumulate in int32 (as matmul's products do). */
+const sumDtype = (d: DType): DType => (d === "bool" || d === "uint8" || d === "int8" || d === "int16" || d === "uint16" ? "int32" : d);
 const floatDtype = (d: DType): DType => (isFloat(d) ? d : DEFAULT_FLOAT);
 const sameDtype = (d: DType): DType => d;
 
@@ -159,7 +165,7 @@ export const meanOp = defineReduction("mean", meanKernel, floatDtype, (ctx, cts)
   const ct = cts[0]!;
   const n = countOf(x, ctx.attrs.axes, ct.dtype);
   return [broadcastBack(div(keptCotangent(ct, ctx.attrs), n), x)];
-});
+}, { form: { combine: "sum", mean: true } });
 
 /** Arithmetic mean; integers give float32; an empty reduction gives NaN. */
 export function mean(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
@@ -245,19 +251,21 @@ function defineArgReduction(name: string, kind: "max" | "min"): OpDef<ArgReduceA
       checkNonEmpty(name, x.shape, attrs.axis === null ? x.shape.map((_, i) => i) : [attrs.axis]);
       return [{ shape: argShape(x.shape, attrs), dtype: "int32" }];
     },
-    kernel(inputs, attrs, outs) {
-      const x = inputs[0]!;
-      const out = new Int32Array(sizeOf(outs[0]!.shape));
-      let outer = 1,
-        red = x.size,
-        inner = 1;
-      if (attrs.axis !== null) {
-        red = x.shape[attrs.axis]!;
-        for (let i = 0; i < attrs.axis; i++) outer *= x.shape[i]!;
-        for (let i = attrs.axis + 1; i < x.rank; i++) inner *= x.shape[i]!;
-      }
-      if (out.length > 0) argReduce(kind, x.concrete(), outer, red, inner, out);
-      return [out];
+    kernels: {
+      cpu(inputs, attrs, outs) {
+        const x = inputs[0]!;
+        const out = new Int32Array(sizeOf(outs[0]!.shape));
+        let outer = 1,
+          red = x.size,
+          inner = 1;
+        if (attrs.axis !== null) {
+          red = x.shape[attrs.axis]!;
+          for (let i = 0; i < attrs.axis; i++) outer *= x.shape[i]!;
+          for (let i = attrs.axis + 1; i < x.rank; i++) inner *= x.shape[i]!;
+        }
+        if (out.length > 0) argReduce(kind, x.concrete(), outer, red, inner, out);
+        return [out];
+      },
     },
   });
 }
@@ -362,15 +370,17 @@ export const cumsumOp = defineOp<CumsumAttrs>({
     const x = inputs[0]!;
     return [{ shape: x.shape, dtype: sumDtype(x.dtype) }];
   },
-  kernel(inputs, attrs, outs) {
-    const x = inputs[0]!;
-    const out = allocStorage(outs[0]!.dtype, x.size);
-    let outer = 1,
-      inner = 1;
-    for (let i = 0; i < attrs.axis; i++) outer *= x.shape[i]!;
-    for (let i = attrs.axis + 1; i < x.rank; i++) inner *= x.shape[i]!;
-    if (out.length > 0) cumsum3(x.concrete(), out, outer, x.shape[attrs.axis]!, inner, attrs.exclusive, attrs.reverse);
-    return [out];
+  kernels: {
+    cpu(inputs, attrs, outs) {
+      const x = inputs[0]!;
+      const out = allocStorage(outs[0]!.dtype, x.size);
+      let outer = 1,
+        inner = 1;
+      for (let i = 0; i < attrs.axis; i++) outer *= x.shape[i]!;
+      for (let i = attrs.axis + 1; i < x.rank; i++) inner *= x.shape[i]!;
+      if (out.length > 0) cumsum3(x.concrete(), out, outer, x.shape[attrs.axis]!, inner, attrs.exclusive, attrs.reverse);
+      return [out];
+    },
   },
   vjp(ctx, cts) {
     const { axis, exclusive, reverse } = ctx.attrs;
@@ -444,12 +454,14 @@ export const sumToLikeOp = defineOp({
   family: "reduce",
   inputs: ["x", "like"],
   infer: (inputs) => [{ shape: inputs[1]!.shape, dtype: inputs[0]!.dtype }],
-  kernel(inputs, _attrs, outs) {
-    const [x, like] = inputs as [Tensor, Tensor];
-    const axes = broadcastReductionAxes(like.shape, x.shape);
-    const out = allocStorage(outs[0]!.dtype, sizeOf(like.shape));
-    reduceAxes("sum", x.concrete(), x.shape, axes, out, (n) => allocStorage("float64", n));
-    return [out];
+  kernels: {
+    cpu(inputs, _attrs, outs) {
+      const [x, like] = inputs as [Tensor, Tensor];
+      const axes = broadcastReductionAxes(like.shape, x.shape);
+      const out = allocStorage(outs[0]!.dtype, sizeOf(like.shape));
+      reduceAxes("sum", x.concrete(), x.shape, axes, out, (n) => allocStorage("float64", n));
+      return [out];
+    },
   },
   vjp: (ctx, cts) => [broadcastLike(cts[0]!, ctx.inputs[0]!), null],
 });

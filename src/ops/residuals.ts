@@ -36,14 +36,14 @@ export const packResidualsOp = defineOp<Record<string, never>>({
   variadic: true,
   stateful: true,
   infer: () => [HANDLE_TYPE],
-  kernel(inputs) {
+  kernels: { cpu(inputs) {
     const handle = new Float64Array([++serial]);
     records.set(
       handle,
       inputs.map((t) => ({ data: t.concrete(), shape: t.shape.slice() })),
     );
     return [handle];
-  },
+  } },
   vjp(ctx, cts) {
     const types = ctx.inputs.map((t) => ({ dtype: t.dtype, shape: t.shape.slice() }));
     // The inputs come along for their shapes: a zero cotangent unpacks to zeros like them.
@@ -66,7 +66,7 @@ export const unpackResidualsOp = defineOp<UnpackAttrs>({
   inputs: ["handle"],
   variadic: true,
   infer: (_inputs, attrs) => attrs.types.map((t) => ({ dtype: t.dtype, shape: t.shape.slice() })),
-  kernel(inputs, attrs) {
+  kernels: { cpu(inputs, attrs) {
     const h = inputs[0]!.concrete();
     const kept = records.get(h);
     if (!kept) {
@@ -88,7 +88,7 @@ export const unpackResidualsOp = defineOp<UnpackAttrs>({
       if (attrs.types[i]!.shape.some((d) => d < 0)) runtimeShapes.set(k.data, k.shape);
       return k.data;
     });
-  },
+  } },
   vjp(ctx, cts) {
     return [packResiduals(cts.map((c, i) => c ?? zerosLikeTensor(ctx.outputs[i]!))), ...ctx.inputs.slice(1).map(() => null)];
   },

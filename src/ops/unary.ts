@@ -1,6 +1,7 @@
-/** Unary elementwise ops. Each: template, dtype rule, VJP written with registry ops. */
-import { TANH_F32_TEMPLATE } from "../backends/cpu/tanh-f32.js";
+/** Unary elementwise ops. Each: expression, dtype rule, VJP written with registry ops. */
+import * as E from "../core/expr.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
+import { tanhF32 } from "./tanh-f32.js";
 import { installMethods } from "./methods.js";
 import { callElementwise, callElementwiseWithAttrs, defineElementwise, unaryVjp, type DtypeRule, type UnaryVjp } from "./define-elementwise.js";
 import { add, div, mul, sub } from "./binary.js";
@@ -10,13 +11,15 @@ import { cast } from "./cast.js";
 const SQRT_2_OVER_PI_HALF = 0.3989422804014327; // 1/sqrt(2*pi)
 const TWO_OVER_SQRT_PI = 1.1283791670955126;
 
-function unary(name: string, expr: string, dtype: DtypeRule, vjp?: UnaryVjp | "zero", f32Expr?: string) {
+const { a } = E;
+
+function unary(name: string, expr: E.Expr, dtype: DtypeRule, vjp?: UnaryVjp | "zero", f32?: E.Expr) {
   return defineElementwise({
     name,
     family: "unary",
     inputs: ["x"],
     expr,
-    ...(f32Expr ? { f32Expr } : {}),
+    ...(f32 ? { f32 } : {}),
     dtype,
     ...(vjp === "zero" ? { vjp: () => [null] } : vjp ? { vjp: unaryVjp(vjp) } : {}),
   });
@@ -27,46 +30,46 @@ function step(x: Tensor): Tensor {
   return cast(greater(x, 0), x.dtype);
 }
 
-export const negOp = unary("neg", "-a", "numeric", (_x, _y, dy) => neg(dy));
-export const absOp = unary("abs", "Math.abs(a)", "numeric", (x, _y, dy) => mul(dy, sign(x)));
-export const signOp = unary("sign", "Math.sign(a)", "numeric", "zero");
-export const expOp = unary("exp", "Math.exp(a)", "float", (_x, y, dy) => mul(dy, y));
-export const logOp = unary("log", "Math.log(a)", "float", (x, _y, dy) => div(dy, x));
-export const log1pOp = unary("log1p", "Math.log1p(a)", "float", (x, _y, dy) => div(dy, add(x, 1)));
-export const expm1Op = unary("expm1", "Math.expm1(a)", "float", (_x, y, dy) => mul(dy, add(y, 1)));
-export const sqrtOp = unary("sqrt", "Math.sqrt(a)", "float", (_x, y, dy) => div(mul(dy, 0.5), y));
-export const rsqrtOp = unary("rsqrt", "1 / Math.sqrt(a)", "float", (x, y, dy) => mul(dy, div(mul(y, -0.5), x)));
-export const squareOp = unary("square", "a * a", "same", (x, _y, dy) => mul(dy, mul(x, 2)));
-export const reciprocalOp = unary("reciprocal", "1 / a", "float", (_x, y, dy) => neg(mul(dy, mul(y, y))));
-export const sinOp = unary("sin", "Math.sin(a)", "float", (x, _y, dy) => mul(dy, cos(x)));
-export const cosOp = unary("cos", "Math.cos(a)", "float", (x, _y, dy) => neg(mul(dy, sin(x))));
-export const tanOp = unary("tan", "Math.tan(a)", "float", (_x, y, dy) => mul(dy, add(mul(y, y), 1)));
-export const asinOp = unary("asin", "Math.asin(a)", "float", (x, _y, dy) => mul(dy, rsqrt(sub(1, mul(x, x)))));
-export const acosOp = unary("acos", "Math.acos(a)", "float", (x, _y, dy) => neg(mul(dy, rsqrt(sub(1, mul(x, x))))));
-export const atanOp = unary("atan", "Math.atan(a)", "float", (x, _y, dy) => div(dy, add(mul(x, x), 1)));
-export const sinhOp = unary("sinh", "Math.sinh(a)", "float", (x, _y, dy) => mul(dy, cosh(x)));
-export const coshOp = unary("cosh", "Math.cosh(a)", "float", (x, _y, dy) => mul(dy, sinh(x)));
-export const tanhOp = unary("tanh", "Math.tanh(a)", "float", (_x, y, dy) => mul(dy, sub(1, mul(y, y))), TANH_F32_TEMPLATE);
-export const sigmoidOp = unary("sigmoid", "sigmoid(a)", "float", (_x, y, dy) => mul(dy, mul(y, sub(1, y))));
-export const reluOp = unary("relu", "a > 0 ? a : 0", "numeric", (x, _y, dy) => mul(dy, step(x)));
-export const softplusOp = unary("softplus", "softplus(a)", "float", (x, _y, dy) => mul(dy, sigmoid(x)));
-export const erfOp = unary("erf", "erf(a)", "float", (x, _y, dy) => mul(dy, mul(exp(neg(mul(x, x))), TWO_OVER_SQRT_PI)));
-export const geluOp = unary("gelu", "0.5 * a * (1 + erf(a * 0.7071067811865476))", "float", (x, _y, dy) => {
+export const negOp = unary("neg", E.neg(a), "numeric", (_x, _y, dy) => neg(dy));
+export const absOp = unary("abs", E.abs(a), "numeric", (x, _y, dy) => mul(dy, sign(x)));
+export const signOp = unary("sign", E.select(E.gt(a, 0), 1, E.select(E.lt(a, 0), -1, a)), "numeric", "zero");
+export const expOp = unary("exp", E.fn("exp", a), "float", (_x, y, dy) => mul(dy, y));
+export const logOp = unary("log", E.fn("log", a), "float", (x, _y, dy) => div(dy, x));
+export const log1pOp = unary("log1p", E.fn("log1p", a), "float", (x, _y, dy) => div(dy, add(x, 1)));
+export const expm1Op = unary("expm1", E.fn("expm1", a), "float", (_x, y, dy) => mul(dy, add(y, 1)));
+export const sqrtOp = unary("sqrt", E.sqrt(a), "float", (_x, y, dy) => div(mul(dy, 0.5), y));
+export const rsqrtOp = unary("rsqrt", E.div(1, E.sqrt(a)), "float", (x, y, dy) => mul(dy, div(mul(y, -0.5), x)));
+export const squareOp = unary("square", E.mul(a, a), "same", (x, _y, dy) => mul(dy, mul(x, 2)));
+export const reciprocalOp = unary("reciprocal", E.div(1, a), "float", (_x, y, dy) => neg(mul(dy, mul(y, y))));
+export const sinOp = unary("sin", E.fn("sin", a), "float", (x, _y, dy) => mul(dy, cos(x)));
+export const cosOp = unary("cos", E.fn("cos", a), "float", (x, _y, dy) => neg(mul(dy, sin(x))));
+export const tanOp = unary("tan", E.fn("tan", a), "float", (_x, y, dy) => mul(dy, add(mul(y, y), 1)));
+export const asinOp = unary("asin", E.fn("asin", a), "float", (x, _y, dy) => mul(dy, rsqrt(sub(1, mul(x, x)))));
+export const acosOp = unary("acos", E.fn("acos", a), "float", (x, _y, dy) => neg(mul(dy, rsqrt(sub(1, mul(x, x))))));
+export const atanOp = unary("atan", E.fn("atan", a), "float", (x, _y, dy) => div(dy, add(mul(x, x), 1)));
+export const sinhOp = unary("sinh", E.fn("sinh", a), "float", (x, _y, dy) => mul(dy, cosh(x)));
+export const coshOp = unary("cosh", E.fn("cosh", a), "float", (x, _y, dy) => mul(dy, sinh(x)));
+export const tanhOp = unary("tanh", E.fn("tanh", a), "float", (_x, y, dy) => mul(dy, sub(1, mul(y, y))), tanhF32(a));
+export const sigmoidOp = unary("sigmoid", E.select(E.ge(a, 0), E.div(1, E.add(1, E.fn("exp", E.neg(a)))), E.div(E.fn("exp", a), E.add(1, E.fn("exp", a)))), "float", (_x, y, dy) => mul(dy, mul(y, sub(1, y))));
+export const reluOp = unary("relu", E.select(E.gt(a, 0), a, 0), "numeric", (x, _y, dy) => mul(dy, step(x)));
+export const softplusOp = unary("softplus", E.add(E.select(E.gt(a, 0), a, 0), E.fn("log1p", E.fn("exp", E.neg(E.abs(a))))), "float", (x, _y, dy) => mul(dy, sigmoid(x)));
+export const erfOp = unary("erf", E.fn("erf", a), "float", (x, _y, dy) => mul(dy, mul(exp(neg(mul(x, x))), TWO_OVER_SQRT_PI)));
+export const geluOp = unary("gelu", E.mul(E.mul(0.5, a), E.add(1, E.fn("erf", E.mul(a, 0.7071067811865476)))), "float", (x, _y, dy) => {
   const cdf = mul(add(erf(mul(x, Math.SQRT1_2)), 1), 0.5);
   const pdf = mul(exp(mul(mul(x, x), -0.5)), SQRT_2_OVER_PI_HALF);
   return mul(dy, add(cdf, mul(x, pdf)));
 });
-export const floorOp = unary("floor", "Math.floor(a)", "numeric", "zero");
-export const ceilOp = unary("ceil", "Math.ceil(a)", "numeric", "zero");
-export const roundOp = unary("round", "roundHalfEven(a)", "numeric", "zero");
-export const isNaNOp = unary("isNaN", "a !== a", "bool");
-export const isFiniteOp = unary("isFinite", "Number.isFinite(a)", "bool");
+export const floorOp = unary("floor", E.floor(a), "numeric", "zero");
+export const ceilOp = unary("ceil", E.ceil(a), "numeric", "zero");
+export const roundOp = unary("round", E.fn("roundHalfEven", a), "numeric", "zero");
+export const isNaNOp = unary("isNaN", E.ne(a, a), "bool");
+export const isFiniteOp = unary("isFinite", E.fn("isFinite", a), "bool");
 
 export const leakyReluOp = defineElementwise({
   name: "leakyRelu",
   family: "unary",
   inputs: ["x"],
-  expr: "a > 0 ? a : a * $alpha",
+  expr: E.select(E.gt(a, 0), a, E.mul(a, E.attr("alpha"))),
   dtype: "float",
   vjp: (ctx, cts) => {
     const x = ctx.inputs[0]!;
@@ -79,7 +82,7 @@ export const eluOp = defineElementwise({
   name: "elu",
   family: "unary",
   inputs: ["x"],
-  expr: "a > 0 ? a : $alpha * Math.expm1(a)",
+  expr: E.select(E.gt(a, 0), a, E.mul(E.attr("alpha"), E.fn("expm1", a))),
   dtype: "float",
   vjp: (ctx, cts) => {
     const x = ctx.inputs[0]!;

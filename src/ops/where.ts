@@ -1,31 +1,27 @@
 /** where(cond, a, b): elementwise select with broadcasting (unknown staging dims broadcast like any other). */
-import { allocStorage, promoteTypes } from "../core/dtype.js";
+import { promoteTypes } from "../core/dtype.js";
 import { DtypeError } from "../core/errors.js";
-import { broadcastShapesN, sizeOf } from "../core/shape.js";
+import * as E from "../core/expr.js";
+import { broadcastShapesN } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
-import { elementwiseLoop } from "../backends/cpu/elementwise.js";
 import { applyOp1, defineOp } from "./registry.js";
+import { cpuElementwiseKernel } from "./define-elementwise.js";
 import { toTensor, toTensorsWeak } from "./convert.js";
 import { sumTo } from "./reduce.js";
 
-const EXPR = "a ? b : c";
+const FORM: E.ElementwiseForm = { expr: E.select(E.a, E.b, E.c) };
 
 export const whereOp = defineOp({
   name: "where",
   family: "compare",
   inputs: ["condition", "x", "y"],
-  elementwise: { expr: EXPR },
+  elementwise: FORM,
   infer(inputs) {
     const [c, a, b] = inputs as [typeof inputs[0], typeof inputs[0], typeof inputs[0]];
     if (c!.dtype !== "bool") throw new DtypeError(`condition must be bool, got ${c!.dtype}`, "where");
     return [{ shape: broadcastShapesN("where", [c!.shape, a!.shape, b!.shape]), dtype: promoteTypes(a!.dtype, b!.dtype) }];
   },
-  kernel(inputs, _attrs, outs) {
-    const o = outs[0]!;
-    const out = allocStorage(o.dtype, sizeOf(o.shape));
-    elementwiseLoop(EXPR, 3)(inputs.map((t) => t.concrete()), inputs.map((t) => t.shape), out, o.shape);
-    return [out];
-  },
+  kernels: { cpu: cpuElementwiseKernel(FORM) },
   vjp(ctx, cts) {
     const [c, a, b] = ctx.inputs as [Tensor, Tensor, Tensor];
     const dy = cts[0]!;

@@ -8,8 +8,8 @@ import type { FunctionLibrary, Graph } from "../graph/ir.js";
 import type { Capture } from "./trace-context.js";
 import { printGraph } from "../graph/printer.js";
 import { toSExpr } from "../graph/sexpr.js";
-import { interpret } from "../exec/interpreter.js";
-import { mapStructure, type Structure } from "../ad/structure.js";
+import { mapStructure, type Structure } from "../core/structure.js";
+import { StagingError } from "./trace-context.js";
 
 /** A tensor output of the function, by index into the graph's outputs. */
 export class OutputLeaf {
@@ -25,11 +25,25 @@ export type OutputTemplate = Structure<OutputLeaf | ConstantLeaf>;
 
 export type Executor = (graph: Graph, inputs: Tensor[], library: FunctionLibrary) => Tensor[];
 
-let defaultExecutor: Executor = (g, inputs, library) => interpret(g, inputs, { library });
+/** A function graph plus the library holding everything it calls. */
+export interface FunctionBundle {
+  graph: Graph;
+  library: FunctionLibrary;
+}
 
-/** @internal Installs the default executor (exec/compile.ts registers the compiled one). */
+/** What runs graph functions: the package entry installs it (api/wiring.ts); staging knows no executor. */
+let defaultExecutor: Executor | null = null;
+
+/** @internal Installs the executor staged functions run on. */
 export function setDefaultExecutor(e: Executor): void {
   defaultExecutor = e;
+}
+
+function installedExecutor(): Executor {
+  if (defaultExecutor === null) {
+    throw new StagingError("no executor is installed to run staged functions: import Stagecraft through its package entry (src/api/index.ts), which installs one");
+  }
+  return defaultExecutor;
 }
 
 export class ConcreteFunction {
@@ -47,7 +61,7 @@ export class ConcreteFunction {
   }
 
   /** Runs the graph on the caller's tensor arguments; returns the flat outputs. */
-  callFlat(args: Tensor[], executor: Executor = defaultExecutor): Tensor[] {
+  callFlat(args: Tensor[], executor: Executor = installedExecutor()): Tensor[] {
     const inputs = args.concat(this.captureValues());
     return executor(this.graph, inputs, this.library);
   }

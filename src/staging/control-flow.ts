@@ -9,17 +9,22 @@ import { currentHandler, recorders, withHandler, withoutRecorders } from "../cor
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
 import type { Graph, Value, ValueType } from "../graph/ir.js";
-import { leaves, mapStructure, type Structure } from "../ad/structure.js";
+import { leaves, mapStructure, type Structure } from "../core/structure.js";
 import { TraceContext, type SymbolRef } from "./trace-context.js";
 import { scalarOf, toTensor } from "../ops/convert.js";
 import { expandDims, gather, reshape, scatterAdd, stack, unstack } from "../ops/shape.js";
 import { add } from "../ops/binary.js";
 import { less } from "../ops/compare.js";
 import { full } from "../ops/fill.js";
-import { whileWithGradient, type RegionTracer } from "./structural-gradients.js";
-import { condWithGradient } from "./cond-gradient.js";
-import { variablesReadByCalls } from "./call-gradient.js";
+import { recordCond, recordWhile } from "./recording.js";
 import { checkOptions, optionKeys } from "../core/options.js";
+import { condOp, whileOp } from "../ops/structural.js";
+import { hoistVariableReads } from "./region-variables.js";
+
+/** The structural ops' names, and their regions' (as their declarations give them). */
+const COND = condOp.name;
+const [THEN, ELSE] = condOp.structural.regions as [string, string];
+const [LOOP_COND, LOOP_BODY] = whileOp.structural.regions as [string, string];
 
 function activeTrace(): TraceContext | null {
   const h = currentHandler();
@@ -39,7 +44,9 @@ function truthy(pred: Tensor | boolean | number, op: string): boolean {
 
 /** A region (branch or loop body) of `parent`. */
 export function openRegion(parent: TraceContext, name: string): TraceContext {
-  return new TraceContext(name, parent.library, parent, false, parent.functionName, parent.variablesAsInputs, true);
+  const region = new TraceContext(name, parent.library, parent, false, parent.functionName, parent.variablesAsInputs, true);
+  region.structuralRegion = true;
+  return region;
 }
 
 /** Runs `fn` in a child context of `parent` whose inputs are placeholders of `types`. */
@@ -56,9 +63,13 @@ function traceRegion<T>(parent: TraceContext, name: string, types: ValueType[], 
 
 /**
  * Gives every region the same extra inputs (the union of what they captured from outside),
- * after their own `numOwn` inputs; returns the outside tensors in that order.
+ * after their own `numOwn` inputs; returns the outside tensors in that order. The regions'
+ * variable reads of the value at the construct's entry are hoisted first, and so are captured
+ * too (region-variables.ts; `loop`: the regions are a loop's condition and body).
  */
-export function unifyCaptures(regions: TraceContext[], numOwn: number): Tensor[] {
+export function unifyCaptures(regions: TraceContext[], numOwn: number, loop = false): Tensor[] {
+  const parent = regions[0]?.parent;
+  if (parent) hoistVariableReads(parent, regions, loop);
   const outside: Tensor[] = [];
   const seen = new Set<number>();
   for (const r of regions)
@@ -117,17 +128,17 @@ function toTensors(s: Structure<unknown>, op: string): Structure<unknown> {
  */
 export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn: () => T): T {
   const ctx = activeTrace();
-  if (!(pred instanceof Tensor) || !ctx || !isSymbolicIn(pred)) return truthy(pred, "cond") ? thenFn() : elseFn();
+  if (!(pred instanceof Tensor) || !ctx || !isSymbolicIn(pred)) return truthy(pred, COND) ? thenFn() : elseFn();
   if (pred.dtype !== "bool" || pred.size !== 1) {
-    throw new DtypeError(`the predicate must be a bool scalar, got ${pred.dtype}${fmtShape(pred.shape)}`, "cond");
+    throw new DtypeError(`the predicate must be a bool scalar, got ${pred.dtype}${fmtShape(pred.shape)}`, COND);
   }
   // Branches are traced plainly: while tapes record, the gradient rule splits them afterwards.
-  const t = withoutRecorders(null, () => traceRegion(ctx, "then", [], () => toTensors(thenFn() as Structure<unknown>, "cond")));
-  const e = withoutRecorders(null, () => traceRegion(ctx, "else", [], () => toTensors(elseFn() as Structure<unknown>, "cond")));
+  const t = withoutRecorders(null, () => traceRegion(ctx, THEN, [], () => toTensors(thenFn() as Structure<unknown>, COND)));
+  const e = withoutRecorders(null, () => traceRegion(ctx, ELSE, [], () => toTensors(elseFn() as Structure<unknown>, COND)));
   const tl = leaves(t.result).filter((x): x is Tensor => x instanceof Tensor);
   const el = leaves(e.result).filter((x): x is Tensor => x instanceof Tensor);
-  checkSameJsLeaves("cond", t.result, e.result);
-  const types = structureTypes("cond", tl, el, "the branches");
+  checkSameJsLeaves(COND, t.result, e.result);
+  const types = structureTypes(COND, tl, el, "the branches");
   t.ctx.graph.setOutputs(tl.map((x) => t.ctx.valueOf(x)));
   e.ctx.graph.setOutputs(el.map((x) => e.ctx.valueOf(x)));
   const operands = unifyCaptures([t.ctx, e.ctx], 0);
@@ -137,38 +148,17 @@ export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn
 }
 
 /**
- * Emits a cond node over traced branches (inputs: `operands`); while tapes record, the cond
- * augmented for its gradient (cond-gradient.ts).
+ * Emits a cond node over traced branches (inputs: `operands`); while tapes record, the cond's
+ * gradient rule emits it (recording.ts).
  */
 export function emitCond(ctx: TraceContext, pred: Tensor, operands: Tensor[], thenG: Graph, elseG: Graph, types: ValueType[]): Tensor[] {
-  if (recorders.length === 0) {
-    const outs = ctx.addStructural("cond", [pred, ...operands], {}, types, [thenG, elseG]);
-    ctx.variableValues.clear();
-    return outs;
-  }
-  const all = withCalleeVariables(ctx, [thenG, elseG], operands);
-  const outs = condWithGradient({ ctx, pred, operands: all, thenG, elseG, types, traceRegion: probeTracer(ctx), cond: (p, a, b) => cond(p, a, b) });
-  ctx.variableValues.clear();
-  return outs;
+  return recorders.length === 0
+    ? ctx.addStructural(COND, [pred, ...operands], {}, types, [thenG, elseG])
+    : recordCond({ ctx, pred, operands, thenG, elseG, types });
 }
 
-/**
- * Regions (a cond's branches, a loop's cond and body) that call staged functions read those
- * functions' variables without showing them among their operands. While tapes record, the
- * variables' values become extra operands (inputs the region graphs ignore), so that their
- * gradients leave the region; returns the operands with them appended.
- */
-function withCalleeVariables(ctx: TraceContext, regions: Graph[], operands: Tensor[]): Tensor[] {
-  const all = operands.slice();
-  const vars = new Set(regions.flatMap((g) => variablesReadByCalls(g, ctx.library)));
-  for (const v of vars) {
-    const t = v.read();
-    if (all.includes(t)) continue;
-    all.push(t);
-    for (const g of regions) g.addInput({ dtype: t.dtype, shape: t.shape }, `variable_${v.name}`);
-  }
-  return all;
-}
+/** Traces a function of tensors over placeholders of `types` as a graph of its own. */
+export type RegionTracer = (types: ValueType[], fn: (...xs: Tensor[]) => Tensor[]) => { graph: Graph; ctx: TraceContext };
 
 /** Traces `fn` over placeholders of `types` in a discarded region of `ctx`, with no tape recording. */
 export function probeTracer(ctx: TraceContext): RegionTracer {
@@ -213,25 +203,19 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
   const traced = withoutRecorders(null, () => traceLoop(ctx, types, condFn, bodyFn, options));
   const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max } : {}) };
   if (recorders.length === 0) {
-    const outs = ctx.addStructural("while", [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
-    ctx.variableValues.clear();
-    return outs;
+    return ctx.addStructural(whileOp.name, [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
   }
-  // A tape records: emit the loop augmented for its gradient instead (structural-gradients.ts).
-  return whileWithGradient({
+  // A tape records: the loop's gradient rule emits it (recording.ts).
+  return recordWhile({
     ctx,
     init,
-    invariants: withCalleeVariables(ctx, [traced.condG, traced.bodyG], traced.invariants),
+    invariants: traced.invariants,
     types,
     condG: traced.condG,
     bodyG: traced.bodyG,
-    whileLoop: (c, b, vars, shapeInvariants) => whileLoop(c, b, vars, { shapeInvariants }),
-    traceRegion: probeTracer(ctx),
     emit(augTypes, augInit, augCond, augBody) {
       const aug = traceLoop(ctx, augTypes, augCond, augBody, {});
-      const outs = ctx.addStructural("while", [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);
-      ctx.variableValues.clear();
-      return outs;
+      return ctx.addStructural(whileOp.name, [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);
     },
   });
 }
@@ -244,14 +228,14 @@ function traceLoop(
   bodyFn: (...vars: Tensor[]) => Tensor[],
   options: WhileOptions,
 ): { condG: Graph; bodyG: Graph; invariants: Tensor[] } {
-  const c = traceRegion(ctx, "cond", types, (...xs) => condFn(...xs));
+  const c = traceRegion(ctx, LOOP_COND, types, (...xs) => condFn(...xs));
   const predT = c.result instanceof Tensor ? c.result : toTensor(c.result, "whileLoop");
   if (predT.dtype !== "bool" || predT.size !== 1) throw new DtypeError(`the condition must return a bool scalar, got ${predT.dtype}${fmtShape(predT.shape)}`, "whileLoop");
   c.ctx.graph.setOutputs([c.ctx.valueOf(predT)]);
-  const b = traceRegion(ctx, "body", types, (...xs) => bodyFn(...xs));
+  const b = traceRegion(ctx, LOOP_BODY, types, (...xs) => bodyFn(...xs));
   const next = checkBody(b.result, types.map((t) => ({ dtype: t.dtype, shape: t.shape }) as Tensor), options, true);
   b.ctx.graph.setOutputs(next.map((x) => b.ctx.valueOf(x)));
-  const invariants = unifyCaptures([c.ctx, b.ctx], types.length);
+  const invariants = unifyCaptures([c.ctx, b.ctx], types.length, true);
   return { condG: c.ctx.graph, bodyG: b.ctx.graph, invariants };
 }
 

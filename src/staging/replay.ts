@@ -8,11 +8,13 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { atNode, ValueError } from "../core/errors.js";
 import { applyOp, getOp } from "../ops/registry.js";
+import { assignVariableOp, callOp, condOp, readVariableOp, whileOp } from "../ops/structural.js";
+import { calleeOf } from "../graph/declarations.js";
 import type { FunctionLibrary, Graph, Node } from "../graph/ir.js";
 import { cond, whileLoop } from "./control-flow.js";
 import { currentHandler } from "../core/context.js";
 import { TraceContext } from "./trace-context.js";
-import { emitCall } from "./call-gradient.js";
+import { emitCall } from "./call.js";
 
 export function replay(graph: Graph, library: FunctionLibrary, inputs: Tensor[]): Tensor[] {
   if (inputs.length !== graph.inputs.length) {
@@ -33,27 +35,27 @@ export function replay(graph: Graph, library: FunctionLibrary, inputs: Tensor[])
 function replayNode(node: Node, args: Tensor[], library: FunctionLibrary): Tensor[] {
   let outs: Tensor[];
   switch (node.op) {
-    case "readVariable":
+    case readVariableOp.name:
       outs = [(node.attrs.variable as Variable).read()];
       break;
-    case "assignVariable":
+    case assignVariableOp.name:
       (node.attrs.variable as Variable).assign(args[0]!);
       outs = [];
       break;
-    case "call": {
-      const callee = library.get(node.attrs.callee as string);
+    case callOp.name: {
+      const callee = library.get(calleeOf(node)!);
       // While tracing, a call stays a call (recursion stays finite, and its gradient is the
       // callee's VJP function); eagerly the callee's ops run, so tapes see them.
       outs = currentHandler() instanceof TraceContext ? emitCall({ graph: callee, library }, args, node.outputs.map((v) => v.type)) : replay(callee, library, args);
       break;
     }
-    case "cond": {
+    case condOp.name: {
       const [pred, ...operands] = args;
       const [thenG, elseG] = node.regions as [Graph, Graph];
       outs = cond(pred!, () => replay(thenG, library, operands), () => replay(elseG, library, operands));
       break;
     }
-    case "while": {
+    case whileOp.name: {
       const n = node.attrs.numLoopVars as number;
       const inv = args.slice(n);
       const [condG, bodyG] = node.regions as [Graph, Graph];

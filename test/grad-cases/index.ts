@@ -6,5 +6,6 @@ import { cases as shape } from "./shape.js";
 import { cases as linalg } from "./linalg.js";
 import { cases as nn } from "./nn.js";
 import { cases as host } from "./host.js";
+import { cases as addedForOnnx } from "./added-for-onnx.js";
 
-export const allCases: GradCase[] = [...elementwise, ...reduce, ...shape, ...linalg, ...nn, ...host];
+export const allCases: GradCase[] = [...elementwise, ...reduce, ...shape, ...linalg, ...nn, ...host, ...addedForOnnx];

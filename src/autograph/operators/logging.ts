@@ -6,9 +6,9 @@
  */
 import { inspect, format } from "node:util";
 import { Tensor } from "../../core/tensor.js";
-import { ShapeError, ValueError, userLocation } from "../../core/errors.js";
-import { fmtShape } from "../../core/shape.js";
-import { applyOp, defineOp } from "../../ops/registry.js";
+import { ValueError, userLocation } from "../../core/errors.js";
+import { applyOp } from "../../ops/registry.js";
+import { assertOp, registerAssertion } from "../../ops/host.js";
 import { logicalNot } from "../../ops/compare.js";
 import { print as stagedPrint } from "../../staging/host.js";
 import { AssertionFailedError, activeTrace, locArg, readIfVariable } from "./state.js";
@@ -31,34 +31,8 @@ export function print(...args: unknown[]): void {
 // ---------------------------------------------------------------------------------------------
 // assertions
 
-const errorFactories = new Map<number, () => unknown>();
-let nextFactoryId = 1;
-
-/** Throws the registered error when its input (a bool scalar: "ok") is false. */
-export const assertOp = defineOp<{ fnId: number; message: string }>({
-  name: "assert",
-  family: "host",
-  inputs: ["ok"],
-  stateful: true,
-  infer(inputs) {
-    const ok = inputs[0]!;
-    if (ok.dtype !== "bool" || !ok.shape.every((d) => d === 1)) {
-      throw new ShapeError(`the condition must be a bool scalar, got ${ok.dtype}${fmtShape(ok.shape)}`, "assert");
-    }
-    return [];
-  },
-  kernel(inputs, attrs) {
-    if (inputs[0]!.dataSync()[0] !== 0) return [];
-    const make = errorFactories.get(attrs.fnId);
-    if (!make) throw new AssertionFailedError(attrs.message || "assertion failed", "assert", null);
-    throw make();
-  },
-});
-
 function stageAssert(ok: Tensor, makeError: () => unknown, message: string): void {
-  const fnId = nextFactoryId++;
-  errorFactories.set(fnId, makeError);
-  applyOp(assertOp, [ok], { fnId, message });
+  applyOp(assertOp, [ok], { fnId: registerAssertion(makeError), message });
 }
 
 /**

@@ -16,8 +16,8 @@ import { full } from "../../ops/fill.js";
 import { DtypeError, ShapeError } from "../../core/errors.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
-import { concat, expandDims, slice, squeeze, stack, unstack } from "../../ops/shape.js";
-import { applyOp1, defineOp } from "../../ops/registry.js";
+import { concat, dimSizeOp, expandDims, slice, squeeze, stack, unstack } from "../../ops/shape.js";
+import { applyOp1 } from "../../ops/registry.js";
 import { TraceContext } from "../../staging/trace-context.js";
 
 /** Raised when converted code cannot be staged as written (names the variable and the source line). */
@@ -34,7 +34,7 @@ export class AutoGraphError extends StagecraftError {
 }
 
 /** Raised (at run time for staged code) when `ag.assert` / `sc.assert` fails. */
-export class AssertionFailedError extends StagecraftError {}
+export { AssertionFailedError } from "../../ops/host.js";
 
 /**
  * The value a variable holds before its first assignment when the transform needs to pass
@@ -245,24 +245,7 @@ export function relaxedShapeOf(x: unknown): (number | null)[] | undefined {
 // ---------------------------------------------------------------------------------------------
 // tensor lists
 
-/** The size of `axis` when the graph runs (an int32 scalar; a constant when it is known). */
-export const dimSizeOp = defineOp<{ axis: number }>({
-  name: "dimSize",
-  family: "shape",
-  inputs: ["x"],
-  infer(inputs, attrs) {
-    const x = inputs[0]!;
-    if (!Number.isInteger(attrs.axis) || attrs.axis < 0 || attrs.axis >= x.shape.length) {
-      throw new ShapeError(`axis ${String(attrs.axis)} is out of range for shape ${fmtShape(x.shape)}`, "dimSize");
-    }
-    return [{ shape: [], dtype: "int32" }];
-  },
-  kernel(inputs, attrs) {
-    const out = new Int32Array(1);
-    out[0] = inputs[0]!.shape[attrs.axis]!;
-    return [out];
-  },
-});
+export { dimSizeOp };
 
 /**
  * An array that a staged loop appends to: its elements live in one tensor (`buffer`, shape

@@ -1,20 +1,22 @@
 /**
- * Loop generation for elementwise ops from their scalar templates (ops/registry.ts
- * ElementwiseTemplate). Each (expression, arity) compiles once into specialized loops for:
+ * The CPU's eager elementwise kernels, rendered from an op's expression (core/expr.ts) as
+ * JavaScript (js-expr.ts). Each (expression, arity) compiles once into specialized loops for:
  * all operands contiguous and same-shaped, scalar operands, and general NumPy broadcasting
- * (strided, 0 strides on broadcast dimensions). The staging executor reuses the templates to
- * fuse chains into single loops.
+ * (strided, 0 strides on broadcast dimensions).
  */
-import type { TypedArray } from "../../core/dtype.js";
-import { SCALAR_PRELUDE } from "./scalar-math.js";
+import { allocStorage, type TypedArray } from "../../core/dtype.js";
+import { bindAttrs, hasAttrs, type ElementwiseForm, type Expr } from "../../core/expr.js";
 import { broadcastStrides, shapesEqual, sizeOf, type Shape } from "../../core/shape.js";
+import type { CpuKernel } from "./kernel.js";
+import { jsSource, SCALAR_PRELUDE } from "./js-expr.js";
 
-const NAMES = ["a", "b", "c"];
+const NAMES = ["a", "b", "c", "d", "e", "f"];
 
 export type ElementwiseLoop = (inputs: TypedArray[], shapes: Shape[], out: TypedArray, outShape: Shape) => void;
 
 const cache = new Map<string, ElementwiseLoop>();
 
+/** The loop computing the JavaScript expression `expr` over operands named a, b, c, ... */
 export function elementwiseLoop(expr: string, arity: number): ElementwiseLoop {
   const key = arity + "|" + expr;
   let fn = cache.get(key);
@@ -23,6 +25,57 @@ export function elementwiseLoop(expr: string, arity: number): ElementwiseLoop {
     cache.set(key, fn);
   }
   return fn;
+}
+
+/** The loop computing expression `e` (attributes bound) of `arity` operands. */
+export function expressionLoop(e: Expr, arity: number): ElementwiseLoop {
+  return elementwiseLoop(jsSource(e, NAMES.slice(0, arity)), arity);
+}
+
+/**
+ * The CPU kernel of an elementwise op: its expression for the output's dtype (attributes bound
+ * per node), one loop over the broadcast output shape.
+ */
+export function elementwiseKernel(form: ElementwiseForm): CpuKernel<Readonly<Record<string, unknown>> | undefined> {
+  // The loops of the expression and of the float32 form, made on first use; per attribute
+  // values when the expression reads attributes.
+  let exprLoop: ElementwiseLoop | null = null;
+  let f32Loop: ElementwiseLoop | null = null;
+  const bound = new Map<string, ElementwiseLoop>();
+  const loopFor = (e: Expr, arity: number, attrs: Readonly<Record<string, unknown>> | undefined): ElementwiseLoop => {
+    if (!hasAttrs(e)) return expressionLoop(e, arity);
+    const key = `${e === form.f32 ? "f32" : ""}${JSON.stringify(attrs ?? {})}`;
+    let loop = bound.get(key);
+    if (loop === undefined) {
+      loop = expressionLoop(bindAttrs(e, attrs), arity);
+      if (bound.size < 256) bound.set(key, loop);
+    }
+    return loop;
+  };
+  const attrFree = !hasAttrs(form.expr) && (form.f32 === undefined || !hasAttrs(form.f32));
+  const f32Form = form.f32;
+  return (inputs, attrs, outs) => {
+    const o = outs[0]!;
+    const out = allocStorage(o.dtype, sizeOf(o.shape));
+    const arity = inputs.length;
+    const f32 = f32Form !== undefined && o.dtype === "float32";
+    let loop = f32 ? f32Loop : exprLoop;
+    if (loop === null) {
+      loop = loopFor(f32 ? f32Form! : form.expr, arity, attrs);
+      if (attrFree) {
+        if (f32) f32Loop = loop;
+        else exprLoop = loop;
+      }
+    }
+    const datas = new Array<TypedArray>(arity);
+    const shapes = new Array<Shape>(arity);
+    for (let i = 0; i < arity; i++) {
+      datas[i] = inputs[i]!.concrete();
+      shapes[i] = inputs[i]!.shape;
+    }
+    loop(datas, shapes, out, o.shape);
+    return [out];
+  };
 }
 
 function compile(expr: string, arity: number): ElementwiseLoop {

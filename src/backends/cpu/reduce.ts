@@ -9,14 +9,15 @@
  * float32 sum is not rounded at every step, and int32 sums wrap exactly like int32 adds).
  */
 import type { TypedArray } from "../../core/dtype.js";
+import type { Combine } from "../../core/expr.js";
 import type { Shape } from "../../core/shape.js";
 
-export type Combine = "sum" | "prod" | "max" | "min" | "any" | "all";
+export type { Combine };
 
-const INIT: Record<Combine, number> = { sum: 0, prod: 1, max: -Infinity, min: Infinity, any: 0, all: 1 };
+export const REDUCTION_INIT: Record<Combine, number> = { sum: 0, prod: 1, max: -Infinity, min: Infinity, any: 0, all: 1 };
 
 /** How an accumulator `acc` absorbs a value `v`. max/min propagate NaN; any/all treat NaN as true. */
-function combineExpr(c: Combine): string {
+export function combineExpr(c: Combine): string {
   switch (c) {
     case "sum":
       return "acc + v";
@@ -34,7 +35,7 @@ function combineExpr(c: Combine): string {
 }
 
 /** The accumulator's value after the first element `v` of a group. */
-function firstExpr(c: Combine): string {
+export function firstExpr(c: Combine): string {
   return c === "any" || c === "all" ? "(v !== 0 ? 1 : 0)" : "v";
 }
 
@@ -76,7 +77,7 @@ function reduce3(c: Combine): Reduce3 {
 
 /** The initial value of a reduction (what an empty reduction gives). */
 export function reductionIdentity(c: Combine): number {
-  return INIT[c];
+  return REDUCTION_INIT[c];
 }
 
 /**
@@ -91,7 +92,7 @@ export function reduceAxes(c: Combine, x: TypedArray, shape: Shape, axes: readon
   let red = 1;
   for (const a of axes) red *= shape[a]!;
   if (red === 0) {
-    out.fill(INIT[c]);
+    out.fill(REDUCTION_INIT[c]);
     return;
   }
   const logical = c === "any" || c === "all";

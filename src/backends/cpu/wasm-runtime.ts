@@ -8,6 +8,7 @@
 // Calls into the kernels are synchronous and never nest, so reset-per-call is enough.
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { config } from "../../core/config.js";
 
 export interface KernelExports {
   sgemm(a: number, b: number, c: number, m: number, n: number, k: number,
@@ -31,9 +32,9 @@ export const WA = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembl
 const PAGE = 65536;
 const MAX_PAGES = 65536; // must match --maximumMemory in scripts/build-wasm.mjs
 
-/** Total threads to use for kernels (main thread included): env STAGECRAFT_THREADS or #cores. */
+/** Total threads to use for kernels (main thread included): STAGECRAFT_THREADS (core/config.ts) or #cores. */
 export function configuredThreads(): number {
-  const env = typeof process !== "undefined" ? process.env.STAGECRAFT_THREADS : undefined;
+  const env = config.threads;
   const n = env !== undefined && env !== "" ? Number.parseInt(env, 10) : availableParallelism();
   return Number.isFinite(n) && n >= 1 ? Math.min(n, 64) : 1;
 }
@@ -119,7 +120,7 @@ let runtime: WasmRuntime | null | undefined;
 export function getWasmRuntime(): WasmRuntime | null {
   if (runtime !== undefined) return runtime;
   runtime = null;
-  if (process.env.STAGECRAFT_NO_WASM === "1") return runtime;
+  if (config.noWasm) return runtime;
   try {
     if (typeof SharedArrayBuffer === "undefined") return runtime;
     const url = new URL("../../../wasm/build/kernels.wasm", import.meta.url);

@@ -8,7 +8,7 @@
  */
 import type { Tensor } from "../../core/tensor.js";
 import type { Graph } from "../ir.js";
-import { constantAttrsOf } from "./constant.js";
+import { constantAttrsOf, constantOp } from "../../ops/constant.js";
 import { makeNode, replaceAllUses, sameType } from "./util.js";
 
 /**
@@ -27,7 +27,7 @@ export function bindConstantInputs(g: Graph, values: ReadonlyMap<number, Tensor>
     const used = g.outputs.includes(input) || g.nodes.some((n) => n.inputs.includes(input));
     if (!used) continue;
     const attrs = constantAttrsOf(t);
-    const node = makeNode("constant", [], { ...attrs }, [type]);
+    const node = makeNode(constantOp.name, [], { ...attrs }, [type]);
     replaceAllUses(g, input, node.outputs[0]!);
     fresh.push(node);
     bound++;

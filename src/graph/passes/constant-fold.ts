@@ -9,13 +9,17 @@
  * kernel throws (the error is left to happen at run time, where it did before), and tensors
  * above `maxElements` (inputs or outputs), so graphs stay small.
  *
- * Small constants that a cond or while node passes to its regions are also copied into the
- * regions (where folding and simplification can see them); prune then drops the operand.
+ * Small constants that a cond or while node passes to its regions (as operands its declaration
+ * lets prune drop) are also copied into the regions (where folding and simplification can see
+ * them); prune then drops the operand.
  */
+import { roundToFloat16 } from "../../core/float16.js";
 import { allocStorage } from "../../core/dtype.js";
 import type { Tensor } from "../../core/tensor.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../ir.js";
-import { constantAttrsOf } from "./constant.js";
+import { structuralOf } from "../declarations.js";
+import { constantAttrsOf, constantOp } from "../../ops/constant.js";
+import { fillOp } from "../../ops/fill.js";
 import { allGraphs, evaluateNode, isFullyKnown, isPureRegistryNode, makeNode, refineTypes, replaceAllUses, sizeOfType } from "./util.js";
 
 export interface ConstantFoldOptions {
@@ -37,28 +41,29 @@ export function isConstantSource(node: Node): boolean {
 /**
  * The value every element of `v` has, when `v` is produced by a `fill` node or a `constant`
  * node whose elements are all equal; null otherwise. The value is what the storage of v's
- * dtype holds (so -0 stays -0 only in float dtypes, and 0.1 in float32 is fround(0.1)).
+ * dtype holds (so -0 stays -0 only in float dtypes, and 0.1 in float32 is fround(0.1); float16
+ * values are rounded to float16 as its kernels' outputs are).
  */
 export function uniformValueOf(v: Value): number | null {
   const p = v.producer;
   if (!p) return null;
   const dtype = v.type.dtype;
   const cell = allocStorage(dtype, 1);
-  if (p.op === "fill") {
+  if (p.op === fillOp.name) {
     const value = p.attrs.value;
     if (typeof value !== "number") return null;
     // fill stores nothing for a zero value (so -0 becomes +0).
     cell[0] = dtype === "bool" ? (value ? 1 : 0) : value === 0 ? 0 : value;
-    return cell[0]!;
+    return dtype === "float16" ? roundToFloat16(cell[0]!) : cell[0]!;
   }
-  if (p.op === "constant") {
+  if (p.op === constantOp.name) {
     const values = p.attrs.values;
     if (!Array.isArray(values) || values.length === 0) return null;
     const first = values[0];
     if (typeof first !== "number") return null;
     for (let i = 1; i < values.length; i++) if (!Object.is(values[i], first)) return null;
     cell[0] = dtype === "bool" ? (first ? 1 : 0) : first;
-    return cell[0]!;
+    return dtype === "float16" ? roundToFloat16(cell[0]!) : cell[0]!;
   }
   return null;
 }
@@ -84,8 +89,8 @@ function replacementFor(t: Tensor): Node {
   let uniform = data.length > 0 && !Object.is(data[0], -0);
   for (let i = 1; uniform && i < data.length; i++) if (!Object.is(data[i], data[0])) uniform = false;
   const type = { dtype: t.dtype, shape: t.shape.slice() };
-  if (uniform) return makeNode("fill", [], { shape: t.shape.slice(), dtype: t.dtype, value: data[0]! }, [type]);
-  return makeNode("constant", [], { ...constantAttrsOf(t) }, [type]);
+  if (uniform) return makeNode(fillOp.name, [], { shape: t.shape.slice(), dtype: t.dtype, value: data[0]! }, [type]);
+  return makeNode(constantOp.name, [], { ...constantAttrsOf(t) }, [type]);
 }
 
 function foldGraph(g: Graph, limit: number): number {
@@ -152,13 +157,14 @@ function foldGraph(g: Graph, limit: number): number {
   return changes;
 }
 
-/** Copies small constant operands of cond/while nodes into the regions that use them. */
+/** Copies small constant operands of structural nodes into the regions that use them. */
 function sinkIntoRegions(g: Graph, limit: number): number {
   let changes = 0;
   for (const node of g.nodes) {
-    if (node.op !== "cond" && node.op !== "while") continue;
-    const first = node.op === "cond" ? 1 : (node.attrs.numLoopVars as number);
-    const offset = node.op === "cond" ? 1 : 0;
+    const s = structuralOf(node);
+    if (!s?.droppableFrom || node.regions.length === 0) continue;
+    const first = s.droppableFrom(node.attrs);
+    const offset = s.regionOperandsFrom;
     for (let k = first; k < node.inputs.length; k++) {
       const operand = node.inputs[k]!;
       const p = operand.producer;

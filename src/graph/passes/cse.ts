@@ -17,7 +17,8 @@ import { attrValuesEqual, graphsEqual } from "../equal.js";
 import { FunctionLibrary, type Graph, type Node, type Value } from "../ir.js";
 import { allGraphs, EffectAnalysis, registryDef, replaceUses, sameType } from "./util.js";
 
-const COMMUTATIVE = new Set(["add", "mul", "equal", "notEqual", "logicalAnd", "logicalOr", "logicalXor"]);
+/** Whether a node's two inputs may be swapped (its op declares it commutative). */
+const commutative = (node: Node): boolean => registryDef(node.op)?.commutative === true;
 
 /** Eliminates common subexpressions in `g`, its regions and library functions. Mutates; returns g. */
 export function cse(g: Graph, lib: FunctionLibrary): Graph {
@@ -63,7 +64,7 @@ function cseGraph(g: Graph, lib: FunctionLibrary | undefined, effects: EffectAna
     const def = registryDef(node.op);
     if (def && def.family === "random") continue;
     let inputIds = node.inputs.map(idOf);
-    if (COMMUTATIVE.has(node.op)) inputIds = inputIds.slice().sort((a, b) => a - b);
+    if (commutative(node)) inputIds = inputIds.slice().sort((a, b) => a - b);
     const key = `${node.op}|${inputIds.join(",")}${effects.readsState(node) ? `|epoch ${epoch}` : ""}`;
     let bucket = buckets.get(key);
     if (!bucket) buckets.set(key, (bucket = []));
@@ -83,7 +84,7 @@ function cseGraph(g: Graph, lib: FunctionLibrary | undefined, effects: EffectAna
 
 function equivalent(a: Node, b: Node, lib: FunctionLibrary | undefined): boolean {
   if (a.op !== b.op || a.inputs.length !== b.inputs.length || a.outputs.length !== b.outputs.length || a.regions.length !== b.regions.length) return false;
-  if (!COMMUTATIVE.has(a.op)) {
+  if (!commutative(a)) {
     for (let i = 0; i < a.inputs.length; i++) if (a.inputs[i] !== b.inputs[i]) return false;
   } else {
     const rest = b.inputs.slice();

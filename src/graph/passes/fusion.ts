@@ -1,10 +1,10 @@
 /**
  * Elementwise fusion: chains and trees of elementwise registry nodes (ops with an
- * `elementwise` template: unary, binary, comparisons, where, clip) whose outputs all have
- * the same, fully known shape become one `fusedElementwise` node, computed by a single loop
- * (backends/cpu/fused.ts) with no intermediate tensors. Inputs of the group may broadcast.
+ * `elementwise` expression: unary, binary, comparisons, where, clip) whose outputs all have
+ * the same, fully known shape become one `fusedElementwise` node (ops/fused.ts), computed by a
+ * single loop with no intermediate tensors. Inputs of the group may broadcast.
  *
- * The fused node's attributes are plain JSON:
+ * The fused node's attributes are plain JSON (ops/fused.ts):
  *   { numInputs, steps: [{ op, args, attrs }], outputs }
  * where arg k < numInputs is fused input k and k >= numInputs is step k - numInputs, and
  * `outputs` lists the steps whose values leave the group (used by other nodes, or graph
@@ -19,40 +19,12 @@
  * that is about to be executed. Optimize a copy (optimizeCopy) when the original graph is
  * also replayed by tapes or exported.
  */
-import { allocStorage } from "../../core/dtype.js";
-import { defineOp } from "../../ops/registry.js";
-import { fusedKernel, fusedStepTypes, type FusedAttrs, type FusedStep } from "../../backends/cpu/fused.js";
+import { fusedElementwiseOp, type FusedAttrs, type FusedStep } from "../../ops/fused.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../ir.js";
 import { shapesEqual } from "../../core/shape.js";
-import { allGraphs, isFullyKnown, makeNode, registryDef, replaceUses, sizeOfType } from "./util.js";
+import { allGraphs, isFullyKnown, makeNode, registryDef, replaceUses } from "./util.js";
 
 export type { FusedAttrs, FusedStep };
-
-export const fusedElementwiseOp = defineOp<FusedAttrs>({
-  name: "fusedElementwise",
-  family: "fused",
-  inputs: ["inputs"],
-  variadic: true,
-  infer(inputs, attrs) {
-    const steps = fusedStepTypes(attrs, inputs);
-    return attrs.outputs.map((k) => ({ dtype: steps[k]!.dtype, shape: steps[k]!.shape }));
-  },
-  kernel(inputs, attrs, outs) {
-    const shape = outs[0]!.shape;
-    const n = sizeOfType(outs[0]!);
-    const buffers = outs.map((o) => allocStorage(o.dtype, n));
-    fusedKernel(
-      attrs,
-      inputs.map((t) => t.shape),
-      shape,
-      inputs.map((t) => t.dtype),
-    )(
-      inputs.map((t) => t.concrete()),
-      buffers,
-    );
-    return buffers;
-  },
-});
 
 export interface FusionOptions {
   /** Most steps in one fused node. Default 64. */
@@ -163,7 +135,7 @@ function fuseGraph(g: Graph, maxSteps: number): number {
       if (outputsOfGraph.has(v) || (users.get(v) ?? []).some((u) => !members.has(u))) exits.push(v);
     }
     const attrs: FusedAttrs = { numInputs: ni, steps, outputs: exits.map((v) => stepOf.get(v)!) };
-    const fused = makeNode("fusedElementwise", inputs, attrs as unknown as Record<string, unknown>, exits.map((v) => v.type), [], group.members[group.members.length - 1]!.loc);
+    const fused = makeNode(fusedElementwiseOp.name, inputs, attrs as unknown as Record<string, unknown>, exits.map((v) => v.type), [], group.members[group.members.length - 1]!.loc);
     const lastNode = g.nodes[group.last]!;
     replacement.set(lastNode, fused);
     for (const m of group.members) if (m !== lastNode) removed.add(m);

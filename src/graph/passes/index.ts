@@ -34,14 +34,15 @@ import { runSimplify, type SimplifyOptions } from "./simplify.js";
 import { cloneProgram } from "./util.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 
-export { constantOp, constantAttrsOf, type ConstantAttrs } from "./constant.js";
+export { constantOp, constantAttrsOf, type ConstantAttrs } from "../../ops/constant.js";
 export { constantFold, uniformValueOf, isConstantSource, DEFAULT_FOLD_LIMIT, type ConstantFoldOptions } from "./constant-fold.js";
 export { cse } from "./cse.js";
 export { prune } from "./prune.js";
 export { simplify, type SimplifyOptions } from "./simplify.js";
 export { inline, recursiveFunctions, DEFAULT_INLINE_THRESHOLD, type InlineOptions } from "./inline.js";
-export { fuse, fusedElementwiseOp, type FusedAttrs, type FusedStep, type FusionOptions } from "./fusion.js";
-export { planMemory, bytesPerElement, VIEW_OPS, type MemoryPlan } from "./memory-plan.js";
+export { fusedElementwiseOp } from "../../ops/fused.js";
+export { fuse, type FusedAttrs, type FusedStep, type FusionOptions } from "./fusion.js";
+export { planMemory, bytesPerElement, type MemoryPlan } from "./memory-plan.js";
 export { bindConstantInputs } from "./bind-constants.js";
 export { cloneGraph, cloneProgram, refineTypes, EffectAnalysis } from "./util.js";
 

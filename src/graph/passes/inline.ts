@@ -8,6 +8,7 @@
  * refined by their shape rules.
  */
 import type { FunctionLibrary, Graph } from "../ir.js";
+import { calleeOf } from "../declarations.js";
 import { allGraphs, countNodes, refineTypes, replaceAllUses, spliceGraph } from "./util.js";
 
 export interface InlineOptions {
@@ -30,7 +31,8 @@ export function recursiveFunctions(lib: FunctionLibrary): Set<string> {
   const callees = new Map<string, Set<string>>();
   const collect = (g: Graph, into: Set<string>) => {
     for (const n of g.nodes) {
-      if (n.op === "call" && typeof n.attrs.callee === "string") into.add(n.attrs.callee);
+      const callee = calleeOf(n);
+      if (callee !== null) into.add(callee);
       for (const r of n.regions) collect(r, into);
     }
   };
@@ -75,8 +77,8 @@ export function runInline(g: Graph, lib: FunctionLibrary | undefined, options: I
     let changed = false;
     for (let i = 0; i < graph.nodes.length; i++) {
       const node = graph.nodes[i]!;
-      if (node.op !== "call" || typeof node.attrs.callee !== "string") continue;
-      const callee = node.attrs.callee;
+      const callee = calleeOf(node);
+      if (callee === null) continue;
       const f = lib.functions.get(callee);
       if (!f || f === graph || recursive.has(callee)) continue;
       const size = sizeOf(callee, f);

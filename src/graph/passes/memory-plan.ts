@@ -16,19 +16,20 @@
  * - Outputs of cond, while, call and stateful ops may be their inputs' storage (a branch
  *   returning its operand): their inputs stay alive as long as those outputs, and are not
  *   managed if those outputs escape.
- * - Views: reshape, expandDims, squeeze, identity and stopGradient outputs share their
- *   input's storage. A view and its source form one alias class with one buffer and one
+ * - Views (ops declared with `view`: reshape, expandDims, squeeze, identity, stopGradient)
+ *   share their input's storage. A view and its source form one alias class with one buffer and one
  *   lifetime (from the source's definition to the last use of any member); a class that
  *   contains a graph output, or whose source is not managed, is not managed.
  * - Reuse: classes whose lifetimes do not overlap share a buffer of the same dtype and size.
  *   A buffer is released after the last node that uses its class, and only reused by
  *   values defined after that node.
- * - In place: an elementwise or fusedElementwise node writes an output into the buffer of an
+ * - In place: an elementwise node (an op with an elementwise expression, or one computing an
+ *   elementwise group: fusedElementwise) writes an output into the buffer of an
  *   input whose class dies at that node, when dtype and size agree (same size means the
  *   input is read one to one, element i for output element i) and the input is managed (not
  *   a graph input, not a variable's storage). Such nodes are in `inPlace`.
  */
-import type { DType } from "../../core/dtype.js";
+import { storageBytes, type DType } from "../../core/dtype.js";
 import { FunctionLibrary, type Graph, type Value } from "../ir.js";
 import { EffectAnalysis, isFullyKnown, registryDef, sizeOfType } from "./util.js";
 
@@ -44,21 +45,8 @@ export interface MemoryPlan {
   naiveBytes: number;
 }
 
-/** Ops whose output shares its input's storage. */
-export const VIEW_OPS: ReadonlySet<string> = new Set(["reshape", "expandDims", "squeeze", "identity", "stopGradient"]);
-
 export function bytesPerElement(d: DType): number {
-  switch (d) {
-    case "float64":
-    case "int64":
-      return 8;
-    case "float32":
-    case "int32":
-      return 4;
-    case "uint8":
-    case "bool":
-      return 1;
-  }
+  return storageBytes(d);
 }
 
 interface AliasClass {
@@ -85,7 +73,7 @@ export function planMemory(g: Graph, lib?: FunctionLibrary): MemoryPlan {
   for (const v of g.inputs) classOf.set(v, unmanaged(v));
   for (const [i, node] of g.nodes.entries()) {
     const def = registryDef(node.op);
-    if (def && VIEW_OPS.has(node.op) && node.inputs.length === 1 && node.outputs.length === 1) {
+    if (def?.view && node.inputs.length === 1 && node.outputs.length === 1) {
       const src = classOf.get(node.inputs[0]!) ?? unmanaged(node.inputs[0]!);
       classOf.set(node.outputs[0]!, src);
       continue;
@@ -156,7 +144,7 @@ export function planMemory(g: Graph, lib?: FunctionLibrary): MemoryPlan {
   let naiveBytes = 0;
   for (const [i, node] of g.nodes.entries()) {
     const def = registryDef(node.op);
-    const elementwise = def !== null && (def.elementwise !== undefined || node.op === "fusedElementwise");
+    const elementwise = def !== null && (def.elementwise !== undefined || def.group !== undefined);
     const donated = new Set<AliasClass>();
     for (const out of node.outputs) {
       const c = classOf.get(out)!;

@@ -1,16 +1,18 @@
 /**
  * Pruning: removes nodes whose outputs reach no graph output. Nodes with effects (stateful
- * registry ops, assignVariable, cond/while/call nodes whose regions or callees have effects,
+ * ops, ops that write variables, structural nodes whose regions or callees have effects,
  * unknown ops) are kept with everything they need.
  *
- * Also, inside control flow: a cond node loses the outputs nobody uses (from the node and
- * both regions); cond operands and while loop invariants that no region reads are dropped;
+ * Also, inside control flow (as the structural ops' declarations allow): a node whose
+ * predicate selects a region (cond) loses the outputs nobody uses (from the node and all
+ * regions); operands that no region reads are dropped (cond operands, while loop invariants);
  * regions are pruned against their (fixed) outputs. Library functions are pruned against
  * their outputs (their signatures stay: other graphs call them), and functions no longer
  * reachable from the root graph are removed from the library. Graph inputs are never
  * removed (they are the signature).
  */
 import { FunctionLibrary, type Graph, type Node, type Value } from "../ir.js";
+import { calleeOf, structuralOf } from "../declarations.js";
 import { EffectAnalysis } from "./util.js";
 
 /** Prunes `g`, its regions and its library. Mutates; returns g. */
@@ -55,10 +57,10 @@ function pruneGraph(g: Graph, effects: EffectAnalysis): number {
       removed += 1;
       continue;
     }
-    if (node.op === "cond") removed += trimCond(node, needed);
+    const s = structuralOf(node);
+    if (s?.selectsRegion) removed += trimSelected(node, needed);
     for (const r of node.regions) removed += pruneGraph(r, effects);
-    if (node.op === "cond") removed += dropUnusedOperands(node, 1, 1);
-    else if (node.op === "while") removed += dropUnusedOperands(node, node.attrs.numLoopVars as number, 0);
+    if (s?.droppableFrom && node.regions.length > 0) removed += dropUnusedOperands(node, s.droppableFrom(node.attrs), s.regionOperandsFrom);
     for (const v of node.inputs) needed.add(v);
     keep.push(node);
   }
@@ -67,8 +69,8 @@ function pruneGraph(g: Graph, effects: EffectAnalysis): number {
   return removed;
 }
 
-/** Drops the cond outputs nobody needs (from the node and from both regions). */
-function trimCond(node: Node, needed: Set<Value>): number {
+/** Drops the outputs nobody needs of a node that returns the outputs of the region it selects (from the node and every region). */
+function trimSelected(node: Node, needed: Set<Value>): number {
   let removed = 0;
   for (let i = node.outputs.length - 1; i >= 0; i--) {
     if (needed.has(node.outputs[i]!)) continue;
@@ -104,9 +106,10 @@ function pruneLibrary(root: Graph, lib: FunctionLibrary): number {
   const reached = new Set<string>();
   const visit = (g: Graph) => {
     for (const n of g.nodes) {
-      if (n.op === "call" && typeof n.attrs.callee === "string" && !reached.has(n.attrs.callee)) {
-        reached.add(n.attrs.callee);
-        const f = lib.functions.get(n.attrs.callee);
+      const callee = calleeOf(n);
+      if (callee !== null && !reached.has(callee)) {
+        reached.add(callee);
+        const f = lib.functions.get(callee);
         if (f) visit(f);
       }
       for (const r of n.regions) visit(r);

@@ -7,10 +7,11 @@
  *   x + 0, 0 + x   (ints always; floats unless exactSignedZeros: it maps x = -0 to +0)
  *   neg(neg(x)), identity(x), cast(x, x.dtype)              -> x
  *   transpose(transpose(x, p), q)                           -> transpose(x, p∘q), or x
- *   reshape / expandDims / squeeze of reshape / expandDims / squeeze of x
+ *   a reshaping view of reshaping views of x (reshape, expandDims, squeeze: view "reshape")
  *                                                           -> reshape(x, shape), or x
  *   reshape(x, x.shape)                                      -> x
  *   cond(constant predicate, ...)                            -> the taken region, inlined
+ *                                        (any structural op whose predicate selects a region)
  *
  * Constants are recognized from `fill` nodes and `constant` nodes whose elements are all
  * equal. Captured tensors are graph inputs, not constants (optimize's `constantInputs`
@@ -19,6 +20,8 @@
  */
 import { isInteger, type DType } from "../../core/dtype.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../ir.js";
+import { registryDef, structuralOf } from "../declarations.js";
+import { reshapeOp } from "../../ops/shape.js";
 import { uniformValueOf } from "./constant-fold.js";
 import { allGraphs, isFullyKnown, makeNode, refineTypes, sameType, spliceGraph } from "./util.js";
 
@@ -43,8 +46,6 @@ export function runSimplify(g: Graph, lib: FunctionLibrary | undefined, options:
   for (const graph of allGraphs(g, lib)) changes += simplifyGraph(graph, options);
   return changes;
 }
-
-const VIEW_OPS = new Set(["reshape", "expandDims", "squeeze"]);
 
 function isConst(v: Value, c: number): boolean {
   const u = uniformValueOf(v);
@@ -73,11 +74,11 @@ function simplifyGraph(g: Graph, options: SimplifyOptions): number {
   for (let i = 0; i < g.nodes.length; i++) {
     const node = g.nodes[i]!;
     for (let k = 0; k < node.inputs.length; k++) node.inputs[k] = resolve(node.inputs[k]!);
-    if (node.op === "cond") {
+    if (structuralOf(node)?.selectsRegion) {
       const taken = constantPredicate(node.inputs[0]!);
       if (taken !== null) {
         const region = node.regions[taken ? 0 : 1]!;
-        const results = spliceGraph(g, i + 1, region, node.inputs.slice(1));
+        const results = spliceGraph(g, i + 1, region, node.inputs.slice(structuralOf(node)!.regionOperandsFrom));
         g.nodes.splice(i, 1);
         node.outputs.forEach((v, k) => replace.set(v, results[k]!));
         changes++;
@@ -158,18 +159,22 @@ function rewrite(node: Node, dtype: DType, options: SimplifyOptions): Value | [N
       if (composed.every((d, k) => d === k)) return x;
       return [makeNode("transpose", [x], { perm: composed }, [node.outputs[0]!.type], [], node.loc)];
     }
-    case "reshape":
-    case "expandDims":
-    case "squeeze": {
-      const out = node.outputs[0]!.type;
-      if (!isFullyKnown(out)) return null;
-      let x = a;
-      while (x.producer && VIEW_OPS.has(x.producer.op)) x = x.producer.inputs[0]!;
-      if (sameType(x.type, out)) return x;
-      if (x === a) return null; // nothing to compose
-      if (!isFullyKnown(x.type)) return null;
-      return [makeNode("reshape", [x], { shape: out.shape.slice() }, [out], [], node.loc)];
-    }
   }
+  if (registryDef(node.op)?.view === "reshape") return composeReshapes(node);
   return null;
+}
+
+const isReshape = (v: Value): boolean => v.producer !== null && registryDef(v.producer.op)?.view === "reshape";
+
+/** A chain of reshaping views (reshape, expandDims, squeeze) ending at `node`, as one reshape of its source, or its source. */
+function composeReshapes(node: Node): Value | [Node] | null {
+  const out = node.outputs[0]!.type;
+  if (!isFullyKnown(out)) return null;
+  const a = node.inputs[0]!;
+  let x = a;
+  while (isReshape(x)) x = x.producer!.inputs[0]!;
+  if (sameType(x.type, out)) return x;
+  if (x === a) return null; // nothing to compose
+  if (!isFullyKnown(x.type)) return null;
+  return [makeNode(reshapeOp.name, [x], { shape: out.shape.slice() }, [out], [], node.loc)];
 }

@@ -6,24 +6,17 @@
  * - A pass never mutates an attrs object in place (attrs may be shared with other graphs);
  *   it builds a new object.
  * - A region sees only its own inputs and nodes, so replacing a value is local to one graph.
- * - Nodes with effects (stateful registry ops, assignVariable, unknown structural ops, and
- *   cond/while/call nodes whose regions or callees contain any of these) are never removed,
- *   merged, folded or moved relative to each other.
+ * - Nodes with effects (stateful ops, ops that write variables, unknown ops, and structural
+ *   nodes whose regions or callees contain any of these) are never removed, merged, folded or
+ *   moved relative to each other.
  */
 import { withEagerContext } from "../../core/context.js";
-import { Tensor as TensorClass, type Tensor } from "../../core/tensor.js";
-import { getOp, type OpDef } from "../../ops/registry.js";
-import { FunctionLibrary, Graph, Node, STRUCTURAL_OPS, type Value, type ValueType } from "../ir.js";
+import type { Tensor } from "../../core/tensor.js";
+import { runOp, type OpDef } from "../../ops/registry.js";
+import { declarationOf, registryDef } from "../declarations.js";
+import { FunctionLibrary, Graph, Node, type Value, type ValueType } from "../ir.js";
 
-/** The registry declaration of a node's op, or null for structural / unknown ops. */
-export function registryDef(op: string): OpDef | null {
-  if (STRUCTURAL_OPS.has(op)) return null;
-  try {
-    return getOp(op);
-  } catch {
-    return null;
-  }
-}
+export { registryDef };
 
 export function isFullyKnown(t: ValueType): boolean {
   for (let i = 0; i < t.shape.length; i++) if (!(t.shape[i]! >= 0)) return false;
@@ -91,26 +84,15 @@ export class EffectAnalysis {
   }
 
   /**
-   * Whether `node`'s outputs may depend on mutable state (a variable's value): readVariable,
-   * and cond/while/call nodes that contain one. Such nodes are merged only when nothing with
-   * effects runs between them.
+   * Whether `node`'s outputs may depend on mutable state (a variable's value): ops that read
+   * variables, and nodes whose regions or callee do. Such nodes are merged only when nothing
+   * with effects runs between them.
    */
   readsState(node: Node): boolean {
-    switch (node.op) {
-      case "readVariable":
-        return true;
-      case "call": {
-        const callee = node.attrs.callee;
-        if (typeof callee !== "string") return true;
-        const r = this.fnReads.get(callee);
-        return r === undefined ? true : r;
-      }
-      case "cond":
-      case "while":
-        for (const r of node.regions) if (this.graphReadsState(r)) return true;
-        return false;
-    }
-    return false;
+    const def = declarationOf(node);
+    if (!def) return false;
+    if (def.readsVariables) return true;
+    return def.structural?.inheritsEffects === true && this.inherited(node, (g) => this.graphReadsState(g), this.fnReads);
   }
 
   /** Whether any node of `g` (or of its regions, or of a function it calls) has effects. */
@@ -124,25 +106,22 @@ export class EffectAnalysis {
    * host, assign a variable, anything unknown). Such nodes are never removed or merged.
    */
   hasEffects(node: Node): boolean {
-    switch (node.op) {
-      case "readVariable":
-        return false;
-      case "assignVariable":
-        return true;
-      case "call": {
-        const callee = node.attrs.callee;
-        if (typeof callee !== "string") return true;
-        const e = this.fnEffects.get(callee);
-        return e === undefined ? true : e;
-      }
-      case "cond":
-      case "while":
-        for (const r of node.regions) if (this.graphHasEffects(r)) return true;
-        return false;
-    }
-    const def = registryDef(node.op);
+    const def = declarationOf(node);
     if (!def) return true;
-    return def.stateful === true;
+    if (def.stateful || def.writesVariables) return true;
+    return def.structural?.inheritsEffects === true && this.inherited(node, (g) => this.graphHasEffects(g), this.fnEffects);
+  }
+
+  /** Whether a node's regions or callee have a property (a callee that cannot be resolved has it). */
+  private inherited(node: Node, inGraph: (g: Graph) => boolean, byFunction: Map<string, boolean>): boolean {
+    const key = declarationOf(node)?.structural?.calleeAttr;
+    if (key !== undefined) {
+      const callee = node.attrs[key];
+      if (typeof callee !== "string") return true;
+      if (byFunction.get(callee) ?? true) return true;
+    }
+    for (const r of node.regions) if (inGraph(r)) return true;
+    return false;
   }
 }
 
@@ -321,9 +300,5 @@ export function refineTypes(g: Graph): number {
 
 /** Runs a registry kernel on concrete tensors outside any trace or tape. */
 export function evaluateNode(def: OpDef, inputs: Tensor[], attrs: unknown): Tensor[] {
-  return withEagerContext(() => {
-    const types = def.infer(inputs, attrs);
-    const data = def.kernel(inputs, attrs, types);
-    return types.map((t, i) => new TensorClass(data[i]!, t.shape, t.dtype));
-  });
+  return withEagerContext(() => runOp(def, inputs, attrs));
 }

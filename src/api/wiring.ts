@@ -1,0 +1,28 @@
+/**
+ * The explicit wiring of the layers, in one place: what each layer leaves open for a higher one
+ * to install. The package entry (index.ts) calls `wire()` once; importing any other module
+ * installs nothing.
+ *
+ * - staging runs graph functions on the executor the configuration asks for (exec/executor.ts:
+ *   the compiled executor, or STAGECRAFT_EXECUTOR=interpret's interpreter);
+ * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage);
+ * - graph AD's rules (grad/rules.ts): the gradient rules of cond, while and call, which the
+ *   tracer hands those nodes to while tapes record, and the differentiator of host functions
+ *   (ops/host.ts), which differentiates them with the eager tape.
+ */
+import { installGradientRules } from "../grad/rules.js";
+import { configuredExecutor } from "../exec/executor.js";
+import { setDefaultExecutor } from "../staging/concrete-function.js";
+import { setStageConverter } from "../staging/stage.js";
+import { convertForStage } from "../autograph/api.js";
+
+let wired = false;
+
+/** Installs the executor, the AutoGraph converter and graph AD's rules (once). */
+export function wire(): void {
+  if (wired) return;
+  wired = true;
+  setDefaultExecutor(configuredExecutor());
+  setStageConverter((fn) => convertForStage(fn));
+  installGradientRules();
+}

@@ -1,0 +1,41 @@
+/**
+ * Settings from the environment: the one place Stagecraft reads environment variables, once,
+ * when it is loaded. Every setting has a default; the variables are for debugging and for
+ * measuring (bench/), not for configuring programs.
+ */
+
+const env = (name: string): string | undefined => (typeof process !== "undefined" ? process.env[name] : undefined);
+
+function numberSetting(name: string, fallback: number): number {
+  const v = env(name);
+  if (v === undefined || v === "") return fallback;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : fallback;
+}
+
+export const config = {
+  /** STAGECRAFT_EXECUTOR=interpret: staged functions run on the reference interpreter instead of the compiled executor. */
+  executor: env("STAGECRAFT_EXECUTOR") === "interpret" ? ("interpret" as const) : ("compiled" as const),
+  /** STAGECRAFT_COMPILE_AFTER: calls of a graph signature interpreted before it is compiled (default 1). */
+  compileAfter: numberSetting("STAGECRAFT_COMPILE_AFTER", 1),
+  /** STAGECRAFT_OPTIMIZE=0: the executor compiles traced graphs without the optimizer. */
+  optimize: env("STAGECRAFT_OPTIMIZE") !== "0",
+  /** STAGECRAFT_VERIFY=1: the executor's optimizer verifies the graph after every pass. */
+  verify: env("STAGECRAFT_VERIFY") === "1",
+  /** STAGECRAFT_SEGMENT_CHARS: size of a generated code segment (V8 optimizes functions below ~60 KB of bytecode). */
+  segmentChars: numberSetting("STAGECRAFT_SEGMENT_CHARS", 12000),
+  /** STAGECRAFT_INLINE_SGEMM_MAX: largest product (m*n*k) the executor writes as inline JavaScript reproducing the sgemm. */
+  inlineSgemmMax: numberSetting("STAGECRAFT_INLINE_SGEMM_MAX", 1536),
+  /** STAGECRAFT_WASM_GEMM_MAX: largest product (m*n*k) for the executor's in-arena WebAssembly gemm. */
+  wasmGemmMax: numberSetting("STAGECRAFT_WASM_GEMM_MAX", 4194304),
+  /** STAGECRAFT_SPLIT_MIN_FLOPS: smallest product (2*m*n*k) the executor's gemm splits over two threads. */
+  splitMinFlops: numberSetting("STAGECRAFT_SPLIT_MIN_FLOPS", 2 * 32 * 64 * 64),
+  /** STAGECRAFT_SIMD_MIN_ELEMENTS: smallest float32 elementwise loop run as WebAssembly SIMD. */
+  simdMinElements: numberSetting("STAGECRAFT_SIMD_MIN_ELEMENTS", 256),
+  /** STAGECRAFT_MATMUL_COLUMNS: output columns an inline product computes together. */
+  matmulColumns: numberSetting("STAGECRAFT_MATMUL_COLUMNS", 4),
+  /** STAGECRAFT_THREADS: threads for kernels, the main thread included (default: the number of cores). */
+  threads: env("STAGECRAFT_THREADS"),
+  /** STAGECRAFT_NO_WASM=1: no WebAssembly kernels (the TypeScript ones run). */
+  noWasm: env("STAGECRAFT_NO_WASM") === "1",
+};

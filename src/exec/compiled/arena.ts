@@ -1,0 +1,148 @@
+/**
+ * The arena of a compiled graph's instance: one memory holding every planned buffer (views at
+ * fixed offsets), and, for the WebAssembly nodes (products, SIMD loops), a slot for each operand
+ * that is not a planned buffer (copied in when the call needs it), a transposed copy of a
+ * transposed B operand, and a scratch slot for each result that leaves the call. The memory is a
+ * WebAssembly gemm instance's when the graph has WebAssembly nodes, so those address everything
+ * in place.
+ */
+import { storageBytes, storageCtor, type TypedArray } from "../../core/dtype.js";
+import { sizeOf } from "../../core/shape.js";
+import { gemmInstance } from "../../backends/cpu/wasm/gemm.js";
+import { elementwiseInstance, elementwiseModule, type SimdLoop } from "../../backends/cpu/wasm/elementwise.js";
+import { config } from "../../core/config.js";
+import type { Plan, Strategy, ValueInfo } from "./analysis.js";
+import { arenas } from "./graph.js";
+
+/**
+ * Smallest product (2*m*n*k flops) the executor's gemm splits over two threads when a worker
+ * thread is awake: about 5 us on one core, several times the cost of handing half to a worker.
+ */
+const SPLIT_MIN_FLOPS = config.splitMinFlops;
+
+export interface Slot {
+  /** Byte offset in the arena. */
+  at: number;
+  /** The Float32Array view's name in the generated code (`${name}src` holds the storage last copied in). */
+  name: string;
+  /** The node that first needs it. */
+  firstUse: number;
+  /** Holds a constant: filled once per instance. */
+  constant: boolean;
+}
+
+export interface Arena {
+  /** Declarations of the instance (the memory, views, WebAssembly instances), in order. */
+  setup: string[];
+  /** Planned buffer i's view name and byte offset. */
+  bufNames: string[];
+  bufOffsets: number[];
+  /** Operands of WebAssembly nodes that are not planned buffers. */
+  slots: Map<ValueInfo, Slot>;
+  /** Transposed B operands of WebAssembly products (planned buffers too), by value. */
+  tslots: Map<ValueInfo, Slot>;
+  /** Results of WebAssembly nodes that leave the call, by `${node}:${output}`. */
+  scratch: Map<string, { at: number; name: string }>;
+  /** Values computed by constant nodes (slots holding them are filled once). */
+  constData: Map<ValueInfo, TypedArray>;
+  /** The byte offset a WebAssembly node reads operand `x` at. */
+  operandAt(x: ValueInfo): number;
+  /** The byte offset node k writes output i at. */
+  resultAt(k: number, i: number): number;
+}
+
+/** Whether a WebAssembly product is worth splitting over two threads. */
+export function splitGemm(s: Strategy): boolean {
+  return s.kind === "wasmMatmul" && s.m >= 8 && 2 * s.m * s.n * s.k >= SPLIT_MIN_FLOPS;
+}
+
+/** Lays out the arena of `plan`; `bind(value, hint)` names a value the generated code is given. */
+export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => string): Arena {
+  const { nodes, strategies, infos, buffers } = plan;
+  const setup: string[] = [];
+  let offset = 0;
+  const reserve = (bytes: number) => {
+    offset = Math.ceil(offset / 16) * 16;
+    const at = offset;
+    offset += bytes;
+    return at;
+  };
+  const bufNames: string[] = [];
+  const bufOffsets: number[] = [];
+  buffers.forEach((b, i) => {
+    const ctor = storageCtor(b.dtype);
+    const at = reserve(b.size * storageBytes(b.dtype));
+    bufNames.push(`B${i}`);
+    bufOffsets.push(at);
+    setup.push(`const B${i} = new ${ctor.name}(ARENA, ${at}, ${b.size});`);
+  });
+  const wasmNodes = nodes.map((_, k) => k).filter((k) => strategies[k]!.kind === "wasmMatmul" || strategies[k]!.kind === "simd");
+  const constData = new Map<ValueInfo, TypedArray>();
+  nodes.forEach((node, k) => {
+    const st = strategies[k]!;
+    if (st.kind === "const") node.outputs.forEach((v, i) => constData.set(infos.get(v)!, st.data[i]!));
+  });
+  const slots = new Map<ValueInfo, Slot>();
+  const tslots = new Map<ValueInfo, Slot>();
+  const scratch = new Map<string, { at: number; name: string }>();
+  const slot = (x: ValueInfo, name: string, k: number): Slot => {
+    const size = sizeOf(x.type!.shape);
+    const at = reserve(size * 4);
+    // the storage last copied in: tensors are immutable, so an operand whose storage did not
+    // change since the last call (weights, captured constants) is not copied again
+    setup.push(`const ${name} = new Float32Array(ARENA, ${at}, ${size}); let ${name}src = null;`);
+    return { at, name, firstUse: k, constant: constData.has(x) };
+  };
+  for (const k of wasmNodes) {
+    const st = strategies[k] as Extract<Strategy, { kind: "wasmMatmul" | "simd" }>;
+    nodes[k]!.inputs.forEach((v, i) => {
+      const x = infos.get(v)!;
+      if (i === 1 && st.kind === "wasmMatmul" && st.transB) {
+        if (!tslots.has(x)) tslots.set(x, slot(x, `TSL${tslots.size}`, k));
+        return;
+      }
+      if (x.buffer >= 0 || slots.has(x)) return;
+      slots.set(x, slot(x, `SL${slots.size}`, k));
+    });
+    nodes[k]!.outputs.forEach((v, i) => {
+      const o = infos.get(v)!;
+      if (o.buffer >= 0) return;
+      const size = sizeOf(o.type!.shape);
+      const at = reserve(size * 4);
+      setup.push(`const SC${k}_${i} = new Float32Array(ARENA, ${at}, ${size});`);
+      scratch.set(`${k}:${i}`, { at, name: `SC${k}_${i}` });
+    });
+  }
+  const operandAt = (x: ValueInfo): number => (x.buffer >= 0 ? bufOffsets[x.buffer]! : slots.get(x)!.at);
+  const resultAt = (k: number, i: number): number => scratch.get(`${k}:${i}`)?.at ?? bufOffsets[infos.get(nodes[k]!.outputs[i]!)!.buffer]!;
+
+  // the SIMD loops, one module per graph
+  const simdLoops: SimdLoop[] = [];
+  for (const k of wasmNodes) {
+    const st = strategies[k]!;
+    if (st.kind !== "simd") continue;
+    const ins = nodes[k]!.inputs.map((v) => infos.get(v)!);
+    simdLoops.push({
+      name: `e${k}`,
+      outShape: infos.get(nodes[k]!.outputs[0]!)!.type!.shape,
+      inputs: ins.map((x) => ({ at: operandAt(x), shape: x.type!.shape })),
+      steps: st.group.steps.map((step) => ({ expr: step.expr, args: step.args.slice() })),
+      outputs: st.group.outputs.map((step, i) => ({ at: resultAt(k, i), value: ins.length + step })),
+    });
+  }
+  const arenaBytes = Math.max(16, Math.ceil(offset / 16) * 16);
+  if (wasmNodes.length > 0) {
+    const simdSetup: string[] = [];
+    if (simdLoops.length > 0) {
+      const mod = bind(elementwiseModule(simdLoops), "SimdModule");
+      simdSetup.push(`const EW = ${bind(elementwiseInstance, "simdInstance")}(${mod}, WG.memory);`);
+      for (const l of simdLoops) simdSetup.push(`const E${l.name.slice(1)} = EW.${l.name};`);
+    }
+    const threads = wasmNodes.some((k) => splitGemm(strategies[k]!));
+    setup.unshift(`const WG = ${bind(gemmInstance, "gemmInstance")}(${arenaBytes}, ${threads}); const ARENA = WG.memory.buffer; const GEMM = WG.gemm; const PGEMM = WG.split;`, ...simdSetup);
+  } else {
+    setup.unshift(`const ARENA = new ArrayBuffer(${arenaBytes});`);
+  }
+  setup.splice(1, 0, `${bind(arenas, "arenas")}.add(ARENA);`);
+  return { setup, bufNames, bufOffsets, slots, tslots, scratch, constData, operandAt, resultAt };
+}

@@ -1,0 +1,56 @@
+/**
+ * Tolerance comparison of tensors, as ONNX's backend test runner does it: floats match when
+ * |actual - expected| <= atol + rtol * |expected| (NaN matches NaN, infinities match their
+ * own sign); integers and booleans match exactly; dtypes and shapes must be equal. Used by the
+ * conformance runner, the real-model tests, and the export checks against onnxruntime.
+ */
+import type { Tensor } from "../core/tensor.js";
+import { isFloat } from "../core/dtype.js";
+import { fmtShape } from "../core/shape.js";
+
+export interface Tolerance {
+  rtol: number;
+  atol: number;
+}
+
+/** ONNX's backend node tests. */
+export const NODE_TEST_TOLERANCE: Tolerance = { rtol: 1e-3, atol: 1e-7 };
+/** Whole models (real-models/ README). */
+export const MODEL_TOLERANCE: Tolerance = { rtol: 1e-3, atol: 1e-5 };
+
+/** null when `actual` matches `expected`, else a sentence saying where and by how much it does not. */
+export function mismatch(actual: Tensor, expected: Tensor, tol: Tolerance = NODE_TEST_TOLERANCE): string | null {
+  if (actual.dtype !== expected.dtype) return `dtype ${actual.dtype}, expected ${expected.dtype}`;
+  if (actual.rank !== expected.rank || actual.shape.some((d, i) => d !== expected.shape[i])) return `shape ${fmtShape(actual.shape)}, expected ${fmtShape(expected.shape)}`;
+  const a = actual.dataSync();
+  const e = expected.dataSync();
+  const float = isFloat(expected.dtype);
+  let bad = 0;
+  let first = -1;
+  let worst = 0;
+  for (let i = 0; i < e.length; i++) {
+    const x = a[i]!;
+    const y = e[i]!;
+    let ok: boolean;
+    if (!float) ok = x === y;
+    else if (Number.isNaN(y)) ok = Number.isNaN(x);
+    else if (!Number.isFinite(y)) ok = x === y;
+    else {
+      const d = Math.abs(x - y);
+      ok = d <= tol.atol + tol.rtol * Math.abs(y);
+      if (!ok && d > worst) worst = d;
+    }
+    if (!ok) {
+      bad++;
+      if (first < 0) first = i;
+    }
+  }
+  if (bad === 0) return null;
+  const detail = float && worst > 0 ? `, largest difference ${worst.toPrecision(3)}` : "";
+  return `${bad} of ${e.length} elements differ (first at flat index ${first}: ${a[first]} vs expected ${e[first]}${detail})`;
+}
+
+/** Whether the tensors match within the tolerance. */
+export function allClose(actual: Tensor, expected: Tensor, tol: Tolerance = NODE_TEST_TOLERANCE): boolean {
+  return mismatch(actual, expected, tol) === null;
+}

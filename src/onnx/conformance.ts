@@ -1,0 +1,178 @@
+/**
+ * ONNX backend node tests as a conformance suite (`npx stagecraft onnx-conformance <dir>`):
+ * each case folder holds model.onnx and test_data_set_N/{input,output}_K.pb. A case passes
+ * when every output matches (NODE_TEST_TOLERANCE for floats, exact otherwise); it is skipped
+ * when the importer says it does not support something (an op, a dtype, an attribute), and
+ * fails otherwise (a wrong value, or any other error), with the reason.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import * as path from "node:path";
+import type { Tensor } from "../core/tensor.js";
+import { decode, type SequenceProto, type OptionalProto, type TypeProto } from "./protobuf.js";
+import { readTensorProto } from "./tensor-proto.js";
+import { mismatch, NODE_TEST_TOLERANCE, type Tolerance } from "./compare.js";
+import { OnnxUnsupportedError } from "./errors.js";
+import { load } from "./import/load.js";
+import { supportedOnnxOps } from "./import/op-table.js";
+import { checkOptions, optionKeys } from "../core/options.js";
+
+export type CaseStatus = "passed" | "failed" | "skipped";
+
+export interface CaseResult {
+  name: string;
+  /** The op family the case tests (its main op type). */
+  family: string;
+  status: CaseStatus;
+  /** Why it failed or was skipped. */
+  reason?: string;
+}
+
+export interface ConformanceOptions {
+  /** Only cases whose folder name matches. */
+  filter?: RegExp;
+  tolerance?: Tolerance;
+  /** Called after each case (progress). */
+  onCase?: (r: CaseResult, index: number, total: number) => void;
+}
+
+const CONFORMANCE_OPTIONS = optionKeys<ConformanceOptions>()("filter", "tolerance", "onCase");
+
+export interface ConformanceReport {
+  results: CaseResult[];
+  counts: Record<CaseStatus, number>;
+  /** Counts per op family. */
+  families: Map<string, Record<CaseStatus, number>>;
+  /** Skip reasons (the first line of each), with how many cases each covers. */
+  skipReasons: Map<string, number>;
+}
+
+/** The case folders of a directory (those holding model.onnx), sorted. */
+export function listCases(dir: string): string[] {
+  return readdirSync(dir)
+    .filter((d) => existsSync(path.join(dir, d, "model.onnx")))
+    .sort();
+}
+
+type Value = Tensor | Value[] | null;
+
+/** Reads one input/output file as the type the model declares for it. */
+function readValue(file: string, type: TypeProto | undefined): Value {
+  const bytes = readFileSync(file);
+  if (type?.sequence_type) return readSequence(decode("SequenceProto", bytes, file));
+  if (type?.optional_type) return readOptional(decode("OptionalProto", bytes, file));
+  return readTensorProto(decode("TensorProto", bytes, file), path.basename(file));
+}
+function readSequence(s: SequenceProto): Value[] {
+  if (s.elem_type !== 1 && s.elem_type !== 0) throw new OnnxUnsupportedError(`sequences of non-tensor elements (type ${s.elem_type}) are not supported`, "onnx.conformance");
+  return s.tensor_values.map((t, i) => readTensorProto(t, `sequence element ${i}`));
+}
+function readOptional(o: OptionalProto): Value {
+  if (o.tensor_value) return readTensorProto(o.tensor_value, "optional value");
+  if (o.sequence_value) return readSequence(o.sequence_value);
+  return null;
+}
+
+function compareValue(actual: unknown, expected: Value, tol: Tolerance, what: string): string | null {
+  if (expected === null) return actual === null || actual === undefined ? null : `${what}: expected an empty optional`;
+  if (Array.isArray(expected)) {
+    if (!Array.isArray(actual)) return `${what}: expected a sequence of ${expected.length}`;
+    if (actual.length !== expected.length) return `${what}: sequence of ${actual.length}, expected ${expected.length}`;
+    for (let i = 0; i < expected.length; i++) {
+      const m = compareValue(actual[i], expected[i]!, tol, `${what}[${i}]`);
+      if (m) return m;
+    }
+    return null;
+  }
+  if (actual === null || typeof actual !== "object" || Array.isArray(actual)) return `${what}: expected a tensor`;
+  const m = mismatch(actual as Tensor, expected, tol);
+  return m === null ? null : `${what}: ${m}`;
+}
+
+/** Runs one case folder. */
+export function runCase(caseDir: string, tol: Tolerance = NODE_TEST_TOLERANCE): CaseResult {
+  const name = path.basename(caseDir);
+  let family = name.replace(/^test_/, "");
+  try {
+    const model = load(path.join(caseDir, "model.onnx"));
+    family = familyOf(name, model.proto.graph?.node.map((n) => n.op_type) ?? []);
+    const graph = model.proto.graph!;
+    const types = new Map(graph.input.concat(graph.output).map((v) => [v.name, v.type]));
+    const sets = readdirSync(caseDir).filter((d) => d.startsWith("test_data_set_") && statSync(path.join(caseDir, d)).isDirectory());
+    if (sets.length === 0) return { name, family, status: "skipped", reason: "no test data" };
+    for (const set of sets.sort()) {
+      const dir = path.join(caseDir, set);
+      const inputs = model.inputs.map((info, k) => readValue(path.join(dir, `input_${k}.pb`), types.get(info.name)));
+      const expected = model.outputs.map((info, k) => readValue(path.join(dir, `output_${k}.pb`), types.get(info.name)));
+      const actual = model.run(Object.fromEntries(model.inputs.map((info, k) => [info.name, inputs[k] as Tensor])));
+      for (let k = 0; k < expected.length; k++) {
+        const o = model.outputs[k]!;
+        const m = compareValue(actual[o.name], expected[k]!, tol, `output ${JSON.stringify(o.name)}`);
+        if (m) return { name, family, status: "failed", reason: `${set}: ${m}` };
+      }
+    }
+    return { name, family, status: "passed" };
+  } catch (e) {
+    const err = e as Error;
+    const reason = `${err.name ?? "Error"}: ${firstLine(err.message ?? String(e))}`;
+    return { name, family, status: e instanceof OnnxUnsupportedError ? "skipped" : "failed", reason };
+  }
+}
+
+/** Runs every case of `dir`. */
+export function runConformance(dir: string, options: ConformanceOptions = {}): ConformanceReport {
+  checkOptions("onnx.runConformance", options, CONFORMANCE_OPTIONS);
+  const cases = listCases(dir).filter((c) => !options.filter || options.filter.test(c));
+  const results: CaseResult[] = [];
+  cases.forEach((c, i) => {
+    const r = runCase(path.join(dir, c), options.tolerance);
+    results.push(r);
+    options.onCase?.(r, i, cases.length);
+  });
+  const counts: Record<CaseStatus, number> = { passed: 0, failed: 0, skipped: 0 };
+  const families = new Map<string, Record<CaseStatus, number>>();
+  const skipReasons = new Map<string, number>();
+  for (const r of results) {
+    counts[r.status]++;
+    let f = families.get(r.family);
+    if (!f) families.set(r.family, (f = { passed: 0, failed: 0, skipped: 0 }));
+    f[r.status]++;
+    if (r.status === "skipped") {
+      const reason = (r.reason ?? "").replace(/ \(at [^)]*\)$/, "").replace(/node "[^"]*"/g, "node").replace(/^OnnxUnsupportedError: onnx\.load: /, "");
+      skipReasons.set(reason, (skipReasons.get(reason) ?? 0) + 1);
+    }
+  }
+  return { results, counts, families, skipReasons };
+}
+
+/** The op family of a case: its op type, or for a small graph the op whose name the case's name starts with. */
+function familyOf(caseName: string, opTypes: string[]): string {
+  const unique = [...new Set(opTypes)];
+  if (unique.length === 1) return unique[0]!;
+  // An expanded case (the op's function body) is named after the op: match the longest op name.
+  const flat = caseName.replace(/^test_/, "").replace(/_/g, "").toLowerCase();
+  let best = "";
+  for (const op of [...unique, ...supportedOnnxOps()]) if (flat.startsWith(op.toLowerCase()) && op.length > best.length) best = op;
+  return best || caseName.replace(/^test_/, "").split("_")[0]!;
+}
+
+function firstLine(s: string): string {
+  const line = s.split("\n")[0]!;
+  return line.length > 300 ? `${line.slice(0, 300)}...` : line;
+}
+
+/** The report as text: totals, per family, and the skip reasons. */
+export function formatReport(report: ConformanceReport, verbose = false): string {
+  const lines: string[] = [];
+  const total = report.results.length;
+  if (verbose) {
+    for (const r of report.results) if (r.status !== "passed") lines.push(`${r.status.toUpperCase().padEnd(7)} ${r.name}: ${r.reason}`);
+    lines.push("");
+  }
+  lines.push("By op family (passed/failed/skipped):");
+  for (const [f, c] of [...report.families].sort((a, b) => a[0].localeCompare(b[0]))) lines.push(`  ${f.padEnd(34)} ${c.passed}/${c.failed}/${c.skipped}`);
+  lines.push("", "Skip reasons:");
+  for (const [reason, k] of [...report.skipReasons].sort((a, b) => b[1] - a[1])) lines.push(`  ${String(k).padStart(4)}  ${reason}`);
+  const { passed, failed, skipped } = report.counts;
+  lines.push("", `${total} cases: ${passed} passed (${((100 * passed) / Math.max(total, 1)).toFixed(1)}%), ${failed} failed, ${skipped} skipped`);
+  return lines.join("\n");
+}

@@ -1,0 +1,180 @@
+/**
+ * Interprets an ONNX graph with Stagecraft's ops inside a trace: each node's handler calls
+ * registry ops, which record graph nodes. Nodes whose inputs are all known at trace time
+ * (constants, shapes, and what follows from them) are computed there and then (constant
+ * folding), so shape arithmetic never reaches the staged graph, and ops that take a shape or
+ * axes as an attribute get them. Model-local functions (ModelProto.functions) are inlined.
+ */
+import type { Tensor } from "../../core/tensor.js";
+import { withEagerContext } from "../../core/context.js";
+import { StagecraftError } from "../../core/errors.js";
+import { has, type AttributeProto, type FunctionProto, type GraphProto, type NodeProto, type TensorProto } from "../protobuf.js";
+import { OnnxError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
+import { handlerFor, STANDARD_DOMAINS, type HandlerResult } from "./op-table.js";
+import { NodeContext } from "./node-context.js";
+import { Scope, Slot } from "./scope.js";
+
+export interface InterpreterEnv {
+  /** Opset version per domain ("" for the standard one). */
+  opsets: ReadonlyMap<string, number>;
+  /** Model-local functions by "domain::name". */
+  functions: ReadonlyMap<string, FunctionProto>;
+  /** Reads a tensor proto (attributes, subgraph initializers) under the load limits. */
+  readTensor(p: TensorProto, what: string): Tensor;
+  /** Largest number of elements of a tensor the model makes. */
+  maxElements: number;
+  /** Largest trip count of a Loop whose count is known at trace time. */
+  maxLoopIterations: number;
+}
+
+/** Function-call depth beyond which a model is refused (functions calling themselves). */
+const MAX_FUNCTION_DEPTH = 64;
+
+export class Interpreter {
+  private depth = 0;
+  constructor(private readonly env: InterpreterEnv) {}
+
+  /**
+   * Runs the nodes of `g` in `scope` (its inputs and initializers already bound) and returns
+   * the slots of its outputs.
+   */
+  runNodes(nodes: readonly NodeProto[], scope: Scope, outputs: readonly string[], what: string, attrScope: Map<string, AttributeProto> | null = null): Slot[] {
+    for (const node of nodes) this.runNode(node, scope, attrScope);
+    return outputs.map((name) => {
+      const s = scope.get(name);
+      if (s === undefined) throw new OnnxModelError(`${what}: output ${JSON.stringify(name)} is not produced by any node, input or initializer`, "onnx.load");
+      return s;
+    });
+  }
+
+  /** Runs a subgraph (If branch, Loop/Scan body) in a scope nested in `outer`, inputs bound in order. */
+  runGraph(g: GraphProto, outer: Scope, inputs: Slot[], what: string): Slot[] {
+    if (inputs.length !== g.input.length) {
+      throw new OnnxModelError(`${what} takes ${g.input.length} inputs but is given ${inputs.length}`, "onnx.load");
+    }
+    const scope = new Scope(outer);
+    g.input.forEach((v, i) => scope.set(v.name, inputs[i]!));
+    for (const init of g.initializer) {
+      const t = this.env.readTensor(init, `initializer ${JSON.stringify(init.name)} of ${what}`);
+      scope.set(init.name, Slot.of(t, t));
+    }
+    if (g.sparse_initializer.length > 0) throw new OnnxUnsupportedError(`${what} has sparse initializers`, "onnx.load");
+    return this.runNodes(
+      g.node,
+      scope,
+      g.output.map((o) => o.name),
+      what,
+    );
+  }
+
+  private runNode(node: NodeProto, scope: Scope, attrScope: Map<string, AttributeProto> | null): void {
+    const slots = node.input.map((name) => {
+      if (name === "") return null;
+      const s = scope.get(name);
+      if (s === undefined) throw new OnnxModelError(`${describeNode(node)}: input ${JSON.stringify(name)} is not produced by any earlier node, graph input or initializer`, "onnx.load");
+      return s;
+    });
+    const attrs = attributeMap(node, attrScope);
+    const domain = node.domain ?? "";
+    const fn = this.env.functions.get(`${domain}::${node.op_type}`);
+    let results: (Tensor | Slot | null)[];
+    if (fn !== undefined) {
+      results = this.callFunction(fn, node, slots, attrs, scope);
+    } else {
+      results = this.applyHandler(node, domain, slots, attrs, scope);
+    }
+    node.output.forEach((name, i) => {
+      if (name === "") return;
+      const r = results[i];
+      if (r === undefined || r === null) {
+        throw new OnnxUnsupportedError(`${describeNode(node)}: output ${i} (${JSON.stringify(name)}) is not computed by this importer`, "onnx.load");
+      }
+      scope.set(name, r instanceof Slot ? r : Slot.of(r));
+    });
+  }
+
+  private applyHandler(node: NodeProto, domain: string, slots: (Slot | null)[], attrs: Map<string, AttributeProto>, scope: Scope): (Tensor | Slot | null)[] {
+    const h = handlerFor(domain, node.op_type);
+    if (h === undefined) {
+      if (!STANDARD_DOMAINS.has(domain) && !this.env.opsets.has(domain)) {
+        throw new OnnxModelError(`${describeNode(node)}: domain ${JSON.stringify(domain)} is not in the model's opset_import`, "onnx.load");
+      }
+      const where = STANDARD_DOMAINS.has(domain) ? "" : ` of domain ${JSON.stringify(domain)}`;
+      throw new OnnxUnsupportedError(`op ${node.op_type}${where} is not supported by the Stagecraft importer`, "onnx.load");
+    }
+    const opset = this.env.opsets.get(STANDARD_DOMAINS.has(domain) ? "" : domain) ?? this.env.opsets.get("ai.onnx");
+    if (opset === undefined) throw new OnnxModelError(`${describeNode(node)}: domain ${JSON.stringify(domain)} is not in the model's opset_import`, "onnx.load");
+    if (h.since !== undefined && opset < h.since) {
+      throw new OnnxUnsupportedError(`${describeNode(node)}: opset ${opset} semantics of ${node.op_type} are not supported (only opset ${h.since} and newer)`, "onnx.load");
+    }
+    const ctx = new NodeContext(node, slots, opset, attrs, (g, inputs, what) => this.runGraph(g, scope, inputs, what), (p, what) => this.env.readTensor(p, what), this.env.maxElements, this.env.maxLoopIterations);
+    const hasSubgraphs = node.attribute.some((a) => has(a, "g") || a.graphs.length > 0);
+    const foldable = !h.random && !hasSubgraphs && slots.every((s) => s === null || s.canFold);
+    const run = (): HandlerResult => {
+      try {
+        return h.run(ctx);
+      } catch (e) {
+        throw annotate(e, node);
+      }
+    };
+    const result = foldable ? withEagerContext(run) : run();
+    const list = Array.isArray(result) ? result : [result];
+    if (foldable) return list.map((r) => (r === null || r instanceof Slot ? r : Slot.of(r, r)));
+    return list;
+  }
+
+  private callFunction(fn: FunctionProto, node: NodeProto, slots: (Slot | null)[], attrs: Map<string, AttributeProto>, outer: Scope): (Tensor | Slot | null)[] {
+    if (++this.depth > MAX_FUNCTION_DEPTH) {
+      this.depth = 0;
+      throw new OnnxUnsupportedError(`function ${fn.name} calls functions more than ${MAX_FUNCTION_DEPTH} deep (recursive functions are not expressible in ONNX)`, "onnx.load");
+    }
+    try {
+      // A function sees only its own inputs: a fresh scope (the outer one is not visible).
+      void outer;
+      const scope = new Scope(null);
+      fn.input.forEach((name, i) => {
+        const s = slots[i];
+        if (s !== null && s !== undefined) scope.set(name, s);
+      });
+      // Attribute values: the call's, else the function's defaults.
+      const fnAttrs = new Map<string, AttributeProto>();
+      for (const a of fn.attribute_proto) fnAttrs.set(a.name, a);
+      for (const [k, v] of attrs) fnAttrs.set(k, v);
+      return this.runNodes(fn.node, scope, fn.output, `function ${fn.name}`, fnAttrs);
+    } finally {
+      this.depth--;
+    }
+  }
+}
+
+/** The attributes of a node by name; references to a calling function's attributes resolved. */
+function attributeMap(node: NodeProto, attrScope: Map<string, AttributeProto> | null): Map<string, AttributeProto> {
+  const m = new Map<string, AttributeProto>();
+  for (const a of node.attribute) {
+    if (m.has(a.name)) throw new OnnxModelError(`${describeNode(node)}: attribute ${a.name} is given twice`, "onnx.load");
+    if (a.ref_attr_name) {
+      const v = attrScope?.get(a.ref_attr_name);
+      if (v !== undefined) m.set(a.name, v);
+      continue;
+    }
+    m.set(a.name, a);
+  }
+  return m;
+}
+
+export function describeNode(node: NodeProto): string {
+  return `${node.op_type}${node.name ? ` node ${JSON.stringify(node.name)}` : ""}`;
+}
+
+/** Adds the ONNX node to an error's message (typed errors keep their class). */
+function annotate(e: unknown, node: NodeProto): unknown {
+  if (e instanceof OnnxError) return e;
+  if (e instanceof StagecraftError) {
+    e.message = `${e.message} (in ONNX ${describeNode(node)})`;
+    return e;
+  }
+  if (e instanceof RangeError && /call stack/i.test(e.message)) {
+    return new OnnxUnsupportedError(`${describeNode(node)}: the model nests too deeply to interpret`, "onnx.load");
+  }
+  return e;
+}

@@ -1,0 +1,142 @@
+/**
+ * ONNX control flow as Stagecraft control flow: If -> sc.cond, Loop and Scan -> sc.whileLoop
+ * (scan outputs gathered on iteration stacks). Subgraphs see the names of the graphs around
+ * them; the tracer turns the outer values they use into operands of the structural node.
+ * A predicate known at trace time takes its branch directly (as sc.cond does for JS values).
+ */
+import type { Tensor } from "../../../core/tensor.js";
+import * as ops from "../../../ops/index.js";
+import { cond, whileLoop } from "../../../staging/control-flow.js";
+import { stage } from "../../../staging/stage.js";
+import { onnxOp } from "../op-table.js";
+import type { NodeContext } from "../node-context.js";
+import { Slot } from "../scope.js";
+import { OnnxLimitError } from "../../errors.js";
+import { axisOf } from "./shape.js";
+
+const scalarOf = (t: Tensor): Tensor => (t.rank === 0 ? t : ops.reshape(t, []));
+
+onnxOp("If", {
+  slots: true,
+  run(n) {
+    const c = n.input(0);
+    if (c.size !== 1) throw n.fail(`the condition must hold one value, got shape [${c.shape.join(", ")}]`);
+    const thenG = n.graph("then_branch");
+    const elseG = n.graph("else_branch");
+    const known = n.slot(0).known();
+    if (known !== null) return n.runSubgraph(known.dataSync()[0] !== 0 ? thenG : elseG, [], "If branch");
+    const pred = scalarOf(c.dtype === "bool" ? c : ops.notEqual(c, 0));
+    const branch = (g: typeof thenG) => () =>
+      n.runSubgraph(g, [], "If branch").map((s) => {
+        if (!s.isTensor) throw n.unsupported("branches that return sequences or optionals need a condition known at trace time");
+        return s.tensor();
+      });
+    return cond(pred, branch(thenG), branch(elseG));
+  },
+});
+
+/** The output types of `fn` on `args`, from a trace that is discarded (to size the scan-output stacks). */
+function probe(fn: (...xs: Tensor[]) => Tensor[], args: Tensor[]): { dtype: Tensor["dtype"]; shape: readonly number[] }[] {
+  const cf = stage(fn, { autograph: false, name: "onnx_loop_probe" }).concrete(...args);
+  return cf.graph.outputs.map((v) => v.type);
+}
+
+onnxOp("Loop", {
+  run(n) {
+    const body = n.graph("body");
+    const maxTrips = n.optional(0);
+    const cond0 = n.optional(1);
+    const carried0 = n.inputsFrom(2);
+    const numCarried = carried0.length;
+    if (body.input.length !== numCarried + 2) throw n.fail(`the body takes ${body.input.length} inputs, expected ${numCarried + 2}`);
+    const numScan = body.output.length - 1 - numCarried;
+    if (numScan < 0) throw n.fail(`the body returns ${body.output.length} outputs, expected at least ${numCarried + 1}`);
+    const i0 = ops.scalar(0, "int64");
+    const c0 = cond0 === null ? ops.scalar(true) : scalarOf(cond0);
+    const runBody = (i: Tensor, c: Tensor, carried: Tensor[]): Tensor[] => n.runSubgraph(body, [Slot.of(i), Slot.of(c), ...carried.map((t) => Slot.of(t))], "Loop body").map((s) => s.tensor());
+    const types = probe((i, c, ...carried) => runBody(i, c, carried), [i0, c0, ...carried0]);
+    const stacks0 = types.slice(1 + numCarried).map((t) => ops.emptyStack(ops.full(t.shape.map((d) => Math.max(d, 0)), 0, t.dtype)));
+    // Carried values may change shape across iterations (ONNX allows it): relax those dims.
+    const invariants = [
+      null,
+      null,
+      ...carried0.map((t, k) => {
+        const s = types[1 + k]!.shape;
+        return s.length === t.rank && s.every((d, j) => d === t.shape[j]) ? null : s.map((d, j) => (d === t.shape[j] ? d : null));
+      }),
+      ...stacks0.map((s) => [null, ...s.shape.slice(1)]),
+    ];
+    const limit = maxTrips === null ? null : scalarOf(maxTrips);
+    const knownTrips = n.hasInput(0) ? n.slot(0).known() : null;
+    if (knownTrips !== null && Number(knownTrips.dataSync()[0]) > n.maxLoopIterations) {
+      throw new OnnxLimitError(`${n.label}: the trip count ${Number(knownTrips.dataSync()[0])} is more than the limit of ${n.maxLoopIterations} (the maxLoopIterations load option)`, "onnx.load");
+    }
+    const outs = whileLoop(
+      (i, c) => (limit === null ? c! : ops.logicalAnd(ops.less(i!, limit), c!)),
+      (i, c, ...rest) => {
+        const r = runBody(i!, c!, rest.slice(0, numCarried));
+        const stacks = rest.slice(numCarried).map((s, k) => ops.stackPush(s, r[1 + numCarried + k]!));
+        return [ops.add(i!, 1), scalarOf(r[0]!), ...r.slice(1, 1 + numCarried), ...stacks];
+      },
+      [i0, c0, ...carried0, ...stacks0],
+      { shapeInvariants: invariants.some((v) => v !== null) ? invariants : undefined },
+    );
+    return outs.slice(2);
+  },
+});
+
+onnxOp("Scan", {
+  since: 9,
+  run(n: NodeContext) {
+    const body = n.graph("body");
+    const numScanIn = n.int("num_scan_inputs");
+    if (numScanIn === undefined || numScanIn < 1) throw n.fail("needs a positive num_scan_inputs");
+    const inputs = n.inputsFrom(0);
+    const numState = inputs.length - numScanIn;
+    if (numState < 0) throw n.fail(`has ${inputs.length} inputs but num_scan_inputs is ${numScanIn}`);
+    const states0 = inputs.slice(0, numState);
+    const xsIn = inputs.slice(numState);
+    const inAxes = n.ints("scan_input_axes", new Array(numScanIn).fill(0)).map((a, k) => axisOf(n, a, xsIn[k]!.rank));
+    const inDirs = n.ints("scan_input_directions", new Array(numScanIn).fill(0));
+    // Scanned axes first, reversed where the direction is backwards: the loop reads row i.
+    const xs = xsIn.map((x, k) => {
+      const a = inAxes[k]!;
+      const moved = a === 0 ? x : ops.transpose(x, [a, ...[...Array(x.rank).keys()].filter((d) => d !== a)]);
+      return inDirs[k] ? ops.flip(moved, 0) : moved;
+    });
+    const length = xs[0]!.shape[0]!;
+    if (xs.some((x) => x.shape[0] !== length)) throw n.fail("the scan inputs have different lengths along their scan axes");
+    const numScanOut = body.output.length - numState;
+    const runBody = (states: Tensor[], rows: Tensor[]): Tensor[] =>
+      n.runSubgraph(body, [...states, ...rows].map((t) => Slot.of(t)), "Scan body").map((s) => s.tensor());
+    const row0 = xs.map((x) => ops.gather(x, ops.scalar(0, "int32"), 0));
+    const types = probe((...a) => runBody(a.slice(0, numState), a.slice(numState)), [...states0, ...row0]);
+    const stacks0 = types.slice(numState).map((t) => ops.emptyStack(ops.full(t.shape.map((d) => Math.max(d, 0)), 0, t.dtype)));
+    const outs = whileLoop(
+      (i) => ops.less(i!, length),
+      (i, ...rest) => {
+        const rows = xs.map((x) => ops.gather(x, i!, 0));
+        const r = runBody(rest.slice(0, numState), rows);
+        const stacks = rest.slice(numState).map((s, k) => ops.stackPush(s, r[numState + k]!));
+        return [ops.add(i!, 1), ...r.slice(0, numState), ...stacks];
+      },
+      [ops.scalar(0, "int32"), ...states0, ...stacks0],
+      { shapeInvariants: [null, ...states0.map(() => null), ...stacks0.map((s) => [null, ...s.shape.slice(1)])] },
+    );
+    const outAxes = n.ints("scan_output_axes", new Array(numScanOut).fill(0));
+    const outDirs = n.ints("scan_output_directions", new Array(numScanOut).fill(0));
+    const scanOuts = outs.slice(1 + numState).map((s, k) => {
+      const t = types[numState + k]!;
+      let y = ops.reshape(s, [length, ...t.shape]);
+      if (outDirs[k]) y = ops.flip(y, 0);
+      const a = axisOf(n, outAxes[k]!, y.rank);
+      if (a !== 0) {
+        const perm = [...Array(y.rank).keys()].slice(1);
+        perm.splice(a, 0, 0);
+        y = ops.transpose(y, perm);
+      }
+      return y;
+    });
+    return [...outs.slice(1, 1 + numState), ...scanOuts];
+  },
+});

@@ -1,0 +1,379 @@
+/**
+ * ONNX neural-network ops: MatMul, Gemm, Conv, ConvTranspose, pooling, normalizations,
+ * Softmax/LogSoftmax/Hardmax, Dropout (inference), LRN, TopK, Einsum. Convolution and pooling
+ * are two-dimensional in the registry: 1-D ones run as 2-D with a height of 1.
+ */
+import type { Tensor } from "../../../core/tensor.js";
+import * as ops from "../../../ops/index.js";
+import { onnxOp } from "../op-table.js";
+import type { NodeContext } from "../node-context.js";
+import { axisOf } from "./shape.js";
+
+onnxOp("MatMul", { run: (n) => ops.matmul(n.input(0), n.input(1)) });
+
+onnxOp("Gemm", {
+  run(n) {
+    const a = n.input(0);
+    const b = n.input(1);
+    const alpha = n.float("alpha", 1);
+    const beta = n.float("beta", 1);
+    let y = ops.matmul(a, b, { transposeA: n.int("transA", 0) !== 0, transposeB: n.int("transB", 0) !== 0 });
+    if (alpha !== 1) y = ops.mul(y, alpha);
+    const c = n.optional(2);
+    if (c !== null && beta !== 0) y = ops.add(y, beta === 1 ? c : ops.mul(c, beta));
+    return y;
+  },
+});
+
+// ---- convolution and pooling ----------------------------------------------------------------
+
+/**
+ * Explicit pads [begin..., end...] from the node's auto_pad and pads attributes, for spatial
+ * sizes `size`, effective kernel sizes `keff` and strides.
+ */
+function resolvePads(n: NodeContext, size: number[], keff: number[], strides: number[]): number[] {
+  const k = size.length;
+  const autoPad = n.string("auto_pad", "NOTSET");
+  if (autoPad === "NOTSET") {
+    const pads = n.ints("pads", new Array(2 * k).fill(0));
+    if (pads.length !== 2 * k) throw n.fail(`pads has ${pads.length} entries, expected ${2 * k}`);
+    return pads;
+  }
+  if (autoPad === "VALID") return new Array(2 * k).fill(0);
+  if (autoPad !== "SAME_UPPER" && autoPad !== "SAME_LOWER") throw n.fail(`unknown auto_pad ${JSON.stringify(autoPad)}`);
+  const begin: number[] = [];
+  const end: number[] = [];
+  for (let i = 0; i < k; i++) {
+    const out = Math.ceil(size[i]! / strides[i]!);
+    const total = Math.max((out - 1) * strides[i]! + keff[i]! - size[i]!, 0);
+    const small = Math.floor(total / 2);
+    begin.push(autoPad === "SAME_UPPER" ? small : total - small);
+    end.push(autoPad === "SAME_UPPER" ? total - small : small);
+  }
+  return [...begin, ...end];
+}
+
+/** 1-D tensors [N, C, L] as 2-D [N, C, 1, L]; the spatial rank is checked to be 1 or 2. */
+function as2d(n: NodeContext, x: Tensor): { x: Tensor; oneD: boolean } {
+  if (x.rank === 4) return { x, oneD: false };
+  if (x.rank === 3) return { x: ops.expandDims(x, 2), oneD: true };
+  throw n.unsupported(`only 1-D and 2-D ${n.node.op_type} are supported (input of shape [${x.shape.join(", ")}])`);
+}
+const back1d = (y: Tensor, oneD: boolean): Tensor => (oneD ? ops.squeeze(y, 2) : y);
+/** Per-spatial-axis attribute values, with 1-D ones lifted to 2-D (height 1). */
+function pair(values: number[], oneD: boolean, fill: number): [number, number] {
+  return oneD ? [fill, values[0]!] : [values[0]!, values[1]!];
+}
+function padPairs(pads: number[], oneD: boolean): [[number, number], [number, number]] {
+  return oneD ? [[0, 0], [pads[0]!, pads[1]!]] : [[pads[0]!, pads[2]!], [pads[1]!, pads[3]!]];
+}
+
+/** A Conv or ConvTranspose node's operands (1-D ones as 2-D) and the geometry of its spatial axes. */
+function convGeometry(n: NodeContext) {
+  const { x, oneD } = as2d(n, n.input(0));
+  const w = oneD ? ops.expandDims(n.input(1), 2) : n.input(1);
+  const k = oneD ? 1 : 2;
+  const kernel = oneD ? [w.shape[3]!] : [w.shape[2]!, w.shape[3]!];
+  const strides = n.ints("strides", new Array(k).fill(1));
+  const dilations = n.ints("dilations", new Array(k).fill(1));
+  const size = oneD ? [x.shape[3]!] : [x.shape[2]!, x.shape[3]!];
+  const keff = kernel.map((kk, i) => (kk - 1) * dilations[i]! + 1);
+  return { x, w, oneD, k, strides, dilations, size, keff };
+}
+
+/** The optional bias (input 2) added per channel, and a 1-D result back to 1-D. */
+function finishConv(n: NodeContext, y: Tensor, oneD: boolean): Tensor {
+  const b = n.optional(2);
+  return back1d(b === null ? y : ops.add(y, ops.reshape(b, [1, b.size, 1, 1])), oneD);
+}
+
+onnxOp("Conv", {
+  run(n) {
+    const { x, w, oneD, strides, dilations, size, keff } = convGeometry(n);
+    const pads = resolvePads(n, size, keff, strides);
+    const y = ops.conv2d(x, w, { strides: pair(strides, oneD, 1), dilations: pair(dilations, oneD, 1), padding: padPairs(pads, oneD), groups: n.int("group", 1) });
+    return finishConv(n, y, oneD);
+  },
+});
+
+onnxOp("ConvTranspose", {
+  run(n) {
+    const { x, w, oneD, k, strides, dilations, size, keff } = convGeometry(n);
+    const outPad = n.ints("output_padding", new Array(k).fill(0));
+    let pads: number[];
+    const outputShape = n.ints("output_shape");
+    const autoPad = n.string("auto_pad", "NOTSET");
+    if (outputShape !== undefined || autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER") {
+      // Total padding from the wanted output size; SAME_UPPER puts the odd pixel at the start
+      // (ONNX's ConvTranspose rule), SAME_LOWER at the end.
+      const target = outputShape !== undefined ? outputShape.slice(-k) : size.map((s, i) => s * strides[i]!);
+      const begin: number[] = [];
+      const end: number[] = [];
+      for (let i = 0; i < k; i++) {
+        const total = strides[i]! * (size[i]! - 1) + outPad[i]! + keff[i]! - target[i]!;
+        const half = Math.floor(total / 2);
+        const upperFirst = autoPad !== "SAME_LOWER";
+        begin.push(upperFirst ? total - half : half);
+        end.push(upperFirst ? half : total - half);
+      }
+      pads = [...begin, ...end];
+    } else pads = n.ints("pads", new Array(2 * k).fill(0));
+    // A negative total padding (an output larger than the full transposed convolution) is extra
+    // output padding at the end.
+    for (let i = 0; i < k; i++) {
+      const extra = -Math.min(0, pads[i]! + pads[i + k]!);
+      if (extra > 0) {
+        outPad[i] = outPad[i]! + extra;
+        pads[i] = Math.max(0, pads[i]!);
+        pads[i + k] = Math.max(0, pads[i + k]!);
+      }
+    }
+    const y = ops.conv2dTranspose(x, w, {
+      strides: pair(strides, oneD, 1),
+      dilations: pair(dilations, oneD, 1),
+      padding: padPairs(pads, oneD),
+      outputPadding: pair(outPad, oneD, 0),
+      groups: n.int("group", 1),
+    });
+    return finishConv(n, y, oneD);
+  },
+});
+
+function pool(op: "MaxPool" | "AveragePool"): void {
+  onnxOp(op, {
+    run(n) {
+      const { x, oneD } = as2d(n, n.input(0));
+      const kernel = n.ints("kernel_shape");
+      if (kernel === undefined) throw n.fail("needs kernel_shape");
+      const k = kernel.length;
+      if (k !== (oneD ? 1 : 2)) throw n.fail(`kernel_shape [${kernel.join(", ")}] does not match the input's spatial rank`);
+      const strides = n.ints("strides", new Array(k).fill(1));
+      const dilations = n.ints("dilations", new Array(k).fill(1));
+      if (dilations.some((d) => d !== 1)) throw n.unsupported("dilated pooling is not supported");
+      if (op === "MaxPool" && n.node.output.length > 1 && n.node.output[1]) throw n.unsupported("the Indices output is not supported");
+      const size = oneD ? [x.shape[3]!] : [x.shape[2]!, x.shape[3]!];
+      const pads = resolvePads(n, size, kernel, strides);
+      if (n.int("ceil_mode", 0) !== 0) {
+        // Grow the end padding until the floor rule gives the ceil rule's size (a window must start inside the input or its begin padding).
+        for (let i = 0; i < k; i++) {
+          const padded = size[i]! + pads[i]! + pads[i + k]!;
+          let out = Math.ceil((padded - kernel[i]!) / strides[i]!) + 1;
+          if ((out - 1) * strides[i]! >= size[i]! + pads[i]!) out--;
+          pads[i + k] = pads[i + k]! + Math.max(0, (out - 1) * strides[i]! + kernel[i]! - padded);
+        }
+      }
+      const includePad = op === "AveragePool" && n.int("count_include_pad", 0) !== 0;
+      let input = x;
+      let padding = padPairs(pads, oneD);
+      if (includePad && pads.some((p) => p !== 0)) {
+        input = ops.pad(x, [[0, 0], [0, 0], ...padding]);
+        padding = [[0, 0], [0, 0]];
+      }
+      const options = { kernelSize: pair(kernel, oneD, 1), strides: pair(strides, oneD, 1), padding };
+      const y = op === "MaxPool" ? ops.maxPool2d(input, options) : ops.avgPool2d(input, options);
+      return back1d(y, oneD);
+    },
+  });
+}
+pool("MaxPool");
+pool("AveragePool");
+
+const spatialAxes = (x: Tensor): number[] => [...Array(x.rank).keys()].slice(2);
+onnxOp("GlobalAveragePool", { run: (n) => ops.mean(n.input(0), spatialAxes(n.input(0)), true) });
+onnxOp("GlobalMaxPool", { run: (n) => ops.max(n.input(0), spatialAxes(n.input(0)), true) });
+
+// ---- normalization --------------------------------------------------------------------------
+
+/** A per-channel vector [C] shaped to broadcast against an [N, C, ...] tensor of rank r. */
+const perChannel = (v: Tensor, r: number): Tensor => ops.reshape(v, [1, v.size, ...new Array(r - 2).fill(1)]);
+
+onnxOp("BatchNormalization", {
+  run(n) {
+    const x = n.input(0);
+    const [scale, bias, mean, variance] = [1, 2, 3, 4].map((i) => n.input(i)) as [Tensor, Tensor, Tensor, Tensor];
+    const eps = n.float("epsilon", 1e-5);
+    const training = n.int("training_mode", 0) !== 0;
+    const r = x.rank;
+    if (!training) {
+      const inv = ops.rsqrt(ops.add(perChannel(variance, r), eps));
+      return ops.add(ops.mul(ops.mul(ops.sub(x, perChannel(mean, r)), inv), perChannel(scale, r)), perChannel(bias, r));
+    }
+    const axes = [0, ...spatialAxes(x)];
+    const m = ops.mean(x, axes, true);
+    const v = ops.mean(ops.square(ops.sub(x, m)), axes, true);
+    const y = ops.add(ops.mul(ops.div(ops.sub(x, m), ops.sqrt(ops.add(v, eps))), perChannel(scale, r)), perChannel(bias, r));
+    const momentum = n.float("momentum", 0.9);
+    const runMean = ops.add(ops.mul(mean, momentum), ops.mul(ops.reshape(m, [m.size]), 1 - momentum));
+    const runVar = ops.add(ops.mul(variance, momentum), ops.mul(ops.reshape(v, [v.size]), 1 - momentum));
+    return [y, runMean, runVar];
+  },
+});
+
+onnxOp("InstanceNormalization", {
+  run(n) {
+    const x = n.input(0);
+    const eps = n.float("epsilon", 1e-5);
+    const axes = spatialAxes(x);
+    const m = ops.mean(x, axes, true);
+    const v = ops.mean(ops.square(ops.sub(x, m)), axes, true);
+    const r = x.rank;
+    return ops.add(ops.mul(ops.div(ops.sub(x, m), ops.sqrt(ops.add(v, eps))), perChannel(n.input(1), r)), perChannel(n.input(2), r));
+  },
+});
+
+onnxOp("LayerNormalization", {
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", -1), x.rank);
+    const eps = n.float("epsilon", 1e-5);
+    const axes = [...Array(x.rank).keys()].slice(axis);
+    const m = ops.mean(x, axes, true);
+    const d = ops.sub(x, m);
+    const inv = ops.rsqrt(ops.add(ops.mean(ops.square(d), axes, true), eps));
+    let y = ops.mul(ops.mul(d, inv), n.input(1));
+    const b = n.optional(2);
+    if (b !== null) y = ops.add(y, b);
+    return [y, m, inv];
+  },
+});
+
+onnxOp("GroupNormalization", {
+  run(n) {
+    const x = n.input(0);
+    const groups = n.int("num_groups");
+    if (groups === undefined || groups < 1) throw n.fail("needs a positive num_groups");
+    const eps = n.float("epsilon", 1e-5);
+    const [N, C] = x.shape as [number, number];
+    if (C % groups !== 0) throw n.fail(`${C} channels do not divide into ${groups} groups`);
+    const g = ops.reshape(x, [N, groups, -1]);
+    const m = ops.mean(g, [2], true);
+    const d = ops.sub(g, m);
+    const normed = ops.reshape(ops.div(d, ops.sqrt(ops.add(ops.mean(ops.square(d), [2], true), eps))), x.shape);
+    let scale = n.input(1);
+    let bias = n.input(2);
+    if (scale.size === groups && groups !== C) {
+      // (opset 18: one scale and bias per group)
+      scale = ops.reshape(ops.broadcastTo(ops.reshape(scale, [groups, 1]), [groups, C / groups]), [C]);
+      bias = ops.reshape(ops.broadcastTo(ops.reshape(bias, [groups, 1]), [groups, C / groups]), [C]);
+    }
+    return ops.add(ops.mul(normed, perChannel(scale, x.rank)), perChannel(bias, x.rank));
+  },
+});
+
+onnxOp("LpNormalization", {
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", -1), x.rank);
+    const p = n.int("p", 2);
+    const norm = p === 1 ? ops.sum(ops.abs(x), [axis], true) : ops.sqrt(ops.sum(ops.square(x), [axis], true));
+    return ops.div(x, norm);
+  },
+});
+
+onnxOp("MeanVarianceNormalization", {
+  run(n) {
+    const x = n.input(0);
+    const axes = n.ints("axes", [0, 2, 3]).map((a) => axisOf(n, a, x.rank));
+    const m = ops.mean(x, axes, true);
+    const v = ops.sub(ops.mean(ops.square(x), axes, true), ops.square(m));
+    return ops.div(ops.sub(x, m), ops.add(ops.sqrt(v), 1e-9));
+  },
+});
+
+onnxOp("RMSNormalization", {
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", -1), x.rank);
+    const eps = n.float("epsilon", 1e-5);
+    const axes = [...Array(x.rank).keys()].slice(axis);
+    const inv = ops.rsqrt(ops.add(ops.mean(ops.square(x), axes, true), eps));
+    return ops.mul(ops.mul(x, inv), n.input(1));
+  },
+});
+
+onnxOp("LRN", {
+  run(n) {
+    const x = n.input(0);
+    const size = n.int("size");
+    if (size === undefined || size < 1) throw n.fail("needs a positive size");
+    const alpha = n.float("alpha", 1e-4);
+    const beta = n.float("beta", 0.75);
+    const bias = n.float("bias", 1);
+    const C = x.shape[1]!;
+    const sq = ops.square(x);
+    const lo = Math.floor((size - 1) / 2);
+    const hi = Math.ceil((size - 1) / 2);
+    const padded = ops.pad(sq, x.shape.map((_, d) => (d === 1 ? [lo, hi] : [0, 0]) as [number, number]));
+    let total: Tensor | null = null;
+    for (let k = 0; k < size; k++) {
+      const part = ops.slice(padded, x.shape.map((_, d) => (d === 1 ? k : null)), x.shape.map((_, d) => (d === 1 ? k + C : null)));
+      total = total === null ? part : ops.add(total, part);
+    }
+    return ops.div(x, ops.pow(ops.add(ops.mul(total!, alpha / size), bias), beta));
+  },
+});
+
+// ---- softmax family -------------------------------------------------------------------------
+
+/** Applies `f` along `axis` (opset 13+), or over the flattened axes from `axis` on (older opsets). */
+function softmaxLike(n: NodeContext, f: (x: Tensor, axis: number) => Tensor): Tensor {
+  const x = n.input(0);
+  if (n.opset >= 13) return f(x, axisOf(n, n.int("axis", -1), x.rank));
+  const axis = axisOf(n, n.int("axis", 1), Math.max(x.rank, 1));
+  const outer = x.shape.slice(0, axis).reduce((p, d) => p * d, 1);
+  return ops.reshape(f(ops.reshape(x, [outer, -1]), 1), x.shape);
+}
+onnxOp("Softmax", { run: (n) => softmaxLike(n, (x, a) => ops.softmax(x, a)) });
+onnxOp("LogSoftmax", { run: (n) => softmaxLike(n, (x, a) => ops.logSoftmax(x, a)) });
+onnxOp("Hardmax", {
+  run: (n) =>
+    softmaxLike(n, (x, a) => {
+      const i = ops.argMax(x, a, true);
+      const shape = x.shape.map((d, k) => (k === a ? d : 1));
+      const positions = ops.reshape(ops.arange(0, x.shape[a]!, 1, "int32"), shape);
+      return ops.cast(ops.equal(i, positions), x.dtype);
+    }),
+});
+
+onnxOp("Dropout", {
+  constInputs: [1, 2],
+  run(n) {
+    const x = n.input(0);
+    const training = n.hasInput(2) ? n.known(2, "training_mode").dataSync()[0] !== 0 : false;
+    const ratio = n.hasInput(1) ? Number(n.known(1, "ratio").dataSync()[0]) : n.float("ratio", 0.5);
+    if (training && ratio > 0) throw n.unsupported("training-mode dropout draws random masks, which are not reproduced");
+    return [ops.identity(x), ops.fullLike(x, true, "bool")];
+  },
+});
+
+onnxOp("TopK", {
+  constInputs: [1],
+  run(n) {
+    const x = n.input(0);
+    const k = n.opset < 10 ? n.int("k", 1) : n.knownInts(1, "k")[0]!;
+    const axis = axisOf(n, n.int("axis", -1), x.rank);
+    const largest = n.int("largest", 1) !== 0;
+    const sorted = n.int("sorted", 1) !== 0;
+    const last = x.rank - 1;
+    const perm = [...Array(x.rank).keys()];
+    perm[axis] = last;
+    perm[last] = axis;
+    let t = axis === last ? x : ops.transpose(x, perm);
+    if (!largest) t = ops.neg(t);
+    let [values, indices] = ops.topK(t, k, { sorted });
+    if (!largest) values = ops.neg(values);
+    if (axis !== last) {
+      values = ops.transpose(values, perm);
+      indices = ops.transpose(indices, perm);
+    }
+    return [values, ops.cast(indices, "int64")];
+  },
+});
+
+onnxOp("Einsum", {
+  run(n) {
+    const eq = n.string("equation");
+    if (eq === undefined) throw n.fail("needs the equation attribute");
+    return ops.einsum(eq.replace(/\s+/g, ""), ...n.inputsFrom(0));
+  },
+});

@@ -1,0 +1,309 @@
+/**
+ * ONNX shape and data-movement ops: Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat,
+ * Split, Slice, Gather*, Expand, Tile, Pad, Shape, Size, DepthToSpace, SpaceToDepth. Inputs
+ * that set shapes or axes are read as values known at trace time (constInputs).
+ */
+import { Tensor } from "../../../core/tensor.js";
+import { broadcastShapes } from "../../../core/shape.js";
+import * as ops from "../../../ops/index.js";
+import { onnxOp } from "../op-table.js";
+import type { NodeContext } from "../node-context.js";
+
+/** A non-negative axis of a tensor of rank r (ONNX allows -r..r-1). */
+export function axisOf(n: NodeContext, axis: number, r: number, what = "axis"): number {
+  if (!Number.isInteger(axis) || axis < -r || axis >= r) throw n.fail(`${what} ${axis} is out of range for rank ${r}`);
+  return axis < 0 ? axis + r : axis;
+}
+
+/** A concrete int64 tensor of values (shapes, sizes: what Shape and Size return). */
+export function int64Tensor(values: number[], shape = [values.length]): Tensor {
+  return ops.tensor(values, "int64", shape);
+}
+
+onnxOp("Reshape", {
+  constInputs: [1],
+  run(n) {
+    const x = n.input(0);
+    const target = n.opset < 5 ? n.ints("shape", []) : n.knownInts(1, "shape");
+    if (target.length > 64) throw n.fail(`shape has ${target.length} dimensions`);
+    const allowZero = n.int("allowzero", 0) !== 0;
+    const shape = target.map((d, i) => {
+      if (d === 0 && !allowZero) {
+        if (i >= x.rank) throw n.fail(`shape entry ${i} is 0 (copy the input's dim) but the input has rank ${x.rank}`);
+        return x.shape[i]!;
+      }
+      return d;
+    });
+    return ops.reshape(x, shape);
+  },
+});
+
+onnxOp("Flatten", {
+  run(n) {
+    const x = n.input(0);
+    const axis = n.int("axis", 1);
+    const a = axis < 0 ? axis + x.rank : axis;
+    if (a < 0 || a > x.rank) throw n.fail(`axis ${axis} is out of range for rank ${x.rank}`);
+    const size = (dims: readonly number[]): number => dims.reduce((p, d) => p * d, 1);
+    return ops.reshape(x, [size(x.shape.slice(0, a)), size(x.shape.slice(a))]);
+  },
+});
+
+onnxOp("Transpose", {
+  run(n) {
+    const x = n.input(0);
+    const perm = n.ints("perm") ?? [...Array(x.rank).keys()].reverse();
+    return ops.transpose(x, perm);
+  },
+});
+
+onnxOp("Squeeze", {
+  constInputs: [1],
+  run(n) {
+    const x = n.input(0);
+    const axes = n.opset < 13 ? n.ints("axes") : n.knownInts(1, "axes", null);
+    if (axes === null || axes === undefined) return ops.squeeze(x, x.shape.flatMap((d, i) => (d === 1 ? [i] : [])));
+    return ops.squeeze(
+      x,
+      axes.map((a) => axisOf(n, a, x.rank)),
+    );
+  },
+});
+
+onnxOp("Unsqueeze", {
+  constInputs: [1],
+  run(n) {
+    const x = n.input(0);
+    const axes = n.opset < 13 ? n.ints("axes", []) : n.knownInts(1, "axes");
+    const r = x.rank + axes.length;
+    const norm = axes.map((a) => axisOf(n, a, r)).sort((p, q) => p - q);
+    if (new Set(norm).size !== norm.length) throw n.fail(`axes [${axes.join(", ")}] repeat an axis`);
+    const shape: number[] = [];
+    let k = 0;
+    for (let i = 0; i < r; i++) shape.push(norm.includes(i) ? 1 : x.shape[k++]!);
+    return ops.reshape(x, shape);
+  },
+});
+
+onnxOp("Concat", {
+  run(n) {
+    const xs = n.inputsFrom(0);
+    if (xs.length === 0) throw n.fail("needs at least one input");
+    const axis = n.int("axis");
+    if (axis === undefined) throw n.fail("needs the attribute axis");
+    const a = axisOf(n, axis, xs[0]!.rank);
+    if (xs.length === 1) return ops.identity(xs[0]!);
+    return ops.concat(xs, a);
+  },
+});
+
+onnxOp("Split", {
+  constInputs: [1],
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", 0), x.rank);
+    const dim = x.shape[axis]!;
+    let sizes = n.opset < 13 ? n.ints("split") : n.knownInts(1, "split", null) ?? undefined;
+    if (sizes === undefined) {
+      const outputs = n.node.output.length;
+      const num = n.int("num_outputs") ?? outputs;
+      if (num < 1) throw n.fail(`num_outputs must be positive, got ${num}`);
+      const chunk = Math.ceil(dim / num);
+      sizes = [];
+      for (let left = dim, i = 0; i < num; i++, left -= chunk) sizes.push(Math.max(0, Math.min(chunk, left)));
+      if (n.int("num_outputs") === undefined && dim % num !== 0) throw n.fail(`cannot split axis ${axis} of size ${dim} into ${num} equal pieces`);
+    }
+    return ops.split(x, sizes, axis);
+  },
+});
+
+onnxOp("Slice", {
+  constInputs: [1, 2, 3, 4],
+  run(n) {
+    const x = n.input(0);
+    const starts = n.opset < 10 ? n.ints("starts", []) : n.knownInts(1, "starts");
+    const ends = n.opset < 10 ? n.ints("ends", []) : n.knownInts(2, "ends");
+    const axes = (n.opset < 10 ? n.ints("axes") : n.knownInts(3, "axes", null)) ?? starts.map((_, i) => i);
+    const steps = (n.opset < 10 ? undefined : n.knownInts(4, "steps", null)) ?? starts.map(() => 1);
+    if (starts.length !== ends.length || axes.length !== starts.length || steps.length !== starts.length) {
+      throw n.fail(`starts, ends, axes and steps must have one entry per sliced axis (got ${starts.length}, ${ends.length}, ${axes.length}, ${steps.length})`);
+    }
+    const begin: (number | null)[] = x.shape.map(() => null);
+    const end: (number | null)[] = x.shape.map(() => null);
+    const strides: number[] = x.shape.map(() => 1);
+    axes.forEach((axis, i) => {
+      const a = axisOf(n, axis, x.rank);
+      if (steps[i] === 0) throw n.fail("a step is 0");
+      const dim = x.shape[a]!;
+      // ONNX clamps like Python; bounds as large as int64's are "to the end".
+      begin[a] = clampBound(starts[i]!, dim);
+      end[a] = clampBound(ends[i]!, dim);
+      strides[a] = steps[i]!;
+    });
+    return ops.slice(x, begin, end, strides);
+  },
+});
+
+/** A slice bound as Python would read it, with huge values (INT64_MAX/MIN) brought into range. */
+function clampBound(b: number, dim: number): number {
+  if (b > dim) return dim;
+  if (b < -dim - 1) return -dim - 1;
+  return b;
+}
+
+/** Indices with ONNX's negative entries (counting from the end of an axis of size `dim`) made positive. */
+export function wrapIndices(idx: Tensor, dim: number): Tensor {
+  const known = idx.isSymbolic ? null : idx.dataSync();
+  if (known !== null && known.every((v) => v >= 0)) return idx;
+  return ops.where(ops.less(idx, 0), ops.add(idx, dim), idx);
+}
+
+onnxOp("Gather", {
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", 0), x.rank);
+    return ops.gather(x, wrapIndices(n.input(1), x.shape[axis]!), axis);
+  },
+});
+
+onnxOp("GatherND", {
+  run(n) {
+    const x = n.input(0);
+    const idx = n.input(1);
+    const batch = n.int("batch_dims", 0);
+    if (batch !== 0) throw n.unsupported(`batch_dims ${batch} is not supported`);
+    const m = idx.shape[idx.rank - 1]!;
+    // wrap negative indices per indexed axis
+    const dims = ops.tensor(x.shape.slice(0, m), idx.dtype);
+    const wrapped = ops.where(ops.less(idx, 0), ops.add(idx, dims), idx);
+    return ops.gatherND(x, wrapped);
+  },
+});
+
+onnxOp("Expand", {
+  constInputs: [1],
+  run(n) {
+    const x = n.input(0);
+    const shape = n.knownInts(1, "shape");
+    n.checkShape(shape, "the shape input");
+    const out = broadcastShapes("Expand", x.shape, shape);
+    n.checkShape(out);
+    return ops.broadcastTo(x, out);
+  },
+});
+
+onnxOp("Tile", {
+  constInputs: [1],
+  run(n) {
+    const x = n.input(0);
+    const reps = n.knownInts(1, "repeats");
+    if (reps.length !== x.rank) throw n.fail(`repeats has ${reps.length} entries for an input of rank ${x.rank}`);
+    n.checkShape(x.shape.map((d, i) => d * reps[i]!));
+    return ops.tile(x, reps);
+  },
+});
+
+onnxOp("Pad", {
+  constInputs: [1, 2, 3],
+  run(n) {
+    const x = n.input(0);
+    const r = x.rank;
+    const pads = n.opset < 11 ? n.ints("pads", []) : n.knownInts(1, "pads");
+    const value = n.opset < 11 ? n.float("value", 0) : n.hasInput(2) ? Number(n.known(2, "constant_value").dataSync()[0] ?? 0) : 0;
+    const axes = (n.opset >= 18 ? n.knownInts(3, "axes", null) : null) ?? [...Array(r).keys()];
+    if (pads.length !== 2 * axes.length) throw n.fail(`pads has ${pads.length} entries, expected ${2 * axes.length}`);
+    const pairs: [number, number][] = x.shape.map(() => [0, 0]);
+    axes.forEach((axis, i) => {
+      pairs[axisOf(n, axis, r)] = [pads[i]!, pads[i + axes.length]!];
+    });
+    const modeName = n.string("mode", "constant");
+    const mode = modeName === "constant" ? "constant" : modeName === "reflect" ? "reflect" : modeName === "edge" ? "edge" : null;
+    if (mode === null) throw n.unsupported(`mode ${JSON.stringify(modeName)} is not supported`);
+    // Negative pads crop: slice first, then pad with the non-negative parts.
+    let y = x;
+    if (pairs.some(([b, e]) => b < 0 || e < 0)) {
+      y = ops.slice(
+        x,
+        pairs.map(([b]) => Math.max(0, -b)),
+        pairs.map(([, e], d) => x.shape[d]! - Math.max(0, -e)),
+      );
+    }
+    const pos = pairs.map(([b, e]) => [Math.max(0, b), Math.max(0, e)] as [number, number]);
+    n.checkShape(x.shape.map((d, i) => Math.max(0, d + pairs[i]![0] + pairs[i]![1])));
+    if (pos.every(([b, e]) => b === 0 && e === 0)) return y === x ? ops.identity(x) : y;
+    return ops.pad(y, pos, x.dtype === "bool" ? value !== 0 : value, mode);
+  },
+});
+
+onnxOp("Shape", {
+  run(n) {
+    const x = n.input(0);
+    const r = x.rank;
+    let start = n.int("start", 0);
+    let end = n.int("end", r);
+    start = Math.min(Math.max(start < 0 ? start + r : start, 0), r);
+    end = Math.min(Math.max(end < 0 ? end + r : end, 0), r);
+    return int64Tensor(x.shape.slice(start, Math.max(start, end)));
+  },
+});
+
+onnxOp("Size", { run: (n) => int64Tensor([n.input(0).size], []) });
+
+onnxOp("DepthToSpace", {
+  run(n) {
+    const x = n.input(0);
+    const b = n.int("blocksize");
+    if (b === undefined || b < 1) throw n.fail("needs a positive blocksize");
+    const [N, C, H, W] = x.shape as [number, number, number, number];
+    if (x.rank !== 4 || C % (b * b) !== 0) throw n.fail(`needs a rank-4 input whose channels divide by blocksize^2, got shape [${x.shape.join(", ")}]`);
+    const c = C / (b * b);
+    const dcr = n.string("mode", "DCR") === "DCR";
+    const t = dcr ? ops.transpose(ops.reshape(x, [N, b, b, c, H, W]), [0, 3, 4, 1, 5, 2]) : ops.transpose(ops.reshape(x, [N, c, b, b, H, W]), [0, 1, 4, 2, 5, 3]);
+    return ops.reshape(t, [N, c, H * b, W * b]);
+  },
+});
+
+onnxOp("SpaceToDepth", {
+  run(n) {
+    const x = n.input(0);
+    const b = n.int("blocksize");
+    if (b === undefined || b < 1) throw n.fail("needs a positive blocksize");
+    const [N, C, H, W] = x.shape as [number, number, number, number];
+    if (x.rank !== 4 || H % b !== 0 || W % b !== 0) throw n.fail(`needs a rank-4 input whose height and width divide by blocksize, got shape [${x.shape.join(", ")}]`);
+    const t = ops.transpose(ops.reshape(x, [N, C, H / b, b, W / b, b]), [0, 3, 5, 1, 2, 4]);
+    return ops.reshape(t, [N, C * b * b, H / b, W / b]);
+  },
+});
+
+onnxOp("GatherElements", {
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", 0), x.rank);
+    return ops.gatherElements(x, wrapIndices(n.input(1), x.shape[axis]!), axis);
+  },
+});
+
+/** The reduction attribute of ScatterElements / ScatterND ("none" by default). */
+function reductionOf(n: NodeContext): ops.ScatterReduction {
+  const r = n.string("reduction", "none");
+  if (r !== "none" && r !== "add" && r !== "mul" && r !== "max" && r !== "min") throw n.fail(`unknown reduction ${JSON.stringify(r)}`);
+  return r;
+}
+
+onnxOp(["ScatterElements", "Scatter"], {
+  run(n) {
+    const x = n.input(0);
+    const axis = axisOf(n, n.int("axis", 0), x.rank);
+    return ops.scatterElements(x, wrapIndices(n.input(1), x.shape[axis]!), n.input(2), axis, reductionOf(n));
+  },
+});
+
+onnxOp("ScatterND", {
+  run(n) {
+    const x = n.input(0);
+    const idx = n.input(1);
+    const k = idx.shape[idx.rank - 1]!;
+    const dims = ops.tensor(x.shape.slice(0, k), idx.dtype);
+    return ops.scatterND(x, ops.where(ops.less(idx, 0), ops.add(idx, dims), idx), n.input(2), reductionOf(n));
+  },
+});

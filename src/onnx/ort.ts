@@ -1,0 +1,131 @@
+/**
+ * onnxruntime-node helpers: loading the optional dependency (with an error that says how to
+ * add it), sessions from model bytes, and Tensor <-> ort.Tensor conversion. Used as the test
+ * oracle and, by the export side, as an engine. The CPU execution provider is the default.
+ */
+import { createRequire } from "node:module";
+import { Tensor } from "../core/tensor.js";
+import { allocStorage, type DType } from "../core/dtype.js";
+import { floatToHalfBits as floatToHalf, halfBitsToFloat as halfToFloat } from "../core/float16.js";
+import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
+import { checkOptions } from "../core/options.js";
+
+type Ort = typeof import("onnxruntime-node");
+type OrtTensor = import("onnxruntime-node").Tensor;
+export type OrtSession = import("onnxruntime-node").InferenceSession;
+
+let ort: Ort | null = null;
+
+/**
+ * The onnxruntime-node module; OnnxRuntimeMissingError (saying how to add it) when it is not
+ * installed. (`moduleName` is for tests of that error.)
+ */
+export function loadOnnxRuntime(moduleName = "onnxruntime-node"): Ort {
+  if (ort !== null && moduleName === "onnxruntime-node") return ort;
+  try {
+    const m = createRequire(import.meta.url)(moduleName) as Ort;
+    if (moduleName !== "onnxruntime-node") return m;
+    ort = m;
+  } catch (e) {
+    throw new OnnxRuntimeMissingError(
+      `onnxruntime-node is not installed (it is an optional dependency of stagecraft): add it with \`npm install onnxruntime-node@1.30\` ` +
+        `(its install script only downloads GPU providers; the CPU one ships in the package). Cause: ${(e as Error).message.split("\n")[0]}`,
+      "onnxruntime",
+    );
+  }
+  return ort;
+}
+
+/** Whether onnxruntime-node can be loaded. */
+export function hasOnnxRuntime(): boolean {
+  try {
+    loadOnnxRuntime();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An inference session for model bytes or a model file (a file lets onnxruntime read external
+ * data beside it); the CPU provider unless others are given.
+ */
+export async function createSession(model: Uint8Array | string, options: { executionProviders?: string[] } = {}): Promise<OrtSession> {
+  checkOptions("onnx.createSession", options, ["executionProviders"]);
+  const o = loadOnnxRuntime();
+  try {
+    const opts = { executionProviders: options.executionProviders ?? ["cpu"] };
+    return await (typeof model === "string" ? o.InferenceSession.create(model, opts) : o.InferenceSession.create(model, opts));
+  } catch (e) {
+    throw new OnnxError(`onnxruntime could not load the model: ${(e as Error).message}`, "onnxruntime");
+  }
+}
+
+const ORT_TYPE: Partial<Record<DType, string>> = {
+  float32: "float32",
+  float64: "float64",
+  float16: "float16",
+  int8: "int8",
+  int16: "int16",
+  int32: "int32",
+  int64: "int64",
+  uint8: "uint8",
+  uint16: "uint16",
+  uint32: "uint32",
+  uint64: "uint64",
+  bool: "bool",
+};
+
+/** Our tensor as an ort.Tensor (int64/uint64 as BigInt64Array, float16 as its bits). */
+export function toOrtTensor(t: Tensor): OrtTensor {
+  const o = loadOnnxRuntime();
+  const data = t.dataSync();
+  const dims = [...t.shape];
+  switch (t.dtype) {
+    case "int64":
+      return new o.Tensor("int64", BigInt64Array.from(data, (v) => BigInt(v)), dims);
+    case "uint64":
+      return new o.Tensor("uint64", BigUint64Array.from(data, (v) => BigInt(v)), dims);
+    case "float16": {
+      const bits = new Uint16Array(data.length);
+      for (let i = 0; i < data.length; i++) bits[i] = floatToHalf(data[i]!);
+      return new o.Tensor("float16", bits, dims);
+    }
+    case "bool":
+      return new o.Tensor("bool", Uint8Array.from(data), dims);
+    default:
+      return new o.Tensor(ORT_TYPE[t.dtype] as "float32", data as Float32Array, dims);
+  }
+}
+
+/** An ort.Tensor as our tensor. */
+export function fromOrtTensor(t: OrtTensor): Tensor {
+  const dtype = (Object.entries(ORT_TYPE).find(([, v]) => v === t.type)?.[0] ?? null) as DType | null;
+  if (dtype === null) throw new OnnxError(`onnxruntime returned a ${t.type} tensor, which Stagecraft has no dtype for`, "onnxruntime");
+  const src = t.data as ArrayLike<number | bigint>;
+  const out = allocStorage(dtype, src.length);
+  if (dtype === "float16") for (let i = 0; i < src.length; i++) out[i] = halfToFloat(Number(src[i]));
+  else for (let i = 0; i < src.length; i++) out[i] = Number(src[i]);
+  return new Tensor(out, [...t.dims], dtype);
+}
+
+/** Runs a session on named inputs; returns the outputs by name as our tensors. */
+export async function runSession(session: OrtSession, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
+  const ortFeeds: Record<string, OrtTensor> = {};
+  for (const [k, v] of Object.entries(feeds)) ortFeeds[k] = toOrtTensor(v);
+  const out = await session.run(ortFeeds);
+  const result: Record<string, Tensor> = {};
+  for (const [k, v] of Object.entries(out)) result[k] = fromOrtTensor(v as OrtTensor);
+  return result;
+}
+
+/** One-shot: runs model bytes (or a model file) in onnxruntime. */
+export async function runOnnxRuntime(model: Uint8Array | string, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
+  const s = await createSession(model);
+  try {
+    return await runSession(s, feeds);
+  } finally {
+    await s.release();
+  }
+}
+

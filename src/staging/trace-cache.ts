@@ -1,0 +1,123 @@
+/**
+ * A staged function's trace cache: one concrete function per input signature (signature.ts),
+ * with a fast path for a call whose arguments have the last call's types, relaxed signatures
+ * for `reduceRetracing`, and a warning when a function keeps being retraced.
+ */
+import { Tensor } from "../core/tensor.js";
+import { Variable } from "../core/variable.js";
+import type { ConcreteFunction } from "./concrete-function.js";
+import { describeChange, signatureOf, type LeafInfo, type Signature } from "./signature.js";
+
+/** Retraces beyond this count warn once, with the reason. */
+export const RETRACE_WARNING_THRESHOLD = 5;
+
+/** What a lookup found: the concrete function, or a trace of this very signature in progress. */
+export type Lookup<P> = { sig: Signature; cf: ConcreteFunction } | { sig: Signature; pending: P };
+
+export class TraceCache {
+  private readonly bySignature = new Map<string, ConcreteFunction>();
+  /** reduceRetracing: per argument structure (ranks only), the shapes generalized so far. */
+  private readonly relaxed = new Map<string, number[][]>();
+  /** The last hit, for the common case of a call with the same flat argument types. */
+  private last: { args: readonly unknown[]; sig: Signature; cf: ConcreteFunction } | null = null;
+  private lastLeaves: LeafInfo[] | null = null;
+  private warned = false;
+
+  constructor(
+    private readonly name: string,
+    private readonly inputSignature: unknown[] | undefined,
+    private readonly reduceRetracing: boolean,
+  ) {}
+
+  /**
+   * The concrete function for `args`: cached; or, when a trace of their signature is in
+   * progress (`pending`, a recursive call), that trace; or traced now by `trace` and cached.
+   * `traceCount` is how many traces there were before (for the retrace warning).
+   */
+  lookup<P>(
+    args: readonly unknown[],
+    pending: (key: string) => P | undefined,
+    trace: (args: readonly unknown[], sig: Signature) => ConcreteFunction,
+    traceCount: number,
+  ): Lookup<P> {
+    const fast = this.sameAsLast(args);
+    if (fast !== null && this.last !== null) return { sig: { key: this.last.sig.key, tensors: fast, leaves: this.last.sig.leaves }, cf: this.last.cf };
+    let sig = signatureOf(args, this.name, this.inputSignature);
+    let cf = this.bySignature.get(sig.key);
+    if (cf) {
+      // (arrays are copied: the caller may refill the same array before the next call)
+      if (!sig.leaves.some((l) => l.kind === "object")) this.last = { args: snapshotArrays(args), sig, cf };
+      return { sig, cf };
+    }
+    const p = pending(sig.key);
+    if (p !== undefined) return { sig, pending: p };
+    if (this.reduceRetracing) {
+      const sk = structureKey(sig);
+      const shapes = sig.leaves.filter((l) => l.kind === "tensor").map((l) => l.shape!);
+      const prev = this.relaxed.get(sk);
+      if (prev) {
+        const merged = prev.map((p, i) => p.map((d, j) => (d === shapes[i]![j] ? d : -1)));
+        this.relaxed.set(sk, merged);
+        sig = signatureOf(args, this.name, this.inputSignature, merged);
+        cf = this.bySignature.get(sig.key);
+        if (cf) return { sig, cf };
+      } else this.relaxed.set(sk, shapes);
+    }
+    if (this.lastLeaves && traceCount >= RETRACE_WARNING_THRESHOLD && !this.warned) {
+      this.warned = true;
+      console.warn(
+        `stagecraft: staged function "${this.name}" was traced ${traceCount + 1} times; the last retrace happened because ${describeChange(this.lastLeaves, sig.leaves)}. ` +
+          `Pass tensors instead of changing JS values, or use inputSignature / reduceRetracing to trace once for many shapes.`,
+      );
+    }
+    cf = trace(args, sig);
+    this.bySignature.set(sig.key, cf);
+    this.lastLeaves = sig.leaves;
+    return { sig, cf };
+  }
+
+  /** The cached concrete function for `args`' signature, if any (no tracing). */
+  peek(args: readonly unknown[]): ConcreteFunction | undefined {
+    return this.bySignature.get(signatureOf(args, this.name, this.inputSignature).key);
+  }
+
+  /** Same flat signature as the last call (tensors by dtype/shape/device, JS values by value)? */
+  private sameAsLast(args: readonly unknown[]): Tensor[] | null {
+    if (this.last === null) return null;
+    const tensors: Tensor[] = [];
+    return sameLeaves(args, this.last.args, tensors) ? tensors : null;
+  }
+}
+
+/** A signature's key with tensor shapes replaced by their ranks. */
+function structureKey(sig: Signature): string {
+  return sig.key.replace(/\[[^\]]*\]@/g, (m) => `[rank${m.split(",").length}]@`);
+}
+
+/**
+ * Whether `args` has the signature `prev` had: tensors of the same dtypes, shapes and devices,
+ * equal JS values, arrays of such (in the order signatureOf flattens them). Collects the tensors.
+ */
+function sameLeaves(args: readonly unknown[], prev: readonly unknown[], tensors: Tensor[]): boolean {
+  if (args.length !== prev.length) return false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const b = prev[i];
+    if (a instanceof Tensor) {
+      if (!(b instanceof Tensor) || a instanceof Variable || b instanceof Variable || a.isSymbolic || a.dtype !== b.dtype || a.device !== b.device) return false;
+      const sa = a.shape;
+      const sb = b.shape;
+      if (sa.length !== sb.length) return false;
+      for (let d = 0; d < sa.length; d++) if (sa[d] !== sb[d]) return false;
+      tensors.push(a);
+    } else if (Array.isArray(a)) {
+      if (!Array.isArray(b) || !sameLeaves(a, b, tensors)) return false;
+    } else if (a === null || typeof a !== "object" ? !Object.is(a, b) : true) return false;
+  }
+  return true;
+}
+
+/** A copy of `args` with every nested array copied too (tensors and other leaves shared). */
+function snapshotArrays(args: readonly unknown[]): unknown[] {
+  return args.map((a) => (Array.isArray(a) ? snapshotArrays(a) : a));
+}
