@@ -1,5 +1,5 @@
 // The layer check (scripts/check-layers.mjs): imports between src/ folders follow docs/layers.json,
-// the layer picture of docs/architecture.md; the only breaks are the ones listed as known.
+// the layer picture of docs/architecture.md, with no break at all.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, cpSync } from "node:fs";
@@ -7,26 +7,24 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 // @ts-expect-error: a plain JavaScript module of the project's scripts
-import { checkLayers, KNOWN_BREAKS } from "../scripts/check-layers.mjs";
+import { checkLayers } from "../scripts/check-layers.mjs";
 
 interface Break {
   edge: string;
   parts: string;
   why: string;
 }
-type Result = { breaks: Break[]; known: Break[]; stale: string[] };
+type Result = { breaks: Break[] };
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
-test("imports between src/ folders follow the layer picture; the only breaks are the known ones", () => {
+test("imports between src/ folders follow the layer picture, with no break", () => {
   const r = checkLayers(root) as Result;
   assert.deepEqual(
     r.breaks.map((b) => `${b.edge} (${b.parts}: ${b.why})`),
     [],
     "a new import breaks the layer order (docs/architecture.md shows where things go)",
   );
-  assert.deepEqual(r.stale, [], "a known break is gone: remove it from KNOWN_BREAKS in scripts/check-layers.mjs");
-  assert.equal(r.known.length, Object.keys(KNOWN_BREAKS as object).length);
 });
 
 test("the layer check finds an import that runs up, one the picture forbids, and a type-only one", () => {

@@ -86,7 +86,7 @@ const cases: LayerCase[] = [
   },
 ];
 
-/** A converted for...of over time steps, as the recurrent layers run theirs. */
+/** A converted for...of over time steps (AutoGraph's loop; the layers write theirs with staging's whileLoop: the gradients must agree). */
 const scanSteps = sc.autograph(
   function scanSteps(step: (x: sc.Tensor, s: sc.Tensor[]) => sc.Tensor[], seq: sc.Tensor, state: sc.Tensor[]) {
     const outputs: sc.Tensor[] = [];
