@@ -9,8 +9,8 @@
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
-import type { GradCase } from "../grad-cases/types.js";
-import { allCases } from "../grad-cases/index.js";
+import type { GradCase } from "./grad-cases/types.js";
+import { allCases } from "./grad-cases/index.js";
 import { gradTransforms, makeProbe, runTransform, type GradTransform, type Probe } from "./grad-transforms.js";
 import { Rng } from "./rng.js";
 

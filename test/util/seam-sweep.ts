@@ -8,7 +8,7 @@
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
-import { structuralPrograms, type StructuralProgram } from "../grad-programs.js";
+import { structuralPrograms, type StructuralProgram } from "./grad-programs.js";
 import { gradTransforms, makeProbe, runTransform, type GradTransform, type Probe } from "./grad-transforms.js";
 import { Rng } from "./rng.js";
 
