@@ -3,7 +3,7 @@
 // from A along the picture's arrows (dependencies point one way, down); it is a break when it is
 // not, and always when the picture says A must never use B. Imports inside one part are free.
 // There is no list of tolerated breaks: any break fails the check (and npm test, through
-// test/layers.test.ts). An import the picture does not allow is moved, or goes through the
+// test/scripts/check-layers.test.ts). An import the picture does not allow is moved, or goes through the
 // wiring in api/, or the picture (docs/layers.json and docs/architecture.md) gains the arrow.
 //
 //   node scripts/check-layers.mjs        prints the breaks and exits 1 if there is any

@@ -1,6 +1,6 @@
 /**
  * Every differentiable op as the LAST op of a staged function, the seam the registry sweep
- * (grad-sweep.test.ts, whose losses end in a weighted sum) does not reach: an op whose VJP
+ * (test/grad/sweep.test.ts, whose losses end in a weighted sum) does not reach: an op whose VJP
  * reads its own output (exp, tanh, div, ...) hands the backward a value that is also the
  * function's output. Each case (test/util/last-op-sweep.ts) is differentiated by grad,
  * valueAndGrad, vjp, jvp and tape.gradient, with respect to its inputs and to a captured

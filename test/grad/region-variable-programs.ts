@@ -1,5 +1,5 @@
 /**
- * Programs for the region-variable gradient sweep (test/graph-ad-region-variables.test.ts): every
+ * Programs for the region-variable gradient sweep (test/grad/region-variables.test.ts): every
  * structural construct (cond, whileLoop, scan, a converted for...of and if, a call to a staged
  * helper, recursion, regions nested in regions) over a parameter θ that reaches the construct's
  * region in one of three ways:

@@ -1,7 +1,7 @@
 /**
  * Gradients of values that reach a structural construct's region from outside it: a Variable
  * read inside the region, a Variable read before the construct and captured, a watched tensor
- * captured. Every construct of test/region-variable-programs.ts (cond, whileLoop, scan, a
+ * captured. Every construct of test/grad/region-variable-programs.ts (cond, whileLoop, scan, a
  * converted for...of and if, a call to a staged helper, recursion, nested regions) x every way
  * θ arrives x every place the differentiation happens (a tape around a staged call, a tape
  * inside the staged function, sc.grad inside it, sc.stage(sc.grad(...))) must equal the eager

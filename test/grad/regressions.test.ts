@@ -3,7 +3,7 @@
  * whose VJP reads its own output (1), `sc.stage(sc.grad(f))` through loops, calls and
  * recursion (2), results that depended on call history (3), arguments outside `argnums`
  * (4), and errors that named internal graphs instead of the user's function and line (5).
- * The sweeps (grad-last-op.test.ts, graph-ad-seams.test.ts) cover the classes.
+ * The sweeps (test/grad/last-op.test.ts, test/grad/seams.test.ts) cover the classes.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";

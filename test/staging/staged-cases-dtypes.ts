@@ -2,7 +2,7 @@
  * Eager-vs-staged cases for what the ONNX work added: truncDiv (no gradient), the scatter
  * reductions without gradients, and the dtypes float16, int8, int16, uint16, uint32, uint64
  * through elementwise chains (fused and rounded per step in the compiled executor), casts,
- * reductions, matmul and shape ops. test/staged-sweep.test.ts runs them with the other cases.
+ * reductions, matmul and shape ops. test/staging/sweep.test.ts runs them with the other cases.
  */
 import * as sc from "../../src/api/index.js";
 import type { Rng } from "../util/rng.js";

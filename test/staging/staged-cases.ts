@@ -1,9 +1,9 @@
 /**
- * Eager-vs-staged cases for registry ops that the gradient cases (test/grad-cases) do not
+ * Eager-vs-staged cases for registry ops that the gradient cases (test/util/grad-cases) do not
  * cover: ops without a gradient (comparisons, logical ops, argMax/argMin, argsort, oneHot,
  * creation ops, keyed random draws, any/all, print), integer and bool dtypes of the others
  * (casts to int dtypes, integer arithmetic), and the optimizer's own ops (`constant`,
- * `fusedElementwise`). test/staged-sweep.test.ts runs every case eagerly and staged.
+ * `fusedElementwise`). test/staging/sweep.test.ts runs every case eagerly and staged.
  */
 import * as sc from "../../src/api/index.js";
 import type { Rng } from "../util/rng.js";

@@ -5,8 +5,8 @@
  * from +0), on the first staged call and on a second one (cached code, reused buffers). An
  * input the eager op rejects must be rejected staged with the same error class.
  *
- * Cases: every gradient case (test/grad-cases: float64 inputs, and again with the inputs cast
- * to float32), plus test/staged-cases.ts for what they do not cover (ops without gradients,
+ * Cases: every gradient case (test/util/grad-cases: float64 inputs, and again with the inputs cast
+ * to float32), plus test/staging/staged-cases.ts for what they do not cover (ops without gradients,
  * integer and bool dtypes, keyed random draws, print, the optimizer's constant and
  * fusedElementwise). No tolerance is needed: the compiled loops reproduce the kernels'
  * roundings exactly (see src/backends/cpu/js-loops.ts).

@@ -3,7 +3,7 @@
  * it): a cond, a data-dependent while, a scan, a converted for...of, calls to staged helpers
  * (with loops inside), a loop calling a helper, linear and tree recursion (one with a loop in
  * its body), and a layer reading captured variables. Each comes with the same math written
- * with JS control flow, run eagerly. test/graph-ad-seams.test.ts differentiates them with
+ * with JS control flow, run eagerly. test/grad/seams.test.ts differentiates them with
  * every transform, in a shuffled order and in a fresh process in the reverse order.
  */
 import * as sc from "../../src/api/index.js";

@@ -1,6 +1,6 @@
 /**
  * A gradient-check case for one registry op. Every differentiable op in the registry must
- * have at least one case (test/grad-sweep.test.ts fails otherwise).
+ * have at least one case (test/grad/sweep.test.ts fails otherwise).
  */
 import type * as sc from "../../../src/api/index.js";
 import type { Rng } from "../rng.js";
