@@ -8,7 +8,17 @@
  * them; `copyTree` copies a subtree together with its annotations.
  */
 import * as t from "./build.js";
-import type { StateInfo } from "./analyses/state.js";
+
+/**
+ * The state of an `if` or a loop (analyses/state.ts computes it; the converters read it): the
+ * variables it carries. Declared here, beside the key it is annotated under, so the annotations
+ * import no pass.
+ */
+export interface StateInfo {
+  names: string[];
+  /** Per name: whether setState may assign it (let/var/param bindings). */
+  assignable: boolean[];
+}
 
 /** A typed annotation key. */
 export interface Key<T> {

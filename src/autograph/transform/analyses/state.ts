@@ -8,17 +8,13 @@
  */
 import * as t from "@babel/types";
 import { childNodes } from "../ast.js";
-import { Anno, getAnno, hasAnno, setAnno } from "../anno.js";
+import { Anno, getAnno, hasAnno, setAnno, type StateInfo } from "../anno.js";
 import { isThrowOnly } from "./exits.js";
 import type { ScopeInfo, VarKey } from "./scope.js";
 import { activityOf, capturedKeys } from "./activity.js";
 import { computeLiveness } from "./liveness.js";
 
-export interface StateInfo {
-  names: string[];
-  /** Per name: whether setState may assign it (let/var/param bindings). */
-  assignable: boolean[];
-}
+export type { StateInfo };
 
 const NON_ASSIGNABLE_FREE = new Set(["arguments", "eval", "undefined", "NaN", "Infinity", "globalThis"]);
 export const ASSIGNABLE_KINDS: ReadonlySet<string> = new Set(["var", "let", "param", "hoisted"]);
