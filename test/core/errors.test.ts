@@ -7,7 +7,7 @@ function throwsAt(fn: () => unknown, type: new (...a: any[]) => Error, pattern: 
   assert.throws(fn, (e: Error) => {
     assert.ok(e instanceof type, `expected ${type.name}, got ${e.constructor.name}: ${e.message}`);
     assert.match(e.message, pattern);
-    assert.match(e.message, /\(at test\/errors\.test\.ts:\d+:\d+\)$/, `message should name the caller's line: ${e.message}`);
+    assert.match(e.message, /\(at test\/core\/errors\.test\.ts:\d+:\d+\)$/, `message should name the caller's line: ${e.message}`);
     assert.equal((e as sc.StagecraftError).location?.file.endsWith("errors.test.ts"), true);
     return true;
   });
@@ -69,7 +69,7 @@ test("an error a kernel raises while a staged function runs names the line of th
       () => f(x, sc.tensor([7], "int32")),
       (e: Error) => {
         assert.ok(e instanceof sc.IndexError, `${e.constructor.name}: ${e.message}`);
-        assert.match(e.message, /^gather: index 7 .* \(at test\/errors\.test\.ts:(\d+):\d+\)$/);
+        assert.match(e.message, /^gather: index 7 .* \(at test\/core\/errors\.test\.ts:(\d+):\d+\)$/);
         assert.match((e as sc.StagecraftError).sourceLine ?? "", /sc\.gather\(y, i, 0\)/);
         return true;
       },

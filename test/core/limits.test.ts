@@ -13,7 +13,7 @@ function throwsHere(fn: () => unknown, type: new (...a: any[]) => Error, ...patt
   assert.throws(fn, (e: Error) => {
     assert.ok(e instanceof type, `expected ${type.name}, got ${e.constructor.name}: ${e.message}`);
     for (const p of patterns) assert.match(e.message, p);
-    assert.match(e.message, /\(at test\/limits\.test\.ts:\d+:\d+\)$/, e.message);
+    assert.match(e.message, /\(at test\/core\/limits\.test\.ts:\d+:\d+\)$/, e.message);
     return true;
   });
 }

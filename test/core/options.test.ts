@@ -13,7 +13,7 @@ function rejects(api: string, fn: () => unknown, key: string, known: string[], g
     assert.ok(e.message.startsWith(`${api}: unknown option ${JSON.stringify(key)}`), e.message);
     assert.ok(e.message.includes(`known options: ${known.join(", ")}`), e.message);
     if (guess) assert.ok(e.message.includes(`(did you mean ${JSON.stringify(guess)}?)`), e.message);
-    assert.match(e.message, /\(at test\/options\.test\.ts:\d+:\d+\)$/, e.message);
+    assert.match(e.message, /\(at test\/core\/options\.test\.ts:\d+:\d+\)$/, e.message);
     return true;
   });
 }
