@@ -16,6 +16,7 @@ import { openTrace, runOnPlaceholders, setResult } from "./trace.js";
 import { isStackOverflow, Recursion } from "./recursion.js";
 import { callFromTrace } from "./call.js";
 import { recordCall } from "./recording.js";
+import { containsSpec, specArguments } from "./signature.js";
 
 export interface StageOptions {
   /** Per positional argument: sc.spec(shape, dtype) (null dims = any size), or nested structures of specs. */
@@ -108,7 +109,9 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
   Object.defineProperty(staged, "stagedName", { value: name });
   (staged as { concrete: unknown }).concrete = (...args: A): ConcreteFunction => {
-    const found = lookup(args);
+    // sc.spec(...) leaves trace for the spec (null dims unknown) instead of a tensor's shape
+    const specs = containsSpec(args) ? args : undefined;
+    const found = specs === undefined ? lookup(args) : cache.lookup(specArguments(args), pending, trace, traceCount, specs);
     if ("pending" in found) throw new StagingError(`concrete() of "${name}" was asked for while that signature is being traced`);
     return found.cf;
   };
