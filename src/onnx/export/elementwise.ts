@@ -12,6 +12,7 @@
 import { bindAttrs, formFor, type ElementwiseGroup, type Expr, type ScalarFn } from "../../core/expr.js";
 import type { DType } from "../../core/dtype.js";
 import type { OnnxBuilder } from "./builder.js";
+import { storeFloat, where } from "./lowerings/common.js";
 
 type Val = { name: string; bool: boolean };
 
@@ -85,7 +86,7 @@ class ExprEmitter {
   store(v: Val, to: DType): string {
     if (to === "bool") return this.truthy(v);
     if (v.bool) return this.b.cast(v.name, to);
-    return to === this.c ? v.name : this.b.cast(v.name, to);
+    return storeFloat(this.b, v.name, this.c, to);
   }
 
   render(e: Expr, operands: Val[]): Val {
@@ -127,7 +128,7 @@ class ExprEmitter {
       case "select": {
         const [, t, f] = args as [Val, Val, Val];
         const cond = this.truthy(args[0]!);
-        if (t.bool && f.bool) return boolVal(b.op1("Where", [cond, t.name, f.name]));
+        if (t.bool && f.bool) return boolVal(where(b, cond, t.name, f.name, "bool"));
         return numVal(b.op1("Where", [cond, this.num(t), this.num(f)]));
       }
       case "isFinite":

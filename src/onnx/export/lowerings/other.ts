@@ -5,7 +5,7 @@ import { getOp } from "../../../ops/registry.js";
 import type { OnnxBuilder } from "../builder.js";
 import { lowerGroup } from "../elementwise.js";
 import type { LowerNode } from "../lowering.js";
-import { castTo, type Table } from "./common.js";
+import { castTo, where, type Table } from "./common.js";
 
 const asOutput = (b: OnnxBuilder, ins: string[], n: LowerNode): string[] => ins.map((x, i) => castTo(b, x, n.inputTypes[i]!.dtype, n.outputTypes[0]!.dtype));
 
@@ -29,13 +29,13 @@ function shift(direction: "LEFT" | "RIGHT") {
       const k = b.op1("Min", [sI, b.scalar(width - 1, "int64")]);
       const p = b.op1("Pow", [b.scalar(2, "float64"), b.cast(k, "float64")]);
       const q = b.cast(b.op1("Floor", [b.op1("Div", [b.cast(a, "float64"), p])]), out);
-      return [b.op1("Where", [negative, zero, q])];
+      return [where(b, negative, zero, q, out)];
     }
     const u: DType = wide ? "uint64" : "uint32";
     const tooFar = b.op1("Or", [negative, b.op1("GreaterOrEqual", [sI, b.scalar(width, "int64")])]);
     const safe = b.cast(b.op1("Where", [tooFar, b.scalar(0, "int64"), sI]), u);
     const r = castTo(b, b.op1("BitShift", [b.cast(a, u), safe], { direction }), u, out);
-    return [b.op1("Where", [tooFar, zero, r])];
+    return [where(b, tooFar, zero, r, out)];
   };
 }
 

@@ -1,7 +1,8 @@
 /** ONNX lowerings of the shape, indexing and creation ops. */
 import { sizeOf } from "../../../core/shape.js";
 import type { OnnxBuilder } from "../builder.js";
-import { axisOf, castTo, filled, staticShape, to, type Table } from "./common.js";
+import { padIndexMap, type PadMode } from "../../../ops/shape/pad.js";
+import { axisOf, castTo, filled, staticShape, storeFloat, to, type Table } from "./common.js";
 
 const INT_MAX = 2 ** 62;
 
@@ -51,7 +52,7 @@ export const shapeLowerings: Table = {
       // non-zero is true, NaN too (the kernel tests x !== 0)
       return [b.op1("Not", [b.op1("Equal", [x!, b.scalar(0, from)])])];
     }
-    return [castTo(b, x!, from, dest)];
+    return [storeFloat(b, x!, from, dest)];
   },
   concat: (b, ins, n) => [b.op1("Concat", ins, { axis: n.attrs.axis })],
   stack: (b, ins, n) => {
@@ -117,13 +118,32 @@ export const shapeLowerings: Table = {
   scatterND: (b, [x, i, u], n) => [b.op1("ScatterND", [x!, castTo(b, i!, n.inputTypes[1]!.dtype, "int64"), u!], { reduction: n.attrs.reduction })],
   pad: (b, [x], n) => {
     const p = n.attrs.paddings as [number, number][];
-    const mode = n.attrs.mode as string;
-    const pads = b.i64([...p.map((q) => q[0]), ...p.map((q) => q[1])]);
-    if (mode === "symmetric") return b.unsupported(`pad mode "symmetric" has no ONNX form`);
+    const mode = n.attrs.mode as PadMode;
     const dtype = n.inputTypes[0]!.dtype;
-    return [b.op1("Pad", mode === "constant" ? [x!, pads, b.scalar(n.attrs.value, dtype)] : [x!, pads], { mode })];
+    if (mode === "constant") {
+      const pads = b.i64([...p.map((q) => q[0]), ...p.map((q) => q[1])]);
+      return [b.op1("Pad", [x!, pads, b.scalar(n.attrs.value, dtype)], { mode })];
+    }
+    // reflect, symmetric and edge: a gather along each padded axis of the source index of every output position
+    let v = x!;
+    p.forEach(([before, after], axis) => {
+      if (before === 0 && after === 0) return;
+      const size = n.inputTypes[0]!.shape[axis]!;
+      if (size < 0) b.unsupported(`${mode} padding of axis ${axis}, whose size is unknown`);
+      const idx = Array.from(padIndexMap(mode, size, before, after));
+      v = b.op1("Gather", [v, b.constant(idx, "int64", [idx.length])], { axis });
+    });
+    return [v];
   },
-  tile: (b, [x], n) => [b.op1("Tile", [x!, b.i64(n.attrs.reps)])],
+  tile: (b, [x], n) => {
+    // (reps longer than the rank tile new leading axes; shorter reps leave the leading axes alone)
+    const reps = n.attrs.reps as number[];
+    const rank = n.inputTypes[0]!.shape.length;
+    const extra = reps.length - rank;
+    const v = extra > 0 ? b.op1("Unsqueeze", [x!, b.i64(Array.from({ length: extra }, (_, i) => i))]) : x!;
+    const r = extra < 0 ? [...new Array(-extra).fill(1), ...reps] : reps;
+    return [b.op1("Tile", [v, b.i64(r)])];
+  },
   flip: (b, [x], n) => {
     const axes = n.attrs.axes as number[];
     if (axes.length === 0) return [b.op1("Identity", [x!])];
