@@ -286,6 +286,9 @@ class Exporter {
     };
     const thenG = branch(thenR, "then");
     const elseG = branch(elseR, "else");
+    // (a conditional with no outputs computes nothing a model could return: its branches were
+    // lowered only so that what they cannot export is refused)
+    if (node.outputs.length === 0) return [];
     return b.op("If", [ins[0]!], { then_branch: thenG, else_branch: elseG }, node.outputs.length);
   }
 
