@@ -54,7 +54,8 @@ export async function createSession(model: Uint8Array | string, options: { execu
   checkOptions("onnx.createSession", options, ["executionProviders"]);
   const o = loadOnnxRuntime();
   try {
-    const opts = { executionProviders: options.executionProviders ?? ["cpu"] };
+    // (warnings, such as unused initializers it removes, are not errors: errors only)
+    const opts = { executionProviders: options.executionProviders ?? ["cpu"], logSeverityLevel: 3 as const };
     return await (typeof model === "string" ? o.InferenceSession.create(model, opts) : o.InferenceSession.create(model, opts));
   } catch (e) {
     throw new OnnxError(`onnxruntime could not load the model: ${(e as Error).message}`, "onnxruntime");
@@ -113,7 +114,12 @@ export function fromOrtTensor(t: OrtTensor): Tensor {
 export async function runSession(session: OrtSession, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
   const ortFeeds: Record<string, OrtTensor> = {};
   for (const [k, v] of Object.entries(feeds)) ortFeeds[k] = toOrtTensor(v);
-  const out = await session.run(ortFeeds);
+  let out: Awaited<ReturnType<OrtSession["run"]>>;
+  try {
+    out = await session.run(ortFeeds);
+  } catch (e) {
+    throw new OnnxError(`onnxruntime could not run the model: ${(e as Error).message}`, "onnxruntime");
+  }
   const result: Record<string, Tensor> = {};
   for (const [k, v] of Object.entries(out)) result[k] = fromOrtTensor(v as OrtTensor);
   return result;

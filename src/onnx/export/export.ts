@@ -4,7 +4,8 @@
  * staged calls inlined, cond as If, while as Loop, variables read as initializers (named by
  * their module path when a model is given) and variables assigned as extra outputs holding their
  * new values. What ONNX cannot express is refused with OnnxUnsupportedError naming the op and
- * the user's source line.
+ * the user's source line. A variable assigned inside a conditional or a loop is one more output of
+ * the If, or one more loop-carried value of the Loop.
  */
 import type { DType } from "../../core/dtype.js";
 import type { Tensor } from "../../core/tensor.js";
@@ -129,7 +130,7 @@ class Exporter {
     if (this.options.inputNames && this.options.inputNames.length !== numArgInputs) {
       throw new ValueError(`inputNames has ${this.options.inputNames.length} names, but the function has ${numArgInputs} tensor inputs`, "onnx.exportFunction");
     }
-    this.lowerGraph(b, graph, library, env, [graph.name], false);
+    this.lowerGraph(b, graph, library, env, [graph.name]);
     const outputs: Record<string, unknown>[] = [];
     const outputNames: string[] = [];
     graph.outputs.forEach((v, i) => {
@@ -147,7 +148,9 @@ class Exporter {
       updatedVariables.push({ variable: s.variable, output: name });
     }
     const g = makeGraph(b.nodes, this.options.name ?? graph.name, inputs, outputs);
-    g.initializer = this.initializers;
+    // (a variable that is only assigned, never read, needs no initializer)
+    const used = usedNames(b.nodes);
+    g.initializer = this.initializers.filter((t) => used.has((t as { name: string }).name));
     const bytes = modelBytes(makeModel(g, { opset: EXPORT_OPSET, irVersion: EXPORT_IR_VERSION }));
     const variableNames = new Map<Variable, string>();
     for (const s of this.variables.values()) variableNames.set(s.variable, s.initializer);
@@ -172,10 +175,9 @@ class Exporter {
 
   /**
    * Lowers `graph`'s nodes into `b`, with `env` naming its inputs; fills env for every value.
-   * `stack` is the chain of functions being inlined (a call back into one is recursion);
-   * `inRegion` is set inside If/Loop bodies (where variables may not be assigned).
+   * `stack` is the chain of functions being inlined (a call back into one is recursion).
    */
-  private lowerGraph(b: OnnxBuilder, graph: Graph, library: FunctionLibrary, env: Map<Value, string>, stack: string[], inRegion: boolean): void {
+  private lowerGraph(b: OnnxBuilder, graph: Graph, library: FunctionLibrary, env: Map<Value, string>, stack: string[]): void {
     for (const node of graph.nodes) {
       b.loc = node.loc;
       b.opName = node.op;
@@ -184,18 +186,18 @@ class Exporter {
         if (n === undefined) throw new Error(`internal: value %${v.id} of ${graph.name} has no ONNX name`);
         return n;
       });
-      const outs = this.lowerNode(b, node, ins, library, stack, inRegion);
+      const outs = this.lowerNode(b, node, ins, library, stack);
       node.outputs.forEach((v, i) => env.set(v, outs[i]!));
     }
   }
 
-  private lowerNode(b: OnnxBuilder, node: Node, ins: string[], library: FunctionLibrary, stack: string[], inRegion: boolean): string[] {
+  private lowerNode(b: OnnxBuilder, node: Node, ins: string[], library: FunctionLibrary, stack: string[]): string[] {
     const def = lookupOp(node.op);
     if (def === null) return b.unsupported(`it is not a registry op`);
     if (def.structural !== undefined) {
       switch (def) {
         case callOp:
-          return this.lowerCall(b, node, ins, library, stack, inRegion);
+          return this.lowerCall(b, node, ins, library, stack);
         case condOp:
           return this.lowerCond(b, node, ins, library, stack);
         case whileOp:
@@ -205,7 +207,6 @@ class Exporter {
           return [this.variable(v).current];
         }
         case assignVariableOp: {
-          if (inRegion) return b.unsupported(`a variable (${(node.attrs.variable as Variable).name}) assigned inside a staged conditional or loop is not exported yet; assign it after the loop`);
           const s = this.variable(node.attrs.variable as Variable);
           s.current = ins[0]!;
           s.assigned = true;
@@ -229,7 +230,7 @@ class Exporter {
     return b.unsupported(op.onnx?.refused ?? "it has no ONNX lowering");
   }
 
-  private lowerCall(b: OnnxBuilder, node: Node, ins: string[], library: FunctionLibrary, stack: string[], inRegion: boolean): string[] {
+  private lowerCall(b: OnnxBuilder, node: Node, ins: string[], library: FunctionLibrary, stack: string[]): string[] {
     const callee = node.attrs.callee as string;
     if (stack.includes(callee)) {
       throw new OnnxUnsupportedError(
@@ -241,7 +242,7 @@ class Exporter {
     const g = library.get(callee);
     const env = new Map<Value, string>();
     g.inputs.forEach((v, i) => env.set(v, ins[i]!));
-    this.lowerGraph(b, g, library, env, [...stack, callee], inRegion);
+    this.lowerGraph(b, g, library, env, [...stack, callee]);
     return g.outputs.map((v) => env.get(v)!);
   }
 
@@ -257,7 +258,7 @@ class Exporter {
     const sub = b.child();
     const env = new Map<Value, string>();
     bind(env, sub);
-    this.lowerGraph(sub, region, library, env, stack, true);
+    this.lowerGraph(sub, region, library, env, stack);
     let outs = region.outputs.map((v) => env.get(v)!);
     if (after) outs = after(env, sub, outs);
     // (subgraph outputs must be made inside the subgraph, under names of their own)
@@ -270,26 +271,63 @@ class Exporter {
     return { sub, outputs: named };
   }
 
+  /** The variables that nodes of these graphs (their regions and callees too) assign, in order of first assignment. */
+  private assignedIn(graphs: Graph[], library: FunctionLibrary, seen = new Set<Graph>()): VariableState[] {
+    const out: VariableState[] = [];
+    const walk = (g: Graph): void => {
+      if (seen.has(g)) return;
+      seen.add(g);
+      for (const n of g.nodes) {
+        if (n.op === assignVariableOp.name) {
+          const s = this.variable(n.attrs.variable as Variable);
+          if (!out.includes(s)) out.push(s);
+        }
+        n.regions.forEach(walk);
+        if (n.op === callOp.name && library.functions.has(n.attrs.callee as string)) walk(library.get(n.attrs.callee as string));
+      }
+    };
+    graphs.forEach(walk);
+    return out;
+  }
+
   private lowerCond(b: OnnxBuilder, node: Node, ins: string[], library: FunctionLibrary, stack: string[]): string[] {
     const [thenR, elseR] = node.regions as [Graph, Graph];
     const loc = node.loc;
+    const assigned = this.assignedIn([thenR, elseR], library);
+    const before = assigned.map((s) => s.current);
     const branch = (r: Graph, label: string) => {
-      const { sub, outputs } = this.subgraph(b, r, library, stack, (env) => r.inputs.forEach((v, i) => env.set(v, ins[1 + i]!)));
+      assigned.forEach((s, k) => (s.current = before[k]!));
+      const { sub, outputs } = this.subgraph(
+        b,
+        r,
+        library,
+        stack,
+        (env) => r.inputs.forEach((v, i) => env.set(v, ins[1 + i]!)),
+        // (each assigned variable's value at the end of the branch is one more output)
+        (_env, _s, outs) => [...outs, ...assigned.map((s) => s.current)],
+      );
       b.loc = loc;
       b.opName = node.op;
+      const dtypes = [...node.outputs.map((v) => v.type.dtype), ...assigned.map((s) => s.variable.dtype)];
       return makeGraph(
         sub.nodes,
         b.fresh(label),
         [],
-        outputs.map((n, i) => makeValueInfo(n, node.outputs[i]!.type.dtype, null)),
+        outputs.map((n, i) => makeValueInfo(n, dtypes[i]!, null)),
       );
     };
     const thenG = branch(thenR, "then");
     const elseG = branch(elseR, "else");
-    // (a conditional with no outputs computes nothing a model could return: its branches were
-    // lowered only so that what they cannot export is refused)
-    if (node.outputs.length === 0) return [];
-    return b.op("If", [ins[0]!], { then_branch: thenG, else_branch: elseG }, node.outputs.length);
+    // (a conditional with no outputs and no assignments computes nothing a model could return:
+    // its branches were lowered only so that what they cannot export is refused)
+    const count = node.outputs.length + assigned.length;
+    if (count === 0) return [];
+    const outs = b.op("If", [ins[0]!], { then_branch: thenG, else_branch: elseG }, count);
+    assigned.forEach((s, k) => {
+      s.current = outs[node.outputs.length + k]!;
+      s.assigned = true;
+    });
+    return outs.slice(0, node.outputs.length);
   }
 
   private lowerWhile(b: OnnxBuilder, node: Node, ins: string[], library: FunctionLibrary, stack: string[]): string[] {
@@ -300,40 +338,63 @@ class Exporter {
     // the condition on the initial values, in the enclosing graph
     const env0 = new Map<Value, string>();
     condR.inputs.forEach((v, i) => env0.set(v, ins[i]!));
-    this.lowerGraph(b, condR, library, env0, stack, true);
+    this.lowerGraph(b, condR, library, env0, stack);
     const cond0 = env0.get(condR.outputs[0]!)!;
     b.loc = loc;
     b.opName = node.op;
+    // variables the loop assigns are carried by it too
+    const assigned = this.assignedIn([condR, bodyR], library);
+    const initial = assigned.map((s) => s.current);
     const iterName = b.fresh("iter");
     const condIn = b.fresh("cond_in");
-    const carried = Array.from({ length: numLoopVars }, () => b.fresh("carried"));
+    const carried = Array.from({ length: numLoopVars + assigned.length }, () => b.fresh("carried"));
     const { sub, outputs } = this.subgraph(
       b,
       bodyR,
       library,
       stack,
-      (env) => bodyR.inputs.forEach((v, i) => env.set(v, i < numLoopVars ? carried[i]! : invariants[i - numLoopVars]!)),
+      (env) => {
+        bodyR.inputs.forEach((v, i) => env.set(v, i < numLoopVars ? carried[i]! : invariants[i - numLoopVars]!));
+        assigned.forEach((s, k) => (s.current = carried[numLoopVars + k]!));
+      },
       (_env, s, outs) => {
         // the condition on the new values, inside the body
         const envC = new Map<Value, string>();
         condR.inputs.forEach((v, i) => envC.set(v, i < numLoopVars ? outs[i]! : invariants[i - numLoopVars]!));
-        this.lowerGraph(s, condR, library, envC, stack, true);
-        return [envC.get(condR.outputs[0]!)!, ...outs];
+        this.lowerGraph(s, condR, library, envC, stack);
+        return [envC.get(condR.outputs[0]!)!, ...outs, ...assigned.map((st) => st.current)];
       },
     );
     b.loc = loc;
     b.opName = node.op;
-    const loopVarTypes = node.inputs.slice(0, numLoopVars).map((v) => v.type);
+    const dtypes = [...node.inputs.slice(0, numLoopVars).map((v) => v.type.dtype), ...assigned.map((s) => s.variable.dtype)];
     const body = makeGraph(
       sub.nodes,
       b.fresh("body"),
-      [makeValueInfo(iterName, "int64", []), makeValueInfo(condIn, "bool", []), ...carried.map((n, i) => makeValueInfo(n, loopVarTypes[i]!.dtype, null))],
-      [makeValueInfo(outputs[0]!, "bool", []), ...outputs.slice(1).map((n, i) => makeValueInfo(n, loopVarTypes[i]!.dtype, null))],
+      [makeValueInfo(iterName, "int64", []), makeValueInfo(condIn, "bool", []), ...carried.map((n, i) => makeValueInfo(n, dtypes[i]!, null))],
+      [makeValueInfo(outputs[0]!, "bool", []), ...outputs.slice(1).map((n, i) => makeValueInfo(n, dtypes[i]!, null))],
     );
     const trip = maxIterations !== undefined && Number.isFinite(maxIterations) ? b.constant([maxIterations], "int64", []) : "";
-    if (numLoopVars === 0) return b.unsupported("a loop without loop variables computes nothing ONNX can return");
-    return b.op("Loop", [trip, cond0, ...ins.slice(0, numLoopVars)], { body }, numLoopVars);
+    if (carried.length === 0) {
+      // (nothing is carried: the loop computes nothing a model could return)
+      return [];
+    }
+    const outs = b.op("Loop", [trip, cond0, ...ins.slice(0, numLoopVars), ...initial], { body }, carried.length);
+    assigned.forEach((s, k) => {
+      s.current = outs[numLoopVars + k]!;
+      s.assigned = true;
+    });
+    return outs.slice(0, numLoopVars);
   }
+}
+
+/** The value names nodes read, in subgraphs too. */
+function usedNames(nodes: Record<string, unknown>[], out = new Set<string>()): Set<string> {
+  for (const n of nodes) {
+    for (const i of n.input as string[]) out.add(i);
+    for (const a of n.attribute as { g?: { node: Record<string, unknown>[] } }[]) if (a.g) usedNames(a.g.node, out);
+  }
+  return out;
 }
 
 export type { DType };

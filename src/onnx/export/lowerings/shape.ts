@@ -68,7 +68,19 @@ export const shapeLowerings: Table = {
   split: (b, [x], n) => {
     const sizes = n.attrs.sizes as number[];
     if (sizes.length === 1) return [b.op1("Identity", [x!])];
-    return b.op("Split", [x!, b.i64(sizes)], { axis: n.attrs.axis }, sizes.length);
+    const unknown = sizes.filter((d) => d < 0).length;
+    if (unknown > 1) return b.unsupported(`a split into sizes ${JSON.stringify(sizes)} with more than one unknown size`);
+    let split = b.i64(sizes);
+    if (unknown === 1) {
+      // the unknown size is what the known ones leave of the axis when the graph runs
+      const axis = axisOf(n.attrs.axis, n.inputTypes[0]!.shape.length);
+      const total = b.op1("Shape", [x!], { start: axis, end: axis + 1 });
+      const rest = b.op1("Sub", [total, b.i64([sizes.filter((d) => d >= 0).reduce((a, c) => a + c, 0)])]);
+      const k = sizes.indexOf(-1);
+      const parts = [...(k > 0 ? [b.i64(sizes.slice(0, k))] : []), rest, ...(k < sizes.length - 1 ? [b.i64(sizes.slice(k + 1))] : [])];
+      split = b.op1("Concat", parts, { axis: 0 });
+    }
+    return b.op("Split", [x!, split], { axis: n.attrs.axis }, sizes.length);
   },
   slice: (b, [x], n) => [b.op1("Slice", [x!, ...sliceInputs(b, n.attrs.begin, n.attrs.end, n.attrs.strides)])],
   sliceGrad: (b, [dy], n) => {
