@@ -5,6 +5,7 @@
  *
  * - staging runs graph functions on the executor the configuration asks for (exec/executor.ts:
  *   the compiled executor, or STAGECRAFT_EXECUTOR=interpret's interpreter);
+ * - the engines `stage(fn, { engine })` may ask for by name: "onnxruntime" (onnx/engine.ts);
  * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage);
  * - graph AD's rules (grad/rules.ts): the gradient rules of cond, while and call, which the
  *   tracer hands those nodes to while tapes record, and the differentiator of host functions
@@ -12,7 +13,8 @@
  */
 import { installGradientRules } from "../grad/rules.js";
 import { configuredExecutor } from "../exec/executor.js";
-import { setDefaultExecutor } from "../staging/concrete-function.js";
+import { setDefaultExecutor, setEngine } from "../staging/concrete-function.js";
+import { onnxruntimeExecutor } from "../onnx/engine.js";
 import { setStageConverter } from "../staging/stage.js";
 import { convertForStage } from "../autograph/api.js";
 
@@ -23,6 +25,8 @@ export function wire(): void {
   if (wired) return;
   wired = true;
   setDefaultExecutor(configuredExecutor());
+  // (onnxruntime-node is loaded when a function asking for the engine first runs)
+  setEngine("onnxruntime", onnxruntimeExecutor());
   setStageConverter((fn) => convertForStage(fn));
   installGradientRules();
 }

@@ -39,6 +39,25 @@ export function setDefaultExecutor(e: Executor): void {
   defaultExecutor = e;
 }
 
+/** Executors other than the default, by name (`stage(fn, { engine })`): installed by the package entry. */
+const engines = new Map<string, Executor>();
+
+/** @internal Installs an engine staged functions may ask for by name. */
+export function setEngine(name: string, e: Executor): void {
+  engines.set(name, e);
+}
+
+/** The names of the installed engines. */
+export function engineNames(): string[] {
+  return [...engines.keys()];
+}
+
+function engineExecutor(name: string): Executor {
+  const e = engines.get(name);
+  if (e === undefined) throw new StagingError(`no engine named "${name}" is installed (installed: ${engineNames().join(", ") || "none"})`);
+  return e;
+}
+
 function installedExecutor(): Executor {
   if (defaultExecutor === null) {
     throw new StagingError("no executor is installed to run staged functions: import Stagecraft through its package entry (src/api/index.ts), which installs one");
@@ -47,6 +66,9 @@ function installedExecutor(): Executor {
 }
 
 export class ConcreteFunction {
+  /** The engine that runs the graph when the function is called (null: the default executor). */
+  engine: string | null = null;
+
   constructor(
     readonly graph: Graph,
     readonly library: FunctionLibrary,
@@ -61,7 +83,7 @@ export class ConcreteFunction {
   }
 
   /** Runs the graph on the caller's tensor arguments; returns the flat outputs. */
-  callFlat(args: Tensor[], executor: Executor = installedExecutor()): Tensor[] {
+  callFlat(args: Tensor[], executor: Executor = this.engine === null ? installedExecutor() : engineExecutor(this.engine)): Tensor[] {
     const inputs = args.concat(this.captureValues());
     return executor(this.graph, inputs, this.library);
   }

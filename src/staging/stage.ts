@@ -9,7 +9,8 @@
 import { currentHandler, recorders } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
-import type { ConcreteFunction } from "./concrete-function.js";
+import { engineNames, type ConcreteFunction } from "./concrete-function.js";
+import { ValueError } from "../core/errors.js";
 import type { Signature } from "./signature.js";
 import { TraceCache } from "./trace-cache.js";
 import { openTrace, runOnPlaceholders, setResult } from "./trace.js";
@@ -33,9 +34,15 @@ export interface StageOptions {
   outputSignature?: unknown;
   /** Convert the function with AutoGraph first (default true). */
   autograph?: boolean;
+  /**
+   * What runs the function's graphs when it is called from eager code: the default executor, or
+   * an installed engine ("onnxruntime": its exported ONNX model in an onnxruntime-node session).
+   * Its gradients run on the same engine.
+   */
+  engine?: string;
 }
 
-const STAGE_OPTIONS = optionKeys<StageOptions>()("inputSignature", "reduceRetracing", "name", "outputSignature", "autograph");
+const STAGE_OPTIONS = optionKeys<StageOptions>()("inputSignature", "reduceRetracing", "name", "outputSignature", "autograph", "engine");
 
 export interface StagedFunction<A extends unknown[], R> {
   (...args: A): R;
@@ -79,13 +86,20 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   // (made once: a call allocates nothing to look its signature up)
   const pending = (key: string) => recursion.pending(key);
-  const trace = (args: readonly unknown[], sig: Signature) =>
-    recursion.trace(
+  const engine = options.engine ?? null;
+  if (engine !== null && !engineNames().includes(engine)) {
+    throw new ValueError(`options.engine is ${JSON.stringify(engine)}, but the installed engines are ${engineNames().map((n) => JSON.stringify(n)).join(", ") || "none"}`, "stage");
+  }
+  const trace = (args: readonly unknown[], sig: Signature) => {
+    const cf = recursion.trace(
       sig,
       () => openTrace(name, traceCount++ === 0),
       (ctx) => runOnPlaceholders(ctx, fn, args, sig),
       setResult,
     );
+    cf.engine = engine;
+    return cf;
+  };
   const lookup = (args: readonly unknown[]) => cache.lookup(args, pending, trace, traceCount);
 
   function call(args: A): R {

@@ -54,6 +54,8 @@ export interface ExportedModel {
   variableNames: Map<Variable, string>;
   /** Variables the function assigns, with the output holding each new value. */
   updatedVariables: { variable: Variable; output: string }[];
+  /** For the engine: the variables the graph reads, with the model input holding each value. */
+  variableInputs: { variable: Variable; input: string }[];
 }
 
 /**
@@ -73,7 +75,24 @@ export function exportModel(fn: StagedLike | ConcreteFunction, specs: unknown[],
   else if (fn !== null && typeof fn === "function" && typeof (fn as StagedLike).concrete === "function") cf = (fn as StagedLike).concrete(...specs);
   else throw new ValueError(`expected a staged function (sc.stage) or a concrete function, got ${typeof fn}`, "onnx.exportFunction");
   const specNames = flatSpecNames(specs);
-  return new Exporter(cf, options, specNames).run();
+  return new Exporter(cf, options, specNames, false).run();
+}
+
+/**
+ * A graph as the onnxruntime engine runs it: every graph input is a model input, and so is every
+ * variable the graph reads (its value at each call), named in `variableInputs`.
+ */
+export function exportGraphForEngine(graph: Graph, library: FunctionLibrary): ExportedModel {
+  installLowerings();
+  return new Exporter({ graph, library, captures: [], numArgInputs: graph.inputs.length }, {}, [], true).run();
+}
+
+/** What the exporter reads of a concrete function. */
+interface ExportSource {
+  graph: Graph;
+  library: FunctionLibrary;
+  captures: ConcreteFunction["captures"];
+  numArgInputs: number;
 }
 
 function flatSpecNames(specs: unknown[]): (string | undefined)[] {
@@ -101,10 +120,14 @@ class Exporter {
   private readonly variables = new Map<number, VariableState>();
   private readonly modelNames = new Map<number, string>();
 
+  /** (engine mode: variables are read from model inputs) */
+  private readonly variableInputs: Record<string, unknown>[] = [];
+
   constructor(
-    private readonly cf: ConcreteFunction,
+    private readonly cf: ExportSource,
     private readonly options: ExportOptions,
     private readonly specNames: (string | undefined)[],
+    private readonly variablesAsInputs: boolean,
   ) {
     for (const [path, v] of options.model?.namedVariables() ?? []) if (!this.modelNames.has(v.variableId)) this.modelNames.set(v.variableId, path);
   }
@@ -147,14 +170,15 @@ class Exporter {
       outputs.push(makeValueInfo(name, s.variable.dtype, [...s.variable.shape]));
       updatedVariables.push({ variable: s.variable, output: name });
     }
-    const g = makeGraph(b.nodes, this.options.name ?? graph.name, inputs, outputs);
+    const g = makeGraph(b.nodes, this.options.name ?? graph.name, [...inputs, ...this.variableInputs], outputs);
     // (a variable that is only assigned, never read, needs no initializer)
     const used = usedNames(b.nodes);
     g.initializer = this.initializers.filter((t) => used.has((t as { name: string }).name));
     const bytes = modelBytes(makeModel(g, { opset: EXPORT_OPSET, irVersion: EXPORT_IR_VERSION }));
     const variableNames = new Map<Variable, string>();
     for (const s of this.variables.values()) variableNames.set(s.variable, s.initializer);
-    return { bytes, inputNames, outputNames, variableNames, updatedVariables };
+    const variableInputs = this.variablesAsInputs ? [...this.variables.values()].map((s) => ({ variable: s.variable, input: s.initializer })) : [];
+    return { bytes, inputNames, outputNames, variableNames, updatedVariables, variableInputs };
   }
 
   private initializer(base: string, value: Tensor): string {
@@ -166,7 +190,12 @@ class Exporter {
   private variable(v: Variable): VariableState {
     let s = this.variables.get(v.variableId);
     if (s === undefined) {
-      const name = this.initializer(this.modelNames.get(v.variableId) ?? v.name, v.storedValue);
+      const base = this.modelNames.get(v.variableId) ?? v.name;
+      let name: string;
+      if (this.variablesAsInputs) {
+        name = this.names.fresh(base);
+        this.variableInputs.push(makeValueInfo(name, v.dtype, [...v.shape]));
+      } else name = this.initializer(base, v.storedValue);
       s = { variable: v, initializer: name, current: name, assigned: false };
       this.variables.set(v.variableId, s);
     }

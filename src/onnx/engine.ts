@@ -1,0 +1,81 @@
+/**
+ * The onnxruntime engine: `sc.stage(fn, { engine: "onnxruntime" })` runs each of the function's
+ * graphs as its exported ONNX model in an onnxruntime-node session, synchronously (the native
+ * binding's run, as sync-session.ts loads it). A graph is exported and its session made once;
+ * every call feeds the graph's inputs and the current values of the variables it reads, and
+ * assigns the variables it writes from the model's extra outputs.
+ */
+import type { Tensor } from "../core/tensor.js";
+import type { FunctionLibrary, Graph } from "../graph/ir.js";
+import { exportGraphForEngine, type ExportedModel } from "./export/export.js";
+import { syncRuntime } from "./sync-session.js";
+import { fromOrtTensor, toOrtTensor } from "./ort.js";
+import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
+
+type Session = InstanceType<NonNullable<ReturnType<typeof syncRuntime>>["Session"]>;
+
+interface Compiled {
+  model: ExportedModel;
+  session: Session;
+  fetches: Record<string, null>;
+}
+
+export interface EngineOptions {
+  /** onnxruntime execution providers (default ["cpu"]). */
+  executionProviders?: string[];
+  /** Threads of one operator (default: onnxruntime's choice). */
+  intraOpNumThreads?: number;
+}
+
+/** How many models the engine has loaded and run (for tests and benchmarks). */
+export const engineStats = { sessions: 0, runs: 0 };
+
+/** An executor (graph, inputs, library) -> outputs that runs graphs in onnxruntime. */
+export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph, inputs: Tensor[], library: FunctionLibrary) => Tensor[] {
+  const compiled = new WeakMap<Graph, Compiled>();
+  const compile = (graph: Graph, library: FunctionLibrary): Compiled => {
+    const rt = syncRuntime();
+    if (rt === null) {
+      throw new OnnxRuntimeMissingError(
+        `the onnxruntime engine needs onnxruntime-node, which is not installed (it is an optional dependency of stagecraft): add it with \`npm install onnxruntime-node@1.30\``,
+        "onnxruntime",
+      );
+    }
+    const model = exportGraphForEngine(graph, library);
+    const session = new rt.Session();
+    try {
+      session.loadModel(model.bytes.buffer, model.bytes.byteOffset, model.bytes.byteLength, {
+        executionProviders: options.executionProviders ?? ["cpu"],
+        graphOptimizationLevel: "all",
+        executionMode: "sequential",
+        logSeverityLevel: 3,
+        ...(options.intraOpNumThreads !== undefined ? { intraOpNumThreads: options.intraOpNumThreads } : {}),
+      });
+    } catch (e) {
+      throw new OnnxError(`onnxruntime could not load the exported model of ${graph.name}: ${(e as Error).message}`, "onnxruntime");
+    }
+    engineStats.sessions++;
+    const fetches: Record<string, null> = {};
+    for (const n of model.outputNames) fetches[n] = null;
+    for (const u of model.updatedVariables) fetches[u.output] = null;
+    return { model, session, fetches };
+  };
+  return (graph, inputs, library) => {
+    let c = compiled.get(graph);
+    if (c === undefined) compiled.set(graph, (c = compile(graph, library)));
+    const { model, session, fetches } = c;
+    const feeds: Record<string, object> = {};
+    model.inputNames.forEach((n, i) => (feeds[n] = toOrtTensor(inputs[i]!)));
+    for (const v of model.variableInputs) feeds[v.input] = toOrtTensor(v.variable.storedValue);
+    engineStats.runs++;
+    let out: Record<string, unknown>;
+    try {
+      out = session.run(feeds, fetches, {}) as Record<string, unknown>;
+    } catch (e) {
+      throw new OnnxError(`onnxruntime failed running ${graph.name}: ${(e as Error).message}`, "onnxruntime");
+    }
+    const get = (n: string) => fromOrtTensor(out[n] as Parameters<typeof fromOrtTensor>[0]);
+    for (const u of model.updatedVariables) u.variable.setStoredValue(get(u.output));
+    return model.outputNames.map(get);
+  };
+}
