@@ -45,8 +45,9 @@ test("a function staged for the onnxruntime engine gives our executor's results,
 });
 
 test("staged control flow runs on the engine", () => {
-  function collatz(n: sc.Tensor) {
-    let steps = sc.scalar(0, "int32");
+  // (AutoGraph converts the loop and operators on tensors: `any` for TypeScript)
+  function collatz(n: any): any {
+    let steps: any = sc.scalar(0, "int32");
     while (n > 1) {
       if (n % 2 === 0) n = n / 2;
       else n = 3 * n + 1;
