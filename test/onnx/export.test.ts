@@ -130,7 +130,7 @@ test("an in-graph training loop (a staged for over steps) exports as one Loop th
   const opt = new sc.optim.SGD({ learningRate: 0.1 });
   function train(x: sc.Tensor, y: sc.Tensor, steps: sc.Tensor) {
     let loss = sc.scalar(0);
-    for (let i = sc.scalar(0, "int32"); i < steps; i = i + 1) {
+    for (let i: any = sc.scalar(0, "int32"); i < steps; i = i + 1) {
       loss = opt.minimize(() => nn.softmaxCrossEntropy(model.call(x), y), () => model.parameters());
     }
     return loss;
