@@ -39,6 +39,21 @@ export function setDefaultExecutor(e: Executor): void {
   defaultExecutor = e;
 }
 
+/** Writes a concrete function as ONNX model bytes (installed by the package entry: src/onnx exports). */
+export type OnnxExporter = (fn: ConcreteFunction, specs: unknown[]) => Uint8Array;
+let onnxExporter: OnnxExporter | null = null;
+
+/** @internal Installs what toOnnx() calls. */
+export function setOnnxExporter(e: OnnxExporter): void {
+  onnxExporter = e;
+}
+
+/** @internal The installed ONNX exporter. */
+export function installedOnnxExporter(): OnnxExporter {
+  if (onnxExporter === null) throw new StagingError("no ONNX exporter is installed: import Stagecraft through its package entry (src/api/index.ts), which installs one");
+  return onnxExporter;
+}
+
 /** Executors other than the default, by name (`stage(fn, { engine })`): installed by the package entry. */
 const engines = new Map<string, Executor>();
 
@@ -96,6 +111,11 @@ export class ConcreteFunction {
   /** Rebuilds the function's return structure from flat outputs. */
   structureOutputs(flat: Tensor[]): any {
     return mapStructure(this.outputTemplate, (leaf) => (leaf instanceof OutputLeaf ? flat[leaf.index] : leaf.value));
+  }
+
+  /** The function as an ONNX model (the bytes of a ModelProto; sc.onnx.exportModel gives names and options). */
+  toOnnx(): Uint8Array {
+    return installedOnnxExporter()(this, []);
   }
 
   /** The graph (and the functions it calls) as readable text. */

@@ -9,7 +9,7 @@
 import { currentHandler, recorders } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
-import { engineNames, type ConcreteFunction } from "./concrete-function.js";
+import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
 import { ValueError } from "../core/errors.js";
 import type { Signature } from "./signature.js";
 import { TraceCache } from "./trace-cache.js";
@@ -50,6 +50,8 @@ export interface StagedFunction<A extends unknown[], R> {
   readonly traceCount: number;
   /** The concrete function for these arguments (tracing if needed). */
   concrete(...args: A): ConcreteFunction;
+  /** The function traced for these specs (sc.spec, null dims symbolic) or example tensors, as an ONNX model's bytes. */
+  toOnnx(...specs: unknown[]): Uint8Array;
   readonly stagedName: string;
 }
 
@@ -129,5 +131,6 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     if ("pending" in found) throw new StagingError(`concrete() of "${name}" was asked for while that signature is being traced`);
     return found.cf;
   };
+  (staged as { toOnnx: unknown }).toOnnx = (...specs: unknown[]): Uint8Array => installedOnnxExporter()(staged.concrete(...(specs as A)), specs);
   return staged;
 }

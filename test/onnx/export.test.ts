@@ -149,3 +149,14 @@ test("an in-graph training loop (a staged for over steps) exports as one Loop th
   // (the weights did move: the loop trained)
   assert.ok(model.parameters().some((p, i) => maxRelDiff(p.storedValue, before[i]!) > 1e-3));
 });
+
+test("staged and concrete functions have toOnnx()", async () => {
+  const f = sc.stage((x: sc.Tensor) => sc.relu(x).sum());
+  const x = sc.tensor([-1, 2, 3], "float32");
+  for (const bytes of [f.toOnnx(sc.spec([null], "float32", "x")), f.concrete(x).toOnnx()]) {
+    const m = sc.onnx.decode("ModelProto", bytes) as any;
+    const name = m.graph.input[0].name as string;
+    const got = await sc.onnx.runOnnxRuntime(bytes, { [name]: x });
+    assert.equal(got.output_0!.dataSync()[0], 5);
+  }
+});
