@@ -104,6 +104,8 @@ export function fromOrtTensor(t: OrtTensor): Tensor {
   const dtype = (Object.entries(ORT_TYPE).find(([, v]) => v === t.type)?.[0] ?? null) as DType | null;
   if (dtype === null) throw new OnnxError(`onnxruntime returned a ${t.type} tensor, which Stagecraft has no dtype for`, "onnxruntime");
   const src = t.data as ArrayLike<number | bigint>;
+  // (storage of the very array type our tensors use is adopted: onnxruntime made it for this result)
+  if (dtype !== "float16" && dtype !== "bool" && src.constructor === allocStorage(dtype, 0).constructor) return new Tensor(src as Float32Array, [...t.dims], dtype);
   const out = allocStorage(dtype, src.length);
   if (dtype === "float16") for (let i = 0; i < src.length; i++) out[i] = halfToFloat(Number(src[i]));
   else for (let i = 0; i < src.length; i++) out[i] = Number(src[i]);

@@ -160,3 +160,10 @@ test("staged and concrete functions have toOnnx()", async () => {
     assert.equal(got.output_0!.dataSync()[0], 5);
   }
 });
+
+test("relu keeps our NaN and -0 semantics in onnxruntime (ONNX's Relu passes NaN and -0 through)", async () => {
+  const f = sc.stage((x: sc.Tensor) => sc.relu(x));
+  const x = sc.tensor([NaN, -0, 0, -1, 2, Infinity, -Infinity], "float32");
+  const got = await sc.onnx.runOnnxRuntime(f.toOnnx(x), { arg0: x });
+  assert.deepEqual([...got.output_0!.dataSync()], [...f(x).dataSync()]);
+});

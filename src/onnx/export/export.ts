@@ -75,16 +75,17 @@ export function exportModel(fn: StagedLike | ConcreteFunction, specs: unknown[],
   else if (fn !== null && typeof fn === "function" && typeof (fn as StagedLike).concrete === "function") cf = (fn as StagedLike).concrete(...specs);
   else throw new ValueError(`expected a staged function (sc.stage) or a concrete function, got ${typeof fn}`, "onnx.exportFunction");
   const specNames = flatSpecNames(specs);
-  return new Exporter(cf, options, specNames, false).run();
+  return new Exporter(cf, options, specNames, () => false).run();
 }
 
 /**
  * A graph as the onnxruntime engine runs it: every graph input is a model input, and so is every
- * variable the graph reads (its value at each call), named in `variableInputs`.
+ * variable the graph reads (its value at each call), named in `variableInputs`, except the
+ * `baked` ones, whose current values are initializers.
  */
-export function exportGraphForEngine(graph: Graph, library: FunctionLibrary): ExportedModel {
+export function exportGraphForEngine(graph: Graph, library: FunctionLibrary, baked: ReadonlySet<Variable> = new Set()): ExportedModel {
   installLowerings();
-  return new Exporter({ graph, library, captures: [], numArgInputs: graph.inputs.length }, {}, [], true).run();
+  return new Exporter({ graph, library, captures: [], numArgInputs: graph.inputs.length }, {}, [], (v) => !baked.has(v)).run();
 }
 
 /** What the exporter reads of a concrete function. */
@@ -127,7 +128,8 @@ class Exporter {
     private readonly cf: ExportSource,
     private readonly options: ExportOptions,
     private readonly specNames: (string | undefined)[],
-    private readonly variablesAsInputs: boolean,
+    /** Which variables are model inputs rather than initializers (the engine's). */
+    private readonly variableAsInput: (v: Variable) => boolean,
   ) {
     for (const [path, v] of options.model?.namedVariables() ?? []) if (!this.modelNames.has(v.variableId)) this.modelNames.set(v.variableId, path);
   }
@@ -177,7 +179,7 @@ class Exporter {
     const bytes = modelBytes(makeModel(g, { opset: EXPORT_OPSET, irVersion: EXPORT_IR_VERSION }));
     const variableNames = new Map<Variable, string>();
     for (const s of this.variables.values()) variableNames.set(s.variable, s.initializer);
-    const variableInputs = this.variablesAsInputs ? [...this.variables.values()].map((s) => ({ variable: s.variable, input: s.initializer })) : [];
+    const variableInputs = [...this.variables.values()].filter((s) => this.variableAsInput(s.variable)).map((s) => ({ variable: s.variable, input: s.initializer }));
     return { bytes, inputNames, outputNames, variableNames, updatedVariables, variableInputs };
   }
 
@@ -192,7 +194,7 @@ class Exporter {
     if (s === undefined) {
       const base = this.modelNames.get(v.variableId) ?? v.name;
       let name: string;
-      if (this.variablesAsInputs) {
+      if (this.variableAsInput(v)) {
         name = this.names.fresh(base);
         this.variableInputs.push(makeValueInfo(name, v.dtype, [...v.shape]));
       } else name = this.initializer(base, v.storedValue);
