@@ -38,7 +38,7 @@ function handBuilt(nodes: Record<string, unknown>[], inputs: [string, sc.Tensor]
   };
 }
 
-export async function benchOnnxEngine(rounds = 7): Promise<Row[]> {
+export async function benchOnnxEngine(rounds = 15): Promise<Row[]> {
   const rows: Row[] = [];
   // 1. an MLP forward: [64, 784] -> 256 (relu) -> 10 (softmax)
   {
@@ -73,6 +73,12 @@ export async function benchOnnxEngine(rounds = 7): Promise<Row[]> {
     ];
     rows.push(...compare("elementwise tanh(1.5x+0.25)*x [512,512]", f, x, nodes, [], 100, rounds));
   }
+  // 3. a tiny call (per-call overhead: feeds, run, results)
+  {
+    const x = sc.tensor(randomValues(8, 7), "float32", [8]);
+    const f = (x: sc.Tensor) => sc.tanh(x);
+    rows.push(...compare("tiny tanh [8] (per-call overhead)", f, x, [onnx.makeNode("Tanh", ["x"], ["y"])], [], 2000, rounds));
+  }
   return rows;
 }
 
@@ -105,5 +111,6 @@ function compare(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor, no
 
 if (isMainModule(import.meta.url)) {
   const rows = await benchOnnxEngine();
+  console.log("engine sessions made:", sc.onnx.engineStats.sessions);
   for (const r of rows) console.log(`${r.name.padEnd(52)} ${r.peer.padEnd(48)} ${r.ours.toFixed(1).padStart(9)} ${r.theirs.toFixed(1).padStart(9)} ${r.unit}  ${r.ratio.toFixed(3)}x`);
 }

@@ -167,3 +167,17 @@ test("relu keeps our NaN and -0 semantics in onnxruntime (ONNX's Relu passes NaN
   const got = await sc.onnx.runOnnxRuntime(f.toOnnx(x), { arg0: x });
   assert.deepEqual([...got.output_0!.dataSync()], [...f(x).dataSync()]);
 });
+
+test("atan2 keeps Math.atan2's signed zeros and infinities in onnxruntime (ONNX has no Atan2)", async () => {
+  const f = sc.stage((y: sc.Tensor, x: sc.Tensor) => sc.atan2(y, x));
+  const vals = [-0, 0, 1, -1, -2.5, NaN, Infinity, -Infinity];
+  const ys = vals.flatMap((a) => vals.map(() => a));
+  const xs = vals.flatMap(() => vals);
+  for (const dtype of ["float64", "float32"] as const) {
+    const y = sc.tensor(ys, dtype);
+    const x = sc.tensor(xs, dtype);
+    const got = (await sc.onnx.runOnnxRuntime(f.toOnnx(y, x), { arg0: y, arg1: x })).output_0!.dataSync();
+    const want = f(y, x).dataSync();
+    want.forEach((w, i) => assert.ok(Object.is(got[i], w) || Math.abs(got[i]! - w) < 1e-6, `${dtype} atan2(${ys[i]}, ${xs[i]}): ${got[i]} in onnxruntime, ${w} ours`));
+  }
+});

@@ -159,14 +159,24 @@ class ExprEmitter {
         return numVal(b.op1("Where", [b.op1("Equal", [u, this.constant(1)]), x, inf]));
       }
       case "atan2": {
+        // atan(y / x), moved by pi where x is negative (or -0) toward y's side (y's sign bit,
+        // -0 included), y's sign of 0 or pi where both are zero: Math.atan2's cases
         const [y, x] = [n(0), n(1)];
         const q = this.apply("atan", [numVal(b.op1("Div", [y, x]))]).name;
         const pi = this.constant(Math.PI);
-        const yNeg = b.op1("Less", [y, this.constant(0)]);
+        const signBit = (v: string) =>
+          b.op1("Or", [b.op1("Less", [v, this.constant(0)]), b.op1("And", [b.op1("Equal", [v, this.constant(0)]), b.op1("Less", [b.op1("Div", [this.constant(1), v]), this.constant(0)])])]);
+        const xNeg = signBit(x);
+        const yNeg = signBit(y);
         const shifted = b.op1("Where", [yNeg, b.op1("Sub", [q, pi]), b.op1("Add", [q, pi])]);
-        const r = b.op1("Where", [b.op1("Less", [x, this.constant(0)]), shifted, q]);
+        const r = b.op1("Where", [xNeg, shifted, q]);
         const zero = b.op1("And", [b.op1("Equal", [x, this.constant(0)]), b.op1("Equal", [y, this.constant(0)])]);
-        return numVal(b.op1("Where", [zero, this.constant(0), r]));
+        const atZero = b.op1("Where", [xNeg, b.op1("Where", [yNeg, this.constant(-Math.PI), pi]), y]);
+        // (both infinite: y / x is NaN; the angle is pi/4 or 3pi/4 toward y's side)
+        const inf = b.op1("And", [b.op1("IsInf", [x]), b.op1("IsInf", [y])]);
+        const diag = b.op1("Where", [xNeg, this.constant((3 * Math.PI) / 4), this.constant(Math.PI / 4)]);
+        const atInf = b.op1("Where", [yNeg, b.op1("Neg", [diag]), diag]);
+        return numVal(b.op1("Where", [inf, atInf, b.op1("Where", [zero, atZero, r])]));
       }
       default:
         return b.unsupported(`its expression uses ${fn}, which the exporter cannot write`);
