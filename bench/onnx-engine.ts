@@ -1,7 +1,7 @@
 // The onnxruntime engine (`sc.stage(fn, { engine: "onnxruntime" })`) against our compiled
 // executor and against onnxruntime running a model built by hand (sc.onnx.makeNode/makeGraph)
-// for the same computation, through the same synchronous native session. Interleaved rounds,
-// median time per call.
+// for the same computation, through the same synchronous native session. Interleaved rounds
+// (each starting with the next system), median time per call.
 //   node --import tsx bench/onnx-engine.ts
 import * as sc from "../src/api/index.js";
 import { syncRuntime } from "../src/onnx/sync-session.js";
@@ -28,7 +28,13 @@ function handBuilt(nodes: Record<string, unknown>[], inputs: [string, sc.Tensor]
   const g = onnx.makeGraph(nodes, "hand", graphInputs.map(([n, t]) => info(n, t)), [onnx.makeValueInfo(output, outDtype, null)], weightsAsInputs ? [] : weights.map(([name, value]) => ({ name, value })));
   const bytes = onnx.modelBytes(onnx.makeModel(g));
   const s = new rt.Session();
-  s.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, { graphOptimizationLevel: "all", executionMode: "sequential", logSeverityLevel: 3 });
+  // (the engine's session options: no spinning threads, which would tax whichever system runs next)
+  s.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, {
+    graphOptimizationLevel: "all",
+    executionMode: "sequential",
+    logSeverityLevel: 3,
+    extra: { session: { intra_op: { allow_spinning: "0" } } },
+  });
   const fetches = { [output]: null } as Record<string, null>;
   return () => {
     const feeds: Record<string, object> = {};
@@ -99,7 +105,13 @@ function compare(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor, no
     timePerCall(s, Math.max(5, calls >> 3));
   }
   const times = new Map<string, number[]>(systems.map((s) => [s.name, []]));
-  for (let r = 0; r < rounds; r++) for (const s of systems) times.get(s.name)!.push(timePerCall(s, calls));
+  // (each round starts with the next system, so that no system always follows the same one)
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < systems.length; k++) {
+      const s = systems[(r + k) % systems.length]!;
+      times.get(s.name)!.push(timePerCall(s, calls));
+    }
+  }
   const t = (n: string) => median(times.get(n)!);
   const rows: Row[] = [
     { name: `onnx engine ${label}`, peer: "our executor", ours: t("engine"), theirs: t("executor"), unit: "us/call", ratio: t("executor") / t("engine") },

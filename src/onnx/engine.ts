@@ -68,6 +68,8 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
         graphOptimizationLevel: "all",
         executionMode: "sequential",
         logSeverityLevel: 3,
+        // (threads that spin after a run take the cores the caller and other sessions need next)
+        extra: { session: { intra_op: { allow_spinning: "0" } } },
         ...(options.intraOpNumThreads !== undefined ? { intraOpNumThreads: options.intraOpNumThreads } : {}),
       });
     } catch (e) {
