@@ -10,9 +10,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
-import { allCases } from "../grad-cases/index.js";
-import { cases as baseStagedCases, type StagedCase } from "../staged-cases.js";
-import { cases as dtypeCases } from "../staged-cases-dtypes.js";
+import { allCases } from "../util/grad-cases/index.js";
+import { cases as baseStagedCases, type StagedCase } from "../staging/staged-cases.js";
+import { cases as dtypeCases } from "../staging/staged-cases-dtypes.js";
 
 /** Tolerances by output dtype: float32 graphs run in float32 in onnxruntime (ours round once from float64). */
 const EXPORT_TOLERANCE: Record<string, { rtol: number; atol: number }> = {
