@@ -4,11 +4,11 @@
  * exact), the inverse hyperbolics at 0, -0, the domain ends and beyond, huge and tiny arguments,
  * the bitwise ops and shifts of int32 and uint8 (shift amounts below 0, 0, 31, 32 and past), and
  * bitcast between float32 and int32 (NaN, -0, infinities), and the element ops (duplicates, every
- * reduction, indices out of range). test/webgpu-sweep.test.ts runs them with
+ * reduction, indices out of range). test/backends/webgpu/sweep.test.ts runs them with
  * the registry's cases: the GPU must give the CPU's values, or refuse with a typed error.
  */
 import * as sc from "../../../src/api/index.js";
-import type { StagedCase } from "../../staged-cases.js";
+import type { StagedCase } from "../../staging/staged-cases.js";
 
 const i32 = (v: number[]) => sc.tensor(v, "int32");
 const u8 = (v: number[]) => sc.tensor(v, "uint8");
