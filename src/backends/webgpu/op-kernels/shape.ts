@@ -255,5 +255,5 @@ export const shapeGpu = gpuEntries(
   },
   // ops that make, move or convert tensors of the host dtypes run their CPU kernel for them
   // (and the element ops with int64 indices)
-  ["fill", "fillLike", "range", "eye", "constant", "cast", "reshape", "expandDims", "squeeze", "identity", "stopGradient", "dimSize", "gatherElements", "scatterElements", "scatterND"],
+  ["fill", "fillLike", "range", "eye", "constant", "cast", "reshape", "expandDims", "squeeze", "broadcastTo", "identity", "stopGradient", "dimSize", "gatherElements", "scatterElements", "scatterND"],
 );
