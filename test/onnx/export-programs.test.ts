@@ -9,7 +9,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
 import { autograph } from "../../src/autograph/api.js";
-import { corpus, type CorpusProgram } from "../autograph-corpus/index.js";
+import { corpus, type CorpusProgram } from "../autograph/corpus/index.js";
 
 type AnyFn = (...args: unknown[]) => unknown;
 

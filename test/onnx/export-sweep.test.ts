@@ -1,6 +1,6 @@
 /**
  * The registry sweep "eager vs exported": every case of the eager-vs-staged sweep (the gradient
- * cases in float64 and float32, and test/staged-cases*.ts) is staged, exported to ONNX with its
+ * cases in float64 and float32, and test/staging/staged-cases*.ts) is staged, exported to ONNX with its
  * inputs' shapes, and run in onnxruntime-node; its outputs must match the eager op's within
  * EXPORT_TOLERANCE (documented in docs/onnx.md). A case whose export is refused must be refused
  * with OnnxUnsupportedError naming the op, and only for the ops and reasons listed in REFUSED.
@@ -10,9 +10,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
-import { allCases } from "../grad-cases/index.js";
-import { cases as baseStagedCases, type StagedCase } from "../staged-cases.js";
-import { cases as dtypeCases } from "../staged-cases-dtypes.js";
+import { allCases } from "../util/grad-cases/index.js";
+import { cases as baseStagedCases, type StagedCase } from "../staging/staged-cases.js";
+import { cases as dtypeCases } from "../staging/staged-cases-dtypes.js";
 
 /** Tolerances by output dtype: float32 graphs run in float32 in onnxruntime (ours round once from float64). */
 const EXPORT_TOLERANCE: Record<string, { rtol: number; atol: number }> = {
