@@ -4,7 +4,7 @@
  * that is recording while another computes a gradient records the gradient computation
  * itself: nesting gives higher-order derivatives.
  */
-import { pushRecorder, removeRecorder, withoutRecorders, type OpRecorder } from "../core/context.js";
+import { pushRecorder, removeRecorder, traceCallback, withoutRecorders, type OpRecorder } from "../core/context.js";
 import { atNode, executing, GradientError, type SourceLocation } from "../core/errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor } from "../core/tensor.js";
@@ -81,9 +81,10 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
 
   /** Records everything `fn` computes on watched tensors; returns fn's result. */
   record<T>(fn: (tape: this) => T): T {
+    const run = traceCallback(fn);
     this.start();
     try {
-      return fn(this);
+      return run(this);
     } finally {
       this.stop();
     }

@@ -5,7 +5,9 @@
  *
  * - staging runs graph functions on the executor the configuration asks for (exec/executor.ts:
  *   the compiled executor, or STAGECRAFT_EXECUTOR=interpret's interpreter);
- * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage);
+ * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage), and
+ *   callbacks given to Stagecraft functions while such a function is traced (core/context.ts
+ *   traceCallback: the way converted code's calls convert them, autograph/operators/calls.ts);
  * - graph AD's rules (grad/rules.ts): the gradient rules of cond, while and call, which the
  *   tracer hands those nodes to while tapes record, and the differentiator of host functions
  *   (ops/host.ts), which differentiates them with the eager tape.
@@ -15,6 +17,8 @@ import { configuredExecutor } from "../exec/executor.js";
 import { setDefaultExecutor } from "../staging/concrete-function.js";
 import { setStageConverter } from "../staging/stage.js";
 import { convertForStage } from "../autograph/api.js";
+import { resolveCallee } from "../autograph/operators/calls.js";
+import { setCallbackConverter } from "../core/context.js";
 
 let wired = false;
 
@@ -24,5 +28,6 @@ export function wire(): void {
   wired = true;
   setDefaultExecutor(configuredExecutor());
   setStageConverter((fn) => convertForStage(fn));
+  setCallbackConverter(resolveCallee);
   installGradientRules();
 }

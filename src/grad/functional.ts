@@ -3,7 +3,7 @@
  * GradientTape; a staged function they differentiate is differentiated as a program (the rules
  * of this folder).
  */
-import { withoutRecorders } from "../core/context.js";
+import { traceCallback, withoutRecorders } from "../core/context.js";
 import { GradientError, ShapeError } from "../core/errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor, makeTensor } from "../core/tensor.js";
@@ -58,7 +58,7 @@ export function valueAndGrad<Args extends any[]>(f: (...args: Args) => Tensor, o
     const tape = new GradientTape();
     const y = tape.record(() => {
       for (const i of which) for (const leaf of leaves(args[i] as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);
-      return checkScalar(f(...args), "grad");
+      return checkScalar(traceCallback(f)(...args), "grad");
     });
     const grads = tape.gradient(y, which.map((i) => args[i]) as Structure<Tensor>) as unknown[];
     return [y, typeof argnums === "number" ? grads[0] : grads];
@@ -80,7 +80,7 @@ export function vjp<Out extends Structure<Tensor>>(f: (...args: any[]) => Out, .
   const tape = new GradientTape({ persistent: true });
   const out = tape.record(() => {
     for (const a of args) for (const leaf of leaves(a as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);
-    return f(...args);
+    return traceCallback(f)(...args);
   });
   const backward = (cotangent: Structure<Tensor>): any[] => {
     const outs = leaves(out as Structure<Tensor>);
