@@ -6,7 +6,7 @@
  * or running, is a RecursionDepthError naming the function.
  */
 import { nextTensorId, type Tensor } from "../core/tensor.js";
-import { RecursionDepthError, ValueError } from "../core/errors.js";
+import { RecursionDepthError, ValueError, type CallDepthExceeded } from "../core/errors.js";
 import type { ValueType } from "../graph/ir.js";
 import { recursiveFunctions } from "../graph/passes/inline.js";
 import { calleeOf } from "../graph/declarations.js";
@@ -18,6 +18,13 @@ import { emitCall } from "./call.js";
 
 /** Eager tensors up to this size that a recursive function closes over become constants. */
 const MAX_EMBEDDED_ELEMENTS = 4096;
+/**
+ * Traces of one staged function that may nest (a recursive call with a new signature is traced
+ * inside the trace calling it): past this a RecursionDepthError says the recursion never closes.
+ * An explicit count, so the error does not depend on the stack the caller had left (the stack
+ * holds about 600 nested traces of a small function); documented in README.md, "Staging".
+ */
+export const MAX_NESTED_TRACES = 200;
 
 /** A trace in progress, which recursive calls with its signature call. */
 export interface PendingTrace {
@@ -67,6 +74,7 @@ export class Recursion {
     finish: (ctx: TraceContext, result: unknown) => { template: OutputTemplate; outputs: { type: ValueType }[] },
     attempt = 0,
   ): ConcreteFunction {
+    if (this.inProgress.size >= MAX_NESTED_TRACES && !this.inProgress.has(sig.key)) throw this.nestingError(sig);
     const madeBefore = nextTensorId();
     const ctx = open();
     const guess = this.learned.get(sig.key) ?? recursionGuess(this.outputSignature, sig, attempt);
@@ -126,6 +134,26 @@ export class Recursion {
     p.recursiveCalls++;
     const outs = emitCall({ graph: p.ctx.graph, library: p.ctx.library }, [...args, ...p.passed], p.types, false);
     return mapStructure(p.template, (leaf) => (leaf instanceof OutputLeaf ? outs[leaf.index] : leaf.value));
+  }
+
+  /** Tracing `sig` would nest more than MAX_NESTED_TRACES traces of this function. */
+  private nestingError(sig: Signature): RecursionDepthError {
+    const nested = [...this.inProgress.values()];
+    return new RecursionDepthError(
+      `staged function "${this.name}" recursed more than ${MAX_NESTED_TRACES} nested traces deep while being traced: its recursive calls keep ` +
+        `changing their argument signatures (${describeChange(nested[nested.length - 1]!.leaves, sig.leaves)}), so each is traced anew and the recursion never closes into a recursive graph function; ` +
+        `keep the arguments' shapes and JS values the same across recursive calls (pass a depth as a tensor, not a JS number), or write it as a loop`,
+      this.name,
+    );
+  }
+
+  /** The executors' call-depth limit reached while this function ran, as an error naming it. */
+  callDepthError(e: CallDepthExceeded): RecursionDepthError {
+    return new RecursionDepthError(
+      `staged function "${this.name}" recursed more than ${e.limit} calls deep while running: the recursion of "${e.callee}" went deeper than ` +
+        `graph functions may nest; make the recursion shallower, or write it as a loop (sc.whileLoop, or a while loop in converted code)`,
+      this.name,
+    );
   }
 
   /**
