@@ -96,14 +96,38 @@ export function vjp<Out extends Structure<Tensor>>(f: (...args: any[]) => Out, .
  * without recording; tapes (and staged gradients) use f's grad function as the VJP.
  */
 export function customGradient<Args extends Tensor[]>(f: (...inputs: Args) => CustomGradientResult) {
-  const fnId = registerCustomFunction(f as (...inputs: Tensor[]) => CustomGradientResult);
+  const checked = (...inputs: Tensor[]): CustomGradientResult => {
+    const r = f(...(inputs as Args));
+    return { value: r.value, grad: checkedCustomGradient(r.grad, inputs) };
+  };
+  const fnId = registerCustomFunction(checked);
   return (...inputs: Args): any => {
     const xs = inputs.map((x) => toTensor(x, "customGradient"));
-    const result = withoutRecorders(null, () => f(...(xs as Args)));
+    const result = withoutRecorders(null, () => checked(...xs));
     const values = Array.isArray(result.value) ? result.value : [result.value];
     const outs = applyOp(customGradientOp, [...xs, ...values], { fnId, numInputs: xs.length });
     rememberGradient(outs[0]!, result.grad);
     return Array.isArray(result.value) ? outs : outs[0];
+  };
+}
+
+/** A custom gradient function whose gradients must have their inputs' shapes (another would broadcast silently). */
+function checkedCustomGradient(grad: CustomGradientResult["grad"], inputs: Tensor[]): CustomGradientResult["grad"] {
+  return (...cts) => {
+    const g = grad(...cts);
+    const list = Array.isArray(g) ? g : [g];
+    list.forEach((gi, i) => {
+      const x = inputs[i];
+      if (!(gi instanceof Tensor) || x === undefined) return;
+      const same = gi.rank === x.rank && gi.shape.every((d, j) => d === x.shape[j] || d < 0 || x.shape[j]! < 0);
+      if (!same) {
+        throw new GradientError(
+          `the custom gradient returned a gradient of shape [${gi.shape.join(", ")}] for input ${i} of shape [${x.shape.join(", ")}]: each gradient must have its input's shape`,
+          "customGradient",
+        );
+      }
+    });
+    return g;
   };
 }
 
