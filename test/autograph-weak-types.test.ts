@@ -169,7 +169,7 @@ test("a JS number carried by a staged loop given to sc.scalar / sc.tensor / sc.f
   const f64 = sc.stage((x: Any) => {
     let i = 0;
     let acc = x;
-    while (sc.sum(acc) < 5) {
+    while ((sc.sum(acc) as Any) < 5) {
       acc = acc + sc.scalar(i, "float64");
       i = i + 1;
     }

@@ -7,6 +7,7 @@
  */
 import { nextTensorId, type Tensor } from "../core/tensor.js";
 import { RecursionDepthError, ValueError, type CallDepthExceeded } from "../core/errors.js";
+import { DEFAULT_FLOAT } from "../core/dtype.js";
 import type { ValueType } from "../graph/ir.js";
 import { recursiveFunctions } from "../graph/passes/inline.js";
 import { calleeOf } from "../graph/declarations.js";
@@ -92,7 +93,7 @@ export class Recursion {
         result = run(ctx);
       } catch (e) {
         // A recursive call typed by a wrong guess can make the body fail: try the next guess.
-        const guesses = sig.leaves.filter((l) => l.kind === "tensor").length;
+        const guesses = guessCount(sig);
         if (pending.recursiveCalls > 0 && this.outputSignature === undefined && !this.learned.has(sig.key) && attempt + 1 < guesses) return retry();
         if (pending.recursiveCalls > 0 && this.outputSignature === undefined && e instanceof Error) {
           e.message += ` (while tracing recursive staged function "${this.name}" with guessed output types ${describeTypes(pending.types)}: give stage(fn, { outputSignature }))`;
@@ -249,9 +250,19 @@ function recursionGuess(outputSignature: unknown, sig: Signature, attempt: numbe
     }) as OutputTemplate;
     return { types, template };
   }
-  const first = sig.leaves.filter((l) => l.kind === "tensor")[attempt];
+  // A tensor argument's type, then (a float computed from an integer, as a count or a depth) its
+  // shape as DEFAULT_FLOAT: isEven(n) over an int32 n returns a float32 scalar.
+  const tensors = sig.leaves.filter((l) => l.kind === "tensor");
+  const first = tensors[attempt % Math.max(tensors.length, 1)];
   if (!first) return { types: [], template: new ConstantLeaf(undefined) };
-  return { types: [{ dtype: first.dtype!, shape: first.shape! }], template: new OutputLeaf(0) };
+  const dtype = attempt < tensors.length ? first.dtype! : DEFAULT_FLOAT;
+  return { types: [{ dtype, shape: first.shape! }], template: new OutputLeaf(0) };
+}
+
+/** How many guesses recursionGuess has for `sig`: each tensor argument's type, then its shape as DEFAULT_FLOAT (where that differs). */
+function guessCount(sig: Signature): number {
+  const tensors = sig.leaves.filter((l) => l.kind === "tensor");
+  return tensors.length + (tensors.some((l) => l.dtype !== DEFAULT_FLOAT) ? tensors.length : 0);
 }
 
 function sameTypes(a: ValueType[], b: ValueType[]): boolean {
