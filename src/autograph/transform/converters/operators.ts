@@ -2,11 +2,12 @@
  * Arithmetic, comparison and unary operators, and compound assignment to variables and
  * properties:
  *   a + b  ->  ag.add(a', b')      (- * / % ** < <= > >= === !== == != likewise)
+ *   a | b  ->  ag.bitOr(a', b')   (& ^ << >> likewise; ~a -> ag.bitNot(a'))
  *   !a, -a, +a  ->  ag.not(a'), ag.neg(a'), ag.pos(a')
  *   x += v  ->  x = ag.add(x, v')
  *   o.p += v  ->  o.p = ag.add(o.p, v')   (a complex object is evaluated once: ($o = f()).p = ...)
  *   x++  ->  typeof x === "object" ? x = ag.sub(x, -1) : ++x     (see convertUpdate)
- * Other operators (`in`, `instanceof`, bitwise, `typeof`, `void`, `delete`) stay native.
+ * Other operators (`in`, `instanceof`, `>>>`, `typeof`, `void`, `delete`) stay native.
  */
 import * as t from "../build.js";
 import { withLoc } from "../ast.js";
@@ -27,9 +28,14 @@ export const BINARY_OPS: Readonly<Record<string, string>> = {
   "!==": "ne",
   "==": "looseEq",
   "!=": "looseNe",
+  "|": "bitOr",
+  "&": "bitAnd",
+  "^": "bitXor",
+  "<<": "shl",
+  ">>": "shr",
 };
 
-export const UNARY_OPS: Readonly<Record<string, string>> = { "!": "not", "-": "neg", "+": "pos" };
+export const UNARY_OPS: Readonly<Record<string, string>> = { "!": "not", "-": "neg", "+": "pos", "~": "bitNot" };
 
 /** Compound assignment operators with an `ag` counterpart (`+=` -> "add"). */
 export const COMPOUND_OPS: Readonly<Record<string, string>> = {
@@ -39,6 +45,11 @@ export const COMPOUND_OPS: Readonly<Record<string, string>> = {
   "/=": "div",
   "%=": "mod",
   "**=": "pow",
+  "|=": "bitOr",
+  "&=": "bitAnd",
+  "^=": "bitXor",
+  "<<=": "shl",
+  ">>=": "shr",
 };
 
 export function convertBinary(ctx: ConvertContext, e: t.BinaryExpression): t.Expression {
