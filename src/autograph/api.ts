@@ -467,7 +467,7 @@ function worthConverting(text: string): boolean {
   let verdict = false;
   try {
     const r = convertFunctionSource(text, { filename: "<callee>", nativeCopies: false });
-    verdict = r.lexicalThisLike.size === 0 && [...r.features].some((f) => f !== "call");
+    verdict = r.lexicalThisLike.size === 0 && r.features.size > 0;
   } catch {
     verdict = false;
   }
@@ -508,6 +508,8 @@ function convertCallee(fn: AnyFunction): AnyFunction | null {
   const existing = unscoped.get(fn) ?? stageCache.get(fn);
   if (existing) return existing;
   const scope = sharedScopes.get(fn);
+  // (a function that only calls others is converted too, as converted_call does: its callees
+  // are reached through it, and one of them may use control flow on tensors)
   if (!scope && !worthConverting(Function.prototype.toString.call(fn))) return null;
   let conv: Conversion;
   try {
@@ -516,7 +518,7 @@ function convertCallee(fn: AnyFunction): AnyFunction | null {
     return null;
   }
   const missing = scope ? conv.free.filter((n) => !Object.prototype.hasOwnProperty.call(scope, n)) : conv.free;
-  if (missing.length > 0 || conv.lexical.length > 0 || !needsConversion(conv)) return null;
+  if (missing.length > 0 || conv.lexical.length > 0 || conv.result.features.size === 0) return null;
   if (conv.site && isLibraryFile(conv.site.file, LIB_ROOT)) return null;
   try {
     const out = instantiate(conv, scope ?? {});

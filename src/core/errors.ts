@@ -235,6 +235,18 @@ export class ValueError extends StagecraftError {}
 export class AllocationError extends StagecraftError {}
 /** A staged function recursing past what the JavaScript stack holds (no symbolic base case, or too deep). */
 export class RecursionDepthError extends StagecraftError {}
+/**
+ * Raised by the executors (exec/call-depth.ts) when graph-function calls nest deeper than their
+ * limit; the staged function that was called reports it as a RecursionDepthError naming itself.
+ */
+export class CallDepthExceeded extends RecursionDepthError {
+  constructor(
+    readonly callee: string,
+    readonly limit: number,
+  ) {
+    super(`graph function "${callee}" was called more than ${limit} calls deep`, callee);
+  }
+}
 /** NaN or Inf found by checkNumerics. */
 export class NumericsError extends StagecraftError {}
 /** Misuse of gradient tapes and differentiation APIs. */
