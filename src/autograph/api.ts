@@ -15,9 +15,7 @@
  * Importing this module installs the on-demand converter the runtime uses for functions called
  * from converted code (`ag.call`).
  */
-import { fileURLToPath } from "node:url";
-import * as path from "node:path";
-import { readFileSync } from "node:fs";
+import { LIB_ROOT, path, readFileSync } from "../core/platform/node.js";
 import { ag, getConverted, isConvertedTwin, passArgumentsThrough, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
 import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
 import { ConversionError } from "./transform/errors.js";
@@ -34,8 +32,6 @@ export interface AutographOptions {
   scope?: Record<string, unknown>;
 }
 
-/** Stagecraft's own source root (src/ or dist/): functions defined there are not converted. */
-const LIB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 // ---------------------------------------------------------------------------------------------
 // conversion of a function's source
