@@ -11,6 +11,16 @@ import kernelWasmBase64 from "../../../wasm/build/kernels.wasm.js";
 
 type NodePath = typeof import("node:path");
 
+/**
+ * Babel's @babel/types reads `process.env.BABEL_TYPES_8_BREAKING` when it loads, and a page has
+ * no `process`: an empty one (an `env` and nothing else: code that checks for Node looks at
+ * `process.versions`, which stays absent) lets it load without any bundler configuration. The
+ * package entries import this module first, so it runs before Babel's modules do.
+ */
+const host = globalThis as { process?: { env?: Record<string, string | undefined> } };
+if (host.process === undefined) host.process = { env: {} };
+else host.process.env ??= {};
+
 /** "node" in node.ts, "browser" here. */
 export const PLATFORM: "node" | "browser" = "browser";
 

@@ -16,9 +16,11 @@ export interface StackFrame {
 
 // V8: "    at name (file:1:2)", "    at file:1:2", "    at async name (file:1:2)", "    at new Name (file:1:2)",
 // "    at eval (eval at f (file:1:2), <anonymous>:3:4)"
-const V8_FRAME = /^\s*at (?:(.+?) )?\(?((?:[a-z][\w+.-]*:\/\/|\/|[A-Za-z]:[\\/]|<anonymous>|native|[\w.-]+:)[^()]*?|.*?):(\d+):(\d+)\)?\s*$/;
+const V8_LOCATION = /^(.*):(\d+):(\d+)$/;
 // SpiderMonkey / JavaScriptCore: "name@file:1:2", "@file:1:2", "name@file line 5 > Function:1:2"
 const GECKO_FRAME = /^\s*(.*?)@(.*?):(\d+):(\d+)\s*$/;
+// JavaScriptCore, a frame without a name: "http://host/file.js:1:2"
+const BARE_FRAME = /^()([a-z][\w+.-]*:\/\/.*?):(\d+):(\d+)\s*$/;
 
 /** One line of a stack, or null for a line that is not a frame (the message, "    at native code"). */
 export function parseStackLine(text: string): StackFrame | null {
@@ -29,18 +31,22 @@ export function parseStackLine(text: string): StackFrame | null {
       const name = /^\s*at (?:async )?(.*?) \(eval at /.exec(text)?.[1] ?? "";
       return m ? { file: m[1] === "<anonymous>" ? "" : m[1]!, line: Number(m[2]), column: Number(m[3]), functionName: name } : null;
     }
-    const m = V8_FRAME.exec(text);
+    const body = text.replace(/^\s*at /, "").trim();
+    const paren = body.endsWith(")") ? body.indexOf(" (") : -1;
+    const location = paren >= 0 ? body.slice(paren + 2, -1) : body;
+    const m = V8_LOCATION.exec(location);
     if (!m) return null;
-    const name = (m[1] ?? "").replace(/^async /, "").replace(/^new /, "");
-    const file = m[2] === "<anonymous>" || m[2] === "native" ? "" : m[2]!;
-    return { file, line: Number(m[3]), column: Number(m[4]), functionName: name };
+    const name = (paren >= 0 ? body.slice(0, paren) : "").replace(/^async /, "").replace(/^new /, "");
+    const file = m[1] === "<anonymous>" || m[1] === "native" ? "" : m[1]!;
+    return { file, line: Number(m[2]), column: Number(m[3]), functionName: name };
   }
-  const g = GECKO_FRAME.exec(text);
+  const g = GECKO_FRAME.exec(text) ?? BARE_FRAME.exec(text);
   if (!g) return null;
   let file = g[2]!;
   // Firefox: "url line 12 > eval", "url line 12 > Function": the position is in generated code
   if (/ line \d+ > (?:eval|Function)/.test(file)) file = "";
-  const name = g[1]!.replace(/\/<$/, "").replace(/^(?:global code|module code)$/, "");
+  // (Firefox marks the first frame after an await "async*"; JavaScriptCore names top-level code)
+  const name = g[1]!.replace(/^async\*/, "").replace(/^(?:global code|module code|eval code)$/, "");
   return { file, line: Number(g[3]), column: Number(g[4]), functionName: name };
 }
 
