@@ -47,7 +47,7 @@ function appFolder(): string {
 
 /** What a page has and Node adds: no process, Buffer, require, or Node modules. */
 function browserLikeGlobals(): Record<string, unknown> {
-  const g: Record<string, unknown> = { console, TextEncoder, TextDecoder, atob, btoa, URL, WebAssembly, performance, setTimeout, clearTimeout, queueMicrotask };
+  const g: Record<string, unknown> = { console, TextEncoder, TextDecoder, atob, btoa, URL, WebAssembly: (globalThis as Record<string, unknown>).WebAssembly, performance, setTimeout, clearTimeout, queueMicrotask };
   g.globalThis = g;
   g.self = g;
   return g;
