@@ -15,7 +15,7 @@
  * Importing this module installs the on-demand converter the runtime uses for functions called
  * from converted code (`ag.call`).
  */
-import { LIB_ROOT, path, readFileSync } from "../core/platform/node.js";
+import { LIB_ROOT, PLATFORM, path, readFileSync } from "../core/platform/node.js";
 import { ag, getConverted, isConvertedTwin, passArgumentsThrough, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
 import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
 import { ConversionError } from "./transform/errors.js";
@@ -504,6 +504,11 @@ function convertCallee(fn: AnyFunction): AnyFunction | null {
   const existing = unscoped.get(fn) ?? stageCache.get(fn);
   if (existing) return existing;
   const scope = sharedScopes.get(fn);
+  // In a browser nothing tells Stagecraft's own functions (and a dependency's) from the user's
+  // (there is no inspector, and a bundle is one file): callees are converted only when named in
+  // a scope given to sc.autograph. User code is converted at build time there (stagecraft/esbuild,
+  // stagecraft/vite), so its functions arrive converted.
+  if (!scope && PLATFORM === "browser") return null;
   if (!scope && !worthConverting(Function.prototype.toString.call(fn))) return null;
   let conv: Conversion;
   try {
