@@ -45,13 +45,13 @@ test(
       page.on("pageerror", (e) => consoleErrors.push(String(e)));
       page.on("console", (m) => void (m.type() === "error" && consoleErrors.push(m.text())));
       await page.goto(`http://127.0.0.1:${port}/`);
-      const state = () => page.evaluate(() => (window as unknown as { demo: { state(): DemoState } }).demo.state());
+      const state = () => page.evaluate(() => (globalThis as unknown as { demo: { state(): DemoState } }).demo.state());
       await page.waitForSelector("#train:not([disabled])", { timeout: 60_000 });
       assert.equal(await page.evaluate(() => (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated), true);
 
       // by keyboard: Train (eager, the default), then switch to staged while it trains
       const reached = (n: number) =>
-        page.waitForFunction((k) => (window as unknown as { demo: { state(): DemoState } }).demo.state().steps >= k, n, { timeout: 120_000, polling: 250 });
+        page.waitForFunction((k) => (globalThis as unknown as { demo: { state(): DemoState } }).demo.state().steps >= k, n, { timeout: 120_000, polling: 250 });
       await page.focus("#train");
       await page.keyboard.press("Enter");
       await reached(STEPS / 3);
@@ -59,7 +59,7 @@ test(
       await page.keyboard.press("Space");
       await reached(STEPS);
       await page.click("#train"); // pause
-      await page.waitForFunction(() => !(window as unknown as { demo: { state(): DemoState } }).demo.state().running);
+      await page.waitForFunction(() => !(globalThis as unknown as { demo: { state(): DemoState } }).demo.state().running);
       const s = await state();
       assert.equal(s.error, null);
       assert.ok(mean(s.losses.slice(-25)) < 0.5 * mean(s.losses.slice(0, 25)), `loss fell: first 25 steps ${mean(s.losses.slice(0, 25))}, last 25 ${mean(s.losses.slice(-25))}`);
@@ -75,7 +75,7 @@ test(
       for (let i = 1; i <= 20; i++) await page.mouse.move(box.x + box.width * (0.5 - i * 0.002), box.y + box.height * (0.15 + i * 0.035));
       await page.mouse.up();
       await page.click("#classify");
-      await page.waitForFunction(() => (window as unknown as { demo: { state(): DemoState } }).demo.state().prediction !== null);
+      await page.waitForFunction(() => (globalThis as unknown as { demo: { state(): DemoState } }).demo.state().prediction !== null);
       const p = (await state()).prediction!;
       assert.ok(Number.isInteger(p.digit) && p.digit >= 0 && p.digit <= 9 && p.probability > 0 && p.probability <= 1);
       assert.match((await page.textContent("#prediction")) ?? "", /^It looks like a \d/);

@@ -71,9 +71,9 @@ test(
     try {
       const page = await browser.newPage();
       await page.goto(`http://127.0.0.1:${(server.address() as { port: number }).port}/`);
-      await page.waitForFunction(() => (window as { workerResult?: unknown; mainResult?: unknown }).workerResult && (window as { mainResult?: unknown }).mainResult, null, { timeout: 90_000, polling: 250 });
-      const worker = (await page.evaluate(() => (window as unknown as { workerResult: unknown }).workerResult)) as Result;
-      const main = (await page.evaluate(() => (window as unknown as { mainResult: unknown }).mainResult)) as Result;
+      await page.waitForFunction(() => (globalThis as { workerResult?: unknown; mainResult?: unknown }).workerResult && (globalThis as { mainResult?: unknown }).mainResult, null, { timeout: 90_000, polling: 250 });
+      const worker = (await page.evaluate(() => (globalThis as unknown as { workerResult: unknown }).workerResult)) as Result;
+      const main = (await page.evaluate(() => (globalThis as unknown as { mainResult: unknown }).mainResult)) as Result;
       assert.equal(worker.error, undefined);
       assert.equal(main.error, undefined);
       assert.equal(worker.isolated, true);
