@@ -150,9 +150,25 @@ resetButton.addEventListener("click", () => {
 
 // ---- devices -----------------------------------------------------------------------------
 
-for (const d of sc.listDevices()) deviceSelect.add(new Option(`${d.name} (${d.description})`, d.name));
-if (!sc.listDevices().some((d) => d.kind !== "cpu")) {
-  deviceSelect.title = "Only the CPU: this build of Stagecraft has no WebGPU device here";
+/**
+ * Opens the WebGPU device where this build of Stagecraft has a WebGPU backend (sc.initWebGPU) and
+ * the browser has navigator.gpu, then lists every device. Returns what to say about WebGPU.
+ */
+async function listDevices(): Promise<string> {
+  let note = "";
+  const init = (sc as unknown as { initWebGPU?: () => Promise<unknown> }).initWebGPU;
+  if (typeof init !== "function") note = "This build of Stagecraft has no WebGPU backend: CPU only.";
+  else if (!(navigator as { gpu?: unknown }).gpu) note = "This browser has no WebGPU (navigator.gpu): CPU only.";
+  else {
+    try {
+      if ((await init()) === null) note = "WebGPU found no adapter: CPU only.";
+    } catch (e) {
+      note = `WebGPU did not start (${(e as Error).message}): CPU only.`;
+    }
+  }
+  deviceSelect.replaceChildren(...sc.listDevices().map((d) => new Option(`${d.name}: ${d.description}`, d.name)));
+  deviceSelect.title = note;
+  return note;
 }
 
 // ---- the drawing pad ---------------------------------------------------------------------
@@ -205,13 +221,15 @@ async function start(): Promise<void> {
   const response = await fetch("mnist.bin");
   if (!response.ok) throw new Error(`mnist.bin: ${response.status} ${response.statusText}`);
   digits = parseDigits(await response.arrayBuffer());
+  const gpuNote = await listDevices();
   trainer = new Trainer(digits);
   trainButton.disabled = false;
   trainButton.textContent = "Train";
   const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated;
   status.textContent =
     `${digits.train.labels.shape[0]} training and ${digits.test.labels.shape[0]} test digits loaded. ` +
-    (isolated ? "Kernels: WebAssembly (the page is cross-origin isolated)." : "Kernels: TypeScript (the page is not cross-origin isolated, so no WebAssembly shared memory).");
+    (isolated ? "CPU kernels: WebAssembly (the page is cross-origin isolated). " : "CPU kernels: TypeScript (the page is not cross-origin isolated, so no WebAssembly shared memory). ") +
+    gpuNote;
 }
 
 start().catch((e: unknown) => {

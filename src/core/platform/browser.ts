@@ -21,6 +21,9 @@ const host = globalThis as { process?: { env?: Record<string, string | undefined
 if (host.process === undefined) host.process = { env: {} };
 else host.process.env ??= {};
 
+/** No node:worker_threads in a page (null: see node.ts). */
+export const workerThreads: typeof import("node:worker_threads") | null = null;
+
 /** "node" in node.ts, "browser" here. */
 export const PLATFORM: "node" | "browser" = "browser";
 

@@ -8,6 +8,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
 import { findSourceMap } from "node:module";
+import * as workerThreadsModule from "node:worker_threads";
 import { Worker } from "node:worker_threads";
 import cliProgressModule from "cli-progress";
 
@@ -19,6 +20,9 @@ export { fileURLToPath, pathToFileURL, path };
 export { createRequire } from "node:module";
 export { availableParallelism } from "node:os";
 export { inspect, format } from "node:util";
+
+/** node:worker_threads, for code that starts its own Node workers (null in browsers: use Web Workers there). */
+export const workerThreads: typeof workerThreadsModule | null = workerThreadsModule;
 
 /** "node" here, "browser" in browser.ts. */
 export const PLATFORM: "node" | "browser" = "node";
