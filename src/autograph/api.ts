@@ -245,7 +245,7 @@ function freeVariableError(conv: Conversion, missing: string[], lexical: string[
   return new AutoGraphError(
     `${api}: ${name} uses ${parts.join(" and ")}${whereText(conv.site)}, which conversion at run time cannot see: it converts a function from its source, ` +
       `where only globals${missing.length > 0 ? " and the given scope" : ""} are visible. ` +
-      `Run with \`node --import stagecraft/register\` (or build with the Babel plugin \`stagecraft/babel\`) so functions are converted where they are defined${scopeHint}.`,
+      `Run with \`node --import stagecraft/register\` (or build with the Babel plugin \`stagecraft/babel\`; in bundles, \`stagecraft/esbuild\` or \`stagecraft/vite\`) so functions are converted where they are defined${scopeHint}.`,
     loc,
   );
 }
