@@ -150,3 +150,12 @@ test("promise elements: later maps chain, batch stacks when all are ready, filte
   const holding = Dataset.fromArray([[sc.scalar(1), Promise.resolve(sc.scalar(2))]]);
   assert.throws(() => [...(holding as unknown as sc.data.Dataset<sc.Tensor[]>).batch(1)], (e: unknown) => e instanceof sc.ValueError && /element\[1\] is a promise inside an element/.test((e as Error).message));
 });
+
+test("fit refuses promise batches with a message saying how to train on an async pipeline", () => {
+  const model = new sc.nn.Sequential(new sc.nn.Linear(2, { seed: 0 }));
+  const batches = Dataset.fromTensorSlices([sc.zeros([4, 3]), sc.tensor([0, 1, 0, 1], "int32")]).map(async (e) => e).batch(2);
+  assert.throws(
+    () => sc.nn.fit(model, { data: batches as never, loss: sc.nn.softmaxCrossEntropy, optimizer: new sc.optim.SGD(), progress: "off" }),
+    (e: unknown) => e instanceof sc.ValueError && /batch 0 is a promise .*for await/.test((e as Error).message),
+  );
+});
