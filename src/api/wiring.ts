@@ -5,6 +5,8 @@
  *
  * - staging runs graph functions on the executor the configuration asks for (exec/executor.ts:
  *   the compiled executor, or STAGECRAFT_EXECUTOR=interpret's interpreter);
+ * - the engines `stage(fn, { engine })` may ask for by name: "onnxruntime" (onnx/engine.ts);
+ * - what staged and concrete functions' toOnnx() calls: the ONNX exporter (onnx/export);
  * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage);
  * - graph AD's rules (grad/rules.ts): the gradient rules of cond, while and call, which the
  *   tracer hands those nodes to while tapes record, and the differentiator of host functions
@@ -12,7 +14,9 @@
  */
 import { installGradientRules } from "../grad/rules.js";
 import { configuredExecutor } from "../exec/executor.js";
-import { setDefaultExecutor } from "../staging/concrete-function.js";
+import { setDefaultExecutor, setEngine, setOnnxExporter } from "../staging/concrete-function.js";
+import { onnxruntimeExecutor } from "../onnx/engine.js";
+import { exportModel } from "../onnx/export/export.js";
 import { setStageConverter } from "../staging/stage.js";
 import { convertForStage } from "../autograph/api.js";
 
@@ -23,6 +27,10 @@ export function wire(): void {
   if (wired) return;
   wired = true;
   setDefaultExecutor(configuredExecutor());
+  // (onnxruntime-node is loaded when a function asking for the engine first runs)
+  setEngine("onnxruntime", onnxruntimeExecutor());
+  // (staged and concrete functions' toOnnx())
+  setOnnxExporter((cf, specs) => exportModel(cf, specs).bytes);
   setStageConverter((fn) => convertForStage(fn));
   installGradientRules();
 }
