@@ -38,6 +38,7 @@ import "../ops/index.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../graph/ir.js";
 import { SCALAR_PRELUDE } from "../backends/cpu/scalar-math.js";
 import { WASM_MIN_MNK } from "../backends/cpu/matmul.js";
+import { nativeMatmulWins } from "../backends/cpu/native/native-kernels.js";
 import { getWasmRuntime } from "../backends/cpu/wasm-runtime.js";
 import { gemmInstance, gemmModule } from "./wasm-gemm.js";
 import { isScopedStorage, StackScope, withStackScope } from "../ops/stack-storage.js";
@@ -640,6 +641,8 @@ function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): {
   const k = transA ? a.shape[0]! : a.shape[1]!;
   const mnk = m * n * k;
   if (mnk < WASM_MIN_MNK || mnk > WASM_GEMM_MAX || mnk <= INLINE_SGEMM_MAX || k * n > WASM_GEMM_MAX_B) return null;
+  // (the eager kernel runs it natively: the kernel path gives the same bits)
+  if (nativeMatmulWins(m, n, k)) return null;
   if (getWasmRuntime() === null || gemmModule() === null) return null;
   return { m, k, n, transA, transB: !!attrs.transposeB };
 }
