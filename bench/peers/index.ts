@@ -33,7 +33,16 @@ export async function benchPeers(quick: boolean, log: (line: string) => void = c
   const results: WorkloadResult[] = [];
   for (const make of plan(quick)) {
     const t = performance.now();
-    const w = await make();
+    let w: Workload;
+    try {
+      w = await make();
+    } catch (e) {
+      // a workload whose set-up or cross-check fails is reported, and the others still run
+      const name = `(a workload failed to set up: ${(e as Error).message.split("\n")[0]})`;
+      results.push({ name, call: "-", figures: [] });
+      log(`  ${name}`);
+      continue;
+    }
     const r = await measure(w, quick ? QUICK : FULL);
     results.push(r);
     log(`  ${w.name}: ${((performance.now() - t) / 1000).toFixed(1)} s`);
