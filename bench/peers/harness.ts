@@ -1,0 +1,131 @@
+/**
+ * Timing workloads against peers: every system of a workload runs in rounds that alternate
+ * between the systems (the starting system rotates), so a load change on the machine hits
+ * every system alike. Each round runs one system's calls back to back for about `roundMs`
+ * (as a training loop does) and yields one sample, milliseconds per call; a figure is the
+ * median of the samples, with their range.
+ */
+
+export interface System {
+  /** e.g. "stagecraft staged", "tfjs-wasm". */
+  name: string;
+  /** Runs once before each of this system's rounds (e.g. selects a tfjs backend). */
+  enter?: () => Promise<void> | void;
+  /** One call of the workload. */
+  run: () => unknown;
+  /** Why this system does not run the workload (the row says so instead of a figure). */
+  skip?: string;
+}
+
+export interface Workload {
+  /** The table's title. */
+  name: string;
+  /** What one call does (for the table's note): "one training step", "one sample of batch 8". */
+  call: string;
+  /** Throughput figures: units per call and the unit name (examples/s, GFLOP/s); else ms per call. */
+  throughput?: { perCall: number; unit: string };
+  systems: System[];
+  /** A note printed under the table (the setup, what the goal is). */
+  note?: string;
+}
+
+export interface Figure {
+  system: string;
+  /** ms per call: median, min, max of the samples. */
+  ms?: { median: number; lo: number; hi: number; samples: number };
+  skip?: string;
+  error?: string;
+}
+
+export interface WorkloadResult {
+  name: string;
+  call: string;
+  note?: string;
+  throughput?: { perCall: number; unit: string };
+  figures: Figure[];
+}
+
+export interface MeasureOptions {
+  rounds: number;
+  roundMs: number;
+  warmupMs: number;
+}
+
+export const QUICK: MeasureOptions = { rounds: 5, roundMs: 120, warmupMs: 300 };
+export const FULL: MeasureOptions = { rounds: 9, roundMs: 300, warmupMs: 1500 };
+
+let sink: unknown = null;
+const isPromise = (x: unknown): x is Promise<unknown> => typeof (x as { then?: unknown } | null)?.then === "function";
+
+async function call(fn: () => unknown): Promise<void> {
+  const r = fn();
+  sink = isPromise(r) ? await r : r;
+}
+
+/** ms per call of `calls` consecutive calls. */
+async function timeCalls(fn: () => unknown, calls: number): Promise<number> {
+  const t = performance.now();
+  for (let i = 0; i < calls; i++) await call(fn);
+  return (performance.now() - t) / calls;
+}
+
+const median = (x: number[]) => x.slice().sort((a, b) => a - b)[x.length >> 1]!;
+
+/** Measures every system of `w` in alternating rounds. A system that throws is reported with its error. */
+export async function measure(w: Workload, opts: MeasureOptions): Promise<WorkloadResult> {
+  const live = w.systems.filter((s) => s.skip === undefined);
+  const figures = new Map<string, Figure>(w.systems.map((s) => [s.name, s.skip !== undefined ? { system: s.name, skip: s.skip } : { system: s.name }]));
+  const calls = new Map<string, number>();
+  const samples = new Map<string, number[]>(live.map((s) => [s.name, []]));
+  const failed = new Set<string>();
+  const guard = async (s: System, body: () => Promise<void>) => {
+    if (failed.has(s.name)) return;
+    try {
+      await body();
+    } catch (e) {
+      failed.add(s.name);
+      figures.set(s.name, { system: s.name, error: (e as Error).message.split("\n")[0]!.slice(0, 160) });
+    }
+  };
+  // warm-up (JIT tiers, traces, compiled graphs, sessions), then calls per round from its pace
+  for (const s of live) {
+    await guard(s, async () => {
+      await s.enter?.();
+      const t = performance.now();
+      let n = 0;
+      while (n < 2 || performance.now() - t < opts.warmupMs) {
+        await call(s.run);
+        n++;
+      }
+      const per = await timeCalls(s.run, 1);
+      calls.set(s.name, Math.max(1, Math.round(opts.roundMs / Math.max(per, 1e-3))));
+    });
+  }
+  for (let r = 0; r < opts.rounds; r++) {
+    for (let i = 0; i < live.length; i++) {
+      const s = live[(i + r) % live.length]!;
+      await guard(s, async () => {
+        await s.enter?.();
+        samples.get(s.name)!.push(await timeCalls(s.run, calls.get(s.name)!));
+      });
+    }
+  }
+  for (const s of live) {
+    const x = samples.get(s.name)!;
+    if (failed.has(s.name) || x.length === 0) continue;
+    figures.set(s.name, { system: s.name, ms: { median: median(x), lo: Math.min(...x), hi: Math.max(...x), samples: x.length } });
+  }
+  if (sink === undefined) sink = null;
+  return { name: w.name, call: w.call, note: w.note, throughput: w.throughput, figures: w.systems.map((s) => figures.get(s.name)!) };
+}
+
+/** Throws unless |got - want| <= tol * (1 + |want|) elementwise: peers are checked before they are timed. */
+export function assertClose(what: string, got: ArrayLike<number>, want: ArrayLike<number>, tol = 1e-3): void {
+  if (got.length !== want.length) throw new Error(`${what}: ${got.length} values, expected ${want.length}`);
+  for (let i = 0; i < want.length; i++) {
+    if (!(Math.abs(got[i]! - want[i]!) <= tol * (1 + Math.abs(want[i]!)))) throw new Error(`${what}: ${got[i]} at ${i}, expected ${want[i]}`);
+  }
+}
+
+/** Whether a system name is Stagecraft's own (the others are peers). */
+export const isOurs = (system: string): boolean => system.startsWith("stagecraft");

@@ -1,0 +1,74 @@
+/**
+ * The peers as the workloads use them: tfjs backends, jax-js, onnxruntime-node sessions of
+ * hand-built models, and the Stagecraft variants (eager, staged, WebAssembly kernels only, the
+ * onnxruntime engine where `sc.stage` has it).
+ */
+import * as tf from "@tensorflow/tfjs";
+import "@tensorflow/tfjs-backend-wasm";
+import * as ort from "onnxruntime-node";
+import * as sc from "../../src/api/index.js";
+import { useNativeKernels } from "../../src/backends/cpu/native.js";
+import { makeGraph, makeModel, makeValueInfo, modelBytes } from "../../src/onnx/builders.js";
+import { setThreadLimit } from "../../src/backends/cpu/worker-pool.js";
+import type { System } from "./harness.js";
+
+/** Selects a tfjs backend ("cpu" or "wasm") for the calls that follow. */
+export async function tfBackend(name: "cpu" | "wasm"): Promise<void> {
+  if (tf.getBackend() !== name) await tf.setBackend(name);
+  await tf.ready();
+  if (tf.getBackend() !== name) throw new Error(`tfjs backend ${name} did not initialize`);
+}
+
+/**
+ * One tfjs call as its users write it: the result read with `await data()` (tfjs-wasm's
+ * dataSync() is ~30x slower than data() on the same product), intermediates disposed.
+ */
+export async function tfRun(f: () => tf.Tensor | tf.Tensor[]): Promise<void> {
+  const out = tf.tidy(f);
+  const list = Array.isArray(out) ? out : [out];
+  await Promise.all(list.map((t) => t.data()));
+  tf.dispose(list);
+}
+
+/** Stagecraft's defaults for the systems that follow (native kernels on, every thread). */
+export function scDefaults(): void {
+  useNativeKernels(true);
+  setThreadLimit(Infinity);
+}
+
+/** Stagecraft with only its portable kernels (WebAssembly SIMD + worker threads). */
+export function scWasmOnly(): void {
+  useNativeKernels(false);
+  setThreadLimit(Infinity);
+}
+
+/**
+ * `sc.stage(fn, { engine: "onnxruntime" })`, or why there is no such system yet (the option
+ * is checked: an unknown option is an error).
+ */
+export function ortEngine<A extends unknown[], R>(fn: (...args: A) => R): { staged?: (...args: A) => R; skip?: string } {
+  try {
+    return { staged: sc.stage(fn, { engine: "onnxruntime" } as unknown as sc.StageOptions) as unknown as (...args: A) => R };
+  } catch (e) {
+    return { skip: `sc.stage(fn, { engine: "onnxruntime" }) is not available yet (${(e as Error).constructor.name})` };
+  }
+}
+
+/** The bytes of a hand-built model (src/onnx's builders) with float32 inputs and outputs. */
+export function onnxModel(nodes: Record<string, unknown>[], inputs: [string, number[]][], outputs: [string, number[]][], initializers: { name: string; value: sc.Tensor }[] = []): Uint8Array {
+  const vi = ([name, dims]: [string, number[]]) => makeValueInfo(name, "float32", dims);
+  return modelBytes(makeModel(makeGraph(nodes, "peer", inputs.map(vi), outputs.map(vi), initializers), { opset: 17 }));
+}
+
+/** An onnxruntime-node session of a hand-built model, run as its users do (await session.run). */
+export async function ortSession(model: Uint8Array, threads: number): Promise<ort.InferenceSession> {
+  return ort.InferenceSession.create(model, { intraOpNumThreads: threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all" });
+}
+
+export function ortSystem(name: string, session: ort.InferenceSession, feeds: Record<string, ort.Tensor>): System {
+  return { name, run: () => session.run(feeds) };
+}
+
+export const ortF32 = (data: Float32Array, dims: number[]) => new ort.Tensor("float32", data, dims);
+
+export { tf, ort };
