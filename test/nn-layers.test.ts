@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import * as sc from "../src/api/index.js";
 import { assertClose } from "./util/gradcheck.js";
 import { Rng } from "./util/rng.js";
+import type { Graph } from "../src/graph/ir.js";
 
 const { nn } = sc;
 const F64 = { dtype: "float64" as const };
@@ -56,6 +57,21 @@ const cases: LayerCase[] = [
   { name: "GRUCell", make: () => new nn.GRUCell(3, { ...F64, seed: 9 }), inputs: (r) => [r.tensor([2, 2], -1, 1, "float64"), r.tensor([2, 3], -1, 1, "float64")], call: (m, x, h) => m.call(x, h) },
   { name: "LSTM over a sequence", make: () => new nn.LSTM(3, { ...F64, seed: 10 }), inputs: (r) => [r.tensor([2, 4, 2], -1, 1, "float64")] },
   { name: "GRU over a sequence (last output)", make: () => new nn.GRU(2, { ...F64, seed: 11, returnSequences: false }), inputs: (r) => [r.tensor([2, 3, 2], -1, 1, "float64")] },
+  // The layers read their weights at every step of the loop over time; the same math with the
+  // weights read once before the loop (as they did while a tape could not see a variable read in
+  // a staged loop body) must give the same gradients, every way.
+  {
+    name: "LSTM over a sequence, weights read once before the loop",
+    make: () => new nn.LSTM(3, { ...F64, seed: 10 }),
+    inputs: (r) => [r.tensor([2, 4, 2], -1, 1, "float64")],
+    call: (m, x) => weightsReadBeforeLoop(m as sc.nn.LSTM, x),
+  },
+  {
+    name: "GRU over a sequence (last output), weights read once before the loop",
+    make: () => new nn.GRU(2, { ...F64, seed: 11, returnSequences: false }),
+    inputs: (r) => [r.tensor([2, 3, 2], -1, 1, "float64")],
+    call: (m, x) => weightsReadBeforeLoop(m as sc.nn.GRU, x),
+  },
   {
     name: "MultiHeadAttention (self, masked)",
     make: () => new nn.MultiHeadAttention(4, 2, { ...F64, seed: 12 }),
@@ -69,6 +85,45 @@ const cases: LayerCase[] = [
     call: (m, q, kv) => m.call(q, kv, kv),
   },
 ];
+
+/** A converted for...of over time steps, as the recurrent layers run theirs. */
+const scanSteps = sc.autograph(
+  function scanSteps(step: (x: sc.Tensor, s: sc.Tensor[]) => sc.Tensor[], seq: sc.Tensor, state: sc.Tensor[]) {
+    const outputs: sc.Tensor[] = [];
+    for (const x of seq as unknown as sc.Tensor[]) {
+      state = step(x, state);
+      outputs.push(state[0]!);
+    }
+    return [outputs, state];
+  },
+  { scope: {} },
+) as (step: (x: sc.Tensor, s: sc.Tensor[]) => sc.Tensor[], seq: sc.Tensor, state: sc.Tensor[]) => [sc.Tensor[] | sc.Tensor, sc.Tensor[]];
+
+/** `layer`'s output with its cell's weights read once, before the loop over time. */
+function weightsReadBeforeLoop(layer: sc.nn.LSTM | sc.nn.GRU, x: sc.Tensor): sc.Tensor {
+  const cell = layer.cell;
+  cell.buildFor(x.shape[2]!);
+  const w = cell.weights();
+  const zero = cell.zeroState(x.shape[0]!);
+  const [outs, last] =
+    cell instanceof nn.LSTMCell
+      ? scanSteps((xt, s) => cell.step(w, xt, s), sc.transpose(x, [1, 0, 2]), [zero, zero])
+      : scanSteps((xt, s) => [(cell as sc.nn.GRUCell).step(w, xt, s[0]!)], sc.transpose(x, [1, 0, 2]), [zero]);
+  const seq = Array.isArray(outs) ? sc.stack(outs, 0) : outs;
+  return layer.returnSequences ? sc.transpose(seq, [1, 0, 2]) : last[0]!;
+}
+
+test("staged, nn.LSTM and nn.GRU read each weight once, before the loop over time (the loop reads no variable)", () => {
+  for (const layer of [new nn.LSTM(3, { ...F64, seed: 10 }), new nn.GRU(2, { ...F64, seed: 11 })]) {
+    const x = sc.zeros([2, 4, 2], "float64");
+    const cf = sc.stage((m: sc.nn.Module, xs: sc.Tensor) => m.call(xs) as sc.Tensor, { autograph: false }).concrete(layer, x);
+    const loops = cf.graph.nodes.filter((n) => n.op === "while");
+    assert.equal(loops.length, 1, String(cf));
+    const readsIn = (g: Graph): number => g.nodes.reduce((k, n) => k + (n.op === "readVariable" ? 1 : 0) + n.regions.reduce((j, r) => j + readsIn(r), 0), 0);
+    assert.equal(readsIn(cf.graph), layer.parameters().length, String(cf));
+    assert.equal(loops[0]!.regions.reduce((k, r) => k + readsIn(r), 0), 0, String(cf));
+  }
+});
 
 for (const c of cases) {
   test(`${c.name}: eager tape = tape in a staged step = graph AD = finite differences (float64)`, () => {

@@ -15,6 +15,11 @@ import { roundToFloat16 } from "./float16.js";
 
 let nextId = 1;
 
+/** The id the next tensor made will get: tensors with a smaller id existed before (ids only grow). */
+export function nextTensorId(): number {
+  return nextId;
+}
+
 /** Raised when a symbolic (staged) tensor's value is read at trace time. */
 export class SymbolicValueError extends StagecraftError {}
 

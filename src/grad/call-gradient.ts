@@ -22,6 +22,7 @@ import { GradientTape } from "../ad/tape.js";
 import { FunctionLibrary, type Graph, type Value, type ValueType } from "../graph/ir.js";
 import { runPrune } from "../graph/passes/prune.js";
 import { embedCaptures, functionNameOf, TraceContext } from "../staging/trace-context.js";
+import { tracedAsCopyOf } from "../staging/assigned-variables.js";
 import { replay } from "../staging/replay.js";
 import { addFunctions, emitCall, emitPlainCall } from "../staging/call.js";
 import type { FunctionBundle } from "../staging/concrete-function.js";
@@ -76,7 +77,6 @@ function emitDifferentiatedCall(ctx: TraceContext, bundle: FunctionBundle, args:
   const varValues = split.vars.map((v) => v.read());
   const inputs = [...args, ...varValues];
   const res = ctx.addStructural(callOp.name, inputs, { callee: split.forward.name }, [...outTypes, HANDLE_TYPE]);
-  ctx.variableValues.clear();
   const outs = res.slice(0, -1);
   const record = res[res.length - 1]!;
   // The record is an output of the entry too, so an outer tape sees how it depends on the inputs.
@@ -136,6 +136,9 @@ function callSplitFor(callee: FunctionBundle): CallSplit {
   const bwd = new TraceContext(`${g.name}_backward`, library, null, false, functionNameOf(g), true);
   library.add(fwd.graph);
   library.add(bwd.graph);
+  // (recursive calls of them, made while they are traced, assign what the callee does)
+  tracedAsCopyOf(fwd.graph, g);
+  tracedAsCopyOf(bwd.graph, g);
   const split: CallSplit = { library, forward: fwd.graph, backward: bwd.graph, argTypes: g.inputs.map((v) => v.type), vars, deferred: [], earlyCalls: -1 };
   splits.set(g, split);
   // Variables the callee reads (regions and callees too) are inputs, resolved by reads.

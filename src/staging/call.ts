@@ -25,9 +25,7 @@ export function emitCall(bundle: FunctionBundle, args: Tensor[], outTypes: Value
 /** Emits the call node itself in `ctx` (no gradient rule), with the functions it needs. */
 export function emitPlainCall(ctx: TraceContext, bundle: FunctionBundle, args: Tensor[], outTypes: ValueType[]): Tensor[] {
   addFunctions(ctx, bundle.library, bundle.graph);
-  const outs = ctx.addStructural(callOp.name, args, { callee: bundle.graph.name }, outTypes);
-  ctx.variableValues.clear();
-  return outs;
+  return ctx.addStructural(callOp.name, args, { callee: bundle.graph.name }, outTypes);
 }
 
 /** Adds `graph` and everything in `library` to the library of the graph `ctx` builds. */

@@ -19,6 +19,7 @@ import { full } from "../ops/fill.js";
 import { recordCond, recordWhile } from "./recording.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { condOp, whileOp } from "../ops/structural.js";
+import { hoistVariableReads } from "./region-variables.js";
 
 /** The structural ops' names, and their regions' (as their declarations give them). */
 const COND = condOp.name;
@@ -43,7 +44,9 @@ function truthy(pred: Tensor | boolean | number, op: string): boolean {
 
 /** A region (branch or loop body) of `parent`. */
 export function openRegion(parent: TraceContext, name: string): TraceContext {
-  return new TraceContext(name, parent.library, parent, false, parent.functionName, parent.variablesAsInputs, true);
+  const region = new TraceContext(name, parent.library, parent, false, parent.functionName, parent.variablesAsInputs, true);
+  region.structuralRegion = true;
+  return region;
 }
 
 /** Runs `fn` in a child context of `parent` whose inputs are placeholders of `types`. */
@@ -60,9 +63,13 @@ function traceRegion<T>(parent: TraceContext, name: string, types: ValueType[], 
 
 /**
  * Gives every region the same extra inputs (the union of what they captured from outside),
- * after their own `numOwn` inputs; returns the outside tensors in that order.
+ * after their own `numOwn` inputs; returns the outside tensors in that order. The regions'
+ * variable reads of the value at the construct's entry are hoisted first, and so are captured
+ * too (region-variables.ts; `loop`: the regions are a loop's condition and body).
  */
-export function unifyCaptures(regions: TraceContext[], numOwn: number): Tensor[] {
+export function unifyCaptures(regions: TraceContext[], numOwn: number, loop = false): Tensor[] {
+  const parent = regions[0]?.parent;
+  if (parent) hoistVariableReads(parent, regions, loop);
   const outside: Tensor[] = [];
   const seen = new Set<number>();
   for (const r of regions)
@@ -145,12 +152,9 @@ export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn
  * gradient rule emits it (recording.ts).
  */
 export function emitCond(ctx: TraceContext, pred: Tensor, operands: Tensor[], thenG: Graph, elseG: Graph, types: ValueType[]): Tensor[] {
-  const outs =
-    recorders.length === 0
-      ? ctx.addStructural(COND, [pred, ...operands], {}, types, [thenG, elseG])
-      : recordCond({ ctx, pred, operands, thenG, elseG, types });
-  ctx.variableValues.clear();
-  return outs;
+  return recorders.length === 0
+    ? ctx.addStructural(COND, [pred, ...operands], {}, types, [thenG, elseG])
+    : recordCond({ ctx, pred, operands, thenG, elseG, types });
 }
 
 /** Traces a function of tensors over placeholders of `types` as a graph of its own. */
@@ -199,9 +203,7 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
   const traced = withoutRecorders(null, () => traceLoop(ctx, types, condFn, bodyFn, options));
   const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max } : {}) };
   if (recorders.length === 0) {
-    const outs = ctx.addStructural(whileOp.name, [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
-    ctx.variableValues.clear();
-    return outs;
+    return ctx.addStructural(whileOp.name, [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
   }
   // A tape records: the loop's gradient rule emits it (recording.ts).
   return recordWhile({
@@ -213,9 +215,7 @@ export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyF
     bodyG: traced.bodyG,
     emit(augTypes, augInit, augCond, augBody) {
       const aug = traceLoop(ctx, augTypes, augCond, augBody, {});
-      const outs = ctx.addStructural(whileOp.name, [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);
-      ctx.variableValues.clear();
-      return outs;
+      return ctx.addStructural(whileOp.name, [...augInit, ...aug.invariants], { ...attrs, numLoopVars: augInit.length }, augTypes, [aug.condG, aug.bodyG]);
     },
   });
 }
@@ -235,7 +235,7 @@ function traceLoop(
   const b = traceRegion(ctx, LOOP_BODY, types, (...xs) => bodyFn(...xs));
   const next = checkBody(b.result, types.map((t) => ({ dtype: t.dtype, shape: t.shape }) as Tensor), options, true);
   b.ctx.graph.setOutputs(next.map((x) => b.ctx.valueOf(x)));
-  const invariants = unifyCaptures([c.ctx, b.ctx], types.length);
+  const invariants = unifyCaptures([c.ctx, b.ctx], types.length, true);
   return { condG: c.ctx.graph, bodyG: b.ctx.graph, invariants };
 }
 

@@ -5,13 +5,13 @@
  * corrects. A recursion that cannot end, or that overflows the JavaScript stack while tracing
  * or running, is a RecursionDepthError naming the function.
  */
-import type { Tensor } from "../core/tensor.js";
+import { nextTensorId, type Tensor } from "../core/tensor.js";
 import { RecursionDepthError, ValueError } from "../core/errors.js";
 import type { ValueType } from "../graph/ir.js";
 import { recursiveFunctions } from "../graph/passes/inline.js";
 import { calleeOf } from "../graph/declarations.js";
 import { leaves, mapStructure, type Structure } from "../core/structure.js";
-import { embedCaptures, StagingError, type TraceContext } from "./trace-context.js";
+import { embedCaptures, StagingError, type Capture, type TraceContext } from "./trace-context.js";
 import { ConcreteFunction, ConstantLeaf, OutputLeaf, type OutputTemplate } from "./concrete-function.js";
 import { describeChange, TensorSpec, type LeafInfo, type Signature } from "./signature.js";
 import { emitCall } from "./call.js";
@@ -27,6 +27,8 @@ export interface PendingTrace {
   recursiveCalls: number;
   /** The signature traced (for the error when nested traces overflow the stack). */
   leaves: LeafInfo[];
+  /** Tensors the function closes over, which recursive calls pass on after the arguments. */
+  passed: Tensor[];
 }
 
 /** One staged function's traces in progress and the output types its recursive calls learned. */
@@ -35,6 +37,12 @@ export class Recursion {
   private readonly inProgress = new Map<string, PendingTrace>();
   /** Output types learned from a first trace of a recursive function. */
   private readonly learned = new Map<string, { types: ValueType[]; template: OutputTemplate }>();
+  /**
+   * Per signature, the tensors a first trace found the function closing over (made before the
+   * trace: an eager tensor from outside, which a tape may watch): they are inputs of its graph,
+   * and its recursive calls pass them on, so gradients reach them.
+   */
+  private readonly closedOver = new Map<string, Tensor[]>();
 
   constructor(
     private readonly name: string,
@@ -59,14 +67,16 @@ export class Recursion {
     finish: (ctx: TraceContext, result: unknown) => { template: OutputTemplate; outputs: { type: ValueType }[] },
     attempt = 0,
   ): ConcreteFunction {
+    const madeBefore = nextTensorId();
     const ctx = open();
     const guess = this.learned.get(sig.key) ?? recursionGuess(this.outputSignature, sig, attempt);
-    const pending: PendingTrace = { ctx, types: guess.types, template: guess.template, recursiveCalls: 0, leaves: sig.leaves };
+    const passed = this.closedOver.get(sig.key) ?? [];
+    const pending: PendingTrace = { ctx, types: guess.types, template: guess.template, recursiveCalls: 0, leaves: sig.leaves, passed };
     this.inProgress.set(sig.key, pending);
-    const retry = () => {
+    const retry = (next = attempt + 1) => {
       ctx.active = false;
       this.inProgress.delete(sig.key);
-      return this.trace(sig, open, run, finish, attempt + 1);
+      return this.trace(sig, open, run, finish, next);
     };
     try {
       let result: unknown;
@@ -83,7 +93,12 @@ export class Recursion {
       }
       const { template, outputs } = finish(ctx, result);
       if (pending.recursiveCalls > 0) {
-        this.checkCloses(ctx);
+        const closed = this.checkCloses(ctx, sig.tensors.length, madeBefore, passed);
+        if (closed.length > passed.length) {
+          // Traced again with them passed on by the recursive calls (the same guess of types).
+          this.closedOver.set(sig.key, closed);
+          return retry(attempt);
+        }
         const types = outputs.map((v) => v.type);
         if (!sameTypes(types, pending.types) || !sameTemplate(template, pending.template)) {
           if (this.learned.has(sig.key) || this.outputSignature !== undefined) {
@@ -109,7 +124,7 @@ export class Recursion {
    */
   call(p: PendingTrace, args: Tensor[]): unknown {
     p.recursiveCalls++;
-    const outs = emitCall({ graph: p.ctx.graph, library: p.ctx.library }, args, p.types, false);
+    const outs = emitCall({ graph: p.ctx.graph, library: p.ctx.library }, [...args, ...p.passed], p.types, false);
     return mapStructure(p.template, (leaf) => (leaf instanceof OutputLeaf ? outs[leaf.index] : leaf.value));
   }
 
@@ -147,10 +162,14 @@ export class Recursion {
   }
 
   /**
-   * A recursive function's graph must be able to return, and is called with its arguments only:
-   * small eager tensors it closes over (constants made in the body) become constant nodes.
+   * A recursive function's graph must be able to return. Its recursive calls pass their
+   * arguments and the tensors `passed` on: tensors made while it was traced (`madeBefore` and
+   * after: constants made in the body) that it still captures become constant nodes (small
+   * ones; others are an error); the tensors from before (closed over) are its graph inputs
+   * after the `numArgs` arguments, in the order of `passed`. Returns every closed-over tensor:
+   * `passed` and those this trace found first (the function is traced again passing them on).
    */
-  private checkCloses(ctx: TraceContext): void {
+  private checkCloses(ctx: TraceContext, numArgs: number, madeBefore: number, passed: Tensor[]): Tensor[] {
     const selfCall = ctx.graph.nodes.find((n) => calleeOf(n) === ctx.graph.name);
     if (selfCall) {
       throw new RecursionDepthError(
@@ -160,14 +179,31 @@ export class Recursion {
         selfCall.loc ?? undefined,
       );
     }
-    const left = embedCaptures(ctx, MAX_EMBEDDED_ELEMENTS);
+    const closedOver = (c: Capture) => !c.variable && c.tensor.id < madeBefore;
+    const left = embedCaptures(ctx, MAX_EMBEDDED_ELEMENTS, (c) => !closedOver(c)).filter((c) => !closedOver(c));
     if (left.length > 0) {
       throw new StagingError(
         `recursive staged function "${this.name}" closes over ${left.length} tensor(s) (${left.map((c) => `${c.tensor.dtype}[${c.tensor.shape.join(", ")}]`).join(", ")}) ` +
           `that are not constants of at most ${MAX_EMBEDDED_ELEMENTS} elements; pass them as arguments or hold them in variables`,
       );
     }
+    const found = ctx.captures.filter((c) => closedOver(c) && !passed.includes(c.tensor)).map((c) => c.tensor);
+    if (found.length === 0) passCapturesFirst(ctx, numArgs, passed);
+    return [...passed, ...found];
   }
+}
+
+/** Orders the captured inputs of `ctx`'s graph: the tensors of `passed` first (as recursive calls pass them), then the others. */
+function passCapturesFirst(ctx: TraceContext, numArgs: number, passed: Tensor[]): void {
+  if (passed.length === 0) return;
+  const g = ctx.graph;
+  const first = passed.map((t) => ctx.captures.find((c) => c.tensor === t)).filter((c): c is Capture => c !== undefined);
+  const ordered = [...first, ...ctx.captures.filter((c) => !first.includes(c))];
+  const names = new Map(g.inputs.map((v, i) => [v, g.inputNames[i]!] as const));
+  ctx.captures.splice(0, ctx.captures.length, ...ordered);
+  g.inputs = [...g.inputs.slice(0, numArgs), ...ordered.map((c) => c.value)];
+  g.inputNames = g.inputs.map((v) => names.get(v)!);
+  g.inputs.forEach((v, i) => (v.index = i));
 }
 
 export function isStackOverflow(e: unknown): boolean {

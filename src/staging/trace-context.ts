@@ -14,6 +14,8 @@ import { assignVariableOp, readVariableOp } from "../ops/structural.js";
 import { Graph, uniqueGraphName, type FunctionLibrary, type Value, type ValueType } from "../graph/ir.js";
 import { constantAttrsOf } from "../ops/constant.js";
 import { makeNode, replaceAllUses } from "../graph/passes/util.js";
+import { calleeOf } from "../graph/declarations.js";
+import { ALL, registerTrace, variablesAssignedBy } from "./assigned-variables.js";
 
 /** What a symbolic tensor's `symbol` holds. */
 export interface SymbolRef {
@@ -41,6 +43,19 @@ export class TraceContext implements OpHandler {
   readonly variableValues = new Map<Variable, Tensor>();
   /** variablesAsInputs mode: the graph input standing for each variable read (never cleared). */
   readonly variableInputs = new Map<Variable, Tensor>();
+  /**
+   * Variables a node emitted here (a cond, loop or call) may have assigned: their value is
+   * neither one known here nor the one the graph started with, so a read reads them when the
+   * graph runs (`ALL`: any variable, after a call of a function still being traced).
+   */
+  private readonly stale = new Set<Variable>();
+  private staleAll = false;
+  /**
+   * A region of a structural node (a cond's branch, a loop's condition or body): its variable
+   * reads are readVariable nodes, which the construct hoists into operands once its regions are
+   * traced (region-variables.ts), rather than reads of the enclosing graph's inputs.
+   */
+  structuralRegion = false;
   active = true;
 
   constructor(
@@ -58,6 +73,7 @@ export class TraceContext implements OpHandler {
     // Function graphs get process-unique names: libraries refer to them by name.
     this.graph = new Graph(isRegion ? name : uniqueGraphName(name));
     functionNames.set(this.graph, functionName);
+    registerTrace(this.graph, this);
   }
 
   symbolic(value: Value): Tensor {
@@ -105,27 +121,45 @@ export class TraceContext implements OpHandler {
   addStructural(op: string, inputs: Tensor[], attrs: Record<string, unknown>, outTypes: ValueType[], regions: Graph[] = []): Tensor[] {
     const values = inputs.map((t) => this.valueOf(t));
     const node = this.graph.addNode(op, values, attrs, outTypes, regions, nodeLocation());
+    if (regions.length > 0 || calleeOf(node) !== null) this.forgetAssigned(variablesAssignedBy(node, this.library));
     return node.outputs.map((v) => this.symbolic(v));
   }
 
+  /** After a node that may assign `assigned`: what was known of their values no longer holds. */
+  private forgetAssigned(assigned: ReadonlySet<Variable> | typeof ALL): void {
+    if (assigned === ALL) {
+      this.variableValues.clear();
+      this.staleAll = true;
+      return;
+    }
+    for (const v of assigned) {
+      this.variableValues.delete(v);
+      this.stale.add(v);
+    }
+  }
+
   readVariable(v: Variable): Tensor {
-    // (the graph input standing for v, where there is one: after calls clear the known values)
-    const known = this.variableValues.get(v) ?? this.variableInputs.get(v);
+    const stale = this.staleAll || this.stale.has(v);
+    // (the graph input standing for v, where there is one and no node here may have assigned v since)
+    const known = this.variableValues.get(v) ?? (stale ? undefined : this.variableInputs.get(v));
     if (known) return known;
-    if (this.variablesAsInputs && this.parent?.variablesAsInputs) {
+    if (stale || this.structuralRegion || !this.variablesAsInputs) return this.readVariableNode(v);
+    if (this.parent?.variablesAsInputs) {
       // A region (or a backward graph) reads the enclosing graph's variable input.
       const outer = this.parent.readVariable(v);
       this.variableValues.set(v, outer);
       return outer;
     }
-    if (this.variablesAsInputs) {
-      const value = this.graph.addInput({ dtype: v.dtype, shape: v.shape }, `variable_${this.captures.length}`);
-      this.captures.push({ tensor: v.storedValue, value, variable: v });
-      const t = this.symbolic(value);
-      this.variableValues.set(v, t);
-      this.variableInputs.set(v, t);
-      return t;
-    }
+    const value = this.graph.addInput({ dtype: v.dtype, shape: v.shape }, `variable_${this.captures.length}`);
+    this.captures.push({ tensor: v.storedValue, value, variable: v });
+    const t = this.symbolic(value);
+    this.variableValues.set(v, t);
+    this.variableInputs.set(v, t);
+    return t;
+  }
+
+  /** A readVariable node: the variable's value when the graph runs. */
+  private readVariableNode(v: Variable): Tensor {
     const [value] = this.addStructural(readVariableOp.name, [], { variable: v }, [{ dtype: v.dtype, shape: v.shape }]);
     this.variableValues.set(v, value!);
     return value!;
@@ -133,6 +167,7 @@ export class TraceContext implements OpHandler {
 
   assignVariable(v: Variable, value: Tensor): void {
     this.addStructural(assignVariableOp.name, [value], { variable: v }, []);
+    this.stale.delete(v);
     this.variableValues.set(v, value.symbol && (value.symbol as SymbolRef).ctx === this ? value : this.symbolic(this.valueOf(value)));
   }
 
@@ -189,14 +224,14 @@ export function seedVariableReads(region: TraceContext, outer: TraceContext, ori
  * called with their declared inputs only (recursion by name, gradient splits): an eager
  * tensor (immutable) becomes a constant node, a variable's value a readVariable node (read
  * when the graph runs, as the captured input would have been). Only eager tensors of at most
- * `maxElements` are embedded. Returns the captures left as inputs (symbolic values of an
- * enclosing trace, larger tensors).
+ * `maxElements`, and captures `embeddable` accepts, are embedded. Returns the captures left as
+ * inputs (symbolic values of an enclosing trace, larger tensors, the others).
  */
-export function embedCaptures(ctx: TraceContext, maxElements = Infinity): Capture[] {
+export function embedCaptures(ctx: TraceContext, maxElements = Infinity, embeddable: (c: Capture) => boolean = () => true): Capture[] {
   const g = ctx.graph;
   const embedded = new Set<Value>();
   const nodes = ctx.captures.flatMap((c) => {
-    if (!c.variable && (c.tensor.isSymbolic || c.tensor.size > maxElements)) return [];
+    if (!embeddable(c) || (!c.variable && (c.tensor.isSymbolic || c.tensor.size > maxElements))) return [];
     const type = { dtype: c.value.type.dtype, shape: c.value.type.shape.slice() };
     const node = c.variable ? makeNode(readVariableOp.name, [], { variable: c.variable }, [type]) : makeNode("constant", [], { ...constantAttrsOf(c.tensor) }, [type]);
     replaceAllUses(g, c.value, node.outputs[0]!);

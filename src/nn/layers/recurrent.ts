@@ -76,10 +76,9 @@ abstract class GatedCell extends Module {
   }
 
   /**
-   * The weights' current values, read once. A layer reads them before its loop over time and
-   * the loop body uses these values: a tape recording outside a staged loop gives a zero
-   * gradient for a Variable read inside the loop body (a graph-AD defect, see the report of
-   * issue 14), while values read outside are captured by the loop and differentiate correctly.
+   * The weights' current values. A layer reads them at every step of its loop over time: staged,
+   * those reads are hoisted out of the loop body into operands of the loop (each weight is read
+   * once per call, and tapes see the reads), so reading them before the loop would be no faster.
    */
   weights(): CellWeights {
     return {
@@ -210,8 +209,7 @@ abstract class SequenceLayer<C extends GatedCell> extends Module {
     if (time === 0) throw new ValueError(`needs at least one time step, got shape [${x.shape.join(", ")}]`, name);
     this.cell.buildFor(axisSize(name, x, 2, "features"));
     const s0 = state ?? this.initialState(batch);
-    const w = this.cell.weights();
-    const [outs, last] = scanConverted((xt: Tensor, s: Tensor[]) => this.cellStep(w, xt, s), transpose(x, [1, 0, 2]), s0);
+    const [outs, last] = scanConverted((xt: Tensor, s: Tensor[]) => this.cellStep(this.cell.weights(), xt, s), transpose(x, [1, 0, 2]), s0);
     const seq = Array.isArray(outs) ? stack(outs, 0) : outs;
     return { output: this.returnSequences ? transpose(seq, [1, 0, 2]) : last[0]!, state: last };
   }
