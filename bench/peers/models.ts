@@ -10,20 +10,7 @@ import { randomValues } from "../common.js";
 import { assertClose, type System, type Workload } from "./harness.js";
 import { scLib, tfLib, type Lib, type T } from "./lib.js";
 import { makeNode } from "../../src/onnx/builders.js";
-import { onnxModel, ortEngine, ortF32, ortSession, ortSystem, scDefaults, tf, tfBackend, tfRun } from "./systems.js";
-
-/** tfjs-cpu and tfjs-wasm, each with its own copy of the model (`make` runs on entering the backend). */
-function tfSystems(make: () => () => T, skip?: (backend: "cpu" | "wasm") => string | undefined): System[] {
-  return (["cpu", "wasm"] as const).map((b) => {
-    let step: (() => T) | null = null;
-    return {
-      name: `tfjs-${b}`,
-      enter: async () => { await tfBackend(b); step ??= make(); },
-      run: () => tfRun(step!),
-      skip: skip?.(b),
-    };
-  });
-}
+import { onnxModel, ortEngine, ortF32, ortSession, ortSystem, scDefaults, tf, tfBackend, tfSystems } from "./systems.js";
 
 // ---------------------------------------------------------------------------------------
 // L2HMC (Levy, Hoffman, Sohl-Dickstein 2018; the TF Eager paper's sampler benchmark)

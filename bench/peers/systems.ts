@@ -71,4 +71,27 @@ export function ortSystem(name: string, session: ort.InferenceSession, feeds: Re
 
 export const ortF32 = (data: Float32Array, dims: number[]) => new ort.Tensor("float32", data, dims);
 
+/** tfjs-cpu and tfjs-wasm, each with its own copy of the model (`make` runs on entering the backend). */
+export function tfSystems(make: () => () => unknown, skip?: (backend: "cpu" | "wasm") => string | undefined): System[] {
+  return (["cpu", "wasm"] as const).map((b) => {
+    let step: (() => unknown) | null = null;
+    return {
+      name: `tfjs-${b}`,
+      enter: async () => { await tfBackend(b); step ??= make(); },
+      run: () => tfRun(step as () => tf.Tensor | tf.Tensor[]),
+      skip: skip?.(b),
+    };
+  });
+}
+
+/** jax-js's row where a workload has no jax-js port, with the reason. */
+export function jaxNotPorted(why: string): System {
+  return { name: "jax-js", run: () => null, skip: `not ported: ${why}; jax-js moves arrays into every op (\`.ref\` to keep one), so each model needs its own port` };
+}
+
+/** The onnxruntime-engine row of a workload with control flow the engine does not take. */
+export function ortEngineRow(why = "no onnxruntime engine for staged functions yet (the ONNX export helper's work)"): System {
+  return { name: "stagecraft on onnxruntime engine", run: () => null, skip: why };
+}
+
 export { tf, ort };
