@@ -30,9 +30,13 @@ export interface Lib {
   uniform(shape: number[]): T;
   /** Gradients of scalar f with respect to `params` (as a training step takes them). */
   grads(f: (...params: T[]) => T, params: T[]): T[];
-  /** NCHW convolution, 'same' padding, with a [out, in, k, k] filter (tfjs converts its layout inside). */
+  /** Images given as NCHW values, held in the library's own layout (tfjs: NHWC, as its models hold them). */
+  images(data: Float32Array, nchw: number[]): T;
+  /** A filter given as [out, in, k, k] values, held in the library's own layout (tfjs: [k, k, in, out]). */
+  filter(data: Float32Array, oikk: number[]): T;
+  /** Convolution with 'same' padding of images and a filter in the library's layouts. */
   conv(x: T, w: T, stride: number): T;
-  /** Mean over the spatial axes: [N, C, H, W] -> [N, C]. */
+  /** Mean over the spatial axes: images -> [N, C]. */
   spatialMean(x: T): T;
   logSoftmax(x: T): T;
 }
@@ -57,6 +61,8 @@ export const scLib: Lib = {
   normal: (shape) => sc.random.normal(shape),
   uniform: (shape) => sc.random.uniform(shape),
   grads: (f, params) => sc.grad(f, { argnums: params.map((_, i) => i) })(...params) as T[],
+  images: (d, s) => sc.tensor(d, "float32", s),
+  filter: (d, s) => sc.tensor(d, "float32", s),
   conv: (x, w, stride) => sc.conv2d(x, w, { strides: stride, padding: "same" }),
   spatialMean: (x) => sc.mean(x, [2, 3]),
   logSoftmax: (x) => sc.logSoftmax(x, -1),
@@ -82,8 +88,10 @@ export const tfLib: Lib = {
   normal: (shape) => tf.randomNormal(shape),
   uniform: (shape) => tf.randomUniform(shape),
   grads: (f, params) => tf.grads(f)(params),
-  // tfjs holds images NHWC and filters [k, k, in, out]: the model's NCHW tensors are converted at the edges
-  conv: (x, w, stride) => tf.conv2d(x, tf.transpose(w, [2, 3, 1, 0]), stride, "same", "NCHW" as "NHWC"),
-  spatialMean: (x) => tf.mean(x, [2, 3]),
+  // tfjs holds images NHWC and filters [k, k, in, out]: the values are converted once, when made
+  images: (d, s) => tf.tidy(() => tf.transpose(tf.tensor(d, s, "float32"), [0, 2, 3, 1])),
+  filter: (d, s) => tf.tidy(() => tf.transpose(tf.tensor(d, s, "float32"), [2, 3, 1, 0])),
+  conv: (x, w, stride) => tf.conv2d(x, w, stride, "same"),
+  spatialMean: (x) => tf.mean(x, [1, 2]),
   logSoftmax: (x) => tf.logSoftmax(x, -1),
 };

@@ -89,6 +89,11 @@ export function jaxNotPorted(why: string): System {
   return { name: "jax-js", run: () => null, skip: `not ported: ${why}; jax-js moves arrays into every op (\`.ref\` to keep one), so each model needs its own port` };
 }
 
+/** tfjs's rows where a workload has no tfjs port yet (its goals compare Stagecraft's own variants). */
+export function tfNotPorted(why = "not ported yet: this workload's goal compares AutoGraph's conversion with hand-written graph code"): System[] {
+  return (["cpu", "wasm"] as const).map((b) => ({ name: `tfjs-${b}`, run: () => null, skip: why }));
+}
+
 /** The onnxruntime-engine row of a workload with control flow the engine does not take. */
 export function ortEngineRow(why = "no onnxruntime engine for staged functions yet (the ONNX export helper's work)"): System {
   return { name: "stagecraft on onnxruntime engine", run: () => null, skip: why };
