@@ -27,6 +27,8 @@ export interface Workload {
   systems: System[];
   /** A note printed under the table (the setup, what the goal is). */
   note?: string;
+  /** A system every other is also compared with, round by round (e.g. hand-written graph code). */
+  reference?: string;
 }
 
 export interface Figure {
@@ -35,6 +37,8 @@ export interface Figure {
   ms?: { median: number; lo: number; hi: number; samples: number };
   skip?: string;
   error?: string;
+  /** Median over rounds of (the reference's ms / this system's ms) in the same round (> 1: faster). */
+  vsReference?: { median: number; lo: number; hi: number };
 }
 
 export interface WorkloadResult {
@@ -42,6 +46,7 @@ export interface WorkloadResult {
   call: string;
   note?: string;
   throughput?: { perCall: number; unit: string };
+  reference?: string;
   figures: Figure[];
 }
 
@@ -115,8 +120,18 @@ export async function measure(w: Workload, opts: MeasureOptions): Promise<Worklo
     if (failed.has(s.name) || x.length === 0) continue;
     figures.set(s.name, { system: s.name, ms: { median: median(x), lo: Math.min(...x), hi: Math.max(...x), samples: x.length } });
   }
+  const ref = w.reference !== undefined && !failed.has(w.reference) ? samples.get(w.reference) : undefined;
+  if (ref !== undefined && ref.length > 0) {
+    // paired by round: both systems ran within the same round, under the same load
+    for (const s of live) {
+      const x = samples.get(s.name)!, f = figures.get(s.name)!;
+      if (failed.has(s.name) || x.length !== ref.length) continue;
+      const r = x.map((v, i) => ref[i]! / v);
+      f.vsReference = { median: median(r), lo: Math.min(...r), hi: Math.max(...r) };
+    }
+  }
   if (sink === undefined) sink = null;
-  return { name: w.name, call: w.call, note: w.note, throughput: w.throughput, figures: w.systems.map((s) => figures.get(s.name)!) };
+  return { name: w.name, call: w.call, note: w.note, throughput: w.throughput, reference: w.reference, figures: w.systems.map((s) => figures.get(s.name)!) };
 }
 
 /** Throws unless |got - want| <= tol * (1 + |want|) elementwise: peers are checked before they are timed. */

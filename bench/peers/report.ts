@@ -32,15 +32,18 @@ export function markdownTables(results: WorkloadResult[]): string {
     const unit = w.throughput ? w.throughput.unit : "ms per call";
     const best = bestPeer(w);
     out.push(`### ${w.name}`, "", `One call: ${w.call}.${w.note ? " " + w.note : ""}`, "");
-    out.push(`| system | ${unit} (median) | range | vs best peer${best ? ` (${best.system})` : ""} |`, "|---|---:|---:|---:|");
+    const refHead = w.reference ? ` vs ${w.reference}, per round (range) |` : "";
+    out.push(`| system | ${unit} (median) | range | vs best peer${best ? ` (${best.system})` : ""} |${refHead}`, `|---|---:|---:|---:|${w.reference ? "---:|" : ""}`);
     for (const f of w.figures) {
       if (!f.ms) {
-        out.push(`| ${f.system} | – | – | ${f.skip ? `not run: ${f.skip}` : `failed: ${f.error}`} |`);
+        out.push(`| ${f.system} | – | – | ${f.skip ? `not run: ${f.skip}` : `failed: ${f.error}`} |${w.reference ? " – |" : ""}`);
         continue;
       }
       const r = ratioToBest(w, f);
       const range = w.throughput ? `${value(w, f.ms.hi)}–${value(w, f.ms.lo)}` : `${fmt(f.ms.lo)}–${fmt(f.ms.hi)}`;
-      out.push(`| ${f.system} | ${value(w, f.ms.median)} | ${range} | ${r === undefined ? "–" : r.toFixed(2) + "x"} |`);
+      const v = f.vsReference;
+      const refCell = w.reference ? ` ${v ? `${v.median.toFixed(3)}x (${v.lo.toFixed(2)}–${v.hi.toFixed(2)})` : "–"} |` : "";
+      out.push(`| ${f.system} | ${value(w, f.ms.median)} | ${range} | ${r === undefined ? "–" : r.toFixed(2) + "x"} |${refCell}`);
     }
     out.push("");
   }

@@ -89,6 +89,9 @@ export function jaxNotPorted(why: string): System {
   return { name: "jax-js", run: () => null, skip: `not ported: ${why}; jax-js moves arrays into every op (\`.ref\` to keep one), so each model needs its own port` };
 }
 
+/** The hand-written graph code's row, the reference that AutoGraph's conversion is held to. */
+export const HAND_WRITTEN = "stagecraft staged (hand-written sc.whileLoop)";
+
 /** tfjs's rows where a workload has no tfjs port yet (its goals compare Stagecraft's own variants). */
 export function tfNotPorted(why = "not ported yet: this workload's goal compares AutoGraph's conversion with hand-written graph code"): System[] {
   return (["cpu", "wasm"] as const).map((b) => ({ name: `tfjs-${b}`, run: () => null, skip: why }));

@@ -9,7 +9,6 @@
  * The staged step is checked against the eager one in bench/graph-ad.ts's own run; here the
  * tfjs step's loss is checked against Stagecraft's from the same weights before timing.
  */
-import * as sc from "../../src/api/index.js";
 import { assertClose, type Workload } from "./harness.js";
 import { jaxNotPorted, ortEngineRow, scDefaults, tf, tfBackend, tfSystems } from "./systems.js";
 import { randomTree, treeEagerStep, treeStagedStep, treeWeights, TREE_CLASSES, TREE_HIDDEN, TREE_INPUT, type Tree } from "../graph-ad.js";
@@ -18,7 +17,7 @@ const H = TREE_HIDDEN, LR = 0.01;
 
 /** The same step in tfjs: weights copied from Stagecraft's variables as they are now. */
 function tfTreeStep(trees: Tree[]): () => tf.Tensor {
-  const [wLeaf, bLeaf, u, bU, v, bV] = treeWeights.map((w) => tf.variable(tf.tensor(w.read().dataSync() as Float32Array, w.read().shape)));
+  const [wLeaf, bLeaf, u, bU, v, bV] = treeWeights.map((w) => tf.variable(tf.tensor(w.read().dataSync() as Float32Array, [...w.read().shape])));
   const xs = trees.map((t) => tf.tensor2d(t.x.dataSync() as Float32Array, [t.x.shape[0]!, TREE_INPUT]));
   const labels = trees.map((t) => tf.oneHot(tf.tensor1d(t.label.dataSync() as Int32Array, "int32"), TREE_CLASSES));
   const leaf = (x: tf.Tensor) => {
