@@ -9,7 +9,15 @@ import { fileURLToPath } from "node:url";
 import { FULL, QUICK, measure, type Workload, type WorkloadResult } from "./harness.js";
 import { chartSvg, markdownTables } from "./report.js";
 import { convWorkload, matmulWorkload } from "./throughput.js";
-import { l2hmcWorkload, mnistWorkload, rnnWorkload } from "./models.js";
+import { l2hmcWorkload } from "./l2hmc.js";
+import { rnnWorkload } from "./rnn.js";
+import { mnistWorkload } from "./mnist.js";
+import { beamSearchWorkload } from "./beam-search.js";
+import { lbfgsWorkload } from "./lbfgs.js";
+import { mamlWorkload } from "./maml.js";
+import { seq2seqWorkload } from "./seq2seq.js";
+import { treeLstmWorkload } from "./tree-lstm.js";
+import { resnetWorkload } from "./resnet.js";
 import { nativeStats } from "../../src/backends/cpu/native.js";
 
 const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
@@ -24,6 +32,12 @@ function plan(quick: boolean): (() => Promise<Workload>)[] {
     ...(quick ? [1, 32] : [1, 8, 32]).map((b) => () => l2hmcWorkload(b)),
     ...rnn.flatMap(([s, b]) => [() => rnnWorkload(s!, b!, false), () => rnnWorkload(s!, b!, true)]),
     () => mnistWorkload(quick ? 200 : 1000),
+    beamSearchWorkload,
+    lbfgsWorkload,
+    mamlWorkload,
+    seq2seqWorkload,
+    treeLstmWorkload,
+    () => resnetWorkload(quick),
     ...sizes.map((s) => () => matmulWorkload(s)),
     ...convs.map((c) => () => convWorkload(c)),
   ];
