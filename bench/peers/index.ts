@@ -18,6 +18,7 @@ import { mamlWorkload } from "./maml.js";
 import { seq2seqWorkload } from "./seq2seq.js";
 import { treeLstmWorkload } from "./tree-lstm.js";
 import { resnetWorkload } from "./resnet.js";
+import { threadsWorkload } from "./threads.js";
 import { nativeStats } from "../../src/backends/cpu/native.js";
 
 const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
@@ -30,14 +31,15 @@ function plan(quick: boolean): (() => Promise<Workload>)[] {
   const rnn = quick ? [[64, 32]] : [[64, 32], [128, 32], [64, 256], [128, 256]];
   return [
     ...(quick ? [1, 32] : [1, 8, 32]).map((b) => () => l2hmcWorkload(b)),
-    ...rnn.flatMap(([s, b]) => [() => rnnWorkload(s!, b!, false), () => rnnWorkload(s!, b!, true)]),
-    () => mnistWorkload(quick ? 200 : 1000),
+    ...rnn.flatMap(([s, b]) => [() => rnnWorkload(s!, b!, false), () => rnnWorkload(s!, b!, true, quick)]),
+    () => mnistWorkload(quick ? 100 : 1000, quick),
     beamSearchWorkload,
     lbfgsWorkload,
     mamlWorkload,
     seq2seqWorkload,
     treeLstmWorkload,
     () => resnetWorkload(quick),
+    ...(["rnn", "matmul"] as const).flatMap((job) => [false, true].map((busy) => () => threadsWorkload(job, busy))),
     ...sizes.map((s) => () => matmulWorkload(s)),
     ...convs.map((c) => () => convWorkload(c)),
   ];
@@ -57,7 +59,12 @@ export async function benchPeers(quick: boolean, log: (line: string) => void = c
       log(`  ${name}`);
       continue;
     }
-    const r = await measure(w, quick ? QUICK : FULL);
+    let r: WorkloadResult;
+    try {
+      r = await measure(w, quick ? QUICK : FULL);
+    } finally {
+      w.done?.();
+    }
     results.push(r);
     log(`  ${w.name}: ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }

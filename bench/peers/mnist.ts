@@ -8,7 +8,7 @@ import { jaxNotPorted, scDefaults, tf, tfBackend } from "./systems.js";
 
 // MNIST linear model, SGD (the AutoGraph paper's in-graph training loop)
 
-export async function mnistWorkload(steps: number): Promise<Workload> {
+export async function mnistWorkload(steps: number, quick = false): Promise<Workload> {
   const BATCH = 200, N = 2000;
   const { train } = sc.data.mnist({ layout: "flat" });
   const xs = Float32Array.from(train.images.dataSync().subarray(0, N * 784));
@@ -71,6 +71,7 @@ export async function mnistWorkload(steps: number): Promise<Workload> {
           tfState = { opt: tf.train.sgd(LR), W: tf.variable(tf.zeros([784, 10])), B: tf.variable(tf.zeros([10])), x: tf.tensor2d(xs, [N, 784]), y: tf.tensor2d(ys, [N, 10]) };
         },
         run: tfLoop,
+        skip: be === "cpu" && quick ? "left out of --quick: seconds per call (below tfjs-wasm's speed); the full run times it" : undefined,
       })),
       jaxNotPorted("an in-place training loop over variables"),
     ],

@@ -14,7 +14,7 @@ import { jaxNotPorted, onnxModel, ortEngine, ortF32, ortSession, ortSystem, scDe
 
 const RNN_IN = 64, RNN_H = 256;
 
-export async function rnnWorkload(seq: number, batch: number, train: boolean): Promise<Workload> {
+export async function rnnWorkload(seq: number, batch: number, train: boolean, quick = false): Promise<Workload> {
   const w = randomValues(RNN_IN * RNN_H, 101, Math.sqrt(1 / RNN_IN)), u = randomValues(RNN_H * RNN_H, 102, Math.sqrt(1 / RNN_H));
   const bias = randomValues(RNN_H, 103, 0.1), xs = randomValues(seq * batch * RNN_IN, 104);
   const make = (lib: Lib) => {
@@ -46,7 +46,9 @@ export async function rnnWorkload(seq: number, batch: number, train: boolean): P
     ...tfSystems(() => {
       const m = make(tfLib);
       return () => m.step(...m.args);
-    }, (b) => (b === "cpu" && batch > 32 ? "tfjs-cpu's products are plain JS loops: minutes per round at this size" : undefined)),
+    }, (b) => (b !== "cpu" ? undefined
+      : batch > 32 ? "tfjs-cpu's products are plain JS loops: minutes per round at this size"
+      : quick && train ? "left out of --quick: seconds per step (a tenth of tfjs-wasm's speed); the full run times it" : undefined)),
   ];
   if (!train) {
     // the ONNX RNN op: X [seq, batch, in], W [1, H, in], R [1, H, H], B [1, 2H] (Wb then Rb)
