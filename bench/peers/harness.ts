@@ -58,8 +58,8 @@ export interface MeasureOptions {
   warmupMs: number;
 }
 
-/** Calls a warm-up aims for (bounded by time). */
-const WARMUP_CALLS = 1000;
+/** Calls a warm-up aims for, and the most it lasts, in multiples of its planned length. */
+const WARMUP_CALLS = 1000, WARMUP_CAP = 25;
 
 export const QUICK: MeasureOptions = { rounds: 5, roundMs: 120, warmupMs: 300 };
 export const FULL: MeasureOptions = { rounds: 9, roundMs: 300, warmupMs: 1500 };
@@ -77,6 +77,31 @@ async function timeCalls(fn: () => unknown, calls: number): Promise<number> {
   const t = performance.now();
   for (let i = 0; i < calls; i++) await call(fn);
   return (performance.now() - t) / calls;
+}
+
+/**
+ * Runs `fn` for at least `ms`, then until it has run WARMUP_CALLS times, at most WARMUP_CAP x
+ * `ms`; a system slower than `ms` / 3 per call whose pace no longer improves stops at `ms`. A
+ * staged function's generated code can run tens of times slower for its first calls than later
+ * (V8 tiers it up by calls and background compilation: on the shared 2-core machine the L2HMC
+ * sampler's first 50 calls took 59 ms each, the calls after 100 about 2 ms), so a warm-up fixed
+ * in time would time part of the start.
+ */
+async function warmUp(fn: () => unknown, ms: number): Promise<void> {
+  const t = performance.now();
+  let prev = Infinity, n = 0;
+  for (;;) {
+    const b = performance.now();
+    let k = 0;
+    while (k < 2 || performance.now() - b < ms / 3) {
+      await call(fn);
+      k++;
+    }
+    n += k;
+    const now = performance.now(), per = (now - b) / k;
+    if (now - t >= ms && (n >= WARMUP_CALLS || now - t >= WARMUP_CAP * ms || (per >= ms / 3 && per > 0.8 * prev))) return;
+    prev = per;
+  }
 }
 
 const median = (x: number[]) => x.slice().sort((a, b) => a - b)[x.length >> 1]!;
@@ -101,14 +126,7 @@ export async function measure(w: Workload, opts: MeasureOptions): Promise<Worklo
   for (const s of live) {
     await guard(s, async () => {
       await s.enter?.();
-      const t = performance.now();
-      let n = 0;
-      // at least warmupMs, and until WARMUP_CALLS calls (V8 optimizes the executor's generated
-      // code only after ~1000 runs of it) or 5 x warmupMs, whichever comes first
-      for (let e = 0; n < 2 || e < opts.warmupMs || (n < WARMUP_CALLS && e < 5 * opts.warmupMs); e = performance.now() - t) {
-        await call(s.run);
-        n++;
-      }
+      await warmUp(s.run, opts.warmupMs);
       const per = await timeCalls(s.run, 1);
       calls.set(s.name, Math.max(1, Math.round(opts.roundMs / Math.max(per, 1e-3))));
     });
