@@ -9,8 +9,9 @@
  *           training); each call runs a chunk of steps.
  *
  * Then it prints a table of steps/s per mode, checks the test accuracy (>= 98%), saves a
- * checkpoint, restores it into a fresh model and checks the accuracy is the same, and writes an
- * SVG plot of the three loss curves (vega-lite, rendered headless).
+ * checkpoint, restores it into a fresh model and checks the accuracy is the same, exports the
+ * trained model to ONNX and checks that onnxruntime predicts the same class on every test digit,
+ * and writes an SVG plot of the three loss curves (vega-lite, rendered headless).
  *
  *     npm run demo                     (node --import tsx --import ./src/autograph/register.ts examples/mnist-convnet.ts)
  *     npm run demo -- --steps 300 --mode step
@@ -234,11 +235,28 @@ console.log(
 );
 if (restoredAccuracy !== last.accuracy) failures.push(`the restored model's accuracy ${restoredAccuracy} differs from the trained model's ${last.accuracy}`);
 
-// ---- ONNX (to be written when sc.onnx exists; until then the demo does not do this step) ----
-// onnxRoundTrip(model): export `last.model` (eval mode) with sc.onnx, run the ONNX model in
-// onnxruntime on test.images, and check that its predicted classes (argMax) equal those of
-// `predict(last.model, test.images)` on every test digit; print the agreement and push a failure
-// when it is not 100%. Add it to the README's demo paragraph once it runs.
+// ---- ONNX: export the trained model, run it in onnxruntime, same predictions ---------------
+
+{
+  const model = last.model;
+  model.eval();
+  const forward = sc.stage((x: sc.Tensor) => model.call(x), { name: "mnist_convnet" });
+  // (a symbolic batch dim; parameters named by their module path: layers.0.kernel, ...)
+  const exported = sc.onnx.exportModel(forward, [sc.spec([null, 1, 28, 28], "float32", "images")], { model, outputNames: ["logits"] });
+  const onnxPath = path.join(outDir, "mnist-convnet.onnx");
+  writeFileSync(onnxPath, exported.bytes);
+  const session = await sc.onnx.createSession(onnxPath);
+  const ortLogits = (await sc.onnx.runSession(session, { images: test.images })).logits!;
+  await session.release();
+  const ours = sc.argMax(predict(model, test.images), 1).dataSync();
+  const theirs = sc.argMax(ortLogits, 1).dataSync();
+  model.train();
+  let agree = 0;
+  for (let i = 0; i < ours.length; i++) if (ours[i] === theirs[i]) agree++;
+  const pct = (100 * agree) / ours.length;
+  console.log(`ONNX ${onnxPath} (${(exported.bytes.length / 1024).toFixed(0)} KiB, opset ${sc.onnx.EXPORT_OPSET}): onnxruntime predicts the same class as Stagecraft on ${agree} of ${ours.length} test digits (${pct.toFixed(2)}%)`);
+  if (agree !== ours.length) failures.push(`onnxruntime's predictions agree with ours on only ${pct.toFixed(2)}% of the test digits`);
+}
 
 // ---- plot --------------------------------------------------------------------------------
 

@@ -2,26 +2,15 @@
 // picture of docs/architecture.md. An import from part A to part B is allowed when B is reachable
 // from A along the picture's arrows (dependencies point one way, down); it is a break when it is
 // not, and always when the picture says A must never use B. Imports inside one part are free.
-// Breaks the picture already knows about, which a later step removes, are listed once, in
-// KNOWN_BREAKS below: the check fails on any other break, and on a listed one that is gone (so
-// the list only shrinks).
+// There is no list of tolerated breaks: any break fails the check (and npm test, through
+// test/scripts/check-layers.test.ts). An import the picture does not allow is moved, or goes through the
+// wiring in api/, or the picture (docs/layers.json and docs/architecture.md) gains the arrow.
 //
-//   node scripts/check-layers.mjs        prints the breaks and exits 1 if the check fails
+//   node scripts/check-layers.mjs        prints the breaks and exits 1 if there is any
 import { readFileSync, readdirSync, statSync, existsSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
-
-/**
- * Known breaks, as "from/file.ts -> to/file.ts" (paths under src/), each with the step that
- * removes it. Nothing else may break the picture.
- */
-export const KNOWN_BREAKS = {
-  // The recurrent layers (models, merged from main) convert their sequence scan with AutoGraph
-  // when the module loads; Models are not above AutoGraph in the picture. The models' owner
-  // removes it (a hand-written sc.whileLoop), or the picture gains the arrow.
-  "nn/layers/recurrent.ts -> autograph/api.ts": "models write their loops with staging's control flow",
-};
 
 /** Every .ts file under `dir`. */
 function sourceFiles(dir) {
@@ -75,8 +64,8 @@ function reachable(layers) {
 }
 
 /**
- * Checks the imports under `root`/src against `root`/docs/layers.json. Returns the breaks (each
- * with its reason), which of them are known, and the known breaks that no longer exist.
+ * Checks the imports under `root`/src against `root`/docs/layers.json. Returns the breaks, each
+ * as "from/file.ts -> to/file.ts" (paths under src/) with its parts and reason.
  */
 export function checkLayers(root) {
   const layers = JSON.parse(readFileSync(join(root, "docs/layers.json"), "utf8"));
@@ -96,20 +85,13 @@ export function checkLayers(root) {
       breaks.push({ edge, parts: `${from} -> ${to}`, why });
     }
   }
-  const found = new Set(breaks.map((b) => b.edge));
-  return {
-    breaks: breaks.filter((b) => !(b.edge in KNOWN_BREAKS)),
-    known: breaks.filter((b) => b.edge in KNOWN_BREAKS),
-    stale: Object.keys(KNOWN_BREAKS).filter((e) => !found.has(e)),
-  };
+  return { breaks };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-  const { breaks, known, stale } = checkLayers(root);
+  const { breaks } = checkLayers(root);
   for (const b of breaks) console.log(`BREAK ${b.edge}  (${b.parts}: ${b.why})`);
-  for (const b of known) console.log(`known ${b.edge}  (${b.parts}: ${KNOWN_BREAKS[b.edge]})`);
-  for (const e of stale) console.log(`GONE  ${e}: remove it from KNOWN_BREAKS`);
-  console.log(`${breaks.length} new breaks, ${known.length} known, ${stale.length} listed but gone`);
-  process.exitCode = breaks.length > 0 || stale.length > 0 ? 1 : 0;
+  console.log(`${breaks.length} breaks`);
+  process.exitCode = breaks.length > 0 ? 1 : 0;
 }

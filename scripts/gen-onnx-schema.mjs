@@ -2,7 +2,7 @@
 // from the onnx repository, Apache-2.0) into protobufjs's JSON descriptor, written as the
 // TypeScript module src/onnx/proto/schema.ts. protobufjs/light builds its reader and writer
 // from that descriptor at run time, so no .proto file has to travel with dist/.
-// Run after updating the .proto files: `node scripts/gen-onnx-schema.mjs` (test/onnx-proto.test.ts
+// Run after updating the .proto files: `node scripts/gen-onnx-schema.mjs` (test/onnx/proto.test.ts
 // checks that schema.ts matches the .proto files).
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";

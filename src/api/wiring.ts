@@ -5,7 +5,11 @@
  *
  * - staging runs graph functions on the executor the configuration asks for (exec/executor.ts:
  *   the compiled executor, or STAGECRAFT_EXECUTOR=interpret's interpreter);
- * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage);
+ * - the engines `stage(fn, { engine })` may ask for by name: "onnxruntime" (onnx/engine.ts);
+ * - what staged and concrete functions' toOnnx() calls: the ONNX exporter (onnx/export);
+ * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage), and
+ *   callbacks given to Stagecraft functions while such a function is traced (core/context.ts
+ *   traceCallback: the way converted code's calls convert them, autograph/operators/calls.ts);
  * - graph AD's rules (grad/rules.ts): the gradient rules of cond, while and call, which the
  *   tracer hands those nodes to while tapes record, and the differentiator of host functions
  *   (ops/host.ts), which differentiates them with the eager tape;
@@ -14,11 +18,15 @@
  */
 import { installGradientRules } from "../grad/rules.js";
 import { configuredExecutor } from "../exec/executor.js";
-import { setDefaultExecutor } from "../staging/concrete-function.js";
+import { setDefaultExecutor, setEngine, setOnnxExporter } from "../staging/concrete-function.js";
+import { onnxruntimeExecutor } from "../onnx/engine.js";
+import { exportModel } from "../onnx/export/export.js";
 import { setStageConverter } from "../staging/stage.js";
 import { convertForStage } from "../autograph/api.js";
 import { installNativeKernels } from "../backends/cpu/native.js";
 import { loadOrtNativeKernels } from "../onnx/native-kernels.js";
+import { resolveCallee } from "../autograph/operators/calls.js";
+import { setCallbackConverter } from "../core/context.js";
 
 let wired = false;
 
@@ -27,7 +35,12 @@ export function wire(): void {
   if (wired) return;
   wired = true;
   setDefaultExecutor(configuredExecutor());
+  // (onnxruntime-node is loaded when a function asking for the engine first runs)
+  setEngine("onnxruntime", onnxruntimeExecutor());
+  // (staged and concrete functions' toOnnx())
+  setOnnxExporter((cf, specs) => exportModel(cf, specs).bytes);
   setStageConverter((fn) => convertForStage(fn));
+  setCallbackConverter(resolveCallee);
   installGradientRules();
   installNativeKernels(loadOrtNativeKernels());
 }

@@ -109,8 +109,11 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
   fwd.graph.setOutputs([...outs, ...saved].map((t) => fwd.valueOf(t)));
   fwd.active = false;
   const forward = new ConcreteFunction(fwd.graph, library, fwd.captures, outs.map((_, i) => new OutputLeaf(i)), args.length);
+  // (the forward and backward run on the engine the function runs on)
+  forward.engine = cf.engine;
+  const engine = cf.engine !== null ? { engine: cf.engine } : {};
   const bwdGraph = bwd.graph;
-  const backward = stage((...xs: Tensor[]) => replay(bwdGraph, library, xs), { name: `${cf.name}_backward`, autograph: false });
+  const backward = stage((...xs: Tensor[]) => replay(bwdGraph, library, xs), { name: `${cf.name}_backward`, autograph: false, ...engine });
   const fwdGraph = fwd.graph;
   const numInputs = fwdGraph.inputs.length;
   const fullVjp = stage(
@@ -126,7 +129,7 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
       if (diff.length === 0) return inputs.map((x) => zerosLikeTensor(x));
       return t.gradient(diff.map(([o]) => o), inputs, { outputGradient: diff.map(([, c]) => c) }) as Tensor[];
     },
-    { name: `${cf.name}_vjp`, autograph: false },
+    { name: `${cf.name}_vjp`, autograph: false, ...engine },
   );
   return { forward, numOutputs: outs.length, fullVjp, backward, backwardInputs };
 }

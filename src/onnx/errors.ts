@@ -1,7 +1,7 @@
 /**
  * The ONNX layer's typed errors. Every failure to read, check or run an ONNX model is one of
  * these (or one of core/errors.ts's classes raised by an op while the model runs), never a
- * bare Error from a library below: the mutation fuzzer (test/onnx-fuzz.test.ts) holds us to it.
+ * bare Error from a library below: the mutation fuzzer (test/onnx/fuzz.test.ts) holds us to it.
  */
 import { StagecraftError } from "../core/errors.js";
 

@@ -13,3 +13,5 @@ export { makeNode, makeGraph, makeModel, makeValueInfo, makeAttribute, modelByte
 export { loadOnnxRuntime, hasOnnxRuntime, createSession, runSession, runOnnxRuntime, toOrtTensor, fromOrtTensor, type OrtSession } from "./ort.js";
 export { mismatch, allClose, NODE_TEST_TOLERANCE, MODEL_TOLERANCE, type Tolerance } from "./compare.js";
 export { runConformance, runCase, listCases, formatReport, type CaseResult, type ConformanceReport, type ConformanceOptions } from "./conformance.js";
+export { exportFunction, exportModel, EXPORT_OPSET, EXPORT_IR_VERSION, type ExportOptions, type ExportedModel } from "./export/export.js";
+export { onnxruntimeExecutor, engineStats, type EngineOptions } from "./engine.js";

@@ -3,7 +3,7 @@
  * add it), sessions from model bytes, and Tensor <-> ort.Tensor conversion. Used as the test
  * oracle and, by the export side, as an engine. The CPU execution provider is the default.
  */
-import { createRequire } from "node:module";
+import { createRequire } from "../core/platform/node.js";
 import { Tensor } from "../core/tensor.js";
 import { allocStorage, type DType } from "../core/dtype.js";
 import { floatToHalfBits as floatToHalf, halfBitsToFloat as halfToFloat } from "../core/float16.js";
@@ -54,7 +54,8 @@ export async function createSession(model: Uint8Array | string, options: { execu
   checkOptions("onnx.createSession", options, ["executionProviders"]);
   const o = loadOnnxRuntime();
   try {
-    const opts = { executionProviders: options.executionProviders ?? ["cpu"] };
+    // (warnings, such as unused initializers it removes, are not errors: errors only)
+    const opts = { executionProviders: options.executionProviders ?? ["cpu"], logSeverityLevel: 3 as const };
     return await (typeof model === "string" ? o.InferenceSession.create(model, opts) : o.InferenceSession.create(model, opts));
   } catch (e) {
     throw new OnnxError(`onnxruntime could not load the model: ${(e as Error).message}`, "onnxruntime");
@@ -103,6 +104,8 @@ export function fromOrtTensor(t: OrtTensor): Tensor {
   const dtype = (Object.entries(ORT_TYPE).find(([, v]) => v === t.type)?.[0] ?? null) as DType | null;
   if (dtype === null) throw new OnnxError(`onnxruntime returned a ${t.type} tensor, which Stagecraft has no dtype for`, "onnxruntime");
   const src = t.data as ArrayLike<number | bigint>;
+  // (storage of the very array type our tensors use is adopted: onnxruntime made it for this result)
+  if (dtype !== "float16" && dtype !== "bool" && src.constructor === allocStorage(dtype, 0).constructor) return new Tensor(src as Float32Array, [...t.dims], dtype);
   const out = allocStorage(dtype, src.length);
   if (dtype === "float16") for (let i = 0; i < src.length; i++) out[i] = halfToFloat(Number(src[i]));
   else for (let i = 0; i < src.length; i++) out[i] = Number(src[i]);
@@ -113,7 +116,12 @@ export function fromOrtTensor(t: OrtTensor): Tensor {
 export async function runSession(session: OrtSession, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
   const ortFeeds: Record<string, OrtTensor> = {};
   for (const [k, v] of Object.entries(feeds)) ortFeeds[k] = toOrtTensor(v);
-  const out = await session.run(ortFeeds);
+  let out: Awaited<ReturnType<OrtSession["run"]>>;
+  try {
+    out = await session.run(ortFeeds);
+  } catch (e) {
+    throw new OnnxError(`onnxruntime could not run the model: ${(e as Error).message}`, "onnxruntime");
+  }
   const result: Record<string, Tensor> = {};
   for (const [k, v] of Object.entries(out)) result[k] = fromOrtTensor(v as OrtTensor);
   return result;

@@ -39,6 +39,40 @@ export function setDefaultExecutor(e: Executor): void {
   defaultExecutor = e;
 }
 
+/** Writes a concrete function as ONNX model bytes (installed by the package entry: src/onnx exports). */
+export type OnnxExporter = (fn: ConcreteFunction, specs: unknown[]) => Uint8Array;
+let onnxExporter: OnnxExporter | null = null;
+
+/** @internal Installs what toOnnx() calls. */
+export function setOnnxExporter(e: OnnxExporter): void {
+  onnxExporter = e;
+}
+
+/** @internal The installed ONNX exporter. */
+export function installedOnnxExporter(): OnnxExporter {
+  if (onnxExporter === null) throw new StagingError("no ONNX exporter is installed: import Stagecraft through its package entry (src/api/index.ts), which installs one");
+  return onnxExporter;
+}
+
+/** Executors other than the default, by name (`stage(fn, { engine })`): installed by the package entry. */
+const engines = new Map<string, Executor>();
+
+/** @internal Installs an engine staged functions may ask for by name. */
+export function setEngine(name: string, e: Executor): void {
+  engines.set(name, e);
+}
+
+/** The names of the installed engines. */
+export function engineNames(): string[] {
+  return [...engines.keys()];
+}
+
+function engineExecutor(name: string): Executor {
+  const e = engines.get(name);
+  if (e === undefined) throw new StagingError(`no engine named "${name}" is installed (installed: ${engineNames().join(", ") || "none"})`);
+  return e;
+}
+
 function installedExecutor(): Executor {
   if (defaultExecutor === null) {
     throw new StagingError("no executor is installed to run staged functions: import Stagecraft through its package entry (src/api/index.ts), which installs one");
@@ -47,6 +81,9 @@ function installedExecutor(): Executor {
 }
 
 export class ConcreteFunction {
+  /** The engine that runs the graph when the function is called (null: the default executor). */
+  engine: string | null = null;
+
   constructor(
     readonly graph: Graph,
     readonly library: FunctionLibrary,
@@ -61,7 +98,7 @@ export class ConcreteFunction {
   }
 
   /** Runs the graph on the caller's tensor arguments; returns the flat outputs. */
-  callFlat(args: Tensor[], executor: Executor = installedExecutor()): Tensor[] {
+  callFlat(args: Tensor[], executor: Executor = this.engine === null ? installedExecutor() : engineExecutor(this.engine)): Tensor[] {
     const inputs = args.concat(this.captureValues());
     return executor(this.graph, inputs, this.library);
   }
@@ -74,6 +111,11 @@ export class ConcreteFunction {
   /** Rebuilds the function's return structure from flat outputs. */
   structureOutputs(flat: Tensor[]): any {
     return mapStructure(this.outputTemplate, (leaf) => (leaf instanceof OutputLeaf ? flat[leaf.index] : leaf.value));
+  }
+
+  /** The function as an ONNX model (the bytes of a ModelProto; sc.onnx.exportModel gives names and options). */
+  toOnnx(): Uint8Array {
+    return installedOnnxExporter()(this, []);
   }
 
   /** The graph (and the functions it calls) as readable text. */

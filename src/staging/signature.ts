@@ -5,7 +5,7 @@
  */
 import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
-import type { DType } from "../core/dtype.js";
+import { allocStorage, type DType } from "../core/dtype.js";
 import { ShapeError, DtypeError } from "../core/errors.js";
 import { isPlainObject } from "../core/objects.js";
 
@@ -135,4 +135,24 @@ export function describeChange(prev: LeafInfo[], next: LeafInfo[]): string {
     if (a.describe !== b.describe) changes.push(`${b.path} changed from ${a.describe} to ${b.describe}`);
   }
   return changes.join("; ") || "the structure of the arguments changed";
+}
+
+/** Whether an argument structure holds sc.spec(...) leaves. */
+export function containsSpec(x: unknown): boolean {
+  if (x instanceof TensorSpec) return true;
+  if (Array.isArray(x)) return x.some(containsSpec);
+  if (isPlainObject(x)) return Object.values(x).some(containsSpec);
+  return false;
+}
+
+/** Arguments standing for specs: each spec a zero tensor of its dtype (unknown dims 1), checked against the spec by signatureOf. */
+export function specArguments(x: unknown): any {
+  if (x instanceof TensorSpec) return zerosOf(x.shape.map((d) => (d < 0 ? 1 : d)), x.dtype);
+  if (Array.isArray(x)) return x.map(specArguments);
+  if (isPlainObject(x)) return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, specArguments(v)]));
+  return x;
+}
+
+function zerosOf(shape: number[], dtype: DType): Tensor {
+  return new Tensor(allocStorage(dtype, shape.reduce((a, b) => a * b, 1)), shape, dtype);
 }

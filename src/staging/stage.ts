@@ -6,16 +6,18 @@
  * from staged code (a call node), from eager code under a tape (the call's gradient rule), or
  * plainly (the executor runs the graph).
  */
-import { currentHandler, recorders } from "../core/context.js";
+import { currentHandler, recorders, withCallbackConversion } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
-import type { ConcreteFunction } from "./concrete-function.js";
+import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
+import { CallDepthExceeded, ValueError } from "../core/errors.js";
 import type { Signature } from "./signature.js";
 import { TraceCache } from "./trace-cache.js";
 import { openTrace, runOnPlaceholders, setResult } from "./trace.js";
 import { isStackOverflow, Recursion } from "./recursion.js";
 import { callFromTrace } from "./call.js";
 import { recordCall } from "./recording.js";
+import { containsSpec, specArguments } from "./signature.js";
 
 export interface StageOptions {
   /** Per positional argument: sc.spec(shape, dtype) (null dims = any size), or nested structures of specs. */
@@ -32,9 +34,15 @@ export interface StageOptions {
   outputSignature?: unknown;
   /** Convert the function with AutoGraph first (default true). */
   autograph?: boolean;
+  /**
+   * What runs the function's graphs when it is called from eager code: the default executor, or
+   * an installed engine ("onnxruntime": its exported ONNX model in an onnxruntime-node session).
+   * Its gradients run on the same engine.
+   */
+  engine?: string;
 }
 
-const STAGE_OPTIONS = optionKeys<StageOptions>()("inputSignature", "reduceRetracing", "name", "outputSignature", "autograph");
+const STAGE_OPTIONS = optionKeys<StageOptions>()("inputSignature", "reduceRetracing", "name", "outputSignature", "autograph", "engine");
 
 export interface StagedFunction<A extends unknown[], R> {
   (...args: A): R;
@@ -42,6 +50,8 @@ export interface StagedFunction<A extends unknown[], R> {
   readonly traceCount: number;
   /** The concrete function for these arguments (tracing if needed). */
   concrete(...args: A): ConcreteFunction;
+  /** The function traced for these specs (sc.spec, null dims symbolic) or example tensors, as an ONNX model's bytes. */
+  toOnnx(...specs: unknown[]): Uint8Array;
   readonly stagedName: string;
 }
 
@@ -70,7 +80,8 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
         converted = r.fn as (...args: A) => R;
       } else converted = original;
     }
-    return converted(...args);
+    const run = converted;
+    return withCallbackConversion(options.autograph !== false, () => run(...args));
   };
   const cache = new TraceCache(name, options.inputSignature, options.reduceRetracing === true);
   const recursion = new Recursion(name, options.outputSignature);
@@ -78,13 +89,20 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   // (made once: a call allocates nothing to look its signature up)
   const pending = (key: string) => recursion.pending(key);
-  const trace = (args: readonly unknown[], sig: Signature) =>
-    recursion.trace(
+  const engine = options.engine ?? null;
+  if (engine !== null && !engineNames().includes(engine)) {
+    throw new ValueError(`options.engine is ${JSON.stringify(engine)}, but the installed engines are ${engineNames().map((n) => JSON.stringify(n)).join(", ") || "none"}`, "stage");
+  }
+  const trace = (args: readonly unknown[], sig: Signature) => {
+    const cf = recursion.trace(
       sig,
       () => openTrace(name, traceCount++ === 0),
       (ctx) => runOnPlaceholders(ctx, fn, args, sig),
       setResult,
     );
+    cf.engine = engine;
+    return cf;
+  };
   const lookup = (args: readonly unknown[]) => cache.lookup(args, pending, trace, traceCount);
 
   function call(args: A): R {
@@ -102,15 +120,19 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     try {
       return call(args);
     } catch (e) {
+      if (e instanceof CallDepthExceeded) throw recursion.callDepthError(e);
       throw isStackOverflow(e) ? recursion.overflowError(e as RangeError, () => cache.peek(args)) : e;
     }
   }) as StagedFunction<A, R>;
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
   Object.defineProperty(staged, "stagedName", { value: name });
   (staged as { concrete: unknown }).concrete = (...args: A): ConcreteFunction => {
-    const found = lookup(args);
+    // sc.spec(...) leaves trace for the spec (null dims unknown) instead of a tensor's shape
+    const specs = containsSpec(args) ? args : undefined;
+    const found = specs === undefined ? lookup(args) : cache.lookup(specArguments(args), pending, trace, traceCount, specs);
     if ("pending" in found) throw new StagingError(`concrete() of "${name}" was asked for while that signature is being traced`);
     return found.cf;
   };
+  (staged as { toOnnx: unknown }).toOnnx = (...specs: unknown[]): Uint8Array => installedOnnxExporter()(staged.concrete(...(specs as A)), specs);
   return staged;
 }

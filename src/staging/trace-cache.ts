@@ -39,19 +39,22 @@ export class TraceCache {
     pending: (key: string) => P | undefined,
     trace: (args: readonly unknown[], sig: Signature) => ConcreteFunction,
     traceCount: number,
+    /** Specs that replace the function's inputSignature for this lookup (concrete() of specs). */
+    specs?: readonly unknown[],
   ): Lookup<P> {
-    const fast = this.sameAsLast(args);
+    const fast = specs === undefined ? this.sameAsLast(args) : null;
     if (fast !== null && this.last !== null) return { sig: { key: this.last.sig.key, tensors: fast, leaves: this.last.sig.leaves }, cf: this.last.cf };
-    let sig = signatureOf(args, this.name, this.inputSignature);
+    let sig = signatureOf(args, this.name, specs ?? this.inputSignature);
     let cf = this.bySignature.get(sig.key);
     if (cf) {
+      if (specs !== undefined) return { sig, cf };
       // (arrays are copied: the caller may refill the same array before the next call)
       if (!sig.leaves.some((l) => l.kind === "object")) this.last = { args: snapshotArrays(args), sig, cf };
       return { sig, cf };
     }
     const p = pending(sig.key);
     if (p !== undefined) return { sig, pending: p };
-    if (this.reduceRetracing) {
+    if (this.reduceRetracing && specs === undefined) {
       const sk = structureKey(sig);
       const shapes = sig.leaves.filter((l) => l.kind === "tensor").map((l) => l.shape!);
       const prev = this.relaxed.get(sk);

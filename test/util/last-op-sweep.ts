@@ -1,5 +1,5 @@
 /**
- * The last-op gradient sweep (test/grad-last-op.test.ts): every gradient case (test/grad-cases,
+ * The last-op gradient sweep (test/grad/last-op.test.ts): every gradient case (test/util/grad-cases,
  * plus cases where an op that is never last in them is last) staged as is, so its op is the
  * staged function's last, and differentiated by every first-order transform, staged again,
  * with respect to a captured variable, and to second order. Run as a script it prints the
@@ -9,8 +9,8 @@
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
-import type { GradCase } from "../grad-cases/types.js";
-import { allCases } from "../grad-cases/index.js";
+import type { GradCase } from "./grad-cases/types.js";
+import { allCases } from "./grad-cases/index.js";
 import { gradTransforms, makeProbe, runTransform, type GradTransform, type Probe } from "./grad-transforms.js";
 import { Rng } from "./rng.js";
 

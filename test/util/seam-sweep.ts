@@ -1,6 +1,6 @@
 /**
- * The structural gradient sweep (test/graph-ad-seams.test.ts): every structural program
- * (test/grad-programs.ts) under every transform (test/util/grad-transforms.ts), in a given
+ * The structural gradient sweep (test/grad/seams.test.ts): every structural program
+ * (test/util/grad-programs.ts) under every transform (test/util/grad-transforms.ts), in a given
  * order, in one process. Run as a script it prints the staged results as JSON, in the reverse
  * of the seeded order: the test compares them with its own, computed in that order after the
  * other transforms, so no result may depend on what ran before it.
@@ -8,7 +8,7 @@
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
-import { structuralPrograms, type StructuralProgram } from "../grad-programs.js";
+import { structuralPrograms, type StructuralProgram } from "./grad-programs.js";
 import { gradTransforms, makeProbe, runTransform, type GradTransform, type Probe } from "./grad-transforms.js";
 import { Rng } from "./rng.js";
 

@@ -12,7 +12,7 @@ import * as t from "@babel/types";
 import { childNodes, identifierNames } from "./ast.js";
 import { NameGen } from "./names.js";
 import { parseFunctionSource, sourceLines, type SourcePosition } from "./parse.js";
-import { convertFunctionNode } from "./convert-function.js";
+import { convertFunctionNode } from "./pipeline.js";
 import { generateCode, type RawSourceMap } from "./generate.js";
 import type { Feature } from "./converters/context.js";
 import { addTwins, staticKeyName } from "./twins.js";
@@ -21,6 +21,7 @@ export { ConversionError } from "./errors.js";
 export type { RawSourceMap } from "./generate.js";
 export { convertModule, type ConvertModuleOptions, type ConvertModuleResult } from "./module.js";
 export { addTwins, convertProgram, DEFAULT_RUNTIME } from "./twins.js";
+export { PASSES, LOWERING, CONVERTERS } from "./pipeline.js";
 
 // ---- one function ---------------------------------------------------------------------------
 
@@ -40,8 +41,10 @@ export interface ConvertFunctionSourceOptions extends SourcePosition {
   sourceContent?: string;
   /** Whether the function is strict-mode code (default true). */
   strict?: boolean;
-  /** Give `if` and `?:` a native copy for JS-valued conditions (default true; see converters/control-flow.ts). */
+  /** Give `if` and `?:` a native copy for JS-valued conditions (default true; see converters/if-statements.ts). */
   nativeCopies?: boolean;
+  /** The passes to run (default all; see pipeline.ts: for tests of one pass). */
+  passes?: readonly string[];
 }
 
 export interface ConvertFunctionSourceResult {
@@ -87,8 +90,8 @@ export function convertFunctionSource(source: string, opts: ConvertFunctionSourc
   names.reserve(agName);
   const outer = new Set(opts.outerNames ?? []);
   const outerBinding = (n: string) => outer.has(n);
-  addTwins(fn, { filename: opts.filename, agName, names, lines, outerBinding, skip: fn, strict: opts.strict, nativeCopies: opts.nativeCopies });
-  const conv = convertFunctionNode(fn, { filename: opts.filename, agName, outerBinding, lines, strict: opts.strict, nativeCopies: opts.nativeCopies });
+  addTwins(fn, { filename: opts.filename, agName, names, lines, outerBinding, skip: fn, strict: opts.strict, nativeCopies: opts.nativeCopies, passes: opts.passes });
+  const conv = convertFunctionNode(fn, { filename: opts.filename, agName, outerBinding, lines, strict: opts.strict, nativeCopies: opts.nativeCopies, passes: opts.passes });
   const gen = generateCode(conv.node, { filename: opts.filename, sourceContent: opts.sourceContent ?? source, retainLines: opts.retainLines });
   const name = fn.type === "FunctionExpression" ? (fn.id?.name ?? null) : fn.type === "ClassMethod" ? staticKeyName(fn.key, fn.computed) : null;
   const freeNames = new Set([...conv.freeNames].filter((n) => n !== agName));

@@ -17,7 +17,7 @@
 import * as t from "./build.js";
 import { childNodes, identifierNames, patternIdentifiers, usesSuper, withLoc } from "./ast.js";
 import { NameGen } from "./names.js";
-import { convertFunctionNode, unconvertibleReason, type ConvertedFunction } from "./convert-function.js";
+import { convertFunctionNode, unconvertibleReason, type ConvertedFunction } from "./pipeline.js";
 import { ConversionError } from "./errors.js";
 
 export interface TwinOptions {
@@ -34,6 +34,8 @@ export interface TwinOptions {
   strict?: boolean;
   /** See ConvertFunctionOptions.nativeCopies. */
   nativeCopies?: boolean;
+  /** See ConvertFunctionOptions.passes. */
+  passes?: readonly string[];
 }
 
 function agMember(agName: string, name: string): t.MemberExpression {
@@ -72,7 +74,7 @@ function tryConvert(o: TwinOptions, fn: t.Function): ConvertedFunction | null {
     return null;
   }
   try {
-    const conv = convertFunctionNode(fn, { filename: o.filename, agName: o.agName, outerBinding: o.outerBinding, lines: o.lines, strict: o.strict, nativeCopies: o.nativeCopies });
+    const conv = convertFunctionNode(fn, { filename: o.filename, agName: o.agName, outerBinding: o.outerBinding, lines: o.lines, strict: o.strict, nativeCopies: o.nativeCopies, passes: o.passes });
     // Nothing rewritten: the twin would be the original (ag.call then calls it as it is).
     return conv.features.size === 0 ? null : conv;
   } catch (e) {

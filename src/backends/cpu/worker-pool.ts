@@ -20,7 +20,7 @@
 // Extra kernels reach the workers as messages (module, memory, export name) on a port that
 // each worker drains synchronously when EXTRA_GEN changes. SPINNING is 1 from the end of a
 // worker's job until it goes to sleep: a job posted meanwhile starts without a wake-up.
-import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import { SYNC_WORKER_MESSAGES, startKernelWorker } from "../../core/platform/node.js";
 import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
 import { setNativeThreadLimit } from "./native.js";
 import { jobClass, ThreadPolicy } from "./thread-policy.js";
@@ -59,8 +59,8 @@ const ROW_CHUNKS = `function rowChunks(f, t, o) {
 }`;
 const rowChunks = new Function(`${ROW_CHUNKS}; return rowChunks;`)() as (f: ExtraKernel, t: Int32Array, o: number) => void;
 
+// (run by core/platform: it defines workerData and receiveMessageOnPort)
 const WORKER_SOURCE = `
-const { workerData, receiveMessageOnPort } = require("node:worker_threads");
 ${ROW_CHUNKS}
 const { module, memory, control, tid, ws, port } = workerData;
 const ctl = new Int32Array(control);
@@ -121,26 +121,22 @@ for (;;) {
 
 class Pool {
   readonly ctl: Int32Array;
-  readonly workers: (Worker | null)[] = [null]; // index 0 = main thread
+  readonly workers: (object | null)[] = [null]; // index 0 = main thread
   /** Our ends of the workers' extra-kernel ports (index 0 unused). */
-  readonly ports: (MessagePort | null)[] = [null];
+  readonly ports: (InstanceType<typeof MessagePort> | null)[] = [null];
   private gen = 0;
 
   constructor(readonly rt: WasmRuntime) {
     this.ctl = new Int32Array(new SharedArrayBuffer(BLOCK * 4 * rt.maxThreads));
     for (let tid = 1; tid < rt.maxThreads; tid++) {
       const { port1, port2 } = new MessageChannel();
-      port1.unref();
-      const w = new Worker(WORKER_SOURCE, {
-        eval: true,
-        workerData: { module: rt.module, memory: rt.memory, control: this.ctl.buffer, tid, ws: rt.ws(tid), port: port2 },
-        transferList: [port2],
-      });
+      (port1 as { unref?: () => void }).unref?.();
+      const data = { module: rt.module, memory: rt.memory, control: this.ctl.buffer, tid, ws: rt.ws(tid), port: port2 };
+      const w = startKernelWorker(WORKER_SOURCE, data, [port2]);
+      if (w === null) break;
       this.ports.push(port1);
-      w.unref();
       const drop = () => { this.workers[tid] = null; };
-      w.on("error", drop);
-      w.on("exit", drop);
+      w.onExit(drop);
       this.workers.push(w);
     }
   }
@@ -385,7 +381,7 @@ const dropExtra = new FinalizationRegistry<number>((id) => {
  */
 export function registerExtraKernel(module: object, memory: object, name: string, fn: ExtraKernel): number | null {
   const rt = getWasmRuntime();
-  if (rt === null || rt.maxThreads < 2) return null;
+  if (rt === null || rt.maxThreads < 2 || !SYNC_WORKER_MESSAGES) return null;
   const p = getPool(rt);
   if (p === null || p.size < 2) return null;
   const id = nextExtraId++;

@@ -1,17 +1,20 @@
 /**
- * LSTM and GRU cells, and layers that run a cell over a sequence. The sequence loop is a native
- * `for...of` over the time axis, converted by AutoGraph: eagerly it runs step by step; inside
- * `sc.stage` it becomes one graph loop (not T unrolled copies), which graph AD differentiates.
+ * LSTM and GRU cells, and layers that run a cell over a sequence. The loop over the time axis
+ * (scanSequence) runs step by step eagerly; inside `sc.stage` it is one graph loop (staging's
+ * whileLoop, not T unrolled copies), which graph AD differentiates.
  */
 import type { Tensor } from "../../core/tensor.js";
 import type { Variable } from "../../core/variable.js";
 import { ValueError } from "../../core/errors.js";
 import { add, mul, sub } from "../../ops/binary.js";
 import { matmul } from "../../ops/linalg.js";
-import { split, stack, transpose } from "../../ops/shape.js";
-import { zeros } from "../../ops/fill.js";
+import { concat, dimSizeOp, expandDims, gather, split, stack, transpose, unstack } from "../../ops/shape.js";
+import { full, zeros } from "../../ops/fill.js";
+import { less } from "../../ops/compare.js";
+import { scalarOf } from "../../ops/convert.js";
 import { sigmoid, tanh } from "../../ops/unary.js";
-import { autograph } from "../../autograph/api.js";
+import { applyOp1 } from "../../ops/registry.js";
+import { whileLoop } from "../../staging/control-flow.js";
 import { initScope } from "../../staging/host.js";
 import { Module } from "../module.js";
 import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
@@ -168,18 +171,36 @@ export class GRUCell extends GatedCell {
 
 /**
  * Runs `step` over the rows of `xs` (time-major), carrying `state` (an array of tensors whose
- * first is the output); returns [outputs, final state]. Native code that AutoGraph converts:
- * over a symbolic `xs` the `for...of` is a graph loop and `outputs` a stacked tensor list.
+ * first is the output); returns [outputs stacked on a leading time axis, final state]. Eagerly a
+ * plain loop; over a symbolic `xs` one graph loop (staging's whileLoop, not unrolled) whose
+ * outputs grow a buffer by one row per step, for a time length known only when the graph runs
+ * too. (The loop AutoGraph makes of the same `for...of` with `outputs.push`: the layers sit
+ * below AutoGraph, so they write it with staging's control flow.)
  */
-function scanSequence(step: (x: Tensor, state: Tensor[]) => Tensor[], xs: any, state: Tensor[]): [Tensor[] | Tensor, Tensor[]] {
-  const outputs: Tensor[] = [];
-  for (const x of xs) {
-    state = step(x, state);
-    outputs.push(state[0]!);
+function scanSequence(step: (x: Tensor, state: Tensor[]) => Tensor[], xs: Tensor, state: Tensor[]): [Tensor, Tensor[]] {
+  if (!xs.isSymbolic) {
+    const outputs: Tensor[] = [];
+    for (const x of unstack(xs, 0)) {
+      state = step(x, state);
+      outputs.push(state[0]!);
+    }
+    return [stack(outputs, 0), state];
   }
-  return [outputs, state];
+  const k = state.length;
+  const time = xs.shape[0]! >= 0 ? xs.shape[0]! : applyOp1(dimSizeOp, [xs], { axis: 0 });
+  const first = state[0]!;
+  const buffer = full([0, ...first.shape], 0, first.dtype);
+  const out = whileLoop(
+    (i) => less(i!, time),
+    (i, ...rest) => {
+      const next = step(gather(xs, i!, 0), rest.slice(0, k));
+      return [add(i!, 1), ...next, concat([rest[k]!, expandDims(next[0]!, 0)], 0)];
+    },
+    [scalarOf(0, "int32"), ...state, buffer],
+    { shapeInvariants: [null, ...state.map(() => null), [null, ...first.shape]] },
+  );
+  return [out[k + 1]!, out.slice(1, k + 1)];
 }
-const scanConverted = autograph(scanSequence, { scope: {} });
 
 export interface SequenceOptions extends RecurrentOptions {
   /** Return the output at every step ([batch, time, hidden]) rather than the last (default true). */
@@ -209,8 +230,7 @@ abstract class SequenceLayer<C extends GatedCell> extends Module {
     if (time === 0) throw new ValueError(`needs at least one time step, got shape [${x.shape.join(", ")}]`, name);
     this.cell.buildFor(axisSize(name, x, 2, "features"));
     const s0 = state ?? this.initialState(batch);
-    const [outs, last] = scanConverted((xt: Tensor, s: Tensor[]) => this.cellStep(this.cell.weights(), xt, s), transpose(x, [1, 0, 2]), s0);
-    const seq = Array.isArray(outs) ? stack(outs, 0) : outs;
+    const [seq, last] = scanSequence((xt: Tensor, s: Tensor[]) => this.cellStep(this.cell.weights(), xt, s), transpose(x, [1, 0, 2]), s0);
     return { output: this.returnSequences ? transpose(seq, [1, 0, 2]) : last[0]!, state: last };
   }
 

@@ -43,7 +43,7 @@ function checkPaddings(op: string, paddings: unknown, shape: Shape): [number, nu
 }
 
 /** Source index for output position i (in -before..n+after-1 shifted by before) in a non-constant mode. */
-function padIndexMap(mode: PadMode, n: number, before: number, after: number): Int32Array {
+export function padIndexMap(mode: PadMode, n: number, before: number, after: number): Int32Array {
   const m = new Int32Array(n + before + after);
   for (let o = 0; o < m.length; o++) {
     const i = o - before;

@@ -42,7 +42,11 @@ export interface LivenessResult {
   liveHead: Map<t.Node, Live>;
 }
 
-export function computeLiveness(body: t.Statement[], scopes: ScopeInfo, extraHeadReads: Map<t.Node, string[]> = new Map()): LivenessResult {
+/**
+ * `extraHeadReads(loop)`: names a loop's head reads besides its test (a for...of's exit flags,
+ * tested by the runtime before each iteration).
+ */
+export function computeLiveness(body: t.Statement[], scopes: ScopeInfo, extraHeadReads: (loop: t.Node) => readonly string[] = () => []): LivenessResult {
   const liveOut = new Map<t.Node, Live>();
   const liveInBranches = new Map<t.Node, Live>();
   const liveHead = new Map<t.Node, Live>();
@@ -122,7 +126,7 @@ export function computeLiveness(body: t.Statement[], scopes: ScopeInfo, extraHea
       }
       case "WhileStatement": {
         const headReads = new Set<VarKey>();
-        for (const n of extraHeadReads.get(s) ?? []) headReads.add(scopes.keyAt(s, n));
+        for (const n of extraHeadReads(s)) headReads.add(scopes.keyAt(s, n));
         return loopFixpoint(s, labels, out, (head) => union(uses(s.test), headReads, stmt(s.body, head)));
       }
       case "DoWhileStatement": {
@@ -139,7 +143,7 @@ export function computeLiveness(body: t.Statement[], scopes: ScopeInfo, extraHea
         const left = s.left;
         const leftIds = left.type === "VariableDeclaration" ? left.declarations.flatMap((d) => patternIdentifiers(d.id)) : patternIdentifiers(left);
         const headReads = new Set<VarKey>();
-        for (const n of extraHeadReads.get(s) ?? []) headReads.add(scopes.keyAt(s, n));
+        for (const n of extraHeadReads(s)) headReads.add(scopes.keyAt(s, n));
         const head = loopFixpoint(s, labels, out, (h) => {
           const b = new Set(stmt(s.body, h));
           for (const id of leftIds) b.delete(scopes.keyOf(id));

@@ -5,23 +5,14 @@
  *   o.m(a)       ->  ag.callMethod(o', "m", [a'])
  *   o.m(f(a))    ->  ag.callMethod(o', "m", () => [ag.callee(f)(a')])   (method read first)
  *   o[k](a)      ->  ag.callMethod(o', k', [a'])
- * `console.log` and `Math.*` go to logging.ts and math.ts. Calls on `ag` (and the twin
- * registrations of twins.ts) stay as they are; calls on `super`, `import()`, direct `eval`,
- * optional calls and private methods stay native (arguments converted).
+ * `console.log` and `Math.*` were logging.ts's and math.ts's. Calls on `ag` stay as they are
+ * (their arguments are converted: the generated code's own); calls on `super`, `import()`,
+ * direct `eval`, optional calls and private methods stay native (arguments converted).
  */
 import * as t from "../build.js";
 import { withLoc } from "../ast.js";
 import type { ConvertContext } from "./context.js";
-import { convertConsoleLog, isConsoleLog } from "./logging.js";
-import { convertMathCall, mathFunction } from "./math.js";
-
-export function convertArgs(ctx: ConvertContext, args: t.CallExpression["arguments"]): (t.Expression | t.SpreadElement)[] {
-  return args.map((a) => {
-    if (a.type === "SpreadElement") return withLoc(t.spreadElement(ctx.expr(a.argument)), a);
-    if (a.type === "ArgumentPlaceholder") return a as unknown as t.Expression;
-    return ctx.expr(a as t.Expression);
-  });
-}
+import { ConverterPass } from "./pass.js";
 
 /** Literals, identifiers, `this` and functions: evaluating them runs no user code. */
 function isSimple(a: t.Node): boolean {
@@ -34,35 +25,31 @@ function isSimple(a: t.Node): boolean {
   );
 }
 
-/** The helper twins.ts wraps function expressions in: `(($f) => (ag.registerConverted($f, twin), $f))(fn)`. */
-function isTwinRegistration(ctx: ConvertContext, callee: t.Node): boolean {
-  if (callee.type !== "ArrowFunctionExpression" || callee.body.type !== "SequenceExpression") return false;
-  const first = callee.body.expressions[0];
-  return first?.type === "CallExpression" && ctx.isAg(first.callee);
-}
-
-export function convertCall(ctx: ConvertContext, e: t.CallExpression): t.Expression {
+/** A call to convert, or null for the calls that stay native. */
+function convertCall(pass: ConverterPass & ConvertContext, e: t.CallExpression): t.Expression | null {
   const callee = e.callee;
-  if (ctx.isAg(callee) || isTwinRegistration(ctx, callee)) return e;
-  const args = convertArgs(ctx, e.arguments);
-  if (callee.type === "Super" || callee.type === "Import" || callee.type === "V8IntrinsicIdentifier") return withLoc(t.callExpression(callee, args), e);
-  if (callee.type === "Identifier" && callee.name === "eval") return withLoc(t.callExpression(callee, args), e);
-  const plainArgs = args.every((a) => a.type !== "SpreadElement") ? (args as t.Expression[]) : null;
-  if (isConsoleLog(ctx, callee)) return convertConsoleLog(ctx, e, args as t.Expression[]);
-  const math = mathFunction(ctx, callee);
-  if (math && plainArgs) return convertMathCall(ctx, e, math, plainArgs);
+  if (pass.isAg(callee)) return null;
+  if (callee.type === "Super" || callee.type === "Import" || callee.type === "V8IntrinsicIdentifier") return null;
+  if (callee.type === "Identifier" && callee.name === "eval") return null;
   if (callee.type === "MemberExpression") {
-    if (callee.object.type === "Super" || callee.property.type === "PrivateName") {
-      const object = callee.object.type === "Super" ? callee.object : ctx.expr(callee.object);
-      return withLoc(t.callExpression(withLoc(t.memberExpression(object, callee.property, callee.computed), callee), args), e);
-    }
-    ctx.feature("call");
-    const key = callee.computed ? ctx.expr(callee.property as t.Expression) : t.stringLiteral((callee.property as t.Identifier).name);
+    if (callee.object.type === "Super" || callee.property.type === "PrivateName") return null;
     // Arguments with side effects go in a thunk, so the method is read before they run (JS order).
     const simple = e.arguments.every((a) => isSimple(a));
-    const list = t.arrayExpression(args);
-    return ctx.agCall("callMethod", [ctx.expr(callee.object), key, simple ? list : t.arrowFunctionExpression([], list)], e);
+    const args = pass.args(e.arguments);
+    pass.feature("call");
+    const key = callee.computed ? pass.expr(callee.property as t.Expression) : t.stringLiteral((callee.property as t.Identifier).name);
+    const list = t.arrayExpression(args as (t.Expression | t.SpreadElement)[]);
+    return pass.agCall("callMethod", [pass.expr(callee.object), key, simple ? list : t.arrowFunctionExpression([], list)], e);
   }
-  ctx.feature("call");
-  return withLoc(t.callExpression(ctx.agCall("callee", [ctx.expr(callee as t.Expression)], e), args), e);
+  const args = pass.args(e.arguments);
+  pass.feature("call");
+  return withLoc(t.callExpression(pass.agCall("callee", [pass.expr(callee as t.Expression)], e), args), e);
+}
+
+export class Calls extends ConverterPass {
+  static readonly passName = "calls";
+  static readonly rewrites = ["CallExpression"];
+  protected override expression(e: t.Expression): t.Expression | undefined {
+    return e.type === "CallExpression" ? (convertCall(this, e) ?? undefined) : undefined;
+  }
 }

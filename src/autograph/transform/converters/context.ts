@@ -1,16 +1,14 @@
 /**
- * What a converter sees: the recursive converters for expressions and statements, builders
- * for `ag.*` calls and `loc` strings, the state (modified live variables) of each construct,
- * fresh names and temporaries.
+ * What a converter sees: the recursive traversal of its own pass (`expr`, `stmts`: they convert
+ * what this pass converts and leave the rest to the other passes), builders for `ag.*` calls
+ * and `loc` strings, the state (modified live variables) of each construct, fresh names and
+ * temporaries.
  */
 import type * as t from "@babel/types";
 import type { NameGen } from "../names.js";
+import type { StateInfo } from "../analyses/state.js";
 
-export interface StateInfo {
-  names: string[];
-  /** Per name: whether setState may assign it (let/var/param bindings). */
-  assignable: boolean[];
-}
+export type { StateInfo } from "../analyses/state.js";
 
 /** Construct kinds a conversion rewrote (for "this body needs conversion" diagnostics). */
 export type Feature = "if" | "ternary" | "loop" | "logical" | "operator" | "index" | "call" | "print" | "assert" | "math";
@@ -20,10 +18,10 @@ export interface ConvertContext {
   readonly names: NameGen;
   /** Parameter name of setState functions (unused elsewhere in the function). */
   readonly stateParam: string;
-  /** Converts an expression; `valueUsed: false` for expression statements. */
+  /** Converts an expression (this pass's constructs in it); `valueUsed: false` for expression statements. */
   expr(e: t.Expression, valueUsed?: boolean): t.Expression;
-  /** Converts a statement list. */
-  stmts(list: readonly t.Statement[]): t.Statement[];
+  /** Converts a statement list (in place; the list is returned). */
+  stmts(list: t.Statement[]): t.Statement[];
   /** `ag.name(...args)` (name may be dotted: "math.exp"), positioned at `at`. */
   agCall(name: string, args: t.Expression[], at?: t.Node | null): t.CallExpression;
   /** The `"file:line:column"` string literal of a node's original position. */
@@ -46,7 +44,7 @@ export interface ConvertContext {
   readonly nativeCopies: boolean;
   /** Converts with nativeCopies false (the closures passed to ag.ifStmt / ag.ifExp). */
   closureForm<T>(fn: () => T): T;
-  /** Whether an identifier is the `ag` runtime object. */
+  /** Whether an identifier (or the root of a member chain) is the `ag` runtime object. */
   isAg(e: t.Node): boolean;
   feature(f: Feature): void;
 }

@@ -14,8 +14,10 @@
  */
 import * as t from "../build.js";
 import { withLoc } from "../ast.js";
+import { native } from "../anno.js";
 import type { ConvertContext } from "./context.js";
-import { COMPOUND_OPS, isStable, nativeMember, updateValue } from "./operators.js";
+import { ConverterPass } from "./pass.js";
+import { COMPOUND_OPS, isStable, nativeMember, updateValue } from "./common.js";
 
 export function convertIndexRead(ctx: ConvertContext, m: t.MemberExpression): t.Expression {
   if (m.object.type === "Super") return nativeMember(ctx, m);
@@ -115,7 +117,7 @@ function writeIndexed(ctx: ConvertContext, parent: Place, cur: () => t.Expressio
   const updated = setItemCall(ctx, [cur(), key, value]);
   if (parent.unconditional) return parent.set(updated);
   const r = ctx.temp("$r");
-  return t.sequenceExpression([assign(r, updated), t.logicalExpression("&&", t.binaryExpression("!==", t.identifier(r), cur()), parent.set(t.identifier(r)))]);
+  return t.sequenceExpression([assign(r, updated), native(t.logicalExpression("&&", native(t.binaryExpression("!==", t.identifier(r), cur())), parent.set(t.identifier(r))))]);
 }
 
 /** `T[k] = v` and `T[k] op= v` (arithmetic compound operators). */
@@ -157,7 +159,7 @@ export function convertIndexAssignment(ctx: ConvertContext, e: t.AssignmentExpre
   return withLoc(out, e);
 }
 
-/** `x[i]++`, `--x[i]` (see convertUpdate in operators.ts). */
+/** `x[i]++`, `--x[i]` (see convertUpdate in assignments.ts). */
 export function convertIndexUpdate(ctx: ConvertContext, e: t.UpdateExpression, valueUsed: boolean): t.Expression {
   const left = e.argument as t.MemberExpression;
   if (left.object.type === "Super" || !ctx.tempsAllowed) return withLoc(t.updateExpression(e.operator, nativeMember(ctx, left), e.prefix), e);
@@ -181,4 +183,21 @@ export function convertIndexUpdate(ctx: ConvertContext, e: t.UpdateExpression, v
   const parts = [...prep, writeIndexed(ctx, parent, cur, k(), value)];
   if (result) parts.push(result);
   return withLoc(t.sequenceExpression(parts), e);
+}
+
+export class Indexing extends ConverterPass {
+  static readonly passName = "indexing";
+  static readonly rewrites = ["computedMember"];
+  protected override expression(e: t.Expression, valueUsed: boolean): t.Expression | undefined {
+    switch (e.type) {
+      case "MemberExpression":
+        return e.computed && !this.isAg(e) ? convertIndexRead(this, e) : undefined;
+      case "AssignmentExpression":
+        return e.left.type === "MemberExpression" && e.left.computed ? convertIndexAssignment(this, e, valueUsed) : undefined;
+      case "UpdateExpression":
+        return e.argument.type === "MemberExpression" && e.argument.computed ? convertIndexUpdate(this, e, valueUsed) : undefined;
+      default:
+        return undefined;
+    }
+  }
 }

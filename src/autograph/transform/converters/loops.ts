@@ -1,186 +1,27 @@
 /**
- * Loops.
- *
- * Lowering (before analysis): every converted loop becomes a `while` or a `for...of` with a
- * single exit:
- *   for (init; t; u) B   ->  { init; let $brk = false;
- *                              while (!$brk && t) { let $cont = false; B'; if (!$brk) u } }
- *   do B while (t)       ->  { B' } while (!$brk && t) { B' }      (B once, then as while)
- * with per-iteration copies of the loop-head `let` bindings when closures capture them
- * (see lowerFor):
- *   while (t) { let $i = i; { let i = $i; B'; $i = i } i = $i; u }
- * `for...in` stays a native loop (its jumps are re-issued natively).
- *
- * Conversion (after analysis):
- *   while (t) B          ->  ag.whileStmt(() => t', () => { B' }, getState, setState, names, loc)
- *   for (const x of it) B -> ag.forOf(it', (x) => { B' }, getState, setState, names, loc[, () => !$brk])
+ * Loops (after the lowering, every converted loop is a `while` or a `for...of` with one exit):
+ *   while (t) B            ->  ag.whileStmt(() => t', () => { B' }, getState, setState, names, loc)
+ *   for (const x of it) B  ->  ag.forOf(it', (x) => { B' }, getState, setState, names, loc[, () => !$brk])
+ * The for...of's extra test is its exit flags (Anno.FOR_OF_EXIT): the runtime checks it before
+ * taking the next item. `for await` stays native.
  */
 import * as t from "../build.js";
-import { bodyList, namesUsedInNestedFunctions, notAll, patternIdentifiers, withLoc } from "../ast.js";
-import type { NameGen } from "../names.js";
-import type { Flag, JumpTarget, Lowered } from "./jumps.js";
+import { bodyList, notAll, withLoc } from "../ast.js";
+import { Anno, getAnno } from "../anno.js";
 import type { ConvertContext } from "./context.js";
+import { ConverterPass } from "./pass.js";
 import { stateArgs } from "./state.js";
 
-export interface LoopLowering {
-  readonly names: NameGen;
-  brkFlag(target: JumpTarget): Flag;
-  readonly forOfExit: Map<t.Node, string[]>;
-  depth: number;
-  lowerList(stmts: readonly t.Statement[]): Lowered;
-  withTarget<T>(target: JumpTarget, fn: () => T): T;
-  inBranch<T>(fn: () => T): T;
-  flagDecl(f: Flag | undefined): t.Statement[];
-  labeled(target: JumpTarget, stmt: t.Statement): t.Statement;
-}
-
-function and(a: t.Expression | null, b: t.Expression): t.Expression {
-  return a ? t.logicalExpression("&&", a, b) : b;
-}
-
-/** Flags that end the loop: everything its body may set except its own `continue` flag. */
-function exitFlags(sets: Set<Flag>, target: JumpTarget): string[] {
-  return [...sets].filter((f) => f !== target.cont).map((f) => f.name);
-}
-
-function remaining(sets: Set<Flag>, target: JumpTarget): Set<Flag> {
-  return new Set([...sets].filter((f) => f !== target.brk && f !== target.cont));
-}
-
-function loopTarget(L: LoopLowering, labels: string[], converted: boolean): JumpTarget {
-  return { kind: "loop", converted, depth: converted ? L.depth + 1 : L.depth, labels };
-}
-
-function lowerConvertedBody(L: LoopLowering, target: JumpTarget, body: t.Statement): Lowered {
-  return L.withTarget(target, () => L.inBranch(() => L.lowerList(bodyList(body))));
-}
-
-export function lowerWhile(L: LoopLowering, s: t.WhileStatement, labels: string[]): Lowered {
-  const target = loopTarget(L, labels, true);
-  const body = lowerConvertedBody(L, target, s.body);
-  const test = and(notAll(exitFlags(body.sets, target)), s.test);
-  const loop = withLoc(t.whileStatement(test, withLoc(t.blockStatement([...L.flagDecl(target.cont), ...body.out]), s.body)), s);
-  return { out: [...L.flagDecl(target.brk), loop], sets: remaining(body.sets, target) };
-}
-
-export function lowerDoWhile(L: LoopLowering, s: t.DoWhileStatement, labels: string[]): Lowered {
-  const target = loopTarget(L, labels, true);
-  // The first iteration runs as a plain block (same closure depth as the loop statement).
-  const first = L.withTarget(target, () => L.lowerList(bodyList(t.cloneNode(s.body, true, false))));
-  const rest = lowerConvertedBody(L, target, s.body);
-  const sets = new Set([...first.sets, ...rest.sets]);
-  const test = and(notAll(exitFlags(sets, target)), s.test);
-  const once = withLoc(t.blockStatement([...L.flagDecl(target.cont), ...first.out]), s.body);
-  const loop = withLoc(t.whileStatement(test, withLoc(t.blockStatement([...L.flagDecl(target.cont), ...rest.out]), s.body)), s);
-  return { out: [...L.flagDecl(target.brk), once, loop], sets: remaining(sets, target) };
-}
-
-/** Per-iteration copies: `let $i = i; { let i = $i; ...stmts; $i = i; } i = $i;`. */
-function perIteration(L: LoopLowering, names: string[], stmts: t.Statement[]): t.Statement[] {
-  const carriers = names.map((n) => L.names.fresh(`$${n}`));
-  return [
-    t.variableDeclaration("let", names.map((n, k) => t.variableDeclarator(t.identifier(carriers[k]!), t.identifier(n)))),
-    t.blockStatement([
-      t.variableDeclaration("let", names.map((n, k) => t.variableDeclarator(t.identifier(n), t.identifier(carriers[k]!)))),
-      ...stmts,
-      ...names.map((n, k) => t.expressionStatement(t.assignmentExpression("=", t.identifier(carriers[k]!), t.identifier(n)))),
-    ]),
-    ...names.map((n, k) => t.expressionStatement(t.assignmentExpression("=", t.identifier(n), t.identifier(carriers[k]!)))),
-  ];
-}
-
-/**
- * `for (init; test; update) body`. Loop-head `let` bindings follow JavaScript's per-iteration
- * environments where closures can observe them:
- * - captured in the body only: per-iteration copies around the body;
- * - captured in the test or update: each iteration's environment holds [the previous
- *   iteration's update,] the test and the body, so the test moves into the body:
- *     { copy; if (t) B else $brk = true }  while (!$brk) { copy; u; if (t) B else $brk = true }
- * - captured in the initializer: the loop runs on copies of the initialized bindings, so the
- *   initializer's closures keep seeing the first values.
- */
-export function lowerFor(L: LoopLowering, s: t.ForStatement, labels: string[]): Lowered {
-  const target = loopTarget(L, labels, true);
-  const init = s.init;
-  const headLets = init && init.type === "VariableDeclaration" && init.kind === "let" ? init.declarations.flatMap((d) => patternIdentifiers(d.id).map((i) => i.name)) : [];
-  const captures = (n: t.Node | null | undefined): boolean => {
-    if (!n || headLets.length === 0) return false;
-    const used = namesUsedInNestedFunctions(n);
-    return headLets.some((h) => used.has(h));
-  };
-  const initCaptured = init?.type === "VariableDeclaration" && init.declarations.some((d) => captures(d.init));
-  const headCaptured = captures(s.test) || captures(s.update);
-  const bodyCaptured = captures(s.body);
-
-  let loopStmts: t.Statement[];
-  let sets: Set<Flag>;
-  if (headCaptured) {
-    const brk = L.brkFlag(target);
-    const iteration = (withUpdate: boolean): t.Statement[] => {
-      const test = s.test ? t.cloneNode(s.test, true, false) : t.booleanLiteral(true);
-      const step = t.ifStatement(test, t.cloneNode(s.body, true, false), t.blockStatement([t.expressionStatement(t.assignmentExpression("=", t.identifier(brk.name), t.booleanLiteral(true)))]));
-      withLoc(step, s);
-      return [...(withUpdate && s.update ? [withLoc(t.expressionStatement(t.cloneNode(s.update, true, false)), s.update)] : []), step];
-    };
-    // The first iteration runs as a plain block (as a do-while's does), then the loop.
-    // (Lowered first, then wrapped in the copies: the copies back must run even after a continue.)
-    const first = L.withTarget(target, () => L.lowerList(iteration(false)));
-    const rest = L.withTarget(target, () => L.inBranch(() => L.lowerList(iteration(true))));
-    sets = new Set([...first.sets, ...rest.sets, brk]);
-    const exits = exitFlags(sets, target);
-    const loop = withLoc(t.whileStatement(notAll(exits)!, withLoc(t.blockStatement([...L.flagDecl(target.cont), ...perIteration(L, headLets, rest.out)]), s.body)), s);
-    loopStmts = [...L.flagDecl(target.brk), t.blockStatement([...L.flagDecl(target.cont), ...perIteration(L, headLets, first.out)]), loop];
-  } else {
-    const body = lowerConvertedBody(L, target, s.body);
-    sets = body.sets;
-    const exits = exitFlags(body.sets, target);
-    const loopBody: t.Statement[] = [...L.flagDecl(target.cont), ...(bodyCaptured ? perIteration(L, headLets, body.out) : body.out)];
-    if (s.update) {
-      const u = withLoc(t.expressionStatement(s.update), s.update);
-      const guard = notAll(exits);
-      loopBody.push(guard ? withLoc(t.ifStatement(guard, t.blockStatement([u])), s.update) : u);
-    }
-    const test = and(notAll(exits), s.test ?? t.booleanLiteral(true));
-    const loop = withLoc(t.whileStatement(test, withLoc(t.blockStatement(loopBody), s.body)), s);
-    loopStmts = [...L.flagDecl(target.brk), loop];
-  }
-  const out: t.Statement[] = [];
-  if (init) out.push(init.type === "VariableDeclaration" ? init : withLoc(t.expressionStatement(init), init));
-  if (initCaptured) {
-    // The initializer's closures keep the first environment: the loop runs on copies.
-    const temps = headLets.map((n) => L.names.fresh(`$${n}`));
-    out.push(t.variableDeclaration("let", headLets.map((n, k) => t.variableDeclarator(t.identifier(temps[k]!), t.identifier(n)))));
-    out.push(t.blockStatement([t.variableDeclaration("let", headLets.map((n, k) => t.variableDeclarator(t.identifier(n), t.identifier(temps[k]!)))), ...loopStmts]));
-  } else out.push(...loopStmts);
-  return { out: init && init.type === "VariableDeclaration" ? [withLoc(t.blockStatement(out), s)] : out, sets: remaining(sets, target) };
-}
-
-export function lowerForOf(L: LoopLowering, s: t.ForOfStatement, labels: string[]): Lowered {
-  if (s.await) return { out: [s], sets: new Set() };
-  const target = loopTarget(L, labels, true);
-  const body = lowerConvertedBody(L, target, s.body);
-  const loop = withLoc(t.forOfStatement(s.left, s.right, withLoc(t.blockStatement([...L.flagDecl(target.cont), ...body.out]), s.body)), s);
-  L.forOfExit.set(loop, exitFlags(body.sets, target));
-  return { out: [...L.flagDecl(target.brk), loop], sets: remaining(body.sets, target) };
-}
-
-export function lowerForIn(L: LoopLowering, s: t.ForInStatement, labels: string[]): Lowered {
-  const target = loopTarget(L, labels, false);
-  const body = L.withTarget(target, () => L.lowerList(bodyList(s.body)));
-  const loop = withLoc(t.forInStatement(s.left, s.right, withLoc(t.blockStatement([...L.flagDecl(target.cont), ...body.out]), s.body)), s);
-  return { out: [...L.flagDecl(target.brk), L.labeled(target, loop)], sets: remaining(body.sets, target) };
-}
-
-// ---- conversion ---------------------------------------------------------------------------
-
 export function convertWhile(ctx: ConvertContext, s: t.WhileStatement): t.Statement {
+  ctx.feature("loop");
   const test = t.arrowFunctionExpression([], ctx.expr(s.test));
   const body = t.arrowFunctionExpression([], t.blockStatement(ctx.stmts(bodyList(s.body))));
   const call = ctx.agCall("whileStmt", [test, body, ...stateArgs(ctx, s), ctx.loc(s)], s);
   return withLoc(t.expressionStatement(call), s);
 }
 
-export function convertForOf(ctx: ConvertContext, s: t.ForOfStatement, exits: string[]): t.Statement {
+export function convertForOf(ctx: ConvertContext, s: t.ForOfStatement): t.Statement {
+  ctx.feature("loop");
   const stmts = ctx.stmts(bodyList(s.body));
   let param: t.Identifier | t.Pattern | t.RestElement;
   const left = s.left;
@@ -195,7 +36,19 @@ export function convertForOf(ctx: ConvertContext, s: t.ForOfStatement, exits: st
   }
   const body = t.arrowFunctionExpression([param], t.blockStatement(stmts));
   const args: t.Expression[] = [ctx.expr(s.right), body, ...stateArgs(ctx, s), ctx.loc(s)];
-  const extra = notAll(exits);
+  const extra = notAll(getAnno(s, Anno.FOR_OF_EXIT) ?? []);
   if (extra) args.push(t.arrowFunctionExpression([], ctx.expr(extra)));
   return withLoc(t.expressionStatement(ctx.agCall("forOf", args, s)), s);
+}
+
+export class Loops extends ConverterPass {
+  static readonly passName = "loops";
+  static readonly rewrites = ["WhileStatement", "ForOfStatement"];
+  /** (a for...of's extra test, `() => !$brk && !$ret`) */
+  static readonly adds = ["UnaryExpression", "LogicalExpression"];
+  protected override statement(s: t.Statement): t.Statement | undefined {
+    if (s.type === "WhileStatement") return convertWhile(this, s);
+    if (s.type === "ForOfStatement" && !s.await) return convertForOf(this, s);
+    return undefined;
+  }
 }

@@ -5,6 +5,7 @@
  *   names:    ["a", "b"]               for error messages
  */
 import * as t from "../build.js";
+import { Anno, mark } from "../anno.js";
 import type { ConvertContext } from "./context.js";
 
 export function stateArgs(ctx: ConvertContext, node: t.Node): t.Expression[] {
@@ -15,7 +16,8 @@ export function stateArgs(ctx: ConvertContext, node: t.Node): t.Expression[] {
   const set = targets.some((x) => x)
     ? t.arrowFunctionExpression([t.identifier(s)], t.blockStatement([t.expressionStatement(t.assignmentExpression("=", t.arrayPattern(trimHoles(targets)), t.identifier(s)))]))
     : t.arrowFunctionExpression([], t.blockStatement([]));
-  return [get, set, t.arrayExpression(names.map((n) => t.stringLiteral(n)))];
+  // (nothing in them to convert)
+  return [mark(get, Anno.OPAQUE), mark(set, Anno.OPAQUE), t.arrayExpression(names.map((n) => t.stringLiteral(n)))];
 }
 
 function trimHoles(targets: (t.Identifier | null)[]): (t.Identifier | null)[] {

@@ -1,74 +1,28 @@
 /**
- * Temporal dead zone checks for declarations the jump lowering moves up (jumps.ts,
- * hoistRestDeclarations): `let y = 2` after an `if` that returns becomes `let y` before the `if`
- * and `y = 2` in its place, so that code before it (closures) still sees the binding. Natively
- * a read of `y` before `y = 2` throws ReferenceError; converted, `y` starts as `ag.UNDEFINED` and
- * reads go through `ag.tdz(y, "y")`, which throws the same error. Direct reads in the converted
- * function are checked by the converter (Converter.tdzChecked); reads inside functions nested
- * in the code before the declaration (and their converted twins) are rewritten here.
+ * The temporal dead zone of declarations the lowering moved up (lowering/moved-declarations.ts):
+ *   let y;   (moved up)  ->  let y = ag.UNDEFINED;
+ *   y        (a read)    ->  ag.tdz(y, "y")      (throws ReferenceError while y is ag.UNDEFINED)
+ * so that a read before the original declaration throws as it does natively. Runs after the
+ * converters that write the variables they read (`x += v` -> `x = ag.add(x, v)`): those reads
+ * are of the variable being assigned, as natively.
  */
 import * as t from "../build.js";
-import { patternIdentifiers } from "../ast.js";
+import { Anno, hasAnno } from "../anno.js";
+import { ConverterPass } from "./pass.js";
 
-/** Names declared in a subtree, functions nested in it excluded (params of `root` included). */
-function declaredIn(root: t.Node): Set<string> {
-  const out = new Set<string>();
-  if (t.isFunction(root)) for (const p of root.params) for (const i of patternIdentifiers(p)) out.add(i.name);
-  if ((root.type === "FunctionExpression" || root.type === "ClassExpression") && root.id) out.add(root.id.name);
-  const visit = (n: t.Node, top: boolean): void => {
-    if (!top && (t.isFunction(n) || t.isClass(n))) {
-      if ((n.type === "FunctionDeclaration" || n.type === "ClassDeclaration") && n.id) out.add(n.id.name);
-      return;
+export class TemporalDeadZone extends ConverterPass {
+  static readonly passName = "tdz";
+  static readonly rewrites = ["tdz"];
+  protected override statement(s: t.Statement): t.Statement | undefined {
+    if (s.type !== "VariableDeclaration") return undefined;
+    for (const d of s.declarations) {
+      if (d.init) d.init = this.expr(d.init);
+      else if (d.id.type === "Identifier" && hasAnno(d.id, Anno.TDZ_HOISTED)) d.init = t.memberExpression(t.identifier(this.agName), t.identifier("UNDEFINED"));
     }
-    if (n.type === "VariableDeclarator") for (const i of patternIdentifiers(n.id)) out.add(i.name);
-    if (n.type === "CatchClause" && n.param) for (const i of patternIdentifiers(n.param)) out.add(i.name);
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-      const v = (n as unknown as Record<string, unknown>)[k];
-      for (const c of Array.isArray(v) ? v : [v]) if (c && typeof c === "object" && typeof (c as t.Node).type === "string") visit(c as t.Node, false);
-    }
-  };
-  visit(root, true);
-  return out;
-}
+    return s;
+  }
 
-function isScope(n: t.Node): boolean {
-  return t.isFunction(n) || t.isClass(n) || n.type === "BlockStatement" || n.type === "CatchClause" || t.isFor(n) || n.type === "SwitchStatement";
-}
-
-function isRead(id: t.Identifier, parent: t.Node, grandparent: t.Node | null): boolean {
-  if (parent.type === "UpdateExpression") return false;
-  if ((parent.type === "AssignmentExpression" || parent.type === "AssignmentPattern") && parent.left === id) return false;
-  if ((parent.type === "ForInStatement" || parent.type === "ForOfStatement") && parent.left === id) return false;
-  return t.isReferenced(id, parent, grandparent ?? undefined);
-}
-
-/**
- * Rewrites the reads of `names` inside functions nested in `stmts` (where those names are not
- * shadowed) as `agName.tdz(name, "name")`, in place.
- */
-export function checkReadsInNestedFunctions(stmts: readonly t.Statement[], names: ReadonlySet<string>, agName: string): void {
-  const visit = (n: t.Node, parent: t.Node | null, grandparent: t.Node | null, inFunction: boolean, shadowed: ReadonlySet<string>): t.Node => {
-    if (n.type === "Identifier" && inFunction && parent && names.has(n.name) && !shadowed.has(n.name) && isRead(n, parent, grandparent)) {
-      return t.callExpression(t.memberExpression(t.identifier(agName), t.identifier("tdz")), [t.identifier(n.name), t.stringLiteral(n.name)]);
-    }
-    let inner = shadowed;
-    if (isScope(n)) {
-      const d = [...declaredIn(n)].filter((x) => names.has(x));
-      if (d.length > 0) inner = new Set([...shadowed, ...d]);
-      if ([...names].every((x) => inner.has(x))) return n;
-    }
-    const nowInFunction = inFunction || t.isFunction(n);
-    const rec = n as unknown as Record<string, unknown>;
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
-      const v = rec[k];
-      if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) {
-          const c = v[i];
-          if (c && typeof c === "object" && typeof (c as t.Node).type === "string") v[i] = visit(c as t.Node, n, parent, nowInFunction, inner);
-        }
-      } else if (v && typeof v === "object" && typeof (v as t.Node).type === "string") rec[k] = visit(v as t.Node, n, parent, nowInFunction, inner);
-    }
-    return n;
-  };
-  for (const s of stmts) visit(s, null, null, false, new Set());
+  protected override expression(e: t.Expression): t.Expression | undefined {
+    return e.type === "Identifier" && this.tdzChecked(e) ? this.agCall("tdz", [t.identifier(e.name), t.stringLiteral(e.name)], e) : undefined;
+  }
 }
