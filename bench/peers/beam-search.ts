@@ -13,7 +13,7 @@
 import * as sc from "../../src/api/index.js";
 import { randomValues } from "../common.js";
 import { assertClose, type System, type Workload } from "./harness.js";
-import { HAND_WRITTEN, jaxNotPorted, ortEngineRow, scDefaults, tf, tfBackend, tfSystems } from "./systems.js";
+import { HAND_WRITTEN, engineSystem, jaxNotPorted, scDefaults, tf, tfBackend, tfSystems } from "./systems.js";
 
 const V = 64, H = 128, K = 4, L = 24, EOS = 0, PRIOR = 0.6;
 
@@ -136,7 +136,7 @@ export async function beamSearchWorkload(): Promise<Workload> {
     { name: "stagecraft eager", enter: scDefaults, run: () => eager(h0) },
     { name: "stagecraft staged (AutoGraph)", enter: scDefaults, run: () => converted(h0) },
     { name: HAND_WRITTEN, enter: scDefaults, run: () => byHand(h0) },
-    ortEngineRow(),
+    engineSystem(eager, [h0], converted(h0)),
     ...tfSystems(() => tfSearch(w, h0d)),
     jaxNotPorted("a data-dependent while loop with top-k under jit"),
   ];

@@ -13,7 +13,7 @@
 import * as sc from "../../src/api/index.js";
 import { randomValues } from "../common.js";
 import { assertClose, type Workload } from "./harness.js";
-import { HAND_WRITTEN, jaxNotPorted, ortEngineRow, scDefaults, tfNotPorted } from "./systems.js";
+import { HAND_WRITTEN, engineSystem, jaxNotPorted, scDefaults, tfNotPorted } from "./systems.js";
 
 const POINTS = 256, D = 32, M = 6, MAX_ITERS = 40, TOL = 1e-4, ARMIJO = 1e-4, MAX_HALVINGS = 20;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -122,7 +122,7 @@ export async function lbfgsWorkload(): Promise<Workload> {
       { name: "stagecraft eager", enter: scDefaults, run: () => eager(w0) },
       { name: "stagecraft staged (AutoGraph)", enter: scDefaults, run: () => converted(w0) },
       { name: HAND_WRITTEN, enter: scDefaults, run: () => byHand(w0) },
-      ortEngineRow(),
+      engineSystem(eager, [w0], converted(w0)),
       ...tfNotPorted(),
       jaxNotPorted("nested data-dependent while loops with gradients inside"),
     ],

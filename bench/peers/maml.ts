@@ -12,7 +12,7 @@
 import * as sc from "../../src/api/index.js";
 import { randomValues } from "../common.js";
 import { assertClose, type Workload } from "./harness.js";
-import { HAND_WRITTEN, jaxNotPorted, ortEngineRow, scDefaults, tfNotPorted } from "./systems.js";
+import { HAND_WRITTEN, engineSystem, jaxNotPorted, scDefaults, tfNotPorted } from "./systems.js";
 
 const TASKS = 4, SHOTS = 10, HIDDEN = 40, ALPHA = 0.01, INNER_STEPS = 5;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -91,7 +91,7 @@ export async function mamlWorkload(): Promise<Workload> {
       { name: "stagecraft eager", enter: scDefaults, run: () => eager(...args) },
       { name: "stagecraft staged (AutoGraph)", enter: scDefaults, run: () => converted(...args) },
       { name: HAND_WRITTEN, enter: scDefaults, run: () => byHand(...args) },
-      ortEngineRow(),
+      engineSystem(eager, args, converted(...args)),
       ...tfNotPorted(),
       jaxNotPorted("second-order gradients through a loop"),
     ],

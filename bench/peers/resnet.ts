@@ -11,7 +11,7 @@ import * as sc from "../../src/api/index.js";
 import { randomValues } from "../common.js";
 import { assertClose, type Workload } from "./harness.js";
 import { scLib, tfLib, type Lib, type T } from "./lib.js";
-import { jaxNotPorted, ortEngineRow, scDefaults, scWasmOnly, tf, tfBackend, tfSystems } from "./systems.js";
+import { engineSystem, jaxNotPorted, scDefaults, scWasmOnly, tf, tfBackend, tfSystems } from "./systems.js";
 
 const N = 16, CLASSES = 10;
 
@@ -60,13 +60,12 @@ export async function resnetWorkload(quick = false): Promise<Workload> {
     name: `Small ResNet training step, batch ${N}, 32x32x3 inputs (5 convolutions 3x3, one 1x1 projection)`,
     call: "forward and the gradients of all weights",
     throughput: { perCall: N, unit: "images/s" },
-    note: "Goal: within 1.5x of onnxruntime running the same exported step.",
+    note: "Goal: staged within 1.5x of onnxruntime running the same exported step (the onnxruntime engine row).",
     systems: [
       { name: "stagecraft eager", enter: scDefaults, run: () => ours.step(...ours.params) },
       { name: "stagecraft staged", enter: scDefaults, run: () => staged(...ours.params) },
       { name: "stagecraft staged, wasm kernels only", enter: scWasmOnly, run: () => staged(...ours.params) },
-      ortEngineRow("no ONNX export of a training step on this branch (the ONNX export helper's work)"),
-      { name: "onnxruntime-node (exported step)", run: () => null, skip: "needs the exported training step (ONNX export with gradients is not on this branch)" },
+      engineSystem(ours.step, ours.params, staged(...ours.params)),
       ...tfSystems(() => { const m = make(tfLib); return () => m.step(...m.params); }, (b) =>
         b === "wasm" ? "tfjs-wasm registers no Conv2DBackpropFilter kernel: it cannot take a convolution's filter gradient"
         : quick ? "left out of --quick: tfjs-cpu's convolution gradients are plain JS loops, tens of seconds per step on this machine; the full run times it" : undefined),

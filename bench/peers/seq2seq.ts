@@ -12,7 +12,7 @@
 import * as sc from "../../src/api/index.js";
 import { randomValues } from "../common.js";
 import { assertClose, type Workload } from "./harness.js";
-import { HAND_WRITTEN, jaxNotPorted, ortEngineRow, scDefaults, tfNotPorted } from "./systems.js";
+import { HAND_WRITTEN, engineSystem, jaxNotPorted, scDefaults, tfNotPorted } from "./systems.js";
 
 const V = 32, E = 32, H = 64, B = 8, SRC = 12, TGT = 10;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -97,7 +97,7 @@ export async function seq2seqWorkload(): Promise<Workload> {
       { name: "stagecraft eager", enter: scDefaults, run: () => eager(...args) },
       { name: "stagecraft staged (AutoGraph)", enter: scDefaults, run: () => converted(...args) },
       { name: HAND_WRITTEN, enter: scDefaults, run: () => byHand(...args) },
-      ortEngineRow(),
+      engineSystem(eager, args, converted(...args)),
       ...tfNotPorted(),
       jaxNotPorted("a loop over a length that is data, with gradients"),
     ],

@@ -10,7 +10,7 @@ import * as sc from "../../src/api/index.js";
 import { useNativeKernels } from "../../src/backends/cpu/native.js";
 import { makeGraph, makeModel, makeValueInfo, modelBytes } from "../../src/onnx/builders.js";
 import { setThreadLimit } from "../../src/backends/cpu/worker-pool.js";
-import type { System } from "./harness.js";
+import { assertClose, type System } from "./harness.js";
 
 /** Selects a tfjs backend ("cpu" or "wasm") for the calls that follow. */
 export async function tfBackend(name: "cpu" | "wasm"): Promise<void> {
@@ -97,9 +97,24 @@ export function tfNotPorted(why = "not ported yet: this workload's goal compares
   return (["cpu", "wasm"] as const).map((b) => ({ name: `tfjs-${b}`, run: () => null, skip: why }));
 }
 
-/** The onnxruntime-engine row of a workload with control flow the engine does not take. */
-export function ortEngineRow(why = "no onnxruntime engine for staged functions yet (the ONNX export helper's work)"): System {
-  return { name: "stagecraft on onnxruntime engine", run: () => null, skip: why };
+/**
+ * The row of `sc.stage(fn, { engine: "onnxruntime" })` called with `args`: checked against
+ * `want` (the staged function's outputs) before it is timed; a function the engine cannot run
+ * (an export error, an op without ONNX form) is reported as not run, with the engine's message.
+ */
+export function engineSystem(fn: (...a: never[]) => unknown, args: unknown[], want: unknown): System {
+  const name = "stagecraft on onnxruntime engine";
+  const e = ortEngine(fn as (...a: unknown[]) => unknown);
+  if (e.skip !== undefined) return { name, run: () => null, skip: e.skip };
+  const flat = (r: unknown): sc.Tensor[] => (Array.isArray(r) ? r.flatMap(flat) : r instanceof sc.Tensor ? [r] : []);
+  try {
+    const got = flat(e.staged!(...args)), ref = flat(want);
+    if (got.length !== ref.length) throw new Error(`${got.length} outputs, the staged function gives ${ref.length}`);
+    got.forEach((g, i) => assertClose(`engine output ${i}`, g.dataSync(), ref[i]!.dataSync(), 1e-3));
+  } catch (err) {
+    return { name, run: () => null, skip: `the engine does not run it: ${(err as Error).message.split("\n")[0]!.slice(0, 140)}` };
+  }
+  return { name, enter: scDefaults, run: () => e.staged!(...args) };
 }
 
 export { tf, ort };
