@@ -5,12 +5,12 @@
 // when none is installed.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as sc from "../src/api/index.js";
-import { installNativeKernels, nativeKernels, nativeMatmulWins, nativeStats } from "../src/backends/cpu/native.js";
-import { config } from "../src/core/config.js";
-import { hasOnnxRuntime } from "../src/onnx/ort.js";
-import { loadOrtNativeKernels } from "../src/onnx/native-kernels.js";
-import { Rng } from "./util/rng.js";
+import * as sc from "../../../src/api/index.js";
+import { installNativeKernels, nativeKernels, nativeMatmulWins, nativeStats } from "../../../src/backends/cpu/native.js";
+import { config } from "../../../src/core/config.js";
+import { hasOnnxRuntime } from "../../../src/onnx/ort.js";
+import { loadOrtNativeKernels } from "../../../src/onnx/native-kernels.js";
+import { Rng } from "../../util/rng.js";
 
 const rand = (shape: number[], seed: number): sc.Tensor => {
   const r = new Rng(seed);

@@ -4,13 +4,13 @@
 // native kernels' thread counts are checked for bits here too.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { jobClass, ThreadPolicy } from "../src/backends/cpu/thread-policy.js";
-import { matmul } from "../src/backends/cpu/matmul.js";
-import { poolStats, setThreadLimit } from "../src/backends/cpu/worker-pool.js";
-import { configuredThreads } from "../src/backends/cpu/wasm-runtime.js";
-import { installNativeKernels, nativeKernels, nativeStats, useNativeKernels } from "../src/backends/cpu/native.js";
-import { loadOrtNativeKernels } from "../src/onnx/native-kernels.js";
-import { mulberry32 } from "./util/mulberry32.js";
+import { jobClass, ThreadPolicy } from "../../../src/backends/cpu/thread-policy.js";
+import { matmul } from "../../../src/backends/cpu/matmul.js";
+import { poolStats, setThreadLimit } from "../../../src/backends/cpu/worker-pool.js";
+import { configuredThreads } from "../../../src/backends/cpu/wasm-runtime.js";
+import { installNativeKernels, nativeKernels, nativeStats, useNativeKernels } from "../../../src/backends/cpu/native.js";
+import { loadOrtNativeKernels } from "../../../src/onnx/native-kernels.js";
+import { mulberry32 } from "../../util/mulberry32.js";
 
 installNativeKernels(loadOrtNativeKernels());
 
