@@ -101,6 +101,13 @@ const isConcrete = (s: readonly number[]) => s.every((d) => d >= 0);
 
 const compilable = (t: TensorType) => isConcrete(t.shape) || isStack(t);
 
+/** The stack type a loop variable of type `before` becomes when an iteration changes only its row count (`after`), or null. */
+function rowsGrown(before: TensorType, after: TensorType): TensorType | null {
+  if (isStack(before) || before.shape.length === 0 || after.shape.length !== before.shape.length || after.shape[0] === before.shape[0]) return null;
+  const stack = { dtype: before.dtype, shape: [-1, ...before.shape.slice(1)] };
+  return isStack(stack) && typesEqual({ dtype: after.dtype, shape: after.shape.slice(1) }, { dtype: before.dtype, shape: before.shape.slice(1) }) ? stack : null;
+}
+
 export function typesEqual(a: TensorType, b: TensorType): boolean {
   return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
 }
@@ -173,8 +180,11 @@ export function analyze(c: CompiledGraph, lookup: Lookup): Plan {
           return { condC, bodyC, bo, stable };
         };
         let loop = attempt(types);
-        // Stacks growing by a row per iteration: compile the loop once, for stack types.
-        const grown = loop?.bo.map((t, i) => (i < n && t && isStack(t) && !isStack(types[i]!) && typesEqual({ dtype: t.dtype, shape: t.shape.slice(1) }, { dtype: types[i]!.dtype, shape: types[i]!.shape.slice(1) }) ? t : null));
+        // Loop variables whose row count changes per iteration (a stack pushed to, an AutoGraph
+        // list concatenated to: [0, ...rows] in, [1, ...rows] or [-1, ...rows] out): compile the
+        // loop once, for the stack type [-1, ...rows], instead of running the body by the generic
+        // path with a new shape (a new specialization, interpreted at first) every iteration.
+        const grown = loop?.bo.map((t, i) => (i < n && t ? rowsGrown(types[i]!, t) : null));
         if (loop && !loop.stable && grown?.some((t) => t !== null)) loop = attempt(types.map((t, i) => grown[i] ?? t));
         if (!loop?.stable) return dynamic(); // shapes change across iterations: generic loop, bodies compiled per shape
         strategies.push({ kind: "loopGraph", cond: loop.condC, body: loop.bodyC });
