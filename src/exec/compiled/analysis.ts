@@ -16,6 +16,7 @@ import { assignVariableOp, callOp, condOp, readVariableOp, whileOp } from "../..
 import { WASM_MIN_MNK } from "../../backends/cpu/matmul.js";
 import { getWasmRuntime } from "../../backends/cpu/wasm-runtime.js";
 import { gemmModule } from "../../backends/cpu/wasm/gemm.js";
+import { nativeMatmulWins } from "../../backends/cpu/native.js";
 import { simdLoopFits, simdRenderable } from "../../backends/cpu/wasm/elementwise.js";
 import type { MatmulArith } from "../../backends/cpu/js-loops.js";
 import { prepareForExecution } from "../prepare.js";
@@ -360,6 +361,8 @@ function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): {
   const k = transA ? a.shape[0]! : a.shape[1]!;
   const mnk = m * n * k;
   if (mnk < WASM_MIN_MNK || mnk > WASM_GEMM_MAX || mnk <= INLINE_SGEMM_MAX || k * n > WASM_GEMM_MAX_B) return null;
+  // (the eager kernel runs it natively: calling the kernel gives the same bits)
+  if (nativeMatmulWins(m, n, k)) return null;
   if (getWasmRuntime() === null || gemmModule() === null) return null;
   return { m, k, n, transA, transB: !!attrs.transposeB };
 }
