@@ -107,15 +107,16 @@ async function jaxMicros(c: Case, iters: number): Promise<number> {
   return us;
 }
 
-export async function benchDispatch(): Promise<Row[]> {
+/** `scale` < 1 makes fewer calls per round (`--quick`). */
+export async function benchDispatch(scale = 1): Promise<Row[]> {
   await tf.setBackend("cpu");
   await tf.ready();
   await init("wasm");
   const rows: Row[] = [];
   for (const c of CASES) {
-    const ours = oursMicros(c, 200_000);
-    const tfjs = tfjsMicros(c, 100_000);
-    const jax = await jaxMicros(c, 3_000);
+    const ours = oursMicros(c, Math.round(200_000 * scale));
+    const tfjs = tfjsMicros(c, Math.round(100_000 * scale));
+    const jax = await jaxMicros(c, Math.round(3_000 * scale));
     rows.push({ name: `dispatch ${c.name}`, peer: "tfjs-cpu", ours, theirs: tfjs, unit: "us/op", ratio: tfjs / ours });
     rows.push({ name: `dispatch ${c.name}`, peer: "jax-js wasm", ours, theirs: jax, unit: "us/op", ratio: jax / ours });
   }

@@ -108,15 +108,16 @@ const TREE_MAX_NODES = 64;
 const TREE_COUNT = 8;
 
 const H = TREE_HIDDEN;
+export { TREE_HIDDEN, TREE_INPUT, TREE_CLASSES, TREE_MAX_NODES };
 const treeWLeaf = sc.variable(randomTensor([TREE_INPUT, 3 * H], 301, Math.sqrt(1 / TREE_INPUT)), { name: "tree_W_leaf" });
 const treeBLeaf = sc.variable(randomTensor([3 * H], 302, 0.1), { name: "tree_b_leaf" });
 const treeU = sc.variable(randomTensor([2 * H, 5 * H], 303, Math.sqrt(1 / (2 * H))), { name: "tree_U" });
 const treeBU = sc.variable(randomTensor([5 * H], 304, 0.1), { name: "tree_b_U" });
 const treeV = sc.variable(randomTensor([H, TREE_CLASSES], 305, Math.sqrt(1 / H)), { name: "tree_V" });
 const treeBV = sc.variable(sc.zeros([TREE_CLASSES]), { name: "tree_b_V" });
-const treeWeights = [treeWLeaf, treeBLeaf, treeU, treeBU, treeV, treeBV];
+export const treeWeights = [treeWLeaf, treeBLeaf, treeU, treeBU, treeV, treeBV];
 
-interface Tree {
+export interface Tree {
   nodes: number;
   leftJs: number[];
   rightJs: number[];
@@ -130,7 +131,7 @@ interface Tree {
 }
 
 /** A random binary tree with `leaves` leaves (2 * leaves - 1 nodes), numbered in preorder (root 0). */
-function randomTree(leaves: number, seed: number): Tree {
+export function randomTree(leaves: number, seed: number): Tree {
   let s = seed >>> 0;
   const rnd = (): number => {
     s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
@@ -194,7 +195,7 @@ function treeNodeEager(t: Tree, i: number): sc.Tensor {
   return innerCell(treeNodeEager(t, t.leftJs[i]!), treeNodeEager(t, t.rightJs[i]!));
 }
 
-function treeEagerStep(t: Tree): sc.Tensor[] {
+export function treeEagerStep(t: Tree): sc.Tensor[] {
   const tape = new sc.GradientTape();
   const loss = tape.record(() => treeLoss(treeNodeEager(t, 0), t.label));
   const grads = tape.gradient(loss, treeWeights) as sc.Tensor[];
@@ -216,7 +217,7 @@ const treeNodeStaged: (i: sc.Tensor, left: sc.Tensor, right: sc.Tensor, x: sc.Te
   { outputSignature: sc.spec([1, 2 * TREE_HIDDEN], "float32"), name: "tree_lstm_node" },
 );
 
-const treeStagedStep = sc.stage(
+export const treeStagedStep = sc.stage(
   (left: sc.Tensor, right: sc.Tensor, x: sc.Tensor, label: sc.Tensor): sc.Tensor[] => {
     const tape = new sc.GradientTape();
     const loss = tape.record(() => treeLoss(treeNodeStaged(sc.scalar(0, "int32"), left, right, x), label));

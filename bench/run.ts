@@ -2,6 +2,10 @@
 // peers measured in the same run (ratio > 1 means Stagecraft is better: faster or higher
 // throughput), and written to bench/results.json (machine, node version, rows).
 // `npm run bench -- dispatch` runs only the named suites and updates only their rows.
+// `npm run bench -- --quick` runs the short form of every suite that has one (the peer suite:
+// fewer sizes, shorter rounds; dispatch: fewer calls) and leaves out the suites whose workloads
+// the peer suite also times (staged, graph-ad); the peer suite writes its own tables
+// (bench/peers/index.ts).
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -12,13 +16,15 @@ interface Suite {
   name: string;
   file: string;
   run: () => Promise<Row[]>;
+  /** Left out of `--quick` (its workloads have tables in the peer suite). */
+  fullOnly?: boolean;
 }
 
 const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
 
 const suites: Suite[] = [
-  { name: "dispatch", file: "dispatch.ts", run: benchDispatch },
-  { name: "staged", file: "staged.ts", run: async () => (await import("./staged.js")).benchStaged() },
+  { name: "dispatch", file: "dispatch.ts", run: () => benchDispatch(quick ? 0.25 : 1) },
+  { name: "staged", file: "staged.ts", run: async () => (await import("./staged.js")).benchStaged(), fullOnly: true },
   { name: "autograph", file: "autograph.ts", run: async () => (await import("./autograph.js")).benchAutograph() },
   {
     name: "matmul",
@@ -29,8 +35,31 @@ const suites: Suite[] = [
       return mod.benchMatmul();
     },
   },
-  { name: "graph-ad", file: "graph-ad.ts", run: async () => (await import("./graph-ad.js")).benchGraphAd() },
+  { name: "graph-ad", file: "graph-ad.ts", run: async () => (await import("./graph-ad.js")).benchGraphAd(), fullOnly: true },
+  {
+    name: "peers",
+    file: "peers/index.ts",
+    run: async () => {
+      const peers = await import("./peers/index.js");
+      const results = await peers.benchPeers(quick);
+      console.log("\n" + (await import("./peers/report.js")).consoleTables(results));
+      await peers.writePeerResults(results, machine, quick);
+      console.log("wrote the peer tables to bench/RESULTS.md, bench/peers.json and bench/peers.svg");
+      return [];
+    },
+  },
 ];
+
+/** The CPU's SIMD flags that matter for the kernels (from /proc/cpuinfo where there is one). */
+function simdFlags(): string {
+  try {
+    const line = readFileSync("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("flags")) ?? "";
+    const have = new Set(line.split(/\s+/));
+    return ["sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_tile"].filter((f) => have.has(f)).join(" ") || "unknown";
+  } catch {
+    return "unknown";
+  }
+}
 
 function fmt(x: number): string {
   if (!Number.isFinite(x)) return String(x);
@@ -53,6 +82,7 @@ const machine = {
   memoryGiB: Math.round(totalmem() / 2 ** 30),
   node: process.version,
   platform: `${process.platform}-${process.arch}`,
+  flags: simdFlags(),
 };
 console.log(`Stagecraft benchmarks on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, node ${machine.node}`);
 
@@ -60,9 +90,10 @@ type SuiteRow = Row & { suite: string; measured: string };
 const rows: SuiteRow[] = [];
 const ran = new Set<string>();
 const failures: string[] = [];
-const only = process.argv.slice(2);
+const quick = process.argv.includes("--quick");
+const only = process.argv.slice(2).filter((a) => a !== "--quick");
 for (const s of suites) {
-  if (only.length > 0 && !only.includes(s.name)) continue;
+  if (only.length > 0 ? !only.includes(s.name) : quick && s.fullOnly) continue;
   if (!existsSync(here(s.file))) {
     console.log(`(skipping ${s.name}: bench/${s.file} is not there)`);
     continue;

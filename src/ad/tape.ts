@@ -4,7 +4,7 @@
  * that is recording while another computes a gradient records the gradient computation
  * itself: nesting gives higher-order derivatives.
  */
-import { pushRecorder, removeRecorder, withoutRecorders, type OpRecorder } from "../core/context.js";
+import { pushRecorder, removeRecorder, traceCallback, withoutRecorders, type OpRecorder } from "../core/context.js";
 import { atNode, executing, GradientError, type SourceLocation } from "../core/errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor } from "../core/tensor.js";
@@ -81,9 +81,10 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
 
   /** Records everything `fn` computes on watched tensors; returns fn's result. */
   record<T>(fn: (tape: this) => T): T {
+    const run = traceCallback(fn);
     this.start();
     try {
-      return fn(this);
+      return run(this);
     } finally {
       this.stop();
     }
@@ -152,6 +153,7 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     this.used = true;
     const targets = Array.isArray(target) ? target : [target];
     const seeds = options.outputGradient === undefined ? null : Array.isArray(options.outputGradient) ? options.outputGradient : [options.outputGradient];
+    if (seeds) checkSeeds(targets, seeds);
     const unconnected = options.unconnected ?? "zero";
     return withoutRecorders([this], () => {
       const sourceIds = new Set<number>();
@@ -230,4 +232,27 @@ function outputCotangents(entry: Entry, cts: Map<number, Tensor>): (Tensor | nul
   }
   if (!aliased) return outs.map((o) => cts.get(o.id) ?? null);
   return outs.map((o, i) => (entry.inputs.includes(o) || outs.indexOf(o) < i ? null : (cts.get(o.id) ?? null)));
+}
+
+/**
+ * The cotangents seeding a gradient (outputGradient; vjp's cotangents and jvp's tangents come
+ * here) must have their targets' shapes: one of another shape would broadcast into a gradient
+ * of the wrong shape without an error.
+ */
+function checkSeeds(targets: Tensor[], seeds: readonly unknown[]): void {
+  if (seeds.length !== targets.length) {
+    throw new GradientError(`got ${seeds.length} output gradients (cotangents) for ${targets.length} targets`, "GradientTape.gradient");
+  }
+  const fmt = (shape: readonly number[]) => `[${shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]`;
+  seeds.forEach((seed, i) => {
+    if (!(seed instanceof Tensor)) throw new GradientError(`output gradient ${i} must be a tensor, got ${seed === null ? "null" : typeof seed}`, "GradientTape.gradient");
+    const t = targets[i]!;
+    const same = seed.rank === t.rank && seed.shape.every((d, j) => d === t.shape[j] || d < 0 || t.shape[j]! < 0);
+    if (!same) {
+      throw new GradientError(
+        `output gradient ${i} (a cotangent) has shape ${fmt(seed.shape)} but its target has shape ${fmt(t.shape)}: they must be equal (one would broadcast into a gradient of the wrong shape)`,
+        "GradientTape.gradient",
+      );
+    }
+  });
 }

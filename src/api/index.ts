@@ -3,6 +3,8 @@
  * executor, op declarations, backends, passes' helpers) are in the `stagecraft/internals` entry
  * (internals.ts). This module also wires the layers together, once (wiring.ts).
  */
+// (first: in browsers this is the platform seam's browser side, which must run before Babel's modules)
+import "../core/platform/node.js";
 import { wire } from "./wiring.js";
 
 wire();

@@ -7,10 +7,14 @@
  *   the compiled executor, or STAGECRAFT_EXECUTOR=interpret's interpreter);
  * - the engines `stage(fn, { engine })` may ask for by name: "onnxruntime" (onnx/engine.ts);
  * - what staged and concrete functions' toOnnx() calls: the ONNX exporter (onnx/export);
- * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage);
+ * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage), and
+ *   callbacks given to Stagecraft functions while such a function is traced (core/context.ts
+ *   traceCallback: the way converted code's calls convert them, autograph/operators/calls.ts);
  * - graph AD's rules (grad/rules.ts): the gradient rules of cond, while and call, which the
  *   tracer hands those nodes to while tapes record, and the differentiator of host functions
- *   (ops/host.ts), which differentiates them with the eager tape.
+ *   (ops/host.ts), which differentiates them with the eager tape;
+ * - the CPU backend's native kernels (backends/cpu/native.ts): onnxruntime-node's products and
+ *   convolutions (onnx/native-kernels.ts) when it loads; otherwise the WebAssembly kernels.
  */
 import { installGradientRules } from "../grad/rules.js";
 import { configuredExecutor } from "../exec/executor.js";
@@ -19,10 +23,14 @@ import { onnxruntimeExecutor } from "../onnx/engine.js";
 import { exportModel } from "../onnx/export/export.js";
 import { setStageConverter } from "../staging/stage.js";
 import { convertForStage } from "../autograph/api.js";
+import { installNativeKernels } from "../backends/cpu/native.js";
+import { loadOrtNativeKernels } from "../onnx/native-kernels.js";
+import { resolveCallee } from "../autograph/operators/calls.js";
+import { setCallbackConverter } from "../core/context.js";
 
 let wired = false;
 
-/** Installs the executor, the AutoGraph converter and graph AD's rules (once). */
+/** Installs the executor, the AutoGraph converter, graph AD's rules and the native kernels (once). */
 export function wire(): void {
   if (wired) return;
   wired = true;
@@ -32,5 +40,7 @@ export function wire(): void {
   // (staged and concrete functions' toOnnx())
   setOnnxExporter((cf, specs) => exportModel(cf, specs).bytes);
   setStageConverter((fn) => convertForStage(fn));
+  setCallbackConverter(resolveCallee);
   installGradientRules();
+  installNativeKernels(loadOrtNativeKernels());
 }

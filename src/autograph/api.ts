@@ -15,9 +15,7 @@
  * Importing this module installs the on-demand converter the runtime uses for functions called
  * from converted code (`ag.call`).
  */
-import { fileURLToPath } from "node:url";
-import * as path from "node:path";
-import { readFileSync } from "node:fs";
+import { LIB_ROOT, PLATFORM, path, readFileSync } from "../core/platform/node.js";
 import { ag, getConverted, isConvertedTwin, passArgumentsThrough, registerConverted, setConverter, setLibraryCheck, AutoGraphError } from "./operators/index.js";
 import { convertFunctionSource, type ConvertFunctionSourceResult } from "./transform/convert.js";
 import { ConversionError } from "./transform/errors.js";
@@ -34,8 +32,6 @@ export interface AutographOptions {
   scope?: Record<string, unknown>;
 }
 
-/** Stagecraft's own source root (src/ or dist/): functions defined there are not converted. */
-const LIB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 // ---------------------------------------------------------------------------------------------
 // conversion of a function's source
@@ -249,7 +245,7 @@ function freeVariableError(conv: Conversion, missing: string[], lexical: string[
   return new AutoGraphError(
     `${api}: ${name} uses ${parts.join(" and ")}${whereText(conv.site)}, which conversion at run time cannot see: it converts a function from its source, ` +
       `where only globals${missing.length > 0 ? " and the given scope" : ""} are visible. ` +
-      `Run with \`node --import stagecraft/register\` (or build with the Babel plugin \`stagecraft/babel\`) so functions are converted where they are defined${scopeHint}.`,
+      `Run with \`node --import stagecraft/register\` (or build with the Babel plugin \`stagecraft/babel\`; in bundles, \`stagecraft/esbuild\` or \`stagecraft/vite\`) so functions are converted where they are defined${scopeHint}.`,
     loc,
   );
 }
@@ -467,7 +463,7 @@ function worthConverting(text: string): boolean {
   let verdict = false;
   try {
     const r = convertFunctionSource(text, { filename: "<callee>", nativeCopies: false });
-    verdict = r.lexicalThisLike.size === 0 && [...r.features].some((f) => f !== "call");
+    verdict = r.lexicalThisLike.size === 0 && r.features.size > 0;
   } catch {
     verdict = false;
   }
@@ -508,6 +504,13 @@ function convertCallee(fn: AnyFunction): AnyFunction | null {
   const existing = unscoped.get(fn) ?? stageCache.get(fn);
   if (existing) return existing;
   const scope = sharedScopes.get(fn);
+  // In a browser nothing tells Stagecraft's own functions (and a dependency's) from the user's
+  // (there is no inspector, and a bundle is one file): callees are converted only when named in
+  // a scope given to sc.autograph. User code is converted at build time there (stagecraft/esbuild,
+  // stagecraft/vite), so its functions arrive converted.
+  if (!scope && PLATFORM === "browser") return null;
+  // (a function that only calls others is converted too, as converted_call does: its callees
+  // are reached through it, and one of them may use control flow on tensors)
   if (!scope && !worthConverting(Function.prototype.toString.call(fn))) return null;
   let conv: Conversion;
   try {
@@ -516,7 +519,7 @@ function convertCallee(fn: AnyFunction): AnyFunction | null {
     return null;
   }
   const missing = scope ? conv.free.filter((n) => !Object.prototype.hasOwnProperty.call(scope, n)) : conv.free;
-  if (missing.length > 0 || conv.lexical.length > 0 || !needsConversion(conv)) return null;
+  if (missing.length > 0 || conv.lexical.length > 0 || conv.result.features.size === 0) return null;
   if (conv.site && isLibraryFile(conv.site.file, LIB_ROOT)) return null;
   try {
     const out = instantiate(conv, scope ?? {});

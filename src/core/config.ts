@@ -38,6 +38,16 @@ export const config = {
   threads: env("STAGECRAFT_THREADS"),
   /** STAGECRAFT_WEBGPU_PLAN=0: staged functions on the webgpu device run node by node instead of as device plans. */
   webgpuPlan: env("STAGECRAFT_WEBGPU_PLAN") !== "0",
+  /** STAGECRAFT_NATIVE=0: no native kernels (onnxruntime-node's products and convolutions; the WebAssembly ones run). */
+  native: env("STAGECRAFT_NATIVE") !== "0",
+  /**
+   * STAGECRAFT_NATIVE_MIN_FLOPS: smallest float32 product or convolution (flops, 2*m*n*k) run on
+   * the native kernels. Measured on a 2-core AVX-512 VM (bench/matmul.ts, crossover rows): the
+   * native call's cost (~10-20 us: feeds, the binding's checks, the session's dispatch) is repaid
+   * from about 2 * 96^3 flops on one thread; products that small still run in place in a compiled
+   * graph's arena (no copies), so the default leaves a margin.
+   */
+  nativeMinFlops: numberSetting("STAGECRAFT_NATIVE_MIN_FLOPS", 2 * 128 * 128 * 128),
   /** STAGECRAFT_NO_WASM=1: no WebAssembly kernels (the TypeScript ones run). */
   noWasm: env("STAGECRAFT_NO_WASM") === "1",
 };

@@ -54,6 +54,38 @@ export function isTracing(): boolean {
   return handlers.length > 0;
 }
 
+/**
+ * Callbacks handed to Stagecraft functions (sc.grad's f, sc.cond's branches, whileLoop's body,
+ * tape.record's function...) from plain code are converted by AutoGraph when they run while a
+ * function staged with AutoGraph is being traced, as TF's control flow does with
+ * `autograph.tf_convert`: `sc.stage(sc.grad(f))` in plain code converts f. The converter is
+ * installed by the AutoGraph layer (api/wiring.ts); eager code keeps JavaScript's semantics.
+ */
+type CallbackConverter = <F extends (...args: any[]) => any>(f: F) => F;
+let callbackConverter: CallbackConverter | null = null;
+/** Whether the innermost staged function being traced converts with AutoGraph. */
+let convertingCallbacks = false;
+
+export function setCallbackConverter(c: CallbackConverter | null): void {
+  callbackConverter = c;
+}
+
+/** Runs `fn` (a staged function's body) with callbacks converted (`on`) or left as written. */
+export function withCallbackConversion<T>(on: boolean, fn: () => T): T {
+  const saved = convertingCallbacks;
+  convertingCallbacks = on;
+  try {
+    return fn();
+  } finally {
+    convertingCallbacks = saved;
+  }
+}
+
+/** `f` as a Stagecraft function taking it as a callback should call it (converted while an AutoGraph trace runs). */
+export function traceCallback<F extends (...args: any[]) => any>(f: F): F {
+  return convertingCallbacks && callbackConverter !== null && handlers.length > 0 && typeof f === "function" ? callbackConverter(f) : f;
+}
+
 /** Runs `fn` eagerly, outside any graph being built (sc.initScope). */
 export function withEagerContext<T>(fn: () => T): T {
   const saved = handlers.splice(0, handlers.length);

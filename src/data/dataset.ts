@@ -9,8 +9,20 @@
  * ```
  *
  * `shuffle` is seeded and draws a new order on each epoch (from the seed and the epoch number),
- * so a run is reproducible. Elements are made on demand; nothing is prefetched: the pipeline
- * runs on the thread that trains, so reading ahead would not overlap with the training step.
+ * so a run is reproducible. Elements are made on demand, on the thread that trains.
+ *
+ * Elements may be promises: a `map` whose function is async (reading or fetching files) makes
+ * them, later `map`s and `batch` chain onto them, `shuffle`, `take`, `skip` and `repeat` move
+ * them unopened. `prefetch(n)` reads `n` elements ahead, which starts their work early, and
+ * `for await` takes the values in order:
+ *
+ * ```ts
+ * const ds = sc.data.Dataset.fromArray(files).map(async (f) => decode(await readFile(f))).batch(32).prefetch(2);
+ * for await (const [x, y] of ds) step(x, y); // the next batches' files are read during the step
+ * ```
+ *
+ * Prefetching helps only such asynchronous work (I/O, workers, timers): a synchronous pipeline
+ * runs on the same thread as the step, so reading it ahead overlaps nothing (prefetch.ts).
  */
 import { Tensor } from "../core/tensor.js";
 import { ShapeError, ValueError } from "../core/errors.js";
@@ -18,6 +30,7 @@ import { isPlainObject } from "../core/objects.js";
 import { tensor } from "../ops/creation.js";
 import { stack } from "../ops/shape.js";
 import { mulberry32 } from "./rng.js";
+import { isThenable, prefetched } from "./prefetch.js";
 
 /** A dataset element: a tensor, or an array or plain object of elements. */
 export type Element = Tensor | readonly Element[] | { readonly [k: string]: Element };
@@ -26,6 +39,7 @@ function mapLeaves(e: unknown, f: (t: Tensor, path: string) => unknown, path = "
   if (e instanceof Tensor) return f(e, path);
   if (Array.isArray(e)) return e.map((x, i) => mapLeaves(x, f, `${path}[${i}]`));
   if (isPlainObject(e)) return Object.fromEntries(Object.entries(e).map(([k, x]) => [k, mapLeaves(x, f, `${path}.${k}`)]));
+  if (isThenable(e)) throw new ValueError(`${path} is a promise inside an element: an async map must return the whole element, not hold promises in it`, "Dataset");
   throw new ValueError(`a dataset element must be a tensor or an array/object of tensors, got ${e === null ? "null" : typeof e} at ${path}`, "Dataset");
 }
 
@@ -95,21 +109,32 @@ export class Dataset<T = Element> implements Iterable<T> {
     return new Dataset<E>(() => make()[Symbol.iterator](), size);
   }
 
-  /** Applies `fn` to every element. */
-  map<U>(fn: (element: T) => U): Dataset<U> {
+  /**
+   * Applies `fn` to every element. An async `fn` makes the elements promises (see `prefetch`);
+   * on promise elements, `fn` is applied to each value when it is ready.
+   */
+  map<U>(fn: (element: Awaited<T>) => U): Dataset<T extends PromiseLike<unknown> ? Promise<Awaited<U>> : U> {
     const src = this.source;
-    return new Dataset<U>(function* (epoch) {
+    return new Dataset(function* (epoch) {
       const it = src(epoch);
-      for (let r = it.next(); !r.done; r = it.next()) yield fn(r.value);
+      for (let r = it.next(); !r.done; r = it.next()) {
+        const e = r.value;
+        yield (isThenable(e) ? Promise.resolve(e).then((v) => fn(v as Awaited<T>)) : fn(e as Awaited<T>)) as T extends PromiseLike<unknown> ? Promise<Awaited<U>> : U;
+      }
     }, this.size);
   }
 
-  /** Keeps the elements for which `fn` is true. */
+  /** Keeps the elements for which `fn` is true (elements must be values, not promises). */
   filter(fn: (element: T) => boolean): Dataset<T> {
     const src = this.source;
     return new Dataset<T>(function* (epoch) {
       const it = src(epoch);
-      for (let r = it.next(); !r.done; r = it.next()) if (fn(r.value)) yield r.value;
+      for (let r = it.next(), i = 0; !r.done; r = it.next(), i++) {
+        if (isThenable(r.value)) {
+          throw new ValueError(`element ${i} is a promise (an async map's): filter needs values, so filter before the async map, or inside it`, "Dataset.filter");
+        }
+        if (fn(r.value)) yield r.value;
+      }
     }, undefined);
   }
 
@@ -214,15 +239,32 @@ export class Dataset<T = Element> implements Iterable<T> {
     return new Dataset<T>(function* (epoch) {
       const it = src(epoch);
       let group: T[] = [];
+      // (a group holding promises, an async map's elements, is stacked when they are all ready)
+      const batchOf = (items: T[]): T => (items.some(isThenable) ? (Promise.all(items).then((vs) => stackAll(vs as T[])) as T) : stackAll(items));
       for (let r = it.next(); !r.done; r = it.next()) {
         group.push(r.value);
         if (group.length === size) {
-          yield stackAll(group);
+          yield batchOf(group);
           group = [];
         }
       }
-      if (group.length > 0 && !drop) yield stackAll(group);
+      if (group.length > 0 && !drop) yield batchOf(group);
     }, n === undefined ? undefined : n === Infinity ? Infinity : drop ? Math.floor(n / size) : Math.ceil(n / size));
+  }
+
+  /**
+   * Reads up to `n` elements ahead of the one being consumed (per pass; at most `n` held). Worth
+   * it when elements are produced asynchronously: promise elements (an async `map`'s) are started
+   * as soon as they are read, so with `for await`, the next `n` elements' I/O overlaps with the
+   * work on the current one. On a synchronous pipeline it overlaps nothing (one thread does both)
+   * and only holds more elements. Order and seeded shuffles are unchanged; an error raised
+   * making element i (or a promise element rejecting) reaches the consumer at element i, after
+   * the elements before it, with the index in its message and the original error as `cause`.
+   */
+  prefetch(n: number): Dataset<T> {
+    checkCount("prefetch", n);
+    const src = this.source;
+    return new Dataset<T>((epoch) => prefetched(src(epoch), n), this.size);
   }
 }
 

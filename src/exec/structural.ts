@@ -4,6 +4,7 @@ import type { Variable } from "../core/variable.js";
 import type { Graph, Node } from "../graph/ir.js";
 import { assignVariableOp, callOp, condOp, readVariableOp, whileOp, type WhileAttrs } from "../ops/structural.js";
 import type { ExecEnv } from "./interpreter.js";
+import { enterCall, exitCall } from "./call-depth.js";
 
 export type RunGraph = (g: Graph, inputs: Tensor[], env: ExecEnv) => Tensor[];
 export type StructuralHandler = (node: Node, args: Tensor[], env: ExecEnv, run: RunGraph) => Tensor[];
@@ -17,7 +18,13 @@ export const structuralHandlers: Record<string, StructuralHandler> = {
     return [];
   },
   [callOp.name](node, args, env, run) {
-    return run(env.library.get(node.attrs.callee as string), args, env);
+    const callee = node.attrs.callee as string;
+    enterCall(callee);
+    try {
+      return run(env.library.get(callee), args, env);
+    } finally {
+      exitCall();
+    }
   },
   [condOp.name](node, args, env, run) {
     const [pred, ...operands] = args;

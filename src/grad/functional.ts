@@ -3,7 +3,7 @@
  * GradientTape; a staged function they differentiate is differentiated as a program (the rules
  * of this folder).
  */
-import { withoutRecorders } from "../core/context.js";
+import { traceCallback, withoutRecorders } from "../core/context.js";
 import { GradientError, ShapeError } from "../core/errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor, makeTensor } from "../core/tensor.js";
@@ -58,7 +58,7 @@ export function valueAndGrad<Args extends any[]>(f: (...args: Args) => Tensor, o
     const tape = new GradientTape();
     const y = tape.record(() => {
       for (const i of which) for (const leaf of leaves(args[i] as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);
-      return checkScalar(f(...args), "grad");
+      return checkScalar(traceCallback(f)(...args), "grad");
     });
     const grads = tape.gradient(y, which.map((i) => args[i]) as Structure<Tensor>) as unknown[];
     return [y, typeof argnums === "number" ? grads[0] : grads];
@@ -80,7 +80,7 @@ export function vjp<Out extends Structure<Tensor>>(f: (...args: any[]) => Out, .
   const tape = new GradientTape({ persistent: true });
   const out = tape.record(() => {
     for (const a of args) for (const leaf of leaves(a as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);
-    return f(...args);
+    return traceCallback(f)(...args);
   });
   const backward = (cotangent: Structure<Tensor>): any[] => {
     const outs = leaves(out as Structure<Tensor>);
@@ -96,14 +96,38 @@ export function vjp<Out extends Structure<Tensor>>(f: (...args: any[]) => Out, .
  * without recording; tapes (and staged gradients) use f's grad function as the VJP.
  */
 export function customGradient<Args extends Tensor[]>(f: (...inputs: Args) => CustomGradientResult) {
-  const fnId = registerCustomFunction(f as (...inputs: Tensor[]) => CustomGradientResult);
+  const checked = (...inputs: Tensor[]): CustomGradientResult => {
+    const r = f(...(inputs as Args));
+    return { value: r.value, grad: checkedCustomGradient(r.grad, inputs) };
+  };
+  const fnId = registerCustomFunction(checked);
   return (...inputs: Args): any => {
     const xs = inputs.map((x) => toTensor(x, "customGradient"));
-    const result = withoutRecorders(null, () => f(...(xs as Args)));
+    const result = withoutRecorders(null, () => checked(...xs));
     const values = Array.isArray(result.value) ? result.value : [result.value];
     const outs = applyOp(customGradientOp, [...xs, ...values], { fnId, numInputs: xs.length });
     rememberGradient(outs[0]!, result.grad);
     return Array.isArray(result.value) ? outs : outs[0];
+  };
+}
+
+/** A custom gradient function whose gradients must have their inputs' shapes (another would broadcast silently). */
+function checkedCustomGradient(grad: CustomGradientResult["grad"], inputs: Tensor[]): CustomGradientResult["grad"] {
+  return (...cts) => {
+    const g = grad(...cts);
+    const list = Array.isArray(g) ? g : [g];
+    list.forEach((gi, i) => {
+      const x = inputs[i];
+      if (!(gi instanceof Tensor) || x === undefined) return;
+      const same = gi.rank === x.rank && gi.shape.every((d, j) => d === x.shape[j] || d < 0 || x.shape[j]! < 0);
+      if (!same) {
+        throw new GradientError(
+          `the custom gradient returned a gradient of shape [${gi.shape.join(", ")}] for input ${i} of shape [${x.shape.join(", ")}]: each gradient must have its input's shape`,
+          "customGradient",
+        );
+      }
+    });
+    return g;
   };
 }
 

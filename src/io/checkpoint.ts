@@ -16,8 +16,7 @@
  * variables on its first call, an optimizer slot made on the first step) is parked on its owner
  * and filled when the owner creates it. `status.assertConsumed()` then says what is left.
  */
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
-import * as nodePath from "node:path";
+import { closeSync, fsyncSync, openSync, path as nodePath, readFileSync, renameSync, unlinkSync, writeSync } from "../core/platform/node.js";
 import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { isPlainObject } from "../core/objects.js";

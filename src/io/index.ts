@@ -2,7 +2,7 @@
  * `sc.io`: object-based checkpoints in safetensors files (save, restore, Checkpoint), and
  * reading/writing plain safetensors files.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync } from "../core/platform/node.js";
 import type { Tensor } from "../core/tensor.js";
 import { CheckpointError } from "./errors.js";
 import { decodeSafetensors, encodeSafetensors, type SafetensorsFile } from "./safetensors.js";

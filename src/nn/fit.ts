@@ -17,6 +17,7 @@ import { ValueError } from "../core/errors.js";
 import { stage } from "../staging/stage.js";
 import type { Optimizer } from "../optim/optimizer.js";
 import type { Dataset } from "../data/dataset.js";
+import { isThenable } from "../data/prefetch.js";
 import { Module } from "./module.js";
 import { Mean } from "./metrics.js";
 import { Progress, type ProgressOptions } from "./progress.js";
@@ -111,6 +112,9 @@ export function fit(model: Module, options: FitOptions): History {
     let batches = 0;
     const started = performance.now();
     for (const batch of data) {
+      if (isThenable(batch)) {
+        throw new ValueError(`batch ${batches} is a promise (an async map's): fit trains on values; take an async pipeline with for await (see Dataset.prefetch) and call a staged step`, op);
+      }
       if (!Array.isArray(batch) || batch.length !== 2 || !(batch[0] instanceof Tensor) || !(batch[1] instanceof Tensor)) {
         throw new ValueError(`each batch must be [inputs, labels] tensors`, op);
       }

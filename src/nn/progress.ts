@@ -2,7 +2,8 @@
  * Training progress: a cli-progress bar in a terminal, plain lines otherwise (a log file, CI).
  * Shows the step, the values given (loss, accuracy, ...) and steps per second.
  */
-import cliProgress from "cli-progress";
+import type cliProgressModule from "cli-progress";
+import { cliProgress, stdoutIsTTY } from "../core/platform/node.js";
 
 export interface ProgressOptions {
   /** Label before the bar or at the start of each line ("epoch 1/3", "eager"). */
@@ -22,7 +23,7 @@ function fmt(v: number): string {
 }
 
 export class Progress {
-  private readonly bar: cliProgress.SingleBar | null = null;
+  private readonly bar: cliProgressModule.SingleBar | null = null;
   private readonly start = performance.now();
   private readonly every: number;
   private readonly write: (line: string) => void;
@@ -31,10 +32,12 @@ export class Progress {
 
   constructor(private readonly options: ProgressOptions) {
     const mode = options.mode ?? "auto";
-    this.mode = mode === "auto" ? (process.stdout.isTTY ? "bar" : "lines") : mode;
+    const wanted = mode === "auto" ? (stdoutIsTTY() ? "bar" : "lines") : mode;
+    // (no bars where there is no terminal: the browser)
+    this.mode = wanted === "bar" && !cliProgress ? "lines" : wanted;
     this.every = options.every ?? (options.total > 0 ? Math.max(1, Math.round(options.total / 10)) : 50);
     this.write = options.write ?? ((l) => console.log(l));
-    if (this.mode === "bar") {
+    if (this.mode === "bar" && cliProgress) {
       this.bar = new cliProgress.SingleBar(
         {
           format: `${options.label ? `${options.label} ` : ""}|{bar}| {value}/{total} {values} {rate} steps/s`,

@@ -5,8 +5,7 @@
  * when the importer says it does not support something (an op, a dtype, an attribute), and
  * fails otherwise (a wrong value, or any other error), with the reason.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
-import * as path from "node:path";
+import { existsSync, path, readdirSync, readFileSync, statSync } from "../core/platform/node.js";
 import type { Tensor } from "../core/tensor.js";
 import { decode, type SequenceProto, type OptionalProto, type TypeProto } from "./protobuf.js";
 import { readTensorProto } from "./tensor-proto.js";

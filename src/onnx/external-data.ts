@@ -5,8 +5,7 @@
  * one that climbs out with `..`, or a symbolic link that leads out is refused. The requested
  * range must lie inside the file and have exactly the tensor's size; only that range is read.
  */
-import { closeSync, fstatSync, openSync, readSync, realpathSync } from "node:fs";
-import * as path from "node:path";
+import { closeSync, fstatSync, openSync, path, readSync, realpathSync } from "../core/platform/node.js";
 import { OnnxExternalDataError } from "./errors.js";
 import type { TensorProto } from "./protobuf.js";
 

@@ -3,7 +3,7 @@
  * add it), sessions from model bytes, and Tensor <-> ort.Tensor conversion. Used as the test
  * oracle and, by the export side, as an engine. The CPU execution provider is the default.
  */
-import { createRequire } from "node:module";
+import { createRequire } from "../core/platform/node.js";
 import { Tensor } from "../core/tensor.js";
 import { allocStorage, type DType } from "../core/dtype.js";
 import { floatToHalfBits as floatToHalf, halfBitsToFloat as halfToFloat } from "../core/float16.js";

@@ -8,7 +8,7 @@
  *
  * onnxruntime-node is an optional dependency: `syncRuntime()` is null where it cannot be loaded.
  */
-import { createRequire } from "node:module";
+import { createRequire } from "../core/platform/node.js";
 import { OnnxError } from "./errors.js";
 
 interface OrtTensorCtor {

@@ -5,7 +5,7 @@
  * operands of the node (the same list, in the same order, for every region).
  */
 import { Tensor } from "../core/tensor.js";
-import { currentHandler, recorders, withHandler, withoutRecorders } from "../core/context.js";
+import { currentHandler, recorders, traceCallback, withHandler, withoutRecorders } from "../core/context.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
 import type { Graph, Value, ValueType } from "../graph/ir.js";
@@ -126,7 +126,9 @@ function toTensors(s: Structure<unknown>, op: string): Structure<unknown> {
  * cond(pred, thenFn, elseFn): thenFn() if pred else elseFn(). Both must return the same
  * structure of tensors (same dtypes and ranks; differing dims become unknown).
  */
-export function cond<T>(pred: Tensor | boolean | number, thenFn: () => T, elseFn: () => T): T {
+export function cond<T>(pred: Tensor | boolean | number, thenBranch: () => T, elseBranch: () => T): T {
+  const thenFn = traceCallback(thenBranch);
+  const elseFn = traceCallback(elseBranch);
   const ctx = activeTrace();
   if (!(pred instanceof Tensor) || !ctx || !isSymbolicIn(pred)) return truthy(pred, COND) ? thenFn() : elseFn();
   if (pred.dtype !== "bool" || pred.size !== 1) {
@@ -184,8 +186,11 @@ const WHILE_OPTIONS = optionKeys<WhileOptions>()("maxIterations", "shapeInvarian
  * loopVars is an array of tensors; the body returns the same number with the same dtypes and
  * shapes (unless relaxed by shapeInvariants).
  */
-export function whileLoop(condFn: (...vars: Tensor[]) => Tensor | boolean, bodyFn: (...vars: Tensor[]) => Tensor[], loopVars: Tensor[], options: WhileOptions = {}): Tensor[] {
+export function whileLoop(condition: (...vars: Tensor[]) => Tensor | boolean, body: (...vars: Tensor[]) => Tensor[], loopVars: Tensor[], options: WhileOptions = {}): Tensor[] {
   checkOptions("whileLoop", options, WHILE_OPTIONS);
+  if (!Array.isArray(loopVars)) throw new ValueError(`loopVars must be an array of tensors, got ${describeArg(loopVars)}`, "whileLoop");
+  const condFn = traceCallback(condition);
+  const bodyFn = traceCallback(body);
   const max = options.maxIterations ?? Infinity;
   if (!(Number.isInteger(max) || max === Infinity) || max < 0) throw new ValueError(`maxIterations must be a non-negative integer, got ${String(max)}`, "whileLoop");
   const init = loopVars.map((v) => toTensor(v, "whileLoop"));
@@ -262,7 +267,9 @@ function checkBody(out: unknown, prev: { dtype: string; shape: readonly number[]
  * `carry` is an array of tensors. Eagerly it runs the loop; staged it becomes a while loop
  * whose outputs are accumulated into a preallocated buffer.
  */
-export function scan(fn: (carry: Tensor[], x: Tensor) => [Tensor[], Tensor], init: Tensor[], xs: Tensor): [Tensor[], Tensor] {
+export function scan(step: (carry: Tensor[], x: Tensor) => [Tensor[], Tensor], init: Tensor[], xs: Tensor): [Tensor[], Tensor] {
+  if (!Array.isArray(init)) throw new ValueError(`the initial carry must be an array of tensors, got ${describeArg(init)}`, "scan");
+  const fn = traceCallback(step);
   const xsT = toTensor(xs, "scan");
   if (xsT.rank < 1) throw new ShapeError(`xs must have a leading axis to scan over, got shape ${fmtShape(xsT.shape)}`, "scan");
   const carry0 = init.map((c) => toTensor(c, "scan"));
@@ -302,4 +309,9 @@ export function scan(fn: (carry: Tensor[], x: Tensor) => [Tensor[], Tensor], ini
 
 function zerosLikeShape(shape: number[], dtype: Tensor["dtype"]): Tensor {
   return full(shape, 0, dtype);
+}
+
+/** A value a control-flow function did not expect, for its error message. */
+function describeArg(x: unknown): string {
+  return x instanceof Tensor ? `a ${x.dtype}${fmtShape(x.shape)} tensor` : x === null ? "null" : typeof x;
 }

@@ -6,7 +6,8 @@
  * or running, is a RecursionDepthError naming the function.
  */
 import { nextTensorId, type Tensor } from "../core/tensor.js";
-import { RecursionDepthError, ValueError } from "../core/errors.js";
+import { RecursionDepthError, ValueError, type CallDepthExceeded } from "../core/errors.js";
+import { DEFAULT_FLOAT } from "../core/dtype.js";
 import type { ValueType } from "../graph/ir.js";
 import { recursiveFunctions } from "../graph/passes/inline.js";
 import { calleeOf } from "../graph/declarations.js";
@@ -18,6 +19,13 @@ import { emitCall } from "./call.js";
 
 /** Eager tensors up to this size that a recursive function closes over become constants. */
 const MAX_EMBEDDED_ELEMENTS = 4096;
+/**
+ * Traces of one staged function that may nest (a recursive call with a new signature is traced
+ * inside the trace calling it): past this a RecursionDepthError says the recursion never closes.
+ * An explicit count, so the error does not depend on the stack the caller had left (the stack
+ * holds about 600 nested traces of a small function); documented in README.md, "Staging".
+ */
+export const MAX_NESTED_TRACES = 200;
 
 /** A trace in progress, which recursive calls with its signature call. */
 export interface PendingTrace {
@@ -67,6 +75,7 @@ export class Recursion {
     finish: (ctx: TraceContext, result: unknown) => { template: OutputTemplate; outputs: { type: ValueType }[] },
     attempt = 0,
   ): ConcreteFunction {
+    if (this.inProgress.size >= MAX_NESTED_TRACES && !this.inProgress.has(sig.key)) throw this.nestingError(sig);
     const madeBefore = nextTensorId();
     const ctx = open();
     const guess = this.learned.get(sig.key) ?? recursionGuess(this.outputSignature, sig, attempt);
@@ -84,7 +93,7 @@ export class Recursion {
         result = run(ctx);
       } catch (e) {
         // A recursive call typed by a wrong guess can make the body fail: try the next guess.
-        const guesses = sig.leaves.filter((l) => l.kind === "tensor").length;
+        const guesses = guessCount(sig);
         if (pending.recursiveCalls > 0 && this.outputSignature === undefined && !this.learned.has(sig.key) && attempt + 1 < guesses) return retry();
         if (pending.recursiveCalls > 0 && this.outputSignature === undefined && e instanceof Error) {
           e.message += ` (while tracing recursive staged function "${this.name}" with guessed output types ${describeTypes(pending.types)}: give stage(fn, { outputSignature }))`;
@@ -126,6 +135,26 @@ export class Recursion {
     p.recursiveCalls++;
     const outs = emitCall({ graph: p.ctx.graph, library: p.ctx.library }, [...args, ...p.passed], p.types, false);
     return mapStructure(p.template, (leaf) => (leaf instanceof OutputLeaf ? outs[leaf.index] : leaf.value));
+  }
+
+  /** Tracing `sig` would nest more than MAX_NESTED_TRACES traces of this function. */
+  private nestingError(sig: Signature): RecursionDepthError {
+    const nested = [...this.inProgress.values()];
+    return new RecursionDepthError(
+      `staged function "${this.name}" recursed more than ${MAX_NESTED_TRACES} nested traces deep while being traced: its recursive calls keep ` +
+        `changing their argument signatures (${describeChange(nested[nested.length - 1]!.leaves, sig.leaves)}), so each is traced anew and the recursion never closes into a recursive graph function; ` +
+        `keep the arguments' shapes and JS values the same across recursive calls (pass a depth as a tensor, not a JS number), or write it as a loop`,
+      this.name,
+    );
+  }
+
+  /** The executors' call-depth limit reached while this function ran, as an error naming it. */
+  callDepthError(e: CallDepthExceeded): RecursionDepthError {
+    return new RecursionDepthError(
+      `staged function "${this.name}" recursed more than ${e.limit} calls deep while running: the recursion of "${e.callee}" went deeper than ` +
+        `graph functions may nest; make the recursion shallower, or write it as a loop (sc.whileLoop, or a while loop in converted code)`,
+      this.name,
+    );
   }
 
   /**
@@ -221,9 +250,19 @@ function recursionGuess(outputSignature: unknown, sig: Signature, attempt: numbe
     }) as OutputTemplate;
     return { types, template };
   }
-  const first = sig.leaves.filter((l) => l.kind === "tensor")[attempt];
+  // A tensor argument's type, then (a float computed from an integer, as a count or a depth) its
+  // shape as DEFAULT_FLOAT: isEven(n) over an int32 n returns a float32 scalar.
+  const tensors = sig.leaves.filter((l) => l.kind === "tensor");
+  const first = tensors[attempt % Math.max(tensors.length, 1)];
   if (!first) return { types: [], template: new ConstantLeaf(undefined) };
-  return { types: [{ dtype: first.dtype!, shape: first.shape! }], template: new OutputLeaf(0) };
+  const dtype = attempt < tensors.length ? first.dtype! : DEFAULT_FLOAT;
+  return { types: [{ dtype, shape: first.shape! }], template: new OutputLeaf(0) };
+}
+
+/** How many guesses recursionGuess has for `sig`: each tensor argument's type, then its shape as DEFAULT_FLOAT (where that differs). */
+function guessCount(sig: Signature): number {
+  const tensors = sig.leaves.filter((l) => l.kind === "tensor");
+  return tensors.length + (tensors.some((l) => l.dtype !== DEFAULT_FLOAT) ? tensors.length : 0);
 }
 
 function sameTypes(a: ValueType[], b: ValueType[]): boolean {

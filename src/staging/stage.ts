@@ -6,11 +6,11 @@
  * from staged code (a call node), from eager code under a tape (the call's gradient rule), or
  * plainly (the executor runs the graph).
  */
-import { currentHandler, recorders } from "../core/context.js";
+import { currentHandler, recorders, withCallbackConversion } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
-import { ValueError } from "../core/errors.js";
+import { CallDepthExceeded, ValueError } from "../core/errors.js";
 import type { Signature } from "./signature.js";
 import { TraceCache } from "./trace-cache.js";
 import { openTrace, runOnPlaceholders, setResult } from "./trace.js";
@@ -80,7 +80,8 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
         converted = r.fn as (...args: A) => R;
       } else converted = original;
     }
-    return converted(...args);
+    const run = converted;
+    return withCallbackConversion(options.autograph !== false, () => run(...args));
   };
   const cache = new TraceCache(name, options.inputSignature, options.reduceRetracing === true);
   const recursion = new Recursion(name, options.outputSignature);
@@ -119,6 +120,7 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     try {
       return call(args);
     } catch (e) {
+      if (e instanceof CallDepthExceeded) throw recursion.callDepthError(e);
       throw isStackOverflow(e) ? recursion.overflowError(e as RangeError, () => cache.peek(args)) : e;
     }
   }) as StagedFunction<A, R>;

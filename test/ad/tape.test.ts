@@ -151,3 +151,29 @@ test("gradients reduce over broadcast dimensions", () => {
   assert.deepEqual(ga.shape, [2, 3]);
   assert.deepEqual(gb.arraySync(), [5, 7, 9]);
 });
+
+test("a cotangent, tangent or custom gradient of the wrong shape is a GradientError, not a gradient broadcast to the wrong shape (eager and staged)", () => {
+  const x = sc.tensor([0.1, 0.2, 0.3], "float64");
+  const bad = [sc.ones([2, 3], "float64"), sc.ones([1], "float64"), sc.scalar(1, "float64")];
+  for (const f of [(t: sc.Tensor) => sc.exp(t), sc.stage((t: sc.Tensor) => sc.exp(t), { name: "expOfSeeds" })]) {
+    for (const c of bad) {
+      const [, back] = sc.vjp(f, x);
+      assert.throws(() => back(c), (e: Error) => e instanceof sc.GradientError && /has shape \[.*\] but its target has shape \[3\]/.test(e.message), `vjp cotangent [${c.shape}]`);
+      assert.throws(() => sc.jvp(f, [x], [c]), sc.GradientError, `jvp tangent [${c.shape}]`);
+      const tape = new sc.GradientTape();
+      tape.watch(x);
+      const y = tape.record(() => f(x));
+      assert.throws(() => tape.gradient(y, x, { outputGradient: c }), sc.GradientError, `outputGradient [${c.shape}]`);
+    }
+    // the right shape still works, and a count that differs is said
+    const [, back] = sc.vjp(f, x);
+    assert.deepEqual((back(sc.ones([3], "float64"))[0] as sc.Tensor).shape, [3]);
+    const tape = new sc.GradientTape();
+    tape.watch(x);
+    const y = tape.record(() => f(x));
+    assert.throws(() => tape.gradient([y, y], x, { outputGradient: [sc.ones([3], "float64")] }), sc.GradientError);
+  }
+  const cg = sc.customGradient((t: sc.Tensor) => ({ value: sc.sum(t.mul(t)), grad: () => [sc.ones([7], "float64")] }));
+  assert.throws(() => sc.grad((t: sc.Tensor) => cg(t))(x), (e: Error) => e instanceof sc.GradientError && /gradient of shape \[7\] for input 0 of shape \[3\]/.test(e.message));
+  assert.throws(() => sc.grad(sc.stage((t: sc.Tensor) => cg(t), { name: "useCustom" }))(x), sc.GradientError);
+});

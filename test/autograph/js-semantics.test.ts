@@ -163,6 +163,21 @@ test("a scope given to sc.autograph reaches the functions it names: mutual recur
   assert.equal(even(sc.scalar(5) as unknown as number), false);
 });
 
+test("staged mutual recursion on an int32 counter returning float32 scalars: the recursive calls' type is found (it guessed int32 only, an error)", () => {
+  function evenness(n: any): any {
+    return n <= 0 ? sc.scalar(1) : oddness(n - 1);
+  }
+  function oddness(n: any): any {
+    return n <= 0 ? sc.scalar(0) : evenness(n - 1);
+  }
+  const staged = sc.stage(evenness);
+  for (const [n, want] of [[7, 0], [6, 1], [0, 1], [1, 0]] as const) {
+    const r = staged(sc.scalar(n, "int32")) as sc.Tensor;
+    assert.equal(r.dtype, "float32");
+    assert.equal(r.item(), want, `evenness(${n})`);
+  }
+});
+
 test("async functions and generators are left alone by sc.autograph and by converted code calling them", async () => {
   async function later(x: number) {
     return x > 0 ? "pos" : "neg";

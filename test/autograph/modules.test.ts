@@ -28,8 +28,8 @@ test("run-time conversion in a plain ES module: imports, the library namespace a
     // 40 -> 20 -> 10 (not > 10), relu(10) * 3; 0.5: softClip (an imported function, converted when called) gives tanh(0.5).
     "step 30 0.46211713552474976 traces 1",
     "grad 12 -1",
-    // sc.grad(loss) in plain code: loss is not converted; a typed error at its `if` line, not a wrong value.
-    "unconverted TensorCoercionError 23",
+    // sc.stage(sc.grad(loss)) in plain code: loss is converted when traced.
+    "plain 12 -1",
     "mutable TensorCoercionError",
     "mutable TensorCoercionError",
     "mutable TensorCoercionError",

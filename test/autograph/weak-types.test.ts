@@ -142,3 +142,40 @@ test("messages about staged state never name the transform's variables ($retval,
     );
   }
 });
+
+test("a JS number carried by a staged loop given to sc.scalar / sc.tensor / sc.full / sc.fullLike makes what the number makes (it was a ValueError)", () => {
+  const loop = sc.stage((x: Any) => {
+    let acc = x;
+    let i = 0;
+    while (sc.less(sc.scalar(i), 3)) {
+      acc = acc + sc.full([2], i) + sc.fullLike(acc, i * 0.5) + sc.tensor(i);
+      i = i + 1;
+    }
+    return acc;
+  });
+  function native(x: number[]): number[] {
+    let acc = x.slice();
+    let i = 0;
+    while (i < 3) {
+      acc = acc.map((a) => a + i + i * 0.5 + i);
+      i = i + 1;
+    }
+    return acc;
+  }
+  const out = loop(sc.zeros([2]));
+  assert.equal(out.dtype, "float32");
+  assert.deepEqual(out.arraySync(), native([0, 0]));
+  // a dtype given is the dtype made
+  const f64 = sc.stage((x: Any) => {
+    let i = 0;
+    let acc = x;
+    while ((sc.sum(acc) as Any) < 5) {
+      acc = acc + sc.scalar(i, "float64");
+      i = i + 1;
+    }
+    return acc;
+  });
+  const r = f64(sc.tensor([0.5], "float64"));
+  assert.equal(r.dtype, "float64");
+  assert.deepEqual(r.arraySync(), [6.5]);
+});

@@ -76,3 +76,12 @@ test("an error a kernel raises while a staged function runs names the line of th
     );
   }
 });
+
+test("scan and whileLoop given a carry that is not an array say so (a raw TypeError before: init.map is not a function)", () => {
+  const xs = sc.tensor([1, 2, 3]);
+  const step = (c: sc.Tensor[], x: sc.Tensor): [sc.Tensor[], sc.Tensor] => [[c[0]!.add(x)], x];
+  assert.throws(() => sc.scan(step, sc.scalar(0) as any, xs), (e: Error) => e instanceof sc.ValueError && /^scan: the initial carry must be an array of tensors, got a float32\[\] tensor/.test(e.message));
+  assert.throws(() => sc.whileLoop(() => false, (v: sc.Tensor) => [v], sc.scalar(0) as any), (e: Error) => e instanceof sc.ValueError && /^whileLoop: loopVars must be an array of tensors/.test(e.message));
+  const staged = sc.stage((x: sc.Tensor) => sc.scan(step, x as any, xs)[0][0]!, { autograph: false });
+  assert.throws(() => staged(sc.scalar(0)), sc.ValueError);
+});

@@ -62,7 +62,7 @@ test("staged recursion on JS values that never closes into a recursive graph is 
   const down: (x: sc.Tensor, n: number) => sc.Tensor = sc.stage((x: sc.Tensor, n: number): sc.Tensor => (n === 0 ? x : down(x.add(1), n - 1)), { name: "down", autograph: false });
   // shallow unrolled recursion works (each depth a trace of its own)
   assert.deepEqual(down(sc.scalar(0), 50).arraySync(), 50);
-  throwsHere(() => down(sc.scalar(0), 1e6), sc.RecursionDepthError, /^down: staged function "down" recursed past the JavaScript stack while being traced/, /argument 1 changed from number \d+ to number \d+/);
+  throwsHere(() => down(sc.scalar(0), 1e6), sc.RecursionDepthError, /^down: staged function "down" recursed more than 200 nested traces deep while being traced/, /argument 1 changed from number \d+ to number \d+/);
   assert.deepEqual(down(sc.scalar(0), 3).arraySync(), 3, "the function still works afterwards");
 });
 
@@ -70,12 +70,47 @@ test("staged recursion deeper than the stack at run time is a RecursionDepthErro
   const fact: (n: sc.Tensor) => sc.Tensor = sc.stage((n: sc.Tensor): sc.Tensor => sc.cond(sc.less(n, 1), () => sc.onesLike(n), () => n.mul(fact(n.sub(1)))), { name: "fact", autograph: false });
   assert.equal(fact(sc.scalar(5)).arraySync(), 120);
   for (let k = 0; k < 3; k++) {
-    throwsHere(() => fact(sc.scalar(1e6)), sc.RecursionDepthError, /^fact: staged function "fact" ran out of JavaScript stack while running: the recursion of "fact\w*" went deeper/);
+    throwsHere(() => fact(sc.scalar(1e6)), sc.RecursionDepthError, /^fact: staged function "fact" recursed more than 500 calls deep while running: the recursion of "fact\w*" went deeper/);
     assert.equal(fact(sc.scalar(4)).arraySync(), 24, "the function still works afterwards");
   }
   // through another staged function: named by the outer one, the recursive one named in the message
   const outer = sc.stage((n: sc.Tensor) => fact(n).add(1), { name: "outer", autograph: false });
   throwsHere(() => outer(sc.scalar(1e6)), sc.RecursionDepthError, /^outer: .*the recursion of "fact\w*"/);
+});
+
+test("the recursion limits are explicit counts, not the stack's edge: 500 nested calls run and 501 fail, interpreted and compiled, traced 200 deep and not 201", () => {
+  const f: (n: sc.Tensor) => sc.Tensor = sc.stage((n: sc.Tensor): sc.Tensor => sc.cond(sc.less(n, 1), () => sc.zerosLike(n), () => n.add(f(n.sub(1)))), { name: "total", autograph: false });
+  // (the first call is interpreted, later ones compiled: STAGECRAFT_COMPILE_AFTER = 1)
+  for (let k = 0; k < 3; k++) {
+    assert.equal(f(sc.scalar(500)).arraySync(), 125250);
+    throwsHere(() => f(sc.scalar(501)), sc.RecursionDepthError, /^total: staged function "total" recursed more than 500 calls deep while running: the recursion of "total"/);
+  }
+  // the gradient's recursion is bounded alike
+  assert.equal(sc.grad(f)(sc.scalar(400)).arraySync(), 400);
+  throwsHere(() => sc.grad(f)(sc.scalar(600)), sc.RecursionDepthError, /recursed more than 500 calls deep while running: the recursion of "total\w*"/);
+  const down: (x: sc.Tensor, n: number) => sc.Tensor = sc.stage((x: sc.Tensor, n: number): sc.Tensor => (n === 0 ? x : down(x.add(1), n - 1)), { name: "down200", autograph: false });
+  // (traced deepest first: the traces of smaller depths are then cached)
+  throwsHere(() => down(sc.scalar(0), 200), sc.RecursionDepthError, /^down200: staged function "down200" recursed more than 200 nested traces deep/, /argument 1 changed from number 1 to number 0\b/);
+  assert.equal(down(sc.scalar(0), 199).arraySync(), 199);
+});
+
+test("a staged recursion started deep in the caller's own stack is still a RecursionDepthError, never a raw RangeError from the library", () => {
+  const f: (n: sc.Tensor) => sc.Tensor = sc.stage((n: sc.Tensor): sc.Tensor => sc.cond(sc.less(n, 1), () => sc.zerosLike(n), () => n.add(f(n.sub(1)))), { name: "deepCaller", autograph: false });
+  assert.equal(f(sc.scalar(3)).arraySync(), 6);
+  let outcome = "";
+  const descend = (k: number): void => {
+    if (k > 0) return descend(k - 1);
+    try {
+      f(sc.scalar(450));
+      outcome = "ran";
+    } catch (e) {
+      outcome = e instanceof sc.RecursionDepthError ? "RecursionDepthError" : `${(e as Error).constructor.name}: ${(e as Error).message}`;
+    }
+  };
+  for (const k of [0, 2000, 4000, 6000, 7000]) {
+    descend(k);
+    assert.ok(outcome === "ran" || outcome === "RecursionDepthError", `at ${k} frames deep: ${outcome}`);
+  }
 });
 
 test("whileLoop's maxIterations bounds a loop that never ends: eagerly, staged (interpreted and compiled) and differentiated", () => {

@@ -1,6 +1,6 @@
 /**
  * The registry sweep "eager vs exported": every case of the eager-vs-staged sweep (the gradient
- * cases in float64 and float32, and test/staged-cases*.ts) is staged, exported to ONNX with its
+ * cases in float64 and float32, and test/staging/staged-cases*.ts) is staged, exported to ONNX with its
  * inputs' shapes, and run in onnxruntime-node; its outputs must match the eager op's within
  * EXPORT_TOLERANCE (documented in docs/onnx.md). A case whose export is refused must be refused
  * with OnnxUnsupportedError naming the op, and only for the ops and reasons listed in REFUSED.

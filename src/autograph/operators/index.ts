@@ -5,6 +5,7 @@
 import { ifStmt, ifExp, whileStmt, forOf, range, RangeObject, dispatchCondition, type LoopOptions } from "./control-flow.js";
 import { and, or, nullish, not, switchValue } from "./logical.js";
 import { add, sub, mul, div, mod, pow, neg, pos, lt, le, gt, ge, eq, ne, looseEq, looseNe } from "./arithmetic.js";
+import { bitOr, bitAnd, bitXor, shl, shr, bitNot } from "./bitwise.js";
 import { getItem, setItem, slice, SliceSpec, dimSize } from "./indexing.js";
 import { call, callee, callMethod, registerConverted, getConverted, isConvertedTwin, setConverter, setLibraryCheck, passArgumentsThrough, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
 import { print, assertOrThrow, assert } from "./logging.js";
@@ -42,6 +43,12 @@ export const ag = {
   ne,
   looseEq,
   looseNe,
+  bitOr,
+  bitAnd,
+  bitXor,
+  shl,
+  shr,
+  bitNot,
   // indexing
   getItem,
   setItem,

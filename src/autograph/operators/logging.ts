@@ -4,7 +4,7 @@
  * values, formatting JS values as console.log does). `if (c) throw e` on a tensor condition
  * and `ag.assert(ok, message)` become an `assert` node that throws when the graph runs.
  */
-import { inspect, format } from "node:util";
+import { inspect, format } from "../../core/platform/node.js";
 import { Tensor } from "../../core/tensor.js";
 import { ValueError, userLocation } from "../../core/errors.js";
 import { applyOp } from "../../ops/registry.js";

@@ -5,7 +5,7 @@
  * state that staged constructs carry (nests: arrays and plain objects of leaves, restored and
  * rewritten in place so `const` objects mutated in a branch or loop keep their identity).
  */
-import { fileURLToPath } from "node:url";
+import { fileURLToPath } from "../../core/platform/node.js";
 import { sourceExcerpt, StagecraftError, formatLocation, type SourceLocation } from "../../core/errors.js";
 import { Tensor } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";

@@ -5,6 +5,7 @@
  */
 import type * as t from "@babel/types";
 import generatorModule from "@babel/generator";
+import { utf8ToBase64 } from "../../core/platform/encoding.js";
 
 type GenerateFn = (ast: t.Node, opts?: Record<string, unknown>, code?: string | Record<string, string>) => { code: string; map: RawSourceMap | null };
 const generate: GenerateFn = ((generatorModule as unknown as { default?: GenerateFn }).default ?? generatorModule) as GenerateFn;
@@ -58,5 +59,5 @@ export function generateCode(node: t.Node, opts: GenerateOptions): Generated {
 
 /** `//# sourceMappingURL=data:...` for a map. */
 export function inlineSourceMapComment(map: RawSourceMap): string {
-  return `//# sourceMappingURL=data:application/json;charset=utf-8;base64,${Buffer.from(JSON.stringify(map), "utf8").toString("base64")}`;
+  return `//# sourceMappingURL=data:application/json;charset=utf-8;base64,${utf8ToBase64(JSON.stringify(map))}`;
 }

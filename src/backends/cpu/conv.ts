@@ -1,10 +1,12 @@
 // 2-D convolution (NCHW) for the CPU backend, forward and both gradients.
-// float32: im2col into the shared wasm memory, then one SIMD sgemm per (image, group), run on
-// the worker pool when big; backprop-input scatters the column gradient back with col2im.
+// float32: native kernels past their crossover where they are installed (native.ts:
+// onnxruntime-node's); otherwise im2col into the shared wasm memory, then one SIMD sgemm per
+// (image, group), run on the worker pool when big; backprop-input scatters the column gradient back with col2im.
 // float64 (and float32 when wasm is unavailable): direct TS loops.
 import type { TypedArray } from "../../core/dtype.js";
 import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
 import { sgemmBatch } from "./worker-pool.js";
+import { tryNativeConv2d, tryNativeConv2dBackpropFilter, tryNativeConv2dBackpropInput } from "./native.js";
 
 export interface Conv2dParams {
   batch: number; inC: number; inH: number; inW: number;
@@ -18,6 +20,7 @@ const COL_LIMIT = 1 << 24;
 
 /** NCHW conv2d forward: x [N,C,H,W], w [outC, inC/groups, kH, kW] -> out [N, outC, outH, outW] (zero padding). */
 export function conv2d(dtype: "float32" | "float64", x: TypedArray, w: TypedArray, out: TypedArray, p: Conv2dParams): void {
+  if (dtype === "float32" && tryNativeConv2d(x as Float32Array, w as Float32Array, out as Float32Array, p)) return;
   const rt = dtype === "float32" ? getWasmRuntime() : null;
   if (rt !== null) {
     try { return conv2dWasm(rt, x, w, out, p); } catch { /* fall back to loops */ }
@@ -27,6 +30,7 @@ export function conv2d(dtype: "float32" | "float64", x: TypedArray, w: TypedArra
 
 /** Gradient w.r.t. the input (= conv2dTranspose): dy [N,outC,outH,outW], w -> dx [N,inC,inH,inW]. */
 export function conv2dBackpropInput(dtype: "float32" | "float64", dy: TypedArray, w: TypedArray, dx: TypedArray, p: Conv2dParams): void {
+  if (dtype === "float32" && tryNativeConv2dBackpropInput(dy as Float32Array, w as Float32Array, dx as Float32Array, p)) return;
   const rt = dtype === "float32" ? getWasmRuntime() : null;
   if (rt !== null) {
     try { return backpropInputWasm(rt, dy, w, dx, p); } catch { /* fall back to loops */ }
@@ -36,6 +40,7 @@ export function conv2dBackpropInput(dtype: "float32" | "float64", dy: TypedArray
 
 /** Gradient w.r.t. the filter: x, dy -> dw [outC, inC/groups, kH, kW]. */
 export function conv2dBackpropFilter(dtype: "float32" | "float64", x: TypedArray, dy: TypedArray, dw: TypedArray, p: Conv2dParams): void {
+  if (dtype === "float32" && tryNativeConv2dBackpropFilter(x as Float32Array, dy as Float32Array, dw as Float32Array, p)) return;
   const rt = dtype === "float32" ? getWasmRuntime() : null;
   if (rt !== null) {
     try { return backpropFilterWasm(rt, x, dy, dw, p); } catch { /* fall back to loops */ }

@@ -1,10 +1,12 @@
 // Batched matrix multiply for the CPU backend.
-// float32: operands are copied into the shared wasm memory and multiplied by the SIMD sgemm
-// (wasm/sgemm.ts), split over worker threads when the problem is big; tiny products and
-// float64 use plain TS loops.
+// float32: products past the native crossover run on the native kernels where they are
+// installed (native.ts: onnxruntime-node's); the others are copied into the shared wasm memory and
+// multiplied by the SIMD sgemm (wasm/sgemm.ts), split over worker threads when the problem is
+// big; tiny products and float64 use plain TS loops.
 import type { TypedArray } from "../../core/dtype.js";
 import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
 import { sgemmBatch } from "./worker-pool.js";
+import { tryNativeMatmul } from "./native.js";
 
 /** Below this many multiply-adds per product (m*n*k) the TS loop wins (measured: equal at 8^3). */
 export const WASM_MIN_MNK = 10 * 10 * 10;
@@ -21,6 +23,7 @@ export function matmul(dtype: "float32" | "float64", a: TypedArray, aOffsets: Ar
   const batch = aOffsets.length;
   if (batch === 0 || m === 0 || n === 0) return;
   if (dtype === "float32" && m * n * k >= WASM_MIN_MNK) {
+    if (tryNativeMatmul(a as Float32Array, aOffsets, b as Float32Array, bOffsets, out as Float32Array, m, k, n, transA, transB)) return;
     const rt = getWasmRuntime();
     if (rt !== null) {
       try {

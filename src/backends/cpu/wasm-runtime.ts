@@ -1,4 +1,4 @@
-// Loads wasm/build/kernels.wasm (built by scripts/build-wasm.mjs) synchronously and owns the
+// Loads wasm/build/kernels.wasm (built by scripts/build-wasm.mjs; the platform seam reads or inlines it) synchronously and owns the
 // shared linear memory that the main thread and the worker threads all use.
 //
 // Memory layout (byte addresses):
@@ -6,8 +6,7 @@
 //   [wsBase, wsBase + T * wsBytes)     one sgemm packing workspace per thread (T = maxThreads)
 //   [arenaBase, ...)                   bump arena for operands/results, reset on every call
 // Calls into the kernels are synchronous and never nest, so reset-per-call is enough.
-import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { availableParallelism, kernelWasmBytes } from "../../core/platform/node.js";
 import { config } from "../../core/config.js";
 
 export interface KernelExports {
@@ -123,8 +122,7 @@ export function getWasmRuntime(): WasmRuntime | null {
   if (config.noWasm) return runtime;
   try {
     if (typeof SharedArrayBuffer === "undefined") return runtime;
-    const url = new URL("../../../wasm/build/kernels.wasm", import.meta.url);
-    const module = new WA.Module(readFileSync(url));
+    const module = new WA.Module(kernelWasmBytes());
     runtime = new WasmRuntime(module);
   } catch {
     runtime = null;

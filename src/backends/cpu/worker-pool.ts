@@ -1,13 +1,16 @@
 // Worker threads that run sgemm tasks on the shared wasm memory.
 //
 // Protocol (all words in one shared Int32Array `ctl`; worker w >= 1 owns block w):
-//   main:   writes the job (task table address, per-thread start/count), sets CLAIM[w] = g,
-//           GEN[w] = g and notifies GEN[w]; then runs its own tasks (thread 0).
-//   worker: wakes on GEN[w], takes ownership with CAS(CLAIM[w], g -> -g), runs its tasks,
+//   main:   writes the job (task table address, task count, NEXT = 0), sets CLAIM[w] = g,
+//           GEN[w] = g and notifies GEN[w]; then takes tasks itself (thread 0).
+//   worker: wakes on GEN[w], takes ownership with CAS(CLAIM[w], g -> -g), then takes tasks,
 //           stores DONE[w] = g and notifies.
-//   main:   for each worker, waits briefly for the claim; if the worker has not woken (busy
-//           machine, dead worker), revokes with CAS(CLAIM[w], g -> 0) and runs that share itself.
-//           Exactly one side wins the CAS, so every task runs exactly once and nothing hangs.
+//   Tasks are taken one at a time from the shared counter NEXT (Atomics.add), so a thread
+//   that the scheduler holds back (a busy core) takes fewer: no thread waits for another's
+//   fixed share. When no task is left, main revokes every offer not yet claimed with
+//   CAS(CLAIM[w], g -> 0) (that worker never woke: nothing to wait for), and waits for the
+//   others to finish the task they are on. Exactly one side wins each CAS, and each task
+//   index is handed out once, so every task runs exactly once and nothing hangs.
 // A task is 12 int32 words: sgemm(a, b, c, m, n, k, lda, ldb, ldc, transA, transB, 0), where
 // the executing thread passes its own packing workspace; or, with a last word id > 0, a call
 // of the extra kernel registered as id (exec/wasm-gemm.ts, on a compiled graph's own memory)
@@ -17,19 +20,17 @@
 // Extra kernels reach the workers as messages (module, memory, export name) on a port that
 // each worker drains synchronously when EXTRA_GEN changes. SPINNING is 1 from the end of a
 // worker's job until it goes to sleep: a job posted meanwhile starts without a wake-up.
-import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import { SYNC_WORKER_MESSAGES, startKernelWorker } from "../../core/platform/node.js";
 import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
+import { setNativeThreadLimit } from "./native.js";
+import { jobClass, ThreadPolicy } from "./thread-policy.js";
 
 export const TASK_WORDS = 12;
 const BLOCK = 8; // words per thread block in ctl
 const GEN = 0, CLAIM = 1, DONE = 2, START = 3, COUNT = 4, ERR = 5, SPINNING = 6;
-const TABLE = 0, EXTRA_GEN = 1; // in block 0 (the main thread's block)
-const CLAIM_WAIT_MS = 20;
+const TABLE = 0, EXTRA_GEN = 1, NEXT = 2, TOTAL = 3; // in block 0 (the main thread's block)
 const SPIN = 20000; // polls (~tens of microseconds) before falling back to Atomics.wait
 
-function spinWhile(ctl: Int32Array, i: number, v: number): void {
-  for (let n = 0; n < SPIN && Atomics.load(ctl, i) === v; n++);
-}
 function spinUntil(ctl: Int32Array, i: number, v: number): void {
   for (let n = 0; n < SPIN && Atomics.load(ctl, i) !== v; n++);
 }
@@ -58,8 +59,8 @@ const ROW_CHUNKS = `function rowChunks(f, t, o) {
 }`;
 const rowChunks = new Function(`${ROW_CHUNKS}; return rowChunks;`)() as (f: ExtraKernel, t: Int32Array, o: number) => void;
 
+// (run by core/platform: it defines workerData and receiveMessageOnPort)
 const WORKER_SOURCE = `
-const { workerData, receiveMessageOnPort } = require("node:worker_threads");
 ${ROW_CHUNKS}
 const { module, memory, control, tid, ws, port } = workerData;
 const ctl = new Int32Array(control);
@@ -97,9 +98,10 @@ for (;;) {
   Atomics.notify(ctl, B + ${CLAIM});
   try {
     const t = new Int32Array(memory.buffer);
-    const start = Atomics.load(ctl, B + ${START}), count = Atomics.load(ctl, B + ${COUNT});
-    const table = Atomics.load(ctl, ${TABLE}) >>> 2;
-    for (let i = start; i < start + count; i++) {
+    const count = Atomics.load(ctl, B + ${COUNT});
+    const table = Atomics.load(ctl, ${TABLE}) >>> 2, total = Atomics.load(ctl, ${TOTAL});
+    for (let i = count > 0 ? Atomics.add(ctl, ${NEXT}, 1) : total; i < total; i = Atomics.add(ctl, ${NEXT}, 1)) {
+      Atomics.add(ctl, B + ${START}, 1); // (tasks this worker took)
       const o = table + i * ${TASK_WORDS};
       if (t[o + 11] !== 0) {
         const f = extra(t[o + 11]);
@@ -119,26 +121,22 @@ for (;;) {
 
 class Pool {
   readonly ctl: Int32Array;
-  readonly workers: (Worker | null)[] = [null]; // index 0 = main thread
+  readonly workers: (object | null)[] = [null]; // index 0 = main thread
   /** Our ends of the workers' extra-kernel ports (index 0 unused). */
-  readonly ports: (MessagePort | null)[] = [null];
+  readonly ports: (InstanceType<typeof MessagePort> | null)[] = [null];
   private gen = 0;
 
   constructor(readonly rt: WasmRuntime) {
     this.ctl = new Int32Array(new SharedArrayBuffer(BLOCK * 4 * rt.maxThreads));
     for (let tid = 1; tid < rt.maxThreads; tid++) {
       const { port1, port2 } = new MessageChannel();
-      port1.unref();
-      const w = new Worker(WORKER_SOURCE, {
-        eval: true,
-        workerData: { module: rt.module, memory: rt.memory, control: this.ctl.buffer, tid, ws: rt.ws(tid), port: port2 },
-        transferList: [port2],
-      });
+      (port1 as { unref?: () => void }).unref?.();
+      const data = { module: rt.module, memory: rt.memory, control: this.ctl.buffer, tid, ws: rt.ws(tid), port: port2 };
+      const w = startKernelWorker(WORKER_SOURCE, data, [port2]);
+      if (w === null) break;
       this.ports.push(port1);
-      w.unref();
       const drop = () => { this.workers[tid] = null; };
-      w.on("error", drop);
-      w.on("exit", drop);
+      w.onExit(drop);
       this.workers.push(w);
     }
   }
@@ -181,6 +179,8 @@ class Pool {
     const g = (this.gen = (this.gen % 0x3fffffff) + 1);
     const b = BLOCK;
     Atomics.store(ctl, TABLE, table);
+    Atomics.store(ctl, TOTAL, 1);
+    Atomics.store(ctl, NEXT, 0);
     Atomics.store(ctl, b + START, 0);
     Atomics.store(ctl, b + COUNT, 1);
     Atomics.store(ctl, b + ERR, 0);
@@ -198,43 +198,44 @@ class Pool {
   }
 
   /**
-   * Runs the task table; thread t runs entries [starts[t], starts[t] + counts[t]), the main
-   * thread `mainShare` instead of its entries when given. A worker that has not claimed its
-   * share within `claimWaitMs` (after a short spin) loses it to the main thread.
+   * Runs the `total` tasks of `table` on the main thread and up to `threads - 1` workers, each
+   * taking the next task from the shared counter. Returns how many tasks workers ran.
    */
-  run(table: number, starts: number[], counts: number[]): void {
+  run(table: number, total: number, threads: number): number {
     const ctl = this.ctl;
     const g = (this.gen = (this.gen % 0x3fffffff) + 1);
     Atomics.store(ctl, TABLE, table);
-    for (let t = 1; t < starts.length; t++) {
+    Atomics.store(ctl, TOTAL, total);
+    Atomics.store(ctl, NEXT, 0);
+    const offered: number[] = [];
+    for (let t = 1; t < Math.min(threads, this.workers.length); t++) {
       const b = t * BLOCK;
-      if (this.workers[t] === null || counts[t] === 0) continue;
-      Atomics.store(ctl, b + START, starts[t]);
-      Atomics.store(ctl, b + COUNT, counts[t]);
+      if (this.workers[t] === null) continue;
+      Atomics.store(ctl, b + START, 0);
+      Atomics.store(ctl, b + COUNT, 1);
       Atomics.store(ctl, b + ERR, 0);
       Atomics.store(ctl, b + CLAIM, g);
       Atomics.store(ctl, b + GEN, g);
       Atomics.notify(ctl, b + GEN);
+      offered.push(t);
     }
-    runRange(this.rt, table, starts[0], counts[0], 0);
-    let failed = false;
-    for (let t = 1; t < starts.length; t++) {
-      if (counts[t] === 0) continue;
+    for (let i = Atomics.add(ctl, NEXT, 1); i < total; i = Atomics.add(ctl, NEXT, 1)) runRange(this.rt, table, i, 1, 0);
+    let failed = false, helped = 0;
+    for (const t of offered) {
       const b = t * BLOCK;
-      if (this.workers[t] === null) { runRange(this.rt, table, starts[t], counts[t], 0); continue; }
-      spinWhile(ctl, b + CLAIM, g);
-      if (Atomics.load(ctl, b + CLAIM) === g) Atomics.wait(ctl, b + CLAIM, g, CLAIM_WAIT_MS);
       if (Atomics.compareExchange(ctl, b + CLAIM, g, 0) === g) {
-        runRange(this.rt, table, starts[t], counts[t], 0); // worker never woke: do it here
-        stats.revoked++;
+        stats.revoked++; // never woke: nothing left for it to do
         continue;
       }
-      stats.workerShares++;
       spinUntil(ctl, b + DONE, g);
       while (Atomics.load(ctl, b + DONE) !== g) Atomics.wait(ctl, b + DONE, Atomics.load(ctl, b + DONE), 1000);
       if (Atomics.load(ctl, b + ERR) !== 0) failed = true;
+      const took = Atomics.load(ctl, b + START);
+      helped += took;
+      if (took > 0) stats.workerShares++;
     }
     if (failed) throw new Error("stagecraft: wasm worker task failed");
+    return helped;
   }
 }
 
@@ -272,13 +273,16 @@ function getPool(rt: WasmRuntime): Pool | null {
 
 let threadLimit = Infinity;
 let lastParallelEnd = -Infinity;
+/** Whether threads pay, per class of sgemm job: measured (thread-policy.ts). */
+export const sgemmPolicy = new ThreadPolicy();
 
 /** Caps the threads used per kernel call (main thread included); e.g. 1 for single-threaded. */
 export function setThreadLimit(n: number): void {
   threadLimit = Math.max(1, Math.floor(n));
+  setNativeThreadLimit(threadLimit);
 }
 
-/** How many threads to split a job of `flops` floating-point operations over. */
+/** How many threads a job of `flops` floating-point operations may use (before the policy's say). */
 export function threadsFor(rt: WasmRuntime, flops: number): number {
   if (rt.maxThreads < 2 || threadLimit < 2) return 1;
   const warm = performance.now() - lastParallelEnd < WORKER_SPIN_MS * 0.8;
@@ -288,39 +292,54 @@ export function threadsFor(rt: WasmRuntime, flops: number): number {
 }
 
 /**
- * Runs `count` sgemm tasks stored at byte address `table` (TASK_WORDS int32 each), split over
- * `threads` threads as contiguous ranges given by `starts`/`counts` (length = threads).
+ * Runs `total` sgemm tasks stored at byte address `table` (TASK_WORDS int32 each) on up to
+ * `threads` threads (tasks taken one at a time). Returns how many tasks worker threads ran.
  * Falls back to running everything on the main thread if the pool is unavailable or fails.
  */
-export function runTasks(rt: WasmRuntime, table: number, starts: number[], counts: number[]): void {
-  const p = starts.length > 1 ? getPool(rt) : null;
-  if (p !== null && starts.length <= p.size) {
+export function runTasks(rt: WasmRuntime, table: number, total: number, threads: number): number {
+  const p = threads > 1 ? getPool(rt) : null;
+  if (p !== null) {
     try {
-      p.run(table, starts, counts);
+      const helped = p.run(table, total, threads);
       lastParallelEnd = performance.now();
       stats.parallelJobs++;
-      return;
+      return helped;
     } catch {
       pool = null; // give up on threads; results are recomputed below
     }
   }
-  let total = 0;
-  for (const c of counts) total += c;
-  runRange(rt, table, starts[0] ?? 0, total, 0);
+  runRange(rt, table, 0, total, 0);
+  return 0;
 }
+
+/** Flops per task when a job is cut for several threads: ~100 us of work on one core. */
+const TASK_FLOPS = 1 << 23;
+/** At most this many tasks per thread: each task repacks its B panel. */
+const TASKS_PER_THREAD = 8;
 
 /**
  * C_i = op(A_i) op(B_i) for i < aPtrs.length (byte addresses in wasm memory, all the same
- * shape and leading dimensions). Splits the batch over threads when it divides evenly,
- * otherwise splits every product's rows (or columns, when m < n) into one chunk per thread.
+ * shape and leading dimensions). When threads may pay (threadsFor, then the measured policy),
+ * every product's rows (or columns, when m < n) are cut into tasks of whole microkernel
+ * blocks that the threads take one at a time; each output element is computed by one task
+ * with the same code, so the bits do not depend on the cut.
  */
 export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cPtrs: number[],
                            m: number, n: number, k: number, lda: number, ldb: number, ldc: number,
                            transA: boolean, transB: boolean): void {
   const batch = aPtrs.length;
-  const T = Math.min(threadsFor(rt, 2 * m * n * k * batch), rt.maxThreads);
-  const perBatch = T > 1 && batch % T !== 0 ? T : 1;
-  const table = rt.alloc(batch * perBatch * TASK_WORDS * 4);
+  const flops = 2 * m * n * k * batch;
+  const max = Math.min(threadsFor(rt, flops), rt.maxThreads);
+  const key = jobClass("sgemm", flops);
+  const T = max > 1 && sgemmPolicy.useThreads(key) ? max : 1;
+  // pieces per product: enough tasks for T threads to balance, none much under TASK_FLOPS
+  const wanted = T === 1 ? 1 : Math.max(1, Math.min(Math.ceil((T * TASKS_PER_THREAD) / batch), Math.floor(flops / batch / TASK_FLOPS)));
+  const byRows = m >= n;
+  const unit = byRows ? 4 : 8; // the microkernel's height / width
+  const span = byRows ? m : n;
+  const step = Math.ceil(span / wanted / unit) * unit;
+  const pieces = Math.ceil(span / step);
+  const table = rt.alloc(batch * pieces * TASK_WORDS * 4);
   const w = rt.i32();
   const ta = transA ? 1 : 0, tb = transB ? 1 : 0;
   let o = table >>> 2;
@@ -329,29 +348,16 @@ export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cP
     w[o + 6] = lda; w[o + 7] = ldb; w[o + 8] = ldc; w[o + 9] = ta; w[o + 10] = tb; w[o + 11] = 0;
     o += TASK_WORDS;
   };
-  if (perBatch === 1) {
-    for (let i = 0; i < batch; i++) put(aPtrs[i], bPtrs[i], cPtrs[i], m, n);
-  } else if (m >= n) {
-    const rows = Math.ceil(m / T / 4) * 4; // multiples of the microkernel height
-    for (let t = 0; t < T; t++) {
-      const r0 = Math.min(m, t * rows), r1 = Math.min(m, r0 + rows);
-      const aOff = (transA ? r0 : r0 * lda) * 4;
-      for (let i = 0; i < batch; i++) put(aPtrs[i] + aOff, bPtrs[i], cPtrs[i] + r0 * ldc * 4, r1 - r0, n);
-    }
-  } else {
-    const cols = Math.ceil(n / T / 8) * 8; // multiples of the microkernel width
-    for (let t = 0; t < T; t++) {
-      const j0 = Math.min(n, t * cols), j1 = Math.min(n, j0 + cols);
-      const bOff = (transB ? j0 * ldb : j0) * 4;
-      for (let i = 0; i < batch; i++) put(aPtrs[i], bPtrs[i] + bOff, cPtrs[i] + j0 * 4, m, j1 - j0);
+  for (let i = 0; i < batch; i++) {
+    for (let q = 0; q < pieces; q++) {
+      const s0 = q * step, s1 = Math.min(span, s0 + step);
+      if (byRows) put(aPtrs[i] + (transA ? s0 : s0 * lda) * 4, bPtrs[i], cPtrs[i] + s0 * ldc * 4, s1 - s0, n);
+      else put(aPtrs[i], bPtrs[i] + (transB ? s0 * ldb : s0) * 4, cPtrs[i] + s0 * 4, m, s1 - s0);
     }
   }
-  const total = batch * perBatch, starts: number[] = [], counts: number[] = [];
-  for (let t = 0; t < T; t++) {
-    const s = Math.floor((t * total) / T), e = Math.floor(((t + 1) * total) / T);
-    starts.push(s); counts.push(e - s);
-  }
-  runTasks(rt, table, starts, counts);
+  const t0 = performance.now();
+  const helped = runTasks(rt, table, batch * pieces, T);
+  if (max > 1) sgemmPolicy.record(key, T > 1, (performance.now() - t0) / 1000, flops, T > 1 && helped === 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -375,7 +381,7 @@ const dropExtra = new FinalizationRegistry<number>((id) => {
  */
 export function registerExtraKernel(module: object, memory: object, name: string, fn: ExtraKernel): number | null {
   const rt = getWasmRuntime();
-  if (rt === null || rt.maxThreads < 2) return null;
+  if (rt === null || rt.maxThreads < 2 || !SYNC_WORKER_MESSAGES) return null;
   const p = getPool(rt);
   if (p === null || p.size < 2) return null;
   const id = nextExtraId++;

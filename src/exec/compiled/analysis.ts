@@ -16,6 +16,7 @@ import { assignVariableOp, callOp, condOp, readVariableOp, whileOp } from "../..
 import { WASM_MIN_MNK } from "../../backends/cpu/matmul.js";
 import { getWasmRuntime } from "../../backends/cpu/wasm-runtime.js";
 import { gemmModule } from "../../backends/cpu/wasm/gemm.js";
+import { nativeMatmulWins } from "../../backends/cpu/native.js";
 import { simdLoopFits, simdRenderable } from "../../backends/cpu/wasm/elementwise.js";
 import type { MatmulArith } from "../../backends/cpu/js-loops.js";
 import { prepareForExecution } from "../prepare.js";
@@ -100,6 +101,13 @@ const isConcrete = (s: readonly number[]) => s.every((d) => d >= 0);
 
 const compilable = (t: TensorType) => isConcrete(t.shape) || isStack(t);
 
+/** The stack type a loop variable of type `before` becomes when an iteration changes only its row count (`after`), or null. */
+function rowsGrown(before: TensorType, after: TensorType): TensorType | null {
+  if (isStack(before) || before.shape.length === 0 || after.shape.length !== before.shape.length || after.shape[0] === before.shape[0]) return null;
+  const stack = { dtype: before.dtype, shape: [-1, ...before.shape.slice(1)] };
+  return isStack(stack) && typesEqual({ dtype: after.dtype, shape: after.shape.slice(1) }, { dtype: before.dtype, shape: before.shape.slice(1) }) ? stack : null;
+}
+
 export function typesEqual(a: TensorType, b: TensorType): boolean {
   return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
 }
@@ -172,8 +180,11 @@ export function analyze(c: CompiledGraph, lookup: Lookup): Plan {
           return { condC, bodyC, bo, stable };
         };
         let loop = attempt(types);
-        // Stacks growing by a row per iteration: compile the loop once, for stack types.
-        const grown = loop?.bo.map((t, i) => (i < n && t && isStack(t) && !isStack(types[i]!) && typesEqual({ dtype: t.dtype, shape: t.shape.slice(1) }, { dtype: types[i]!.dtype, shape: types[i]!.shape.slice(1) }) ? t : null));
+        // Loop variables whose row count changes per iteration (a stack pushed to, an AutoGraph
+        // list concatenated to: [0, ...rows] in, [1, ...rows] or [-1, ...rows] out): compile the
+        // loop once, for the stack type [-1, ...rows], instead of running the body by the generic
+        // path with a new shape (a new specialization, interpreted at first) every iteration.
+        const grown = loop?.bo.map((t, i) => (i < n && t ? rowsGrown(types[i]!, t) : null));
         if (loop && !loop.stable && grown?.some((t) => t !== null)) loop = attempt(types.map((t, i) => grown[i] ?? t));
         if (!loop?.stable) return dynamic(); // shapes change across iterations: generic loop, bodies compiled per shape
         strategies.push({ kind: "loopGraph", cond: loop.condC, body: loop.bodyC });
@@ -350,6 +361,8 @@ function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): {
   const k = transA ? a.shape[0]! : a.shape[1]!;
   const mnk = m * n * k;
   if (mnk < WASM_MIN_MNK || mnk > WASM_GEMM_MAX || mnk <= INLINE_SGEMM_MAX || k * n > WASM_GEMM_MAX_B) return null;
+  // (the eager kernel runs it natively: calling the kernel gives the same bits)
+  if (nativeMatmulWins(m, n, k)) return null;
   if (getWasmRuntime() === null || gemmModule() === null) return null;
   return { m, k, n, transA, transB: !!attrs.transposeB };
 }

@@ -216,7 +216,9 @@ class Codegen {
       case "branch": {
         const regionIns = s.kind === "branch" ? ins.slice(1) : ins;
         const arr = `[${regionIns.map((x) => this.use(x)).join(", ")}]`;
-        const method = outs.some((o) => o.type === null) ? "rawTensors" : "raw";
+        const tensors = outs.some((o) => o.type === null);
+        // (a call counts toward the nesting limit of calls, exec/call-depth.ts; a branch does not)
+        const method = s.kind === "callGraph" ? (tensors ? "callTensors" : "call") : tensors ? "rawTensors" : "raw";
         const callee =
           s.kind === "callGraph" ? this.konst(s.callee, "Fn") : `(${this.use(ins[0]!)}[0] !== 0 ? ${this.konst(s.then, "Then")} : ${this.konst(s.else, "Else")})`;
         out.push(`const R${k} = ${callee}.${method}(${arr}, dev);`);

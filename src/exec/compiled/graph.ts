@@ -11,6 +11,7 @@ import type { TensorType } from "../../core/tensor-type.js";
 import type { FunctionLibrary, Graph } from "../../graph/ir.js";
 import { isScopedStorage, StackScope, withStackScope } from "../../ops/stack-storage.js";
 import { copyStorage } from "../../ops/iteration-stack.js";
+import { enterCall, exitCall } from "../call-depth.js";
 
 /** A compiled graph's output: concrete type known at compile time, or null (a Tensor at run time). */
 export type OutputDesc = TensorType | null;
@@ -63,6 +64,26 @@ export class CompiledGraph {
       executing.at = at;
       // Re-entrant calls (recursion) create more instances; a few are kept for next time.
       if (this.pool.length < MAX_POOLED_INSTANCES) this.pool.push(inst);
+    }
+  }
+
+  /** `raw` as a call node of another graph runs it: one call deeper (exec/call-depth.ts). */
+  call(ins: TypedArray[], dev: string): (TypedArray | Tensor)[] {
+    enterCall(this.graph.name);
+    try {
+      return this.raw(ins, dev);
+    } finally {
+      exitCall();
+    }
+  }
+
+  /** `rawTensors` as a call node runs it. */
+  callTensors(ins: TypedArray[], dev: string): Tensor[] {
+    enterCall(this.graph.name);
+    try {
+      return this.rawTensors(ins, dev);
+    } finally {
+      exitCall();
     }
   }
 

@@ -10,8 +10,7 @@
  * of the trace key (a new value traces again), and inside another staged function they must
  * be concrete tensors.
  */
-import { readFileSync, statSync } from "node:fs";
-import * as path from "node:path";
+import { path, readFileSync, statSync } from "../../core/platform/node.js";
 import { Tensor, makeTensor, type TensorLike } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";
 import { isFloat, type DType } from "../../core/dtype.js";

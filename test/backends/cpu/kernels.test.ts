@@ -4,6 +4,8 @@ import assert from "node:assert/strict";
 import { matmul } from "../../../src/backends/cpu/matmul.js";
 import { getWasmRuntime } from "../../../src/backends/cpu/wasm-runtime.js";
 import { poolStats } from "../../../src/backends/cpu/worker-pool.js";
+import { nativeKernels, nativeStats, useNativeKernels } from "../../../src/backends/cpu/native.js";
+import { config } from "../../../src/core/config.js";
 import { conv2d, conv2dBackpropFilter, conv2dBackpropInput, type Conv2dParams } from "../../../src/backends/cpu/conv.js";
 import * as sc from "../../../src/api/index.js";
 import { Rng } from "../../util/rng.js";
@@ -77,10 +79,25 @@ for (const dt of ["float32", "float64"] as const) {
     checkMatmul(dt, 130, 70, 50, false, true, [0, 50000, 100000], [5000, 0, 20000]);
   });
 }
-test("matmul float32: large, crossing the threading threshold", () => {
-  checkMatmul("float32", 257, 300, 263, false, false);
-  checkMatmul("float32", 260, 513, 130, true, true);
-  checkMatmul("float32", 3, 200, 1100, false, true); // split by columns
+/** Runs `f` with the native kernels on and off (the WebAssembly kernels), naming the variant. */
+function bothKernels(f: (variant: string) => void): void {
+  for (const native of [true, false]) {
+    useNativeKernels(native);
+    try {
+      f(native ? "native" : "wasm");
+    } finally {
+      useNativeKernels(true);
+    }
+  }
+}
+
+test("matmul float32: large, crossing the threading threshold (native kernels and wasm kernels)", () => {
+  bothKernels(() => {
+    checkMatmul("float32", 257, 300, 263, false, false);
+    checkMatmul("float32", 260, 513, 130, true, true);
+    checkMatmul("float32", 3, 200, 1100, false, true); // split by columns
+    checkMatmul("float32", 140, 150, 160, true, false, [0, 140 * 150, 2 * 140 * 150], [0, 0, 0]); // a batch, B repeated
+  });
 });
 test("matmul float32: k = 0 gives zeros", () => {
   const out = new Float32Array(40 * 40).fill(7);
@@ -147,6 +164,28 @@ for (const dt of ["float32", "float64"] as const) {
     for (const [name, p] of CONVS) checkConv(dt, p, name);
   });
 }
+
+/** Convolutions past the native crossover: the edge cases of padding, strides and dilation. */
+const BIG_CONVS: [string, Conv2dParams][] = [
+  ["3x3 same", params({ batch: 4, inC: 16, inH: 16, inW: 16, outC: 32, kH: 3, kW: 3, padTop: 1, padLeft: 1 })],
+  ["stride 2, odd input (rows left over)", params({ batch: 8, inC: 32, inH: 17, inW: 15, outC: 32, kH: 3, kW: 3, strideH: 2, strideW: 2 })],
+  ["stride 2, asymmetric same padding", params({ batch: 8, inC: 32, inH: 16, inW: 16, outC: 32, kH: 3, kW: 3, strideH: 2, strideW: 2, outH: 8, outW: 8 })],
+  ["1x1 stride 2", params({ batch: 8, inC: 64, inH: 16, inW: 16, outC: 64, kH: 1, kW: 1, strideH: 2, strideW: 2 })],
+  ["dilation 2, stride 3 wide", params({ batch: 4, inC: 16, inH: 20, inW: 26, outC: 32, kH: 3, kW: 2, dilationH: 2, dilationW: 3, strideH: 1, strideW: 3, padTop: 2, padLeft: 1 })],
+  ["groups 2", params({ batch: 4, inC: 16, inH: 16, inW: 16, outC: 32, kH: 3, kW: 3, groups: 2, padTop: 1, padLeft: 1 })],
+];
+test("conv2d float32 past the native crossover: forward and gradients match the naive loops (native kernels and wasm kernels)", () => {
+  for (const [name, p] of BIG_CONVS) {
+    const flops = 2 * p.batch * p.outC * p.outH * p.outW * (p.inC / p.groups) * p.kH * p.kW;
+    assert.ok(flops >= config.nativeMinFlops, `${name}: ${flops} flops should be past the crossover`);
+  }
+  const before = nativeStats().calls;
+  bothKernels((variant) => {
+    for (const [name, p] of BIG_CONVS) checkConv("float32", p, `${variant} ${name}`);
+  });
+  // forward and both gradients of every case, less the filter gradient of the grouped one (wasm)
+  if (nativeKernels() !== null) assert.equal(nativeStats().calls - before, 3 * BIG_CONVS.length - 1);
+});
 
 test("the wasm kernels are loaded and big products ran on the worker pool", () => {
   if (process.env.STAGECRAFT_NO_WASM === "1") return;

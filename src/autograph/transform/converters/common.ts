@@ -20,6 +20,11 @@ export const COMPOUND_OPS: Readonly<Record<string, string>> = {
   "/=": "div",
   "%=": "mod",
   "**=": "pow",
+  "|=": "bitOr",
+  "&=": "bitAnd",
+  "^=": "bitXor",
+  "<<=": "shl",
+  ">>=": "shr",
 };
 
 /** A member expression target with its object and key converted natively (no getItem), in place. */

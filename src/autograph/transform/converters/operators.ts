@@ -1,8 +1,9 @@
 /**
  * Arithmetic, comparison and unary operators:
  *   a + b       ->  ag.add(a', b')      (- * / % ** < <= > >= === !== == != likewise)
+ *   a | b       ->  ag.bitOr(a', b')    (& ^ << >> likewise; ~a -> ag.bitNot(a'))
  *   !a, -a, +a  ->  ag.not(a'), ag.neg(a'), ag.pos(a')
- * Other operators (`in`, `instanceof`, bitwise, `typeof`, `void`, `delete`) stay native, and so
+ * Other operators (`in`, `instanceof`, `>>>`, `typeof`, `void`, `delete`) stay native, and so
  * do `-1`, `+2n` (literals). Compound assignment and `++`/`--` are assignments.ts's and
  * indexing.ts's.
  */
@@ -25,9 +26,14 @@ export const BINARY_OPS: Readonly<Record<string, string>> = {
   "!==": "ne",
   "==": "looseEq",
   "!=": "looseNe",
+  "|": "bitOr",
+  "&": "bitAnd",
+  "^": "bitXor",
+  "<<": "shl",
+  ">>": "shr",
 };
 
-export const UNARY_OPS: Readonly<Record<string, string>> = { "!": "not", "-": "neg", "+": "pos" };
+export const UNARY_OPS: Readonly<Record<string, string>> = { "!": "not", "-": "neg", "+": "pos", "~": "bitNot" };
 
 export function convertBinary(ctx: ConvertContext, e: t.BinaryExpression, op: string): t.Expression {
   const left = ctx.expr(e.left as t.Expression);

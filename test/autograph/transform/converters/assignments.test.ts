@@ -17,6 +17,6 @@ test("compound assignment, ++ and -- (the assignments converter alone)", () => {
   );
   // A complex object is evaluated once.
   assert.equal(gen("function f(g) { g().p += 1; }"), "function f(g) { let $o; ($o = ag.callee(g)()).p = ag.add($o.p, 1); }");
-  // Other compound operators (bitwise, logical assignment) stay native.
-  assert.equal(convertedBy("function f(x) { x |= 1; x ??= 2; }", ["assignments"]), "function f(x) { x |= 1; x ??= 2; }");
+  // Bitwise compound assignments convert; >>>= and logical assignment stay native.
+  assert.equal(convertedBy("function f(x) { x |= 1; x <<= 2; x >>>= 1; x ??= 2; }", ["assignments"]), "function f(x) { x = ag.bitOr(x, 1); x = ag.shl(x, 2); x >>>= 1; x ??= 2; }");
 });

@@ -1,0 +1,173 @@
+/**
+ * Timing workloads against peers: every system of a workload runs in rounds that alternate
+ * between the systems (the starting system rotates), so a load change on the machine hits
+ * every system alike. Each round runs one system's calls back to back for about `roundMs`
+ * (as a training loop does) and yields one sample, milliseconds per call; a figure is the
+ * median of the samples, with their range.
+ */
+
+export interface System {
+  /** e.g. "stagecraft staged", "tfjs-wasm". */
+  name: string;
+  /** Runs once before each of this system's rounds (e.g. selects a tfjs backend). */
+  enter?: () => Promise<void> | void;
+  /** One call of the workload. */
+  run: () => unknown;
+  /** Why this system does not run the workload (the row says so instead of a figure). */
+  skip?: string;
+}
+
+export interface Workload {
+  /** The table's title. */
+  name: string;
+  /** What one call does (for the table's note): "one training step", "one sample of batch 8". */
+  call: string;
+  /** Throughput figures: units per call and the unit name (examples/s, GFLOP/s); else ms per call. */
+  throughput?: { perCall: number; unit: string };
+  systems: System[];
+  /** A note printed under the table (the setup, what the goal is). */
+  note?: string;
+  /** A system every other is also compared with, round by round (e.g. hand-written graph code). */
+  reference?: string;
+  /** Runs after the workload is measured (or fails): stops what its set-up started. */
+  done?: () => void;
+}
+
+export interface Figure {
+  system: string;
+  /** ms per call: median, min, max of the samples. */
+  ms?: { median: number; lo: number; hi: number; samples: number };
+  skip?: string;
+  error?: string;
+  /** Median over rounds of (the reference's ms / this system's ms) in the same round (> 1: faster). */
+  vsReference?: { median: number; lo: number; hi: number };
+}
+
+export interface WorkloadResult {
+  name: string;
+  call: string;
+  note?: string;
+  throughput?: { perCall: number; unit: string };
+  reference?: string;
+  figures: Figure[];
+}
+
+export interface MeasureOptions {
+  rounds: number;
+  roundMs: number;
+  warmupMs: number;
+}
+
+/** Calls a warm-up aims for, and the most it lasts, in multiples of its planned length. */
+const WARMUP_CALLS = 1000, WARMUP_CAP = 25;
+/** The fewest warm-up calls of a Stagecraft system (see warmUp). */
+const OUR_WARMUP_CALLS = 200;
+
+export const QUICK: MeasureOptions = { rounds: 5, roundMs: 120, warmupMs: 300 };
+export const FULL: MeasureOptions = { rounds: 9, roundMs: 300, warmupMs: 1500 };
+
+let sink: unknown = null;
+const isPromise = (x: unknown): x is Promise<unknown> => typeof (x as { then?: unknown } | null)?.then === "function";
+
+async function call(fn: () => unknown): Promise<void> {
+  const r = fn();
+  sink = isPromise(r) ? await r : r;
+}
+
+/** ms per call of `calls` consecutive calls. */
+async function timeCalls(fn: () => unknown, calls: number): Promise<number> {
+  const t = performance.now();
+  for (let i = 0; i < calls; i++) await call(fn);
+  return (performance.now() - t) / calls;
+}
+
+/**
+ * Runs `fn` for at least `ms` and `minCalls` calls, then until its pace no longer improves by
+ * more than 20% from one block of calls to the next, or it has run WARMUP_CALLS times; at most
+ * WARMUP_CAP x `ms`. Stagecraft's systems get a minimum number of calls: V8 tiers the generated
+ * code of a staged function up by its count of calls, and until then it can run tens of times
+ * slower (the L2HMC sampler's first 50 calls took 59 ms each on the shared 2-core machine, the
+ * calls after 100 about 2 ms) at a steady pace that a warm-up by time alone takes for the end.
+ */
+async function warmUp(fn: () => unknown, ms: number, minCalls: number): Promise<void> {
+  const t = performance.now();
+  let prev = Infinity, n = 0;
+  for (;;) {
+    const b = performance.now();
+    let k = 0;
+    while (k < 2 || performance.now() - b < ms / 3) {
+      await call(fn);
+      k++;
+    }
+    n += k;
+    const now = performance.now(), per = (now - b) / k;
+    if (now - t >= WARMUP_CAP * ms || (now - t >= ms && n >= minCalls && (n >= WARMUP_CALLS || per > 0.8 * prev))) return;
+    prev = per;
+  }
+}
+
+const median = (x: number[]) => x.slice().sort((a, b) => a - b)[x.length >> 1]!;
+
+/** Measures every system of `w` in alternating rounds. A system that throws is reported with its error. */
+export async function measure(w: Workload, opts: MeasureOptions): Promise<WorkloadResult> {
+  const live = w.systems.filter((s) => s.skip === undefined);
+  const figures = new Map<string, Figure>(w.systems.map((s) => [s.name, s.skip !== undefined ? { system: s.name, skip: s.skip } : { system: s.name }]));
+  const calls = new Map<string, number>();
+  const samples = new Map<string, number[]>(live.map((s) => [s.name, []]));
+  const failed = new Set<string>();
+  const guard = async (s: System, body: () => Promise<void>) => {
+    if (failed.has(s.name)) return;
+    try {
+      await body();
+    } catch (e) {
+      failed.add(s.name);
+      figures.set(s.name, { system: s.name, error: (e as Error).message.split("\n")[0]!.slice(0, 160) });
+    }
+  };
+  // warm-up (JIT tiers, traces, compiled graphs, sessions), then calls per round from its pace
+  for (const s of live) {
+    await guard(s, async () => {
+      await s.enter?.();
+      await warmUp(s.run, opts.warmupMs, isOurs(s.name) ? OUR_WARMUP_CALLS : 0);
+      const per = await timeCalls(s.run, 1);
+      calls.set(s.name, Math.max(1, Math.round(opts.roundMs / Math.max(per, 1e-3))));
+    });
+  }
+  for (let r = 0; r < opts.rounds; r++) {
+    for (let i = 0; i < live.length; i++) {
+      const s = live[(i + r) % live.length]!;
+      await guard(s, async () => {
+        await s.enter?.();
+        samples.get(s.name)!.push(await timeCalls(s.run, calls.get(s.name)!));
+      });
+    }
+  }
+  for (const s of live) {
+    const x = samples.get(s.name)!;
+    if (failed.has(s.name) || x.length === 0) continue;
+    figures.set(s.name, { system: s.name, ms: { median: median(x), lo: Math.min(...x), hi: Math.max(...x), samples: x.length } });
+  }
+  const ref = w.reference !== undefined && !failed.has(w.reference) ? samples.get(w.reference) : undefined;
+  if (ref !== undefined && ref.length > 0) {
+    // paired by round: both systems ran within the same round, under the same load
+    for (const s of live) {
+      const x = samples.get(s.name)!, f = figures.get(s.name)!;
+      if (failed.has(s.name) || x.length !== ref.length) continue;
+      const r = x.map((v, i) => ref[i]! / v);
+      f.vsReference = { median: median(r), lo: Math.min(...r), hi: Math.max(...r) };
+    }
+  }
+  if (sink === undefined) sink = null;
+  return { name: w.name, call: w.call, note: w.note, throughput: w.throughput, reference: w.reference, figures: w.systems.map((s) => figures.get(s.name)!) };
+}
+
+/** Throws unless |got - want| <= tol * (1 + |want|) elementwise: peers are checked before they are timed. */
+export function assertClose(what: string, got: ArrayLike<number>, want: ArrayLike<number>, tol = 1e-3): void {
+  if (got.length !== want.length) throw new Error(`${what}: ${got.length} values, expected ${want.length}`);
+  for (let i = 0; i < want.length; i++) {
+    if (!(Math.abs(got[i]! - want[i]!) <= tol * (1 + Math.abs(want[i]!)))) throw new Error(`${what}: ${got[i]} at ${i}, expected ${want[i]}`);
+  }
+}
+
+/** Whether a system name is Stagecraft's own (the others are peers). */
+export const isOurs = (system: string): boolean => system.startsWith("stagecraft");

@@ -1,0 +1,166 @@
+/**
+ * The platform seam, Node's side: every Node-only module the library uses is imported here and
+ * only here. Browser bundlers use browser.ts in its place (package.json's "browser" field maps
+ * dist/core/platform/node.js to dist/core/platform/browser.js; esbuild, Vite, webpack and Rollup
+ * honour it). Both files export the same names (test/core/platform.test.ts compares them).
+ */
+import { fileURLToPath, pathToFileURL } from "node:url";
+import * as path from "node:path";
+import { readFileSync } from "node:fs";
+import { findSourceMap } from "node:module";
+import * as workerThreadsModule from "node:worker_threads";
+import { Worker } from "node:worker_threads";
+import cliProgressModule from "cli-progress";
+
+export {
+  readFileSync, statSync, existsSync, readdirSync, writeFileSync, openSync, closeSync, readSync, writeSync, fstatSync,
+  fsyncSync, realpathSync, renameSync, unlinkSync,
+} from "node:fs";
+export { fileURLToPath, pathToFileURL, path };
+export { createRequire } from "node:module";
+export { availableParallelism } from "node:os";
+export { inspect, format } from "node:util";
+
+/** node:worker_threads, for code that starts its own Node workers (null in browsers: use Web Workers there). */
+export const workerThreads: typeof workerThreadsModule | null = workerThreadsModule;
+
+/** "node" here, "browser" in browser.ts. */
+export const PLATFORM: "node" | "browser" = "node";
+
+/** cli-progress (terminal progress bars); null where there is no terminal. */
+export const cliProgress: typeof cliProgressModule | null = cliProgressModule;
+
+/** Whether standard output is a terminal. */
+export function stdoutIsTTY(): boolean {
+  return !!process.stdout?.isTTY;
+}
+
+/** The folder the library runs from, one up from core/: src/ (run from source) or dist/ (built). */
+export const LIB_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+/**
+ * Stagecraft's own code, as it may appear in a stack: the folder it runs from, and its sources
+ * (src/ beside dist/), which are where source maps of dist/ point (`--enable-source-maps`, or a
+ * loader that turns source maps on for everyone, as `stagecraft/register` does).
+ */
+const LIB_DIRS = [...new Set([LIB_ROOT, path.join(path.dirname(LIB_ROOT), "src")])].map((d) => d + path.sep);
+const LIB_URLS = LIB_DIRS.map((d) => pathToFileURL(d).href.replace(/\/?$/, "/"));
+
+/** Whether a file (path or file URL, as a stack shows it) is one of Stagecraft's own. */
+export function isLibraryFile(file: string): boolean {
+  return file.startsWith("file://") ? LIB_URLS.some((u) => file.startsWith(u)) : LIB_DIRS.some((d) => file.startsWith(d));
+}
+
+/** A frame of the current stack: where its code is, before any source map. */
+export interface CallSite {
+  file: string | null;
+  line: number | null;
+  column: number | null;
+}
+
+/**
+ * The call sites of the current stack, innermost first, below `below` (V8's structured stack
+ * trace API). Call sites carry the position in the code that ran, before any source map: which
+ * code is Stagecraft's own is then known from the file it was loaded from, whatever source maps
+ * would show.
+ */
+export function callSites(below: Function): CallSite[] {
+  const prepare = Error.prepareStackTrace;
+  const limit = Error.stackTraceLimit;
+  Error.prepareStackTrace = (_e, sites) => sites;
+  Error.stackTraceLimit = 200;
+  try {
+    const holder: { stack?: unknown } = {};
+    Error.captureStackTrace(holder, below);
+    const sites = Array.isArray(holder.stack) ? (holder.stack as NodeJS.CallSite[]) : [];
+    return sites.map((s) => ({ file: s.getFileName() ?? s.getScriptNameOrSourceURL() ?? null, line: s.getLineNumber(), column: s.getColumnNumber() }));
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
+/** A file name as a stack shows it (a path, a file URL, or a sourceURL with a query) as a path. */
+export function toFilePath(file: string): string {
+  let f = file;
+  if (f.startsWith("file://")) {
+    try {
+      f = fileURLToPath(f);
+    } catch {
+      return f;
+    }
+  }
+  // (functions AutoGraph converts at run time are named `<file>?autograph=N`)
+  return f.replace(/\?[^\\/]*$/, "");
+}
+
+/**
+ * A position in generated code mapped to the original source, where Node holds a source map
+ * for it (`--enable-source-maps`, `process.setSourceMapsEnabled(true)`: tsx and
+ * `stagecraft/register` turn it on); otherwise the position itself.
+ */
+export function originalPosition(file: string, line: number, column: number): { file: string; line: number; column: number } {
+  try {
+    const map = findSourceMap(file);
+    if (map) {
+      const e = map.findEntry(line - 1, column - 1) as { originalSource?: string; originalLine?: number; originalColumn?: number };
+      if (e && typeof e.originalSource === "string" && typeof e.originalLine === "number") {
+        return { file: toFilePath(e.originalSource), line: e.originalLine + 1, column: (e.originalColumn ?? 0) + 1 };
+      }
+    }
+  } catch {
+    /* an unreadable map: the generated position */
+  }
+  return { file: toFilePath(file), line, column };
+}
+
+/** A file as error messages show it: relative to the working directory when inside it. */
+export function displayPath(file: string): string {
+  const rel = path.relative(process.cwd(), file);
+  return rel && !rel.startsWith("..") ? rel : file;
+}
+
+/** A source file's text for error excerpts, or null when it cannot be read. */
+export function readSourceText(file: string): string | null {
+  try {
+    return readFileSync(path.resolve(file), "utf8");
+  } catch {
+    return null;
+  }
+}
+
+/** The CPU kernels' WebAssembly module (wasm/build/kernels.wasm, built by scripts/build-wasm.mjs). */
+export function kernelWasmBytes(): Uint8Array {
+  return readFileSync(new URL("../../../wasm/build/kernels.wasm", import.meta.url));
+}
+
+/** A kernel worker thread, as the worker pool sees it. */
+export interface KernelWorker {
+  /** Calls `f` once the worker has failed or exited. */
+  onExit(f: () => void): void;
+}
+
+/**
+ * Whether a kernel worker can read messages synchronously while it blocks in Atomics.wait
+ * (`receiveMessageOnPort`): the worker pool sends extra kernels that way.
+ */
+export const SYNC_WORKER_MESSAGES = true;
+
+/**
+ * Starts a worker thread running `body`, a script that finds its start data in `workerData`
+ * and can call `receiveMessageOnPort` (from node:worker_threads). The worker does not keep the
+ * process alive.
+ */
+export function startKernelWorker(body: string, workerData: object, transfer: unknown[]): KernelWorker | null {
+  const w = new Worker(`const { workerData, receiveMessageOnPort } = require("node:worker_threads");\n${body}`, {
+    eval: true,
+    workerData,
+    transferList: transfer as never[],
+  });
+  w.unref();
+  return {
+    onExit(f) {
+      w.on("error", f);
+      w.on("exit", f);
+    },
+  };
+}

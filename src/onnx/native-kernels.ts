@@ -1,0 +1,128 @@
+/**
+ * onnxruntime-node's CPU kernels (MLAS: AVX2/AVX-512 where the CPU has them) as the CPU
+ * backend's native kernels (backends/cpu/native.ts): each product or convolution shape is a
+ * single-node model built with the builders (builders.ts, the official schema), loaded once
+ * into a synchronous session (sync-session.ts) per thread count, and run with the op's own
+ * output storage as the fetch. api/wiring.ts installs it when onnxruntime-node loads.
+ *
+ * The crossover (STAGECRAFT_NATIVE_MIN_FLOPS, core/config.ts) is in flops and depends only on
+ * the shape. MLAS splits products and convolutions over threads by rows and columns, never
+ * along k, so the bits do not depend on the thread count the backend's policy picks.
+ */
+import { config } from "../core/config.js";
+import { Tensor } from "../core/tensor.js";
+import type { NativeKernels } from "../backends/cpu/native.js";
+import type { Conv2dParams } from "../backends/cpu/conv.js";
+import { makeGraph, makeModel, makeNode, makeValueInfo, modelBytes, type AttributeValue } from "./builders.js";
+import { SessionCache, syncRuntime, unshared } from "./sync-session.js";
+
+const sessions = new SessionCache();
+
+type Io = [string, number[]];
+
+/** The bytes of a model of `nodes` over float32 inputs and outputs (and int64 initializers). */
+function model(nodes: Record<string, unknown>[], inputs: Io[], outputs: Io[], constants: [string, number[]][] = []): Uint8Array {
+  const vi = ([name, dims]: Io) => makeValueInfo(name, "float32", dims);
+  const init = constants.map(([name, v]) => ({ name, value: new Tensor(Float64Array.from(v), [v.length], "int64") }));
+  return modelBytes(makeModel(makeGraph(nodes, "stagecraft_native", inputs.map(vi), outputs.map(vi), init), { opset: 17 }));
+}
+
+const convFlops = (p: Conv2dParams) => 2 * p.batch * p.outC * p.outH * p.outW * (p.inC / p.groups) * p.kH * p.kW;
+const effective = (k: number, d: number) => (k - 1) * d + 1;
+const convKey = (p: Conv2dParams) => Object.values(p).join(" ");
+
+/** Bottom/right padding that makes a convolution of `inH` rows give `outH` rows (never negative). */
+function endPad(inH: number, outH: number, kH: number, s: number, d: number, pt: number): number {
+  return Math.max(0, (outH - 1) * s + effective(kH, d) - inH - pt);
+}
+
+function convAttrs(p: Conv2dParams): Record<string, AttributeValue> {
+  return { strides: [p.strideH, p.strideW], dilations: [p.dilationH, p.dilationW], group: p.groups, kernel_shape: [p.kH, p.kW] };
+}
+
+/** Runs session `key`'s model (built by `build` once) on `threads` threads, copying out of shared memory where needed. */
+function runModel(key: string, threads: number, build: () => Uint8Array, ins: [string, Float32Array, number[]][], out: [string, Float32Array, number[]]): void {
+  const s = sessions.get(key, threads, build)!;
+  const o = unshared(out[1], 0, false);
+  const feeds: Record<string, [Float32Array, number[]]> = {};
+  ins.forEach(([name, data, dims], i) => (feeds[name] = [unshared(data, i + 1, true), dims]));
+  s.run(feeds, { [out[0]]: [o, out[2]] });
+  if (o !== out[1]) out[1].set(o);
+}
+
+export const ortNativeKernels: NativeKernels = {
+  name: "onnxruntime-node",
+
+  matmulWins: (m, n, k) => 2 * m * n * k >= config.nativeMinFlops,
+  convWins: (p) => convFlops(p) >= config.nativeMinFlops,
+
+  matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, threads) {
+    const batch = aOffsets.length;
+    const aDims = transA ? [k, m] : [m, k], bDims = transB ? [n, k] : [k, n];
+    const build = () => model([makeNode("Gemm", ["a", "b"], ["c"], { transA: +transA, transB: +transB })], [["a", aDims], ["b", bDims]], [["c", [m, n]]]);
+    const s = sessions.get(`gemm ${m} ${k} ${n} ${+transA}${+transB}`, threads, build)!;
+    const o = unshared(out.subarray(0, batch * m * n), 0, false);
+    for (let i = 0; i < batch; i++) {
+      const A = unshared(a.subarray(aOffsets[i]!, aOffsets[i]! + m * k), 1, true);
+      const B = unshared(b.subarray(bOffsets[i]!, bOffsets[i]! + k * n), 2, true);
+      s.run({ a: [A, aDims], b: [B, bDims] }, { c: [o.subarray(i * m * n, (i + 1) * m * n), [m, n]] });
+    }
+    if (o.buffer !== out.buffer) out.set(o);
+  },
+
+  conv2d(x, w, out, p, threads) {
+    const xDims = [p.batch, p.inC, p.inH, p.inW], wDims = [p.outC, p.inC / p.groups, p.kH, p.kW], oDims = [p.batch, p.outC, p.outH, p.outW];
+    const pads = [p.padTop, p.padLeft, endPad(p.inH, p.outH, p.kH, p.strideH, p.dilationH, p.padTop), endPad(p.inW, p.outW, p.kW, p.strideW, p.dilationW, p.padLeft)];
+    const build = () => model([makeNode("Conv", ["x", "w"], ["y"], { ...convAttrs(p), pads })], [["x", xDims], ["w", wDims]], [["y", oDims]]);
+    runModel(`conv ${convKey(p)}`, threads, build, [["x", x, xDims], ["w", w, wDims]], ["y", out, oDims]);
+  },
+
+  conv2dBackpropInput(dy, w, dx, p, threads) {
+    // ConvTranspose of dy: (outH - 1) * s + effective kernel rows, less the pads, plus output_padding
+    const full = (n: number, k: number, s: number, d: number) => (n - 1) * s + effective(k, d);
+    const fullH = full(p.outH, p.kH, p.strideH, p.dilationH), fullW = full(p.outW, p.kW, p.strideW, p.dilationW);
+    const pb = Math.max(0, fullH - p.padTop - p.inH), pr = Math.max(0, fullW - p.padLeft - p.inW);
+    const opH = p.inH - (fullH - p.padTop - pb), opW = p.inW - (fullW - p.padLeft - pr);
+    if (opH >= p.strideH || opW >= p.strideW) return false; // (never for a conv2d's own gradient)
+    const dyDims = [p.batch, p.outC, p.outH, p.outW], wDims = [p.outC, p.inC / p.groups, p.kH, p.kW], dxDims = [p.batch, p.inC, p.inH, p.inW];
+    const attrs = { ...convAttrs(p), pads: [p.padTop, p.padLeft, pb, pr], output_padding: [opH, opW] };
+    const build = () => model([makeNode("ConvTranspose", ["dy", "w"], ["dx"], attrs)], [["dy", dyDims], ["w", wDims]], [["dx", dxDims]]);
+    runModel(`convT ${convKey(p)}`, threads, build, [["dy", dy, dyDims], ["w", w, wDims]], ["dx", dx, dxDims]);
+    return true;
+  },
+
+  /**
+   * The filter gradient as one convolution: with images and channels swapped (x as [C, N, H, W],
+   * dy as [OC, N, oH, oW] filters), it is a convolution of x by dy whose stride is the forward's
+   * dilation and whose dilation is the forward's stride, transposed back ([C, OC, kH, kW] ->
+   * [OC, C, kH, kW]). One group only.
+   */
+  conv2dBackpropFilter(x, dy, dw, p, threads) {
+    if (p.groups !== 1) return false;
+    const xDims = [p.batch, p.inC, p.inH, p.inW], dyDims = [p.batch, p.outC, p.outH, p.outW], dwDims = [p.outC, p.inC, p.kH, p.kW];
+    // rows of the swapped convolution: (in + pads - effective(outH, strideH)) / dilationH + 1 >= kH
+    const rows = (inH: number, outH: number, s: number, d: number, pt: number, kH: number) => Math.max(0, (kH - 1) * d + effective(outH, s) - inH - pt);
+    const pb = rows(p.inH, p.outH, p.strideH, p.dilationH, p.padTop, p.kH), pr = rows(p.inW, p.outW, p.strideW, p.dilationW, p.padLeft, p.kW);
+    const gH = Math.floor((p.inH + p.padTop + pb - effective(p.outH, p.strideH)) / p.dilationH) + 1;
+    const gW = Math.floor((p.inW + p.padLeft + pr - effective(p.outW, p.strideW)) / p.dilationW) + 1;
+    const sliced = gH !== p.kH || gW !== p.kW;
+    const build = () => {
+      const nodes = [
+        makeNode("Transpose", ["x"], ["xt"], { perm: [1, 0, 2, 3] }),
+        makeNode("Transpose", ["dy"], ["dyt"], { perm: [1, 0, 2, 3] }),
+        makeNode("Conv", ["xt", "dyt"], ["g"], { strides: [p.dilationH, p.dilationW], dilations: [p.strideH, p.strideW], kernel_shape: [p.outH, p.outW], pads: [p.padTop, p.padLeft, pb, pr] }),
+      ];
+      if (sliced) nodes.push(makeNode("Slice", ["g", "s0", "s1", "sa"], ["gs"]));
+      nodes.push(makeNode("Transpose", [sliced ? "gs" : "g"], ["dw"], { perm: [1, 0, 2, 3] }));
+      const constants: [string, number[]][] = sliced ? [["s0", [0, 0]], ["s1", [p.kH, p.kW]], ["sa", [2, 3]]] : [];
+      return model(nodes, [["x", xDims], ["dy", dyDims]], [["dw", dwDims]], constants);
+    };
+    runModel(`convW ${convKey(p)}`, threads, build, [["x", x, xDims], ["dy", dy, dyDims]], ["dw", dw, dwDims]);
+    return true;
+  },
+};
+
+/** onnxruntime-node's kernels when it loads (and STAGECRAFT_NATIVE is not 0), else null. */
+export function loadOrtNativeKernels(): NativeKernels | null {
+  return config.native && syncRuntime() !== null ? ortNativeKernels : null;
+}
