@@ -4,6 +4,7 @@
  * adapter's own limits (more storage buffers per stage, larger bindings, larger workgroups than the
  * WebGPU defaults), because the kernels pick their tile sizes from them.
  */
+import { loadDawn } from "../../core/platform/node.js";
 
 export interface OpenedDevice {
   device: GPUDevice;
@@ -60,8 +61,7 @@ async function gpuEntry(options: GpuOptions): Promise<GPU | string> {
   if (!IS_NODE) return "this JavaScript runtime has no navigator.gpu (WebGPU)";
   let mod: { create(flags: string[]): GPU; globals: object };
   try {
-    const name = "webgpu"; // (a variable: bundlers for browsers must not try to resolve it)
-    mod = await import(name);
+    mod = await loadDawn();
   } catch (e) {
     return `the 'webgpu' package (Dawn's Node binding) could not be loaded: ${(e as Error).message.split("\n")[0]}; install it with npm install webgpu`;
   }

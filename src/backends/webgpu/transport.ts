@@ -14,6 +14,7 @@ import type { Command } from "./protocol.js";
 import { BatchEncoder, ERROR_WORDS_BYTES, SYNC_DONE, SYNC_ERROR_BYTES, SYNC_FAILED, SYNC_HEADER_BYTES, SYNC_PENDING } from "./protocol.js";
 import { GpuRuntime } from "./runtime.js";
 import { openDevice, type GpuOptions, type OpenedDevice } from "./gpu-api.js";
+import { workerThreads } from "../../core/platform/node.js";
 
 export interface DeviceDescription {
   adapterInfo: OpenedDevice["adapterInfo"];
@@ -137,7 +138,9 @@ export class WorkerTransport implements Transport {
 
   /** Starts the worker and opens the device there; a string says why it could not. */
   static async start(options: GpuOptions): Promise<WorkerTransport | string> {
-    const { Worker } = await import("node:worker_threads");
+    // (the platform seam: browsers have no worker_threads, and the device stays on the page's thread)
+    if (!workerThreads) return "no worker threads on this platform: the device runs on the calling thread";
+    const { Worker } = workerThreads;
     const here = import.meta.url;
     let worker: WorkerLike;
     if (here.endsWith(".ts")) {

@@ -24,6 +24,11 @@ else host.process.env ??= {};
 /** No node:worker_threads in a page (null: see node.ts). */
 export const workerThreads: typeof import("node:worker_threads") | null = null;
 
+/** No Dawn in a page: WebGPU is navigator.gpu there. */
+export async function loadDawn(): Promise<{ create(flags: string[]): GPU; globals: object }> {
+  throw new Error("Dawn's Node binding does not run in a browser (use navigator.gpu)");
+}
+
 /** "node" in node.ts, "browser" here. */
 export const PLATFORM: "node" | "browser" = "browser";
 

@@ -24,6 +24,12 @@ export { inspect, format } from "node:util";
 /** node:worker_threads, for code that starts its own Node workers (null in browsers: use Web Workers there). */
 export const workerThreads: typeof workerThreadsModule | null = workerThreadsModule;
 
+/** Dawn's Node binding (the optional `webgpu` package), loaded on demand; browsers have navigator.gpu. */
+export async function loadDawn(): Promise<{ create(flags: string[]): GPU; globals: object }> {
+  const name = "webgpu"; // (a variable: TypeScript need not find the optional package's types)
+  return (await import(name)) as { create(flags: string[]): GPU; globals: object };
+}
+
 /** "node" here, "browser" in browser.ts. */
 export const PLATFORM: "node" | "browser" = "node";
 
