@@ -13,6 +13,9 @@ import { exportGraphForEngine, type ExportedModel } from "./export/export.js";
 import { syncRuntime } from "./sync-session.js";
 import { fromOrtTensor, toOrtTensor } from "./ort.js";
 import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
+import { checkOptions, optionKeys } from "../core/options.js";
+import { ValueError } from "../core/errors.js";
+import { engineNames, setEngine } from "../staging/concrete-function.js";
 
 type Session = InstanceType<NonNullable<ReturnType<typeof syncRuntime>>["Session"]>;
 
@@ -35,6 +38,30 @@ export interface EngineOptions {
   executionProviders?: string[];
   /** Threads of one operator (default: onnxruntime's choice). */
   intraOpNumThreads?: number;
+}
+
+const ENGINE_OPTIONS = optionKeys<EngineOptions>()("executionProviders", "intraOpNumThreads");
+
+/**
+ * Installs an onnxruntime engine under a new name with its own session options, so that
+ * `sc.stage(fn, { engine: name })` runs on those execution providers (for example
+ * `installEngine("ort-cuda", { executionProviders: ["cuda", "cpu"] })` where onnxruntime-node's
+ * CUDA provider is installed). The built-in "onnxruntime" engine uses the CPU provider.
+ */
+export function installEngine(name: string, options: EngineOptions = {}): void {
+  const api = "onnx.installEngine";
+  if (typeof name !== "string" || name.length === 0) throw new ValueError(`the engine's name must be a non-empty string, got ${JSON.stringify(name)}`, api);
+  if (engineNames().includes(name)) throw new ValueError(`an engine named "${name}" is already installed (installed: ${engineNames().join(", ")})`, api);
+  checkOptions(api, options, ENGINE_OPTIONS);
+  const eps = options.executionProviders;
+  if (eps !== undefined && (!Array.isArray(eps) || eps.length === 0 || eps.some((e) => typeof e !== "string"))) {
+    throw new ValueError(`options.executionProviders must be a non-empty array of provider names, got ${JSON.stringify(eps)}`, api);
+  }
+  const threads = options.intraOpNumThreads;
+  if (threads !== undefined && !(Number.isInteger(threads) && threads >= 1)) {
+    throw new ValueError(`options.intraOpNumThreads must be a positive integer, got ${String(threads)}`, api);
+  }
+  setEngine(name, onnxruntimeExecutor({ ...options }));
 }
 
 /** How many models the engine has loaded and run (for tests and benchmarks). */

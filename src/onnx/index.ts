@@ -14,4 +14,4 @@ export { loadOnnxRuntime, hasOnnxRuntime, createSession, runSession, runOnnxRunt
 export { mismatch, allClose, NODE_TEST_TOLERANCE, MODEL_TOLERANCE, type Tolerance } from "./compare.js";
 export { runConformance, runCase, listCases, formatReport, type CaseResult, type ConformanceReport, type ConformanceOptions } from "./conformance.js";
 export { exportFunction, exportModel, EXPORT_OPSET, EXPORT_IR_VERSION, type ExportOptions, type ExportedModel } from "./export/export.js";
-export { onnxruntimeExecutor, engineStats, type EngineOptions } from "./engine.js";
+export { onnxruntimeExecutor, installEngine, engineStats, type EngineOptions } from "./engine.js";

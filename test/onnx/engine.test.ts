@@ -103,3 +103,26 @@ test("a training step on the engine updates the model's variables as our executo
 test("an unknown engine is a ValueError naming the installed ones", () => {
   assert.throws(() => sc.stage((x: sc.Tensor) => x, { engine: "tensorrt" }), (e: unknown) => e instanceof sc.ValueError && /installed engines are "onnxruntime"/.test(e.message));
 });
+
+test("installEngine: an onnxruntime engine under its own name with its own session options runs staged functions; bad names and options are ValueErrors", () => {
+  sc.onnx.installEngine("onnxruntime-one-thread", { executionProviders: ["cpu"], intraOpNumThreads: 1 });
+  const f = (x: sc.Tensor) => sc.tanh(sc.matmul(x, x)).sum();
+  const ours = sc.stage(f);
+  const named = sc.stage(f, { engine: "onnxruntime-one-thread" });
+  const before = { ...sc.onnx.engineStats };
+  const x = seq(16, [4, 4]);
+  assert.ok(maxRelDiff(named(x), ours(x)) < 1e-5);
+  assert.equal(sc.onnx.engineStats.sessions, before.sessions + 1, "the named engine loads its own session");
+  assert.equal(sc.onnx.engineStats.runs, before.runs + 1);
+  // its gradient runs on the same engine
+  const g = sc.grad(named)(x);
+  assert.ok(maxRelDiff(g, sc.grad(ours)(x)) < 1e-4);
+  assert.throws(() => sc.onnx.installEngine("onnxruntime-one-thread"), (e: Error) => e instanceof sc.ValueError && /already installed/.test(e.message));
+  assert.throws(() => sc.onnx.installEngine("ort-x", { executionProvider: ["cpu"] } as never), (e: Error) => e instanceof sc.ValueError && /executionProviders/.test(e.message));
+  assert.throws(() => sc.onnx.installEngine("ort-y", { executionProviders: [] }), sc.ValueError);
+  assert.throws(() => sc.onnx.installEngine("ort-z", { intraOpNumThreads: 0 }), sc.ValueError);
+  // a provider onnxruntime-node does not have is onnxruntime's error, typed, when the session loads
+  sc.onnx.installEngine("ort-missing-provider", { executionProviders: ["no-such-provider"] });
+  const missing = sc.stage(f, { engine: "ort-missing-provider" });
+  assert.throws(() => missing(x), (e: Error) => e.name !== "Error" && /onnxruntime/.test(e.message));
+});
