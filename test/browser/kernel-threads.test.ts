@@ -29,7 +29,11 @@ const want = new Float64Array(n * n);
 for (let i = 0; i < n; i++) for (let k = 0; k < n; k++) for (let j = 0; j < n; j++) want[i * n + j] += a[i * n + k] * b[k * n + j];
 async function run() {
   let maxErr = 0;
-  for (let r = 0; r < 30; r++) {
+  // The thread policy (backends/cpu/thread-policy.ts) runs threaded only while threads pay and
+  // probes them every 16th job; on a loaded machine a probe's helper may not wake before the
+  // main thread has taken every task. So run until a helper has taken a share (at most 240
+  // products: 15 probes), not a fixed count that a busy machine can make too small.
+  for (let r = 0; r < 240 && !(r >= 30 && poolStats().workerShares > 0); r++) {
     const c = sc.matmul(sc.tensor(a, "float32", [n, n]), sc.tensor(b, "float32", [n, n])).dataSync();
     for (let i = 0; i < c.length; i++) maxErr = Math.max(maxErr, Math.abs(c[i] - want[i]));
     await new Promise((res) => setTimeout(res, r === 0 ? 300 : 5)); // (the first lets the workers start)
