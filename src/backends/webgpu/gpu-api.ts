@@ -4,7 +4,7 @@
  * adapter's own limits (more storage buffers per stage, larger bindings, larger workgroups than the
  * WebGPU defaults), because the kernels pick their tile sizes from them.
  */
-import { loadDawn } from "../../core/platform/node.js";
+import { loadDawn, PLATFORM } from "../../core/platform/node.js";
 
 export interface OpenedDevice {
   device: GPUDevice;
@@ -52,7 +52,7 @@ export interface GpuOptions {
 }
 
 /** True where this JavaScript runtime is Node (it can load Dawn and block a thread). */
-export const IS_NODE = typeof process !== "undefined" && !!process.versions?.node;
+export const IS_NODE = PLATFORM === "node";
 
 /** The GPU entry point of this runtime, or the reason there is none. */
 async function gpuEntry(options: GpuOptions): Promise<GPU | string> {
