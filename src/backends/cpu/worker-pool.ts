@@ -47,8 +47,6 @@ function spinUntil(ctl: Int32Array, i: number, v: number): void {
  * 40-300us, so splitting only pays from ~180^3 products.
  */
 export const PARALLEL_MIN_FLOPS = 2 * 180 * 180 * 180;
-/** The same for a compiled graph's row-shared products (runRowChunks): ~64^3. */
-export const SHARED_MIN_FLOPS = 2 * 64 * 64 * 64;
 
 /**
  * Runs chunks of a row-chunked extra task (words at o in t) until the counter runs out: chunk c
@@ -411,7 +409,8 @@ export function runRowChunks(id: number, fn: ExtraKernel, args: readonly number[
   const t0 = performance.now();
   const p = pool;
   const m = args[3]!, flops = 2 * m * args[4]! * args[5]!;
-  const may = !!p && threadLimit >= 2 && p.size >= 2 && m >= 2 * chunk && flops >= SHARED_MIN_FLOPS;
+  // (the compiled executor sends products from config.splitMinFlops up: the policy measures them)
+  const may = !!p && threadLimit >= 2 && p.size >= 2 && m >= 2 * chunk;
   const key = jobClass("gemm-rows", flops);
   if (!may || !poolPolicy.useThreads(key)) {
     fn(args[0]!, args[1]!, args[2]!, m, args[4]!, args[5]!, args[6]!, args[7]!, args[8]!);
