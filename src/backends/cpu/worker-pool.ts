@@ -24,8 +24,8 @@
 // the main thread's own (the staged RNN training step ran at 0.68-0.76x of one thread with a
 // 1 ms spin, 0.97-0.99x without, measured interleaved in one process). Every job is timed as a
 // whole by the thread policy (thread-policy.ts), wake-up included, so the policy sees all that
-// threads cost. WORKER_DELAY (block 0) makes workers sleep that many ms before each task: tests
-// use it to play a worker the scheduler holds back with a task (or a chunk of rows) in hand.
+// threads cost. WORKER_DELAY (block 0) makes workers sleep that many ms after taking a task or
+// chunk: tests use it to play a worker the scheduler holds back with work in hand.
 import { SYNC_WORKER_MESSAGES, startKernelWorker } from "../../core/platform/node.js";
 import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
 import { setNativeThreadLimit } from "./native.js";
@@ -312,8 +312,8 @@ let forcedPieces: number | null = null;
 
 /**
  * For tests: cut every threaded product into `pieces` tasks (null: the usual cut), and make
- * workers sleep `workerDelayMs` after taking each task or chunk, before running it, as a worker the scheduler holds
- * back with the task in hand would (0: no delay).
+ * workers sleep `workerDelayMs` after taking each task or chunk, before running it, as a
+ * worker the scheduler holds back with the task in hand would (0: no delay).
  */
 export function setSplitForTests(pieces: number | null, workerDelayMs = 0): void {
   forcedPieces = pieces === null ? null : Math.max(1, Math.floor(pieces));
