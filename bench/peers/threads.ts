@@ -62,9 +62,15 @@ function job(name: ThreadJob): { title: string; call: string; run: () => unknown
   return { title: `eager matmul ${n}^3`, call: "one product", run: () => sc.matmul(A, B) };
 }
 
-/** `run` that also adds its process CPU time (every thread's, user and system) to `into`. */
-function cpuTimed(run: () => unknown, into: { us: number; calls: number }): () => unknown {
-  return () => {
+interface CpuTally { us: number; calls: number; enters: number }
+
+/**
+ * The system `name` whose `run` also adds its process CPU time (every thread's, user and
+ * system) to `into`, from its first measured round on: the harness enters a system once before
+ * its warm-up (JIT and compiler threads, a graph's first compile) and once before each round.
+ */
+function cpuTimed(name: string, enter: () => void, run: () => unknown, into: CpuTally): { name: string; enter: () => void; run: () => unknown } {
+  const counted = () => {
     const c0 = process.cpuUsage();
     const r = run();
     const c = process.cpuUsage(c0);
@@ -72,6 +78,7 @@ function cpuTimed(run: () => unknown, into: { us: number; calls: number }): () =
     into.calls++;
     return r;
   };
+  return { name, run: counted, enter: () => { if (++into.enters === 2) into.us = into.calls = 0; enter(); } };
 }
 
 export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<Workload> {
@@ -79,8 +86,8 @@ export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<W
   const spinner = busy ? competitor() : null;
   // CPU time per call, what the job takes from the machine: a helper thread that spins, or
   // waits on a busy core, shows here even where the wall time hides it
-  const cpu = { dflt: { us: 0, calls: 0 }, one: { us: 0, calls: 0 } };
-  const perCall = (x: { us: number; calls: number }) => (x.us / 1000 / Math.max(1, x.calls)).toPrecision(3);
+  const cpu = { dflt: { us: 0, calls: 0, enters: 0 }, one: { us: 0, calls: 0, enters: 0 } };
+  const perCall = (x: CpuTally) => (x.us / 1000 / Math.max(1, x.calls)).toPrecision(3);
   const goal = "Goal: the default never slower than one thread when a core is busy; faster when the cores are free. " +
     "The ratio column is the default's speed over one thread's, round by round (the machine's other load hits both alike)." +
     (name === "small-ops" ? " No job here is large enough to split: both systems run the same code, so this ratio's spread is the run's noise floor." : "");
@@ -88,13 +95,13 @@ export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<W
     name: `Threads, ${title}, ${busy ? "one core kept busy by a competing process" : "no competing process of ours"}`,
     call,
     reference: ONE,
-    // (read when the measurement ends: the CPU times of all its calls, warm-up included)
+    // (read when the measurement ends: the CPU times of the measured rounds' calls)
     get note() {
       return `${goal} Process CPU time per call (all threads): default ${perCall(cpu.dflt)} ms, one thread ${perCall(cpu.one)} ms.`;
     },
     systems: [
-      { name: "stagecraft, default thread policy", enter: scDefaults, run: cpuTimed(run, cpu.dflt) },
-      { name: ONE, enter: () => { scDefaults(); setThreadLimit(1); }, run: cpuTimed(run, cpu.one) },
+      cpuTimed("stagecraft, default thread policy", scDefaults, run, cpu.dflt),
+      cpuTimed(ONE, () => { scDefaults(); setThreadLimit(1); }, run, cpu.one),
     ],
     // many short rounds: each round's ratio pairs two samples taken within ~0.1 s, so the other
     // load of a shared machine, which changes over seconds, disturbs the median of ratios less
