@@ -50,6 +50,93 @@ function runModel(key: string, threads: number, build: () => Uint8Array, ins: [s
   if (o !== out[1]) out[1].set(o);
 }
 
+/**
+ * Largest column matrix (floats) of the im2col form of a filter gradient: past it (64 MiB), the
+ * swapped convolution, which needs no columns, computes it.
+ */
+const FILTER_GRAD_COLUMNS_MAX = 1 << 24;
+
+/** Floats in the column matrix of `p`'s filter gradient: (inC kH kW) x (batch outH outW). */
+export const filterGradColumns = (p: Conv2dParams) => p.inC * p.kH * p.kW * p.batch * p.outH * p.outW;
+
+/**
+ * The model of a filter gradient dw = conv2dBackpropFilter(x, dy) (one group), input x and dy,
+ * output dw, in one of two forms:
+ *
+ * "im2col": x with its channels first ([C, N, H, W]), zero-padded, gives one strided slice per
+ * filter tap (ki, kj) ([C, N, outH, outW], the inputs that tap meets); stacked, they are the
+ * columns [C kH kW, N outH outW], and dw [OC, C kH kW] = dy^T [OC, N outH outW] times the
+ * columns transposed: one product with a long k. Measured 1.6x faster than the swapped
+ * convolution on 3x3 filters of 16-32 channels at 16-32 pixels, 5x on a strided 1x1 (MLAS's
+ * convolution is poor at the swapped form's tiny outputs: 3x3 pixels, a 32x32 "filter").
+ *
+ * "swapped": with images and channels swapped (x as [C, N, H, W], dy as [OC, N, oH, oW]
+ * filters), it is a convolution of x by dy whose stride is the forward's dilation and whose
+ * dilation is the forward's stride, transposed back ([C, OC, kH, kW] -> [OC, C, kH, kW]).
+ */
+export function filterGradModel(p: Conv2dParams, form: "im2col" | "swapped"): Uint8Array {
+  const xDims = [p.batch, p.inC, p.inH, p.inW], dyDims = [p.batch, p.outC, p.outH, p.outW], dwDims = [p.outC, p.inC, p.kH, p.kW];
+  const io = (): [Io[], Io[]] => [[["x", xDims], ["dy", dyDims]], [["dw", dwDims]]];
+  const nodes = [makeNode("Transpose", ["x"], ["xt"], { perm: [1, 0, 2, 3] })];
+  const constants: [string, number[]][] = [];
+  if (form === "im2col") {
+    // the last tap's last row reads padded row (kH - 1) dH + (outH - 1) sH
+    const pb = Math.max(0, (p.kH - 1) * p.dilationH + (p.outH - 1) * p.strideH + 1 - p.padTop - p.inH);
+    const pr = Math.max(0, (p.kW - 1) * p.dilationW + (p.outW - 1) * p.strideW + 1 - p.padLeft - p.inW);
+    const padded = p.padTop + p.padLeft + pb + pr > 0;
+    if (padded) {
+      constants.push(["pads", [0, 0, p.padTop, p.padLeft, 0, 0, pb, pr]]);
+      nodes.push(makeNode("Pad", ["xt", "pads"], ["xp"]));
+    }
+    const src = padded ? "xp" : "xt", H = p.inH + p.padTop + pb, W = p.inW + p.padLeft + pr;
+    if (p.kH * p.kW > 1) constants.push(["tapAxis", [1]]);
+    const taps: string[] = [];
+    for (let i = 0; i < p.kH; i++) {
+      for (let j = 0; j < p.kW; j++) {
+        const start = [i * p.dilationH, j * p.dilationW], end = [start[0]! + (p.outH - 1) * p.strideH + 1, start[1]! + (p.outW - 1) * p.strideW + 1];
+        const whole = start[0] === 0 && start[1] === 0 && end[0] === H && end[1] === W && p.strideH === 1 && p.strideW === 1;
+        const tap = whole ? src : `tap${i}_${j}`;
+        if (!whole) {
+          if (!constants.some(([c]) => c === "axes")) constants.push(["axes", [2, 3]], ["steps", [p.strideH, p.strideW]]);
+          constants.push([`start${i}_${j}`, start], [`end${i}_${j}`, end]);
+          nodes.push(makeNode("Slice", [src, `start${i}_${j}`, `end${i}_${j}`, "axes", "steps"], [tap]));
+        }
+        if (p.kH * p.kW === 1) {
+          taps.push(tap);
+          continue;
+        }
+        nodes.push(makeNode("Unsqueeze", [tap, "tapAxis"], [`${tap}u`]));
+        taps.push(`${tap}u`);
+      }
+    }
+    if (taps.length > 1) nodes.push(makeNode("Concat", taps, ["cols"], { axis: 1 }));
+    const P = p.batch * p.outH * p.outW;
+    constants.push(["colShape", [p.inC * p.kH * p.kW, P]], ["dyShape", [p.outC, P]], ["dwShape", dwDims]);
+    nodes.push(
+      makeNode("Reshape", [taps.length > 1 ? "cols" : taps[0]!, "colShape"], ["col"]),
+      makeNode("Transpose", ["dy"], ["dyt"], { perm: [1, 0, 2, 3] }),
+      makeNode("Reshape", ["dyt", "dyShape"], ["dy2"]),
+      makeNode("Gemm", ["dy2", "col"], ["g"], { transB: 1 }),
+      makeNode("Reshape", ["g", "dwShape"], ["dw"]),
+    );
+    return model(nodes, ...io(), constants);
+  }
+  // rows of the swapped convolution: (in + pads - effective(outH, strideH)) / dilationH + 1 >= kH
+  const rows = (inH: number, outH: number, s: number, d: number, pt: number, kH: number) => Math.max(0, (kH - 1) * d + effective(outH, s) - inH - pt);
+  const pb = rows(p.inH, p.outH, p.strideH, p.dilationH, p.padTop, p.kH), pr = rows(p.inW, p.outW, p.strideW, p.dilationW, p.padLeft, p.kW);
+  const gH = Math.floor((p.inH + p.padTop + pb - effective(p.outH, p.strideH)) / p.dilationH) + 1;
+  const gW = Math.floor((p.inW + p.padLeft + pr - effective(p.outW, p.strideW)) / p.dilationW) + 1;
+  const sliced = gH !== p.kH || gW !== p.kW;
+  nodes.push(
+    makeNode("Transpose", ["dy"], ["dyt"], { perm: [1, 0, 2, 3] }),
+    makeNode("Conv", ["xt", "dyt"], ["g"], { strides: [p.dilationH, p.dilationW], dilations: [p.strideH, p.strideW], kernel_shape: [p.outH, p.outW], pads: [p.padTop, p.padLeft, pb, pr] }),
+  );
+  if (sliced) nodes.push(makeNode("Slice", ["g", "s0", "s1", "sa"], ["gs"]));
+  nodes.push(makeNode("Transpose", [sliced ? "gs" : "g"], ["dw"], { perm: [1, 0, 2, 3] }));
+  if (sliced) constants.push(["s0", [0, 0]], ["s1", [p.kH, p.kW]], ["sa", [2, 3]]);
+  return model(nodes, ...io(), constants);
+}
+
 export const ortNativeKernels: NativeKernels = {
   name: "onnxruntime-node",
 
@@ -91,33 +178,12 @@ export const ortNativeKernels: NativeKernels = {
     return true;
   },
 
-  /**
-   * The filter gradient as one convolution: with images and channels swapped (x as [C, N, H, W],
-   * dy as [OC, N, oH, oW] filters), it is a convolution of x by dy whose stride is the forward's
-   * dilation and whose dilation is the forward's stride, transposed back ([C, OC, kH, kW] ->
-   * [OC, C, kH, kW]). One group only.
-   */
+  /** The filter gradient: as im2col and one product where the columns fit, else as one swapped convolution. One group only. */
   conv2dBackpropFilter(x, dy, dw, p, threads) {
     if (p.groups !== 1) return false;
     const xDims = [p.batch, p.inC, p.inH, p.inW], dyDims = [p.batch, p.outC, p.outH, p.outW], dwDims = [p.outC, p.inC, p.kH, p.kW];
-    // rows of the swapped convolution: (in + pads - effective(outH, strideH)) / dilationH + 1 >= kH
-    const rows = (inH: number, outH: number, s: number, d: number, pt: number, kH: number) => Math.max(0, (kH - 1) * d + effective(outH, s) - inH - pt);
-    const pb = rows(p.inH, p.outH, p.strideH, p.dilationH, p.padTop, p.kH), pr = rows(p.inW, p.outW, p.strideW, p.dilationW, p.padLeft, p.kW);
-    const gH = Math.floor((p.inH + p.padTop + pb - effective(p.outH, p.strideH)) / p.dilationH) + 1;
-    const gW = Math.floor((p.inW + p.padLeft + pr - effective(p.outW, p.strideW)) / p.dilationW) + 1;
-    const sliced = gH !== p.kH || gW !== p.kW;
-    const build = () => {
-      const nodes = [
-        makeNode("Transpose", ["x"], ["xt"], { perm: [1, 0, 2, 3] }),
-        makeNode("Transpose", ["dy"], ["dyt"], { perm: [1, 0, 2, 3] }),
-        makeNode("Conv", ["xt", "dyt"], ["g"], { strides: [p.dilationH, p.dilationW], dilations: [p.strideH, p.strideW], kernel_shape: [p.outH, p.outW], pads: [p.padTop, p.padLeft, pb, pr] }),
-      ];
-      if (sliced) nodes.push(makeNode("Slice", ["g", "s0", "s1", "sa"], ["gs"]));
-      nodes.push(makeNode("Transpose", [sliced ? "gs" : "g"], ["dw"], { perm: [1, 0, 2, 3] }));
-      const constants: [string, number[]][] = sliced ? [["s0", [0, 0]], ["s1", [p.kH, p.kW]], ["sa", [2, 3]]] : [];
-      return model(nodes, [["x", xDims], ["dy", dyDims]], [["dw", dwDims]], constants);
-    };
-    runModel(`convW ${convKey(p)}`, threads, build, [["x", x, xDims], ["dy", dy, dyDims]], ["dw", dw, dwDims]);
+    const form = filterGradColumns(p) <= FILTER_GRAD_COLUMNS_MAX ? "im2col" : "swapped";
+    runModel(`convW ${form} ${convKey(p)}`, threads, () => filterGradModel(p, form), [["x", x, xDims], ["dy", dy, dyDims]], ["dw", dw, dwDims]);
     return true;
   },
 };
