@@ -2,7 +2,7 @@
 // WebAssembly kernels and a float64 reference, on shapes that exercise every attribute: strides,
 // dilations, asymmetric and zero padding, 1x1 and non-square filters, a single image; each
 // kernel reading and writing views of shared memory (the compiled executor's arena) as well as
-// ordinary arrays. Both forms of the filter gradient (im2col and one product; the swapped
+// ordinary arrays. Both forms of the filter gradient (im2col and a batched product; the swapped
 // convolution, used past the column limit) are checked.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -82,7 +82,7 @@ test("native convolution, input and filter gradients = the WebAssembly kernels =
   }
 });
 
-test("both forms of the native filter gradient (im2col + one product, the swapped convolution) = float64", { skip: hasOrt ? false : "onnxruntime-node not loaded" }, () => {
+test("both forms of the native filter gradient (im2col + a batched product, the swapped convolution) = float64", { skip: hasOrt ? false : "onnxruntime-node not loaded" }, () => {
   const r = new Rng(12), cache = new SessionCache();
   for (const [name, p] of SHAPES) {
     const x = fill(p.batch * p.inC * p.inH * p.inW, r, false), w = fill(p.outC * p.inC * p.kH * p.kW, r, false), dy = fill(p.batch * p.outC * p.outH * p.outW, r, false);
@@ -95,5 +95,21 @@ test("both forms of the native filter gradient (im2col + one product, the swappe
       );
       assertNear(`${name}: ${form} form`, dw, ref.dw);
     }
+  }
+});
+
+test("the native filter gradient gives the same bits on 1, 2 and 4 threads (the thread policy picks per call)", { skip: hasOrt ? false : "onnxruntime-node not loaded" }, () => {
+  const r = new Rng(13);
+  const resnet = (o: Partial<Conv2dParams>) => params({ batch: 16, inC: 16, outC: 16, inH: 32, inW: 32, padTop: 1, padLeft: 1, padBottom: 1, padRight: 1, ...o } as Partial<Conv2dParams> & { inH: number; inW: number });
+  const shapes = [...SHAPES.map(([, p]) => p), resnet({}), resnet({ inC: 3 }), resnet({ inC: 32, outC: 32, inH: 16, inW: 16 }), params({ batch: 16, inC: 16, outC: 32, inH: 32, inW: 32, kH: 1, kW: 1, strideH: 2, strideW: 2 })];
+  for (const p of shapes) {
+    const x = fill(p.batch * p.inC * p.inH * p.inW, r, true), dy = fill(p.batch * p.outC * p.outH * p.outW, r, true);
+    const runs = [1, 2, 4].map((t) => {
+      const dw = new Float32Array(p.outC * p.inC * p.kH * p.kW);
+      ortNativeKernels.conv2dBackpropFilter(x, dy, dw, p, t);
+      return Array.from(new Uint32Array(dw.buffer));
+    });
+    assert.deepEqual(runs[1], runs[0], `${JSON.stringify(p)}: 2 threads`);
+    assert.deepEqual(runs[2], runs[0], `${JSON.stringify(p)}: 4 threads`);
   }
 });
