@@ -98,18 +98,22 @@ test("both forms of the native filter gradient (im2col + a batched product, the 
   }
 });
 
-test("the native filter gradient gives the same bits on 1, 2 and 4 threads (the thread policy picks per call)", { skip: hasOrt ? false : "onnxruntime-node not loaded" }, () => {
+test("the native convolution and both its gradients give the same bits on 1, 2 and 4 threads (the thread policy picks per call)", { skip: hasOrt ? false : "onnxruntime-node not loaded" }, () => {
   const r = new Rng(13);
   const resnet = (o: Partial<Conv2dParams>) => params({ batch: 16, inC: 16, outC: 16, inH: 32, inW: 32, padTop: 1, padLeft: 1, padBottom: 1, padRight: 1, ...o } as Partial<Conv2dParams> & { inH: number; inW: number });
   const shapes = [...SHAPES.map(([, p]) => p), resnet({}), resnet({ inC: 3 }), resnet({ inC: 32, outC: 32, inH: 16, inW: 16 }), params({ batch: 16, inC: 16, outC: 32, inH: 32, inW: 32, kH: 1, kW: 1, strideH: 2, strideW: 2 })];
   for (const p of shapes) {
-    const x = fill(p.batch * p.inC * p.inH * p.inW, r, true), dy = fill(p.batch * p.outC * p.outH * p.outW, r, true);
+    const x = fill(p.batch * p.inC * p.inH * p.inW, r, true), dy = fill(p.batch * p.outC * p.outH * p.outW, r, true), w = fill(p.outC * p.inC * p.kH * p.kW, r, true);
     const runs = [1, 2, 4].map((t) => {
-      const dw = new Float32Array(p.outC * p.inC * p.kH * p.kW);
+      const dw = new Float32Array(w.length), dx = new Float32Array(x.length), y = new Float32Array(dy.length);
       ortNativeKernels.conv2dBackpropFilter(x, dy, dw, p, t);
-      return Array.from(new Uint32Array(dw.buffer));
+      ortNativeKernels.conv2dBackpropInput(dy, w, dx, p, t);
+      ortNativeKernels.conv2d(x, w, y, p, t);
+      return [dw, dx, y].map((a) => Array.from(new Uint32Array(a.buffer)));
     });
-    assert.deepEqual(runs[1], runs[0], `${JSON.stringify(p)}: 2 threads`);
-    assert.deepEqual(runs[2], runs[0], `${JSON.stringify(p)}: 4 threads`);
+    ["filter gradient", "input gradient", "forward"].forEach((what, i) => {
+      assert.deepEqual(runs[1]![i], runs[0]![i], `${JSON.stringify(p)}: ${what} on 2 threads`);
+      assert.deepEqual(runs[2]![i], runs[0]![i], `${JSON.stringify(p)}: ${what} on 4 threads`);
+    });
   }
 });
