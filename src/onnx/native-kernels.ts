@@ -142,6 +142,20 @@ export function filterGradModel(p: Conv2dParams, form: "im2col" | "swapped"): Ui
   return model(nodes, ...io(), constants);
 }
 
+/**
+ * Pads [top, left, bottom, right] of the stride-1 input gradient as a convolution of dy by the
+ * flipped filter: dx[i] = sum over taps k of dy[i + padTop - k d] w[k], a correlation with the
+ * filter reversed, padded by (effective kernel - 1 - padTop) before and whatever makes inH rows
+ * after; null where that is not such a convolution (strides, groups, a pad past the kernel).
+ */
+function flippedPads(p: Conv2dParams): number[] | null {
+  if (p.strideH !== 1 || p.strideW !== 1 || p.groups !== 1) return null;
+  const eH = effective(p.kH, p.dilationH), eW = effective(p.kW, p.dilationW);
+  const top = eH - 1 - p.padTop, left = eW - 1 - p.padLeft;
+  const bottom = p.inH - 1 + eH - p.outH - top, right = p.inW - 1 + eW - p.outW - left;
+  return Math.min(top, left, bottom, right) < 0 ? null : [top, left, bottom, right];
+}
+
 export const ortNativeKernels: NativeKernels = {
   name: "onnxruntime-node",
 
@@ -169,14 +183,29 @@ export const ortNativeKernels: NativeKernels = {
     runModel(`conv ${convKey(p)}`, threads, build, [["x", x, xDims], ["w", w, wDims]], ["y", out, oDims]);
   },
 
+  /**
+   * The input gradient: at stride 1 (one group), a convolution of dy by the filter flipped and
+   * its channels exchanged, which MLAS computes 10-20% faster than its ConvTranspose (measured
+   * on the small ResNet's 3x3 layers); otherwise a ConvTranspose.
+   */
   conv2dBackpropInput(dy, w, dx, p, threads) {
+    const dyDims = [p.batch, p.outC, p.outH, p.outW], wDims = [p.outC, p.inC / p.groups, p.kH, p.kW], dxDims = [p.batch, p.inC, p.inH, p.inW];
+    const flipped = flippedPads(p);
+    if (flipped !== null) {
+      const build = () => model([
+        makeNode("Transpose", ["w"], ["wt"], { perm: [1, 0, 2, 3] }),
+        makeNode("Slice", ["wt", "last", "before", "axes", "back"], ["wf"]),
+        makeNode("Conv", ["dy", "wf"], ["dx"], { dilations: [p.dilationH, p.dilationW], kernel_shape: [p.kH, p.kW], pads: flipped }),
+      ], [["dy", dyDims], ["w", wDims]], [["dx", dxDims]], [["last", [-1, -1]], ["before", [-(2 ** 53), -(2 ** 53)]], ["axes", [2, 3]], ["back", [-1, -1]]]);
+      runModel(`convT flipped ${convKey(p)}`, threads, build, [["dy", dy, dyDims], ["w", w, wDims]], ["dx", dx, dxDims]);
+      return true;
+    }
     // ConvTranspose of dy: (outH - 1) * s + effective kernel rows, less the pads, plus output_padding
     const full = (n: number, k: number, s: number, d: number) => (n - 1) * s + effective(k, d);
     const fullH = full(p.outH, p.kH, p.strideH, p.dilationH), fullW = full(p.outW, p.kW, p.strideW, p.dilationW);
     const pb = Math.max(0, fullH - p.padTop - p.inH), pr = Math.max(0, fullW - p.padLeft - p.inW);
     const opH = p.inH - (fullH - p.padTop - pb), opW = p.inW - (fullW - p.padLeft - pr);
     if (opH >= p.strideH || opW >= p.strideW) return false; // (never for a conv2d's own gradient)
-    const dyDims = [p.batch, p.outC, p.outH, p.outW], wDims = [p.outC, p.inC / p.groups, p.kH, p.kW], dxDims = [p.batch, p.inC, p.inH, p.inW];
     const attrs = { ...convAttrs(p), pads: [p.padTop, p.padLeft, pb, pr], output_padding: [opH, opW] };
     const build = () => model([makeNode("ConvTranspose", ["dy", "w"], ["dx"], attrs)], [["dy", dyDims], ["w", wDims]], [["dx", dxDims]]);
     runModel(`convT ${convKey(p)}`, threads, build, [["dy", dy, dyDims], ["w", w, wDims]], ["dx", dx, dxDims]);

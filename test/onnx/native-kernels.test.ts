@@ -31,6 +31,9 @@ const SHAPES: [string, Conv2dParams][] = [
   ["1x1 stride 1 (the columns are x itself)", params({ inH: 5, inW: 7, kH: 1, kW: 1 })],
   ["2x3 dilated (2, 1), stride (1, 2), pads [2, 1, 0, 3]", params({ inH: 9, inW: 10, kH: 2, kW: 3, dilationH: 2, strideW: 2, padTop: 2, padLeft: 1, padRight: 3 } as Partial<Conv2dParams> & { inH: number; inW: number })],
   ["one image, valid, rows cut off by the stride", params({ batch: 1, inH: 10, inW: 10, strideH: 3, strideW: 3 })],
+  ["3x2 dilated (1, 3), stride 1, pads [2, 0, 1, 4]", params({ inH: 7, inW: 9, kH: 3, kW: 2, dilationW: 3, padTop: 2, padBottom: 1, padRight: 4 } as Partial<Conv2dParams> & { inH: number; inW: number })],
+  ["stride 1, valid, 5x5 filter", params({ inH: 9, inW: 8, kH: 5, kW: 5 })],
+  ["1x1 stride 1 padded by 1 (a pad past the kernel)", params({ inH: 5, inW: 6, kH: 1, kW: 1, padTop: 1, padLeft: 1, padBottom: 1, padRight: 1 } as Partial<Conv2dParams> & { inH: number; inW: number })],
 ];
 
 const fill = (n: number, r: Rng, shared: boolean): Float32Array => {
