@@ -31,6 +31,11 @@ export interface Workload {
   reference?: string;
   /** Runs after the workload is measured (or fails): stops what its set-up started. */
   done?: () => void;
+  /**
+   * Round settings of this workload that replace the run's (e.g. more, shorter rounds, whose
+   * paired ratios the machine's other load disturbs less), as a function of the run's.
+   */
+  rounds?: (run: MeasureOptions) => MeasureOptions;
 }
 
 export interface Figure {
@@ -109,7 +114,8 @@ async function warmUp(fn: () => unknown, ms: number, minCalls: number): Promise<
 const median = (x: number[]) => x.slice().sort((a, b) => a - b)[x.length >> 1]!;
 
 /** Measures every system of `w` in alternating rounds. A system that throws is reported with its error. */
-export async function measure(w: Workload, opts: MeasureOptions): Promise<WorkloadResult> {
+export async function measure(w: Workload, runOpts: MeasureOptions): Promise<WorkloadResult> {
+  const opts = w.rounds ? w.rounds(runOpts) : runOpts;
   const live = w.systems.filter((s) => s.skip === undefined);
   const figures = new Map<string, Figure>(w.systems.map((s) => [s.name, s.skip !== undefined ? { system: s.name, skip: s.skip } : { system: s.name }]));
   const calls = new Map<string, number>();

@@ -18,7 +18,7 @@ import { mamlWorkload } from "./maml.js";
 import { seq2seqWorkload } from "./seq2seq.js";
 import { treeLstmWorkload } from "./tree-lstm.js";
 import { resnetWorkload } from "./resnet.js";
-import { threadsWorkload } from "./threads.js";
+import { THREAD_JOBS, threadsWorkload } from "./threads.js";
 import { nativeStats } from "../../src/backends/cpu/native.js";
 
 const here = (f: string): string => fileURLToPath(new URL(f, import.meta.url));
@@ -39,7 +39,7 @@ function plan(quick: boolean): (() => Promise<Workload>)[] {
     seq2seqWorkload,
     treeLstmWorkload,
     () => resnetWorkload(quick),
-    ...(["rnn", "matmul"] as const).flatMap((job) => [false, true].map((busy) => () => threadsWorkload(job, busy))),
+    ...THREAD_JOBS.flatMap((job) => [false, true].map((busy) => () => threadsWorkload(job, busy))),
     ...sizes.map((s) => () => matmulWorkload(s)),
     ...convs.map((c) => () => convWorkload(c)),
   ];

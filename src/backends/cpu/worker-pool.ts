@@ -18,8 +18,14 @@
 // word 9 (rows per chunk) is > 0, the threads share that call's rows in chunks, each taking the
 // next chunk from the counter in word 10 until none are left (see ROW_CHUNKS).
 // Extra kernels reach the workers as messages (module, memory, export name) on a port that
-// each worker drains synchronously when EXTRA_GEN changes. SPINNING is 1 from the end of a
-// worker's job until it goes to sleep: a job posted meanwhile starts without a wake-up.
+// each worker drains synchronously when EXTRA_GEN changes.
+// Workers sleep between jobs (Atomics.wait) and never spin: a worker polling for the next job
+// takes a core's time that nothing measures, and on a machine whose other core is busy it took
+// the main thread's own (the staged RNN training step ran at 0.68-0.76x of one thread with a
+// 1 ms spin, 0.97-0.99x without, measured interleaved in one process). Every job is timed as a
+// whole by the thread policy (thread-policy.ts), wake-up included, so the policy sees all that
+// threads cost. WORKER_DELAY (block 0) makes workers sleep that many ms after taking a task or
+// chunk: tests use it to play a worker the scheduler holds back with work in hand.
 import { SYNC_WORKER_MESSAGES, startKernelWorker } from "../../core/platform/node.js";
 import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
 import { setNativeThreadLimit } from "./native.js";
@@ -27,8 +33,8 @@ import { jobClass, ThreadPolicy } from "./thread-policy.js";
 
 export const TASK_WORDS = 12;
 const BLOCK = 8; // words per thread block in ctl
-const GEN = 0, CLAIM = 1, DONE = 2, START = 3, COUNT = 4, ERR = 5, SPINNING = 6;
-const TABLE = 0, EXTRA_GEN = 1, NEXT = 2, TOTAL = 3; // in block 0 (the main thread's block)
+const GEN = 0, CLAIM = 1, DONE = 2, START = 3, COUNT = 4, ERR = 5;
+const TABLE = 0, EXTRA_GEN = 1, NEXT = 2, TOTAL = 3, WORKER_DELAY = 4, SLEEP = 5; // in block 0 (the main thread's block)
 const SPIN = 20000; // polls (~tens of microseconds) before falling back to Atomics.wait
 
 function spinUntil(ctl: Int32Array, i: number, v: number): void {
@@ -36,28 +42,26 @@ function spinUntil(ctl: Int32Array, i: number, v: number): void {
 }
 
 /**
- * Below this many flops (2*m*n*k summed over the batch) everything runs on the main thread.
- * Measured on a 2-core VM: waking a sleeping worker costs 40-300us, so splitting only pays
- * reliably from ~180^3 products; right after a parallel job the worker is still spinning
- * (WORKER_SPIN_MS) and splitting already pays from ~48^3.
+ * Below this many flops (2*m*n*k summed over the batch) everything runs on the main thread,
+ * without asking the policy. Measured on a 2-core VM: waking a sleeping worker costs
+ * 40-300us, so splitting only pays from ~180^3 products.
  */
 export const PARALLEL_MIN_FLOPS = 2 * 180 * 180 * 180;
-export const PARALLEL_MIN_FLOPS_WARM = 2 * 48 * 48 * 48;
-const WORKER_SPIN_MS = 1;
 
 /**
  * Runs chunks of a row-chunked extra task (words at o in t) until the counter runs out: chunk c
  * is rows [c*chunk, (c+1)*chunk) of C = op(A) B, A's rows sai elements apart, C's n apart.
  */
-const ROW_CHUNKS = `function rowChunks(f, t, o) {
+const ROW_CHUNKS = `function rowChunks(f, t, o, pause) {
   const m = t[o + 3], n = t[o + 4], sai = t[o + 6], chunk = t[o + 9];
-  for (;;) {
+  for (let taken = 0; ; taken++) {
     const r0 = Atomics.add(t, o + 10, 1) * chunk;
-    if (r0 >= m) return;
+    if (r0 >= m) return taken;
+    if (pause) pause();
     f(t[o] + r0 * sai * 4, t[o + 1], t[o + 2] + r0 * n * 4, Math.min(chunk, m - r0), n, t[o + 5], sai, t[o + 7], t[o + 8]);
   }
 }`;
-const rowChunks = new Function(`${ROW_CHUNKS}; return rowChunks;`)() as (f: ExtraKernel, t: Int32Array, o: number) => void;
+const rowChunks = new Function(`${ROW_CHUNKS}; return rowChunks;`)() as (f: ExtraKernel, t: Int32Array, o: number, pause?: () => void) => number;
 
 // (run by core/platform: it defines workerData and receiveMessageOnPort)
 const WORKER_SOURCE = `
@@ -82,14 +86,13 @@ function extra(id) {
   if (f === undefined) throw new Error("unknown kernel " + id);
   return f;
 }
+// (a test's stand-in for a worker the scheduler holds back with a task or chunk in hand)
+function pause() {
+  const delay = Atomics.load(ctl, ${WORKER_DELAY});
+  if (delay > 0) Atomics.wait(ctl, ${SLEEP}, 0, delay);
+}
 let last = 0; // (a job posted before this worker started is taken, or already revoked)
 for (;;) {
-  // spin briefly first: a futex wake-up costs tens of microseconds on a VM
-  // (the clock is read every 1024 polls: reading it allocates, and a worker that allocates
-  // while it waits collects garbage, which delays the job it waits for)
-  const until = performance.now() + ${WORKER_SPIN_MS};
-  for (let n = 1; Atomics.load(ctl, B + ${GEN}) === last; n++) if ((n & 1023) === 0 && performance.now() >= until) break;
-  Atomics.store(ctl, B + ${SPINNING}, 0);
   Atomics.wait(ctl, B + ${GEN}, last);
   const g = Atomics.load(ctl, B + ${GEN});
   if (g === last) continue;
@@ -101,19 +104,24 @@ for (;;) {
     const count = Atomics.load(ctl, B + ${COUNT});
     const table = Atomics.load(ctl, ${TABLE}) >>> 2, total = Atomics.load(ctl, ${TOTAL});
     for (let i = count > 0 ? Atomics.add(ctl, ${NEXT}, 1) : total; i < total; i = Atomics.add(ctl, ${NEXT}, 1)) {
-      Atomics.add(ctl, B + ${START}, 1); // (tasks this worker took)
       const o = table + i * ${TASK_WORDS};
+      let units = 1; // (tasks this worker took; chunks of a row-chunked task)
       if (t[o + 11] !== 0) {
         const f = extra(t[o + 11]);
-        if (t[o + 9] > 0) rowChunks(f, t, o);
-        else f(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8]);
+        if (t[o + 9] > 0) units = rowChunks(f, t, o, pause);
+        else {
+          pause();
+          f(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8]);
+        }
+      } else {
+        pause();
+        exp.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8], t[o + 9], t[o + 10], ws);
       }
-      else exp.sgemm(t[o], t[o + 1], t[o + 2], t[o + 3], t[o + 4], t[o + 5], t[o + 6], t[o + 7], t[o + 8], t[o + 9], t[o + 10], ws);
+      Atomics.add(ctl, B + ${START}, units);
     }
   } catch (e) {
     Atomics.store(ctl, B + ${ERR}, 1);
   }
-  Atomics.store(ctl, B + ${SPINNING}, 1); // (set before DONE: the next job finds it polling)
   Atomics.store(ctl, B + ${DONE}, g);
   Atomics.notify(ctl, B + ${DONE});
 }
@@ -151,30 +159,14 @@ class Pool {
     Atomics.add(this.ctl, EXTRA_GEN, 1);
   }
 
-  /** Whether worker t is awake and polling for work (a job starts without a wake-up). */
-  spinning(t: number): boolean {
-    return this.workers[t] !== null && Atomics.load(this.ctl, t * BLOCK + SPINNING) === 1;
-  }
-
-  /** Wakes worker t with an empty job, without waiting: it spins for the next one. */
-  wake(t: number): void {
-    // (not while it polls, nor again before it has taken the last wake-up)
-    if (this.workers[t] === null || Atomics.load(this.ctl, t * BLOCK + SPINNING) === 1 || Atomics.load(this.ctl, t * BLOCK + CLAIM) > 0) return;
-    const g = (this.gen = (this.gen % 0x3fffffff) + 1);
-    const b = t * BLOCK;
-    Atomics.store(this.ctl, b + COUNT, 0);
-    Atomics.store(this.ctl, b + CLAIM, g);
-    Atomics.store(this.ctl, b + GEN, g);
-    Atomics.notify(this.ctl, b + GEN);
-  }
-
   /**
    * Offers task 0 of `table` (a row-chunked task) to worker 1 and runs `mainWork` (which takes
    * chunks of the same task until none are left); then either revokes the offer, if the worker
    * never took it, or waits for the worker to finish the chunk it is on. The main thread never
-   * waits for a worker to wake up, and a slow worker only holds it up by one chunk.
+   * waits for a worker to wake up, and a slow worker only holds it up by one chunk. Returns how
+   * many chunks the worker ran (0: revoked, or it woke too late to take one).
    */
-  share(table: number, mainWork: () => void): void {
+  share(table: number, mainWork: () => void): number {
     const ctl = this.ctl;
     const g = (this.gen = (this.gen % 0x3fffffff) + 1);
     const b = BLOCK;
@@ -190,11 +182,14 @@ class Pool {
     mainWork();
     if (Atomics.compareExchange(ctl, b + CLAIM, g, 0) === g) {
       stats.revoked++;
-      return;
+      return 0;
     }
-    stats.workerShares++;
     spinUntil(ctl, b + DONE, g);
     while (Atomics.load(ctl, b + DONE) !== g) Atomics.wait(ctl, b + DONE, Atomics.load(ctl, b + DONE), 1000);
+    if (Atomics.load(ctl, b + ERR) !== 0) throw new Error("stagecraft: wasm worker task failed");
+    const took = Atomics.load(ctl, b + START);
+    if (took > 0) stats.workerShares++;
+    return took;
   }
 
   /**
@@ -272,9 +267,8 @@ function getPool(rt: WasmRuntime): Pool | null {
 }
 
 let threadLimit = Infinity;
-let lastParallelEnd = -Infinity;
-/** Whether threads pay, per class of sgemm job: measured (thread-policy.ts). */
-export const sgemmPolicy = new ThreadPolicy();
+/** Whether threads pay, per class of job (sgemm tasks, row-shared products): measured (thread-policy.ts). */
+export const poolPolicy = new ThreadPolicy();
 
 /** Caps the threads used per kernel call (main thread included); e.g. 1 for single-threaded. */
 export function setThreadLimit(n: number): void {
@@ -284,9 +278,7 @@ export function setThreadLimit(n: number): void {
 
 /** How many threads a job of `flops` floating-point operations may use (before the policy's say). */
 export function threadsFor(rt: WasmRuntime, flops: number): number {
-  if (rt.maxThreads < 2 || threadLimit < 2) return 1;
-  const warm = performance.now() - lastParallelEnd < WORKER_SPIN_MS * 0.8;
-  if (flops < (warm ? PARALLEL_MIN_FLOPS_WARM : PARALLEL_MIN_FLOPS)) return 1;
+  if (rt.maxThreads < 2 || threadLimit < 2 || flops < PARALLEL_MIN_FLOPS) return 1;
   const p = getPool(rt);
   return p === null ? 1 : Math.min(p.size, threadLimit);
 }
@@ -301,7 +293,6 @@ export function runTasks(rt: WasmRuntime, table: number, total: number, threads:
   if (p !== null) {
     try {
       const helped = p.run(table, total, threads);
-      lastParallelEnd = performance.now();
       stats.parallelJobs++;
       return helped;
     } catch {
@@ -316,6 +307,20 @@ export function runTasks(rt: WasmRuntime, table: number, total: number, threads:
 const TASK_FLOPS = 1 << 23;
 /** At most this many tasks per thread: each task repacks its B panel. */
 const TASKS_PER_THREAD = 8;
+/** Pieces per product (tests: setSplitForTests); null: cut by TASK_FLOPS and TASKS_PER_THREAD. */
+let forcedPieces: number | null = null;
+
+/**
+ * For tests: cut every threaded product into `pieces` tasks (null: the usual cut), and make
+ * workers sleep `workerDelayMs` after taking each task or chunk, before running it, as a
+ * worker the scheduler holds back with the task in hand would (0: no delay).
+ */
+export function setSplitForTests(pieces: number | null, workerDelayMs = 0): void {
+  forcedPieces = pieces === null ? null : Math.max(1, Math.floor(pieces));
+  const rt = getWasmRuntime();
+  const p = rt !== null ? getPool(rt) : null;
+  if (p !== null) Atomics.store(p.ctl, WORKER_DELAY, Math.max(0, Math.floor(workerDelayMs)));
+}
 
 /**
  * C_i = op(A_i) op(B_i) for i < aPtrs.length (byte addresses in wasm memory, all the same
@@ -327,13 +332,14 @@ const TASKS_PER_THREAD = 8;
 export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cPtrs: number[],
                            m: number, n: number, k: number, lda: number, ldb: number, ldc: number,
                            transA: boolean, transB: boolean): void {
+  const t0 = performance.now();
   const batch = aPtrs.length;
   const flops = 2 * m * n * k * batch;
   const max = Math.min(threadsFor(rt, flops), rt.maxThreads);
   const key = jobClass("sgemm", flops);
-  const T = max > 1 && sgemmPolicy.useThreads(key) ? max : 1;
+  const T = max > 1 && poolPolicy.useThreads(key) ? max : 1;
   // pieces per product: enough tasks for T threads to balance, none much under TASK_FLOPS
-  const wanted = T === 1 ? 1 : Math.max(1, Math.min(Math.ceil((T * TASKS_PER_THREAD) / batch), Math.floor(flops / batch / TASK_FLOPS)));
+  const wanted = T === 1 ? 1 : forcedPieces ?? Math.max(1, Math.min(Math.ceil((T * TASKS_PER_THREAD) / batch), Math.floor(flops / batch / TASK_FLOPS)));
   const byRows = m >= n;
   const unit = byRows ? 4 : 8; // the microkernel's height / width
   const span = byRows ? m : n;
@@ -355,9 +361,9 @@ export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cP
       else put(aPtrs[i], bPtrs[i] + (transB ? s0 * ldb : s0) * 4, cPtrs[i] + s0 * 4, m, s1 - s0);
     }
   }
-  const t0 = performance.now();
+  // (timed as a whole, from the table's set-up to the last worker's end: what the caller pays)
   const helped = runTasks(rt, table, batch * pieces, T);
-  if (max > 1) sgemmPolicy.record(key, T > 1, (performance.now() - t0) / 1000, flops, T > 1 && helped === 0);
+  if (max > 1) poolPolicy.record(key, T > 1, (performance.now() - t0) / 1000, flops, T > 1 && helped === 0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -392,19 +398,26 @@ export function registerExtraKernel(module: object, memory: object, name: string
 }
 
 /**
- * Calls registered kernel `id` (gemm-like arguments, `args`) with its rows shared between this
- * thread and the first worker in chunks of `chunk` rows, when that worker is awake (polling).
- * Otherwise runs nothing, wakes the worker for the next call and returns false: the caller
- * makes the whole call itself. Every row is computed by exactly one thread, with the same code.
+ * Calls registered kernel `fn` (its id `id`; gemm-like arguments `args`: rows m = args[3]).
+ * When the thread policy says threads pay for products of this size, the rows are shared
+ * between this thread and the first worker in chunks of `chunk` rows, each thread taking the
+ * next chunk until none are left; otherwise this thread makes the whole call. Every row is
+ * computed by exactly one thread with the same code, so the bits do not depend on the split.
+ * Each call is timed as a whole for the policy (thread-policy.ts).
  */
-export function runRowChunks(id: number, fn: ExtraKernel, args: readonly number[], chunk: number): boolean {
+export function runRowChunks(id: number, fn: ExtraKernel, args: readonly number[], chunk: number): void {
+  const t0 = performance.now();
   const p = pool;
-  if (!p || threadLimit < 2 || p.size < 2) return false;
-  if (!p.spinning(1)) {
-    p.wake(1);
-    return false;
+  const m = args[3]!, flops = 2 * m * args[4]! * args[5]!;
+  // (the compiled executor sends products from config.splitMinFlops up: the policy measures them)
+  const may = !!p && threadLimit >= 2 && p.size >= 2 && m >= 2 * chunk;
+  const key = jobClass("gemm-rows", flops);
+  if (!may || !poolPolicy.useThreads(key)) {
+    fn(args[0]!, args[1]!, args[2]!, m, args[4]!, args[5]!, args[6]!, args[7]!, args[8]!);
+    if (may) poolPolicy.record(key, false, (performance.now() - t0) / 1000, flops);
+    return;
   }
-  const rt = p.rt;
+  const rt = p!.rt;
   rt.reset();
   const table = rt.alloc(TASK_WORDS * 4);
   const w = rt.i32(),
@@ -413,7 +426,17 @@ export function runRowChunks(id: number, fn: ExtraKernel, args: readonly number[
   w[o + 9] = chunk;
   w[o + 10] = 0;
   w[o + 11] = id;
-  p.share(table, () => rowChunks(fn, w, o));
+  let took = 0;
+  try {
+    took = p!.share(table, () => rowChunks(fn, w, o));
+  } catch (e) {
+    // a worker failed: give up on threads. Which rows it finished is unknown: a product that
+    // overwrites its output is made again here; one that accumulates into it cannot be
+    pool = null;
+    if (args[8] !== 0) throw e;
+    fn(args[0]!, args[1]!, args[2]!, m, args[4]!, args[5]!, args[6]!, args[7]!, args[8]!);
+    return;
+  }
   stats.splitCalls++;
-  return true;
+  poolPolicy.record(key, true, (performance.now() - t0) / 1000, flops, took === 0);
 }

@@ -14,49 +14,91 @@ import { mulberry32 } from "../../util/mulberry32.js";
 
 installNativeKernels(loadOrtNativeKernels());
 
-/** Runs `jobs` jobs of class key on a machine where one thread takes `one` s and threads `many` s; returns how many used threads. */
-function drive(p: ThreadPolicy, key: string, jobs: number, one: number, many: number, helperIdle = false): number {
-  let threaded = 0;
+/**
+ * Runs `jobs` jobs of class key on a simulated machine where a job takes `one` s on one thread
+ * and `many` s with threads (a number, or a function of the job's index: noise, a stall);
+ * returns how many used threads and the seconds they all took.
+ */
+function drive(p: ThreadPolicy, key: string, jobs: number, one: number, many: number | ((i: number) => number), helperIdle = false): { threaded: number; seconds: number } {
+  let threaded = 0, seconds = 0;
   for (let i = 0; i < jobs; i++) {
     const t = p.useThreads(key);
     if (t) threaded++;
-    p.record(key, t, t ? many : one, 1e6, t && helperIdle);
+    const s = t ? (typeof many === "number" ? many : many(i)) : one;
+    seconds += s;
+    p.record(key, t, s, 1e6, t && helperIdle);
   }
-  return threaded;
+  return { threaded, seconds };
 }
 
 test("thread policy: threads while they pay, one thread while the other core is busy, threads again when it frees", () => {
-  const p = new ThreadPolicy({ probeEvery: 16, smoothing: 0.5 });
+  const p = new ThreadPolicy();
   const key = jobClass("sgemm", 2 ** 30);
   // free second core: two threads take 0.55 of the time
-  const free = drive(p, key, 64, 1.0, 0.55);
-  assert.ok(free >= 60, `free core: ${free} of 64 jobs threaded`);
-  // busy second core: the two-thread job now takes 1.9x as long
-  const busy = drive(p, key, 64, 1.0, 1.9);
-  assert.ok(busy <= 10, `busy core: ${busy} of 64 jobs threaded (only probes and the switch-over should be)`);
-  // and the probes notice when the core frees again
-  const again = drive(p, key, 64, 1.0, 0.55);
-  assert.ok(again >= 46, `freed again: ${again} of 64 jobs threaded`);
+  const free = drive(p, key, 200, 1.0, 0.55);
+  assert.ok(free.threaded >= 190, `free core: ${free.threaded} of 200 jobs threaded`);
+  // busy second core: the two-thread job now takes 1.9x as long; the switch-over costs at most
+  // a window's worth of jobs, and the probes at most a few percent after it
+  const busy = drive(p, key, 400, 1.0, 1.9);
+  assert.ok(busy.threaded <= 18, `busy core: ${busy.threaded} of 400 jobs threaded`);
+  assert.ok(busy.seconds <= 400 * 1.06, `busy core: ${busy.seconds} s for 400 one-second jobs`);
+  // and the probes notice when the core frees again (within two probe gaps)
+  const again = drive(p, key, 200, 1.0, 0.55);
+  assert.ok(again.threaded >= 150, `freed again: ${again.threaded} of 200 jobs threaded`);
+});
+
+test("thread policy: probes of a way that costs more come rarer, within the budget and maxGap", () => {
+  const p = new ThreadPolicy({ minGap: 16, maxGap: 256, probeBudget: 0.03 });
+  const key = "k";
+  // threads cost 3x: a probe's extra cost is 2 jobs, so one probe per ~67 one-thread jobs
+  const r = drive(p, key, 2000, 1.0, 3.0);
+  assert.ok(r.threaded >= 2000 / 256 && r.threaded <= 2000 / 60 + 3, `${r.threaded} probes in 2000 jobs`);
+  assert.ok(r.seconds <= 2000 * 1.04, `${r.seconds} s for 2000 one-second jobs`);
+  // threads cost the same as one thread: probes every minGap jobs (no extra cost)
+  const q = new ThreadPolicy({ minGap: 16, margin: 1.05 });
+  const s = drive(q, key, 1700, 1.0, 1.0);
+  assert.ok(s.threaded >= 1700 / 17 - 2 && s.threaded <= 1700 / 17 + 4, `${s.threaded} probes of equal cost in 1700 jobs`);
+});
+
+test("thread policy: one stray slow threaded job (a descheduled helper) does not flip a class that prefers threads", () => {
+  const p = new ThreadPolicy();
+  const key = "k";
+  drive(p, key, 50, 1.0, 0.55);
+  // every 20th threaded job stalls 10x: the median of the last three ignores it
+  const r = drive(p, key, 200, 1.0, (i) => (i % 20 === 7 ? 5.5 : 0.55));
+  assert.ok(r.threaded >= 190, `${r.threaded} of 200 jobs threaded with rare stalls`);
 });
 
 test("thread policy: a job whose helper never took a task counts as no better than one thread", () => {
-  const p = new ThreadPolicy({ probeEvery: 8 });
+  const p = new ThreadPolicy({ minGap: 8 });
   const key = "k";
-  drive(p, key, 2, 1.0, 0.5);
+  drive(p, key, 4, 1.0, 0.5);
   // the helper sleeps through the jobs: the threaded time (the main thread did all) looks like one thread's
-  const idle = drive(p, key, 32, 1.0, 0.99, true);
-  assert.ok(idle <= 6, `${idle} of 32 jobs threaded with an idle helper`);
+  const idle = drive(p, key, 64, 1.0, 0.99, true);
+  assert.ok(idle.threaded <= 12, `${idle.threaded} of 64 jobs threaded with an idle helper`);
   assert.ok(p.estimates(key).many >= p.estimates(key).one * 0.999);
 });
 
-test("thread policy: classes are separate, and the first jobs measure both ways", () => {
+test("thread policy: classes are separate, the first jobs measure both ways, and force() overrides", () => {
   const p = new ThreadPolicy();
+  // threads first, then alternately until each way has two timings
+  assert.equal(p.useThreads("a"), true);
+  p.record("a", true, 2, 1);
+  assert.equal(p.useThreads("a"), false);
+  p.record("a", false, 1, 1);
   assert.equal(p.useThreads("a"), true);
   p.record("a", true, 2, 1);
   assert.equal(p.useThreads("a"), false);
   p.record("a", false, 1, 1);
   assert.equal(p.useThreads("a"), false, "one thread measured cheaper");
+  p.record("a", false, 1, 1);
   assert.equal(p.useThreads("b"), true, "another class starts fresh");
+  p.force(true);
+  assert.equal(p.useThreads("a"), true, "forced threads");
+  p.force(false);
+  assert.equal(p.useThreads("b"), false, "forced one thread");
+  p.force(null);
+  assert.equal(p.useThreads("a"), false, "measured choice again");
   assert.notEqual(jobClass("sgemm", 1e6), jobClass("sgemm", 4e6));
   assert.equal(jobClass("sgemm", 1e6), jobClass("sgemm", 1.2e6));
 });

@@ -200,8 +200,9 @@ export interface GemmInstance {
   memory: WasmMemory;
   gemm: GemmFn;
   /**
-   * The same product, its rows shared with a worker thread in 4-row chunks when one is awake
-   * (rows are independent, so the results are the same bits); `gemm` otherwise.
+   * The same product, its rows shared with a worker thread in 4-row chunks when the thread
+   * policy says that pays for its size (rows are independent, so the results are the same
+   * bits); made by `gemm` on this thread otherwise.
    */
   split: GemmFn;
 }
@@ -217,9 +218,6 @@ export function gemmInstance(bytes: number, threads = false): GemmInstance {
   const gemm = new WA.Instance(mod, { env: { memory } }).exports.gemm as GemmFn;
   const id = threads ? registerExtraKernel(mod, memory, "gemm", gemm) : null;
   if (id === null) return { memory, gemm, split: gemm };
-  const split: GemmFn = (a, b, c, m, n, k, sai, sap, acc) => {
-    if (m >= 8 && runRowChunks(id, gemm, [a, b, c, m, n, k, sai, sap, acc], 4)) return;
-    gemm(a, b, c, m, n, k, sai, sap, acc);
-  };
+  const split: GemmFn = (a, b, c, m, n, k, sai, sap, acc) => runRowChunks(id, gemm, [a, b, c, m, n, k, sai, sap, acc], 4);
   return { memory, gemm, split };
 }
