@@ -1,8 +1,9 @@
 /**
  * The arena of a compiled graph's instance: one memory holding every planned buffer (views at
  * fixed offsets), and, for the WebAssembly nodes (products, SIMD loops), a slot for each operand
- * that is not a planned buffer (copied in when the call needs it), a transposed copy of a
- * transposed B operand, and a scratch slot for each result that leaves the call. The memory is a
+ * that is not a planned buffer (copied in when the call needs it), a copy of a B operand laid
+ * out for the gemm (transposed, or its rows padded: analysis.ts paddedColumns), and a scratch
+ * slot for each result that leaves the call or is computed padded. The memory is a
  * WebAssembly gemm instance's when the graph has WebAssembly nodes, so those address everything
  * in place.
  */
@@ -39,9 +40,12 @@ export interface Arena {
   bufOffsets: number[];
   /** Operands of WebAssembly nodes that are not planned buffers. */
   slots: Map<ValueInfo, Slot>;
-  /** Transposed B operands of WebAssembly products (planned buffers too), by value. */
-  tslots: Map<ValueInfo, Slot>;
-  /** Results of WebAssembly nodes that leave the call, by `${node}:${output}`. */
+  /**
+   * B operands of WebAssembly products laid out for the gemm (planned buffers too): transposed
+   * and/or rows padded to `ldb` columns, by `bslotKey`.
+   */
+  bslots: Map<string, Slot>;
+  /** Results of WebAssembly nodes that leave the call or are computed padded, by `${node}:${output}`. */
   scratch: Map<string, { at: number; name: string }>;
   /** Values computed by constant nodes (slots holding them are filled once). */
   constData: Map<ValueInfo, TypedArray>;
@@ -54,6 +58,16 @@ export interface Arena {
 /** Whether a WebAssembly product is worth splitting over two threads. */
 export function splitGemm(s: Strategy): boolean {
   return s.kind === "wasmMatmul" && s.m >= 8 && 2 * s.m * s.n * s.k >= SPLIT_MIN_FLOPS;
+}
+
+/** A product's laid-out B operand: one slot per value and layout. */
+export function bslotKey(x: ValueInfo, s: Extract<Strategy, { kind: "wasmMatmul" }>): string {
+  return `${x.name}:${s.transB ? "t" : "n"}:${s.ldb}`;
+}
+
+/** Whether a product's B operand is read from a laid-out copy (bslots) rather than in place. */
+export function laidOutB(s: Extract<Strategy, { kind: "wasmMatmul" }>): boolean {
+  return s.transB || s.ldb !== s.n;
 }
 
 /** Lays out the arena of `plan`; `bind(value, hint)` names a value the generated code is given. */
@@ -83,10 +97,9 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     if (st.kind === "const") node.outputs.forEach((v, i) => constData.set(infos.get(v)!, st.data[i]!));
   });
   const slots = new Map<ValueInfo, Slot>();
-  const tslots = new Map<ValueInfo, Slot>();
+  const bslots = new Map<string, Slot>();
   const scratch = new Map<string, { at: number; name: string }>();
-  const slot = (x: ValueInfo, name: string, k: number): Slot => {
-    const size = sizeOf(x.type!.shape);
+  const slot = (x: ValueInfo, name: string, k: number, size = sizeOf(x.type!.shape)): Slot => {
     const at = reserve(size * 4);
     // the storage last copied in: tensors are immutable, so an operand whose storage did not
     // change since the last call (weights, captured constants) is not copied again
@@ -97,8 +110,9 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     const st = strategies[k] as Extract<Strategy, { kind: "wasmMatmul" | "simd" }>;
     nodes[k]!.inputs.forEach((v, i) => {
       const x = infos.get(v)!;
-      if (i === 1 && st.kind === "wasmMatmul" && st.transB) {
-        if (!tslots.has(x)) tslots.set(x, slot(x, `TSL${tslots.size}`, k));
+      if (i === 1 && st.kind === "wasmMatmul" && laidOutB(st)) {
+        const key = bslotKey(x, st);
+        if (!bslots.has(key)) bslots.set(key, slot(x, `TSL${bslots.size}`, k, st.k * st.ldb));
         return;
       }
       if (x.buffer >= 0 || slots.has(x)) return;
@@ -106,8 +120,9 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     });
     nodes[k]!.outputs.forEach((v, i) => {
       const o = infos.get(v)!;
-      if (o.buffer >= 0) return;
-      const size = sizeOf(o.type!.shape);
+      const padded = st.kind === "wasmMatmul" && st.ldb !== st.n;
+      if (o.buffer >= 0 && !padded) return;
+      const size = padded ? st.m * st.ldb : sizeOf(o.type!.shape);
       const at = reserve(size * 4);
       setup.push(`const SC${k}_${i} = new Float32Array(ARENA, ${at}, ${size});`);
       scratch.set(`${k}:${i}`, { at, name: `SC${k}_${i}` });
@@ -144,5 +159,5 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     setup.unshift(`const ARENA = new ArrayBuffer(${arenaBytes});`);
   }
   setup.splice(1, 0, `${bind(arenas, "arenas")}.add(ARENA);`);
-  return { setup, bufNames, bufOffsets, slots, tslots, scratch, constData, operandAt, resultAt };
+  return { setup, bufNames, bufOffsets, slots, bslots, scratch, constData, operandAt, resultAt };
 }
