@@ -267,3 +267,30 @@ test("a gradient through a loop whose body gathers consecutive rows and multipli
   assert.ok(Array.from(compiled[0]!.dataSync().subarray(14 * 8)).every((v) => v === 0));
   assert.ok(compiledSpecializations(cf.graph, cf.library).length >= 1);
 });
+
+test("a loop invariant in the caller's planned buffer is copied into the body's operand slots on every call, not kept from the last", () => {
+  // The body's WebAssembly operand slots skip copying storage they copied last time; the
+  // caller's planned buffer is the same object on every call with other contents (this gave
+  // the first call's products on later calls).
+  const W = rng.tensor([32, 32], -1, 1, "float32");
+  const V = rng.tensor([32, 10], -1, 1, "float32");
+  const f = sc.stage(
+    (x: sc.Tensor) => {
+      const h = sc.tanh(x.mul(2)); // planned in the caller, an invariant of the loop
+      const [, acc, acc2, acc3] = sc.whileLoop(
+        (i) => sc.less(i, 3),
+        (i, a, b, c) => [i.add(1), a!.add(sc.matmul(h, W)), b!.add(sc.matmul(W, h)), c!.add(sc.matmul(h, V))], // h as A, as B, as a padded B
+        [sc.scalar(0, "int32"), sc.zeros([32, 32]), sc.zeros([32, 32]), sc.zeros([32, 10])],
+      );
+      return [acc!, acc2!, acc3!];
+    },
+    { autograph: false },
+  );
+  const cf = f.concrete(rng.tensor([32, 32], -1, 1, "float32"));
+  for (let call = 0; call < 3; call++) {
+    const x = rng.tensor([32, 32], -1, 1, "float32");
+    const got = cf.callFlat([x], compileNow),
+      want = cf.callFlat([x], interpretExecutor);
+    got.forEach((g, i) => assertSame(g, want[i]!, `call ${call} output ${i}`));
+  }
+});

@@ -18,7 +18,7 @@ import { SCALAR_PRELUDE } from "../../backends/cpu/js-expr.js";
 import { elementwiseSource, matmulSource, reduceSource, type LoopInput, type LoopOutput } from "../../backends/cpu/js-loops.js";
 import { typesEqual, type Plan, type Strategy, type ValueInfo } from "./analysis.js";
 import { bslotKey, laidOutB, layoutArena, splitGemm, type Arena } from "./arena.js";
-import { isStack, leavingStorage, leavingTensor, runtimeShape, type CompiledGraph, type RawFn } from "./graph.js";
+import { isStack, leavingStorage, leavingTensor, reusedStorage, runtimeShape, type CompiledGraph, type RawFn } from "./graph.js";
 
 /**
  * Size of a generated segment: V8 does not optimize functions past ~60 KB of bytecode, and
@@ -135,6 +135,15 @@ class Codegen {
     return `new ${this.tensorClass}(${storage}, ${this.konst(Object.freeze(info.type.shape.slice()), "S")}, ${JSON.stringify(info.type.dtype)}, dev)`;
   }
 
+  /**
+   * What a slot remembers as the storage it last copied (the copy is skipped while the same
+   * storage comes back): null for storage reused with other contents (graph.ts reusedStorage:
+   * a caller's planned buffer passed in, as a loop's invariant), so it is copied every time.
+   */
+  private keptSource(src: string): string {
+    return `(${this.konst(reusedStorage, "reusedStorage")}(${src}) ? null : ${src})`;
+  }
+
   /** Copies an operand of a WebAssembly node into its slot (planned buffers are in place). */
   private copyIn(x: ValueInfo, k: number, out: string[]): void {
     if (x.buffer >= 0) return;
@@ -145,7 +154,7 @@ class Codegen {
     } else {
       const src = this.use(x);
       // (storage that may be a view of this instance's buffers changes in place: always copied)
-      const copy = x.roots.size > 0 ? `${sl.name}.set(${src});` : `if (${sl.name}src !== ${src}) { ${sl.name}.set(${src}); ${sl.name}src = ${src}; }`;
+      const copy = x.roots.size > 0 ? `${sl.name}.set(${src});` : `if (${sl.name}src !== ${src}) { ${sl.name}.set(${src}); ${sl.name}src = ${this.keptSource(src)}; }`;
       if (sl.firstUse === k && !out.includes(copy)) out.push(copy);
     }
   }
@@ -326,7 +335,7 @@ class Codegen {
         const copy =
           x.buffer >= 0 || x.roots.size > 0
             ? `${t}(${sl.name}, ${src}, ${s.n}, ${s.k}, ${s.ldb});`
-            : `if (${sl.name}src !== ${src}) { ${t}(${sl.name}, ${src}, ${s.n}, ${s.k}, ${s.ldb}); ${sl.name}src = ${src}; }`;
+            : `if (${sl.name}src !== ${src}) { ${t}(${sl.name}, ${src}, ${s.n}, ${s.k}, ${s.ldb}); ${sl.name}src = ${this.keptSource(src)}; }`;
         if ((sl.firstUse === k || x.buffer >= 0 || x.roots.size > 0) && !out.includes(copy)) out.push(copy);
       }
       return sl.at;
