@@ -294,3 +294,37 @@ test("a loop invariant in the caller's planned buffer is copied into the body's 
     got.forEach((g, i) => assertSame(g, want[i]!, `call ${call} output ${i}`));
   }
 });
+
+test("a consecutive gather and a padded product as the last ops of a loop body (their results carried to the next iteration)", () => {
+  const X = rng.tensor([32, 64], -1, 1, "float32");
+  const W = rng.tensor([64, 64], -1, 1, "float32");
+  const V = rng.tensor([64, 5], -1, 1, "float32");
+  assert.equal(paddedColumns(8, 5, 64), 8);
+  const f = sc.stage(
+    (x: sc.Tensor, n: sc.Tensor) => {
+      const [, rows, prod] = sc.whileLoop(
+        (i) => sc.less(i, n),
+        (i, r, p) => {
+          const next = sc.gather(x, sc.add(sc.arange(0, 8, 1, "int32"), sc.mul(sc.mod(i, 4), 8)), 0); // rows of the invariant, carried
+          return [i.add(1), next, sc.matmul(sc.tanh(r!.add(next)), W).matmul(V).add(p!)]; // a padded [8, 64] x [64, 5], carried
+        },
+        [sc.scalar(0, "int32"), sc.zeros([8, 64]), sc.zeros([8, 5])],
+      );
+      return [rows!, prod!];
+    },
+    { autograph: false },
+  );
+  for (const steps of [0, 1, 5]) {
+    const n = sc.scalar(steps, "int32");
+    const cf = f.concrete(X, n);
+    let got: sc.Tensor[] = [];
+    const source = sourcesOf(() => (got = cf.callFlat([X, n], compileNow)));
+    const want = cf.callFlat([X, n], interpretExecutor);
+    got.forEach((g, i) => assertSame(g, want[i]!, `${steps} iterations, output ${i}`));
+    if (steps > 0) assertSame(got[0]!, sc.gather(X, sc.arange(((steps - 1) % 4) * 8, ((steps - 1) % 4) * 8 + 8, 1, "int32"), 0), "the last batch");
+    if (steps === 0) {
+      assert.match(source, /\.subarray\(/, "the batch is a view");
+      assert.match(source, /GEMM\(\d+, \d+, \d+, 8, 8, /, "the product runs padded");
+    }
+  }
+});
