@@ -14,6 +14,7 @@ import { elementwiseInstance, elementwiseModule, type SimdLoop } from "../../bac
 import { config } from "../../core/config.js";
 import type { Plan, Strategy, ValueInfo } from "./analysis.js";
 import { arenas } from "./graph.js";
+import { ResidentRows } from "./resident.js";
 
 /**
  * Smallest product (2*m*n*k flops) the executor's gemm splits over two threads when a worker
@@ -47,6 +48,11 @@ export interface Arena {
   bslots: Map<string, Slot>;
   /** Results of WebAssembly nodes that leave the call or are computed padded, by `${node}:${output}`. */
   scratch: Map<string, { at: number; name: string }>;
+  /**
+   * Product operands that are consecutive rows of a source kept in the arena (resident.ts): the
+   * name of the operand's ResidentRows and the source value.
+   */
+  resident: Map<ValueInfo, { name: string; source: ValueInfo }>;
   /** Values computed by constant nodes (slots holding them are filled once). */
   constData: Map<ValueInfo, TypedArray>;
   /** The byte offset a WebAssembly node reads operand `x` at. */
@@ -64,6 +70,9 @@ export function splitGemm(s: Strategy): boolean {
 export function bslotKey(x: ValueInfo, s: Extract<Strategy, { kind: "wasmMatmul" }>): string {
   return `${x.name}:${s.transB ? "t" : "n"}:${s.ldb}`;
 }
+
+/** Largest source (bytes) a compiled instance keeps in its arena for the rows products read (resident.ts). */
+const RESIDENT_MAX_BYTES = 32 << 20;
 
 /** Whether a product's B operand is read from a laid-out copy (bslots) rather than in place. */
 export function laidOutB(s: Extract<Strategy, { kind: "wasmMatmul" }>): boolean {
@@ -128,6 +137,30 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
       scratch.set(`${k}:${i}`, { at, name: `SC${k}_${i}` });
     });
   }
+  // product operands that are consecutive rows of a float32 source that is not this
+  // instance's storage (a graph input, a loop's invariant): the source kept in the arena
+  // (not for operands a SIMD loop also reads: its addresses are fixed)
+  const simdRead = new Set<ValueInfo>();
+  for (const k of wasmNodes) if (strategies[k]!.kind === "simd") for (const v of nodes[k]!.inputs) simdRead.add(infos.get(v)!);
+  const resident = new Map<ValueInfo, { name: string; source: ValueInfo }>();
+  const residentOf = new Map<ValueInfo, string>();
+  for (const [x, sl] of slots) {
+    const st = x.def >= 0 ? strategies[x.def]! : null;
+    if (st?.kind !== "rowSlice" || sl.constant || simdRead.has(x) || x.type!.dtype !== "float32") continue;
+    const source = infos.get(nodes[x.def]!.inputs[0]!)!;
+    const size = sizeOf(source.type!.shape);
+    if (source.buffer >= 0 || source.roots.size > 0 || source.type!.dtype !== "float32" || size * 4 > RESIDENT_MAX_BYTES || size <= sizeOf(x.type!.shape)) continue;
+    let copy = residentOf.get(source);
+    if (copy === undefined) {
+      const at = reserve(size * 4);
+      copy = `RC${residentOf.size}`;
+      setup.push(`const ${copy} = new Float32Array(ARENA, ${at}, ${size}); const ${copy}at = ${at};`);
+      residentOf.set(source, copy);
+    }
+    const name = `RES${resident.size}`;
+    setup.push(`const ${name} = new ${bind(ResidentRows, "ResidentRows")}(${copy}, ${copy}at, ${sl.name}, ${sl.at});`);
+    resident.set(x, { name, source });
+  }
   const operandAt = (x: ValueInfo): number => (x.buffer >= 0 ? bufOffsets[x.buffer]! : slots.get(x)!.at);
   const resultAt = (k: number, i: number): number => scratch.get(`${k}:${i}`)?.at ?? bufOffsets[infos.get(nodes[k]!.outputs[i]!)!.buffer]!;
 
@@ -159,5 +192,5 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     setup.unshift(`const ARENA = new ArrayBuffer(${arenaBytes});`);
   }
   setup.splice(1, 0, `${bind(arenas, "arenas")}.add(ARENA);`);
-  return { setup, bufNames, bufOffsets, slots, bslots, scratch, constData, operandAt, resultAt };
+  return { setup, bufNames, bufOffsets, slots, bslots, resident, scratch, constData, operandAt, resultAt };
 }

@@ -318,9 +318,15 @@ class Codegen {
   private wasmMatmul(k: number, s: Extract<Strategy, { kind: "wasmMatmul" }>, ins: ValueInfo[], o: ValueInfo, out: string[]): void {
     const { arena } = this;
     const [a, b] = ins as [ValueInfo, ValueInfo];
-    const offsetOf = (x: ValueInfo): number => {
-      this.copyIn(x, k, out);
-      return arena.operandAt(x);
+    const offsetOf = (x: ValueInfo): string => {
+      const res = arena.resident.get(x);
+      if (!res) {
+        this.copyIn(x, k, out);
+        return String(arena.operandAt(x));
+      }
+      // rows of a source kept in the arena (resident.ts): placed once per call, at the first use
+      if (arena.slots.get(x)!.firstUse === k) out.push(`${res.name}.place(${this.use(res.source)}, ${this.use(x)});`);
+      return `${res.name}.address`;
     };
     // B transposed and/or its rows padded into its slot (analysis.ts paddedColumns)
     const laidOutOffsetOf = (x: ValueInfo): number => {
@@ -341,14 +347,15 @@ class Codegen {
       return sl.at;
     };
     const aAt = offsetOf(a),
-      bAt = laidOutB(s) ? laidOutOffsetOf(b) : offsetOf(b);
+      bAt = laidOutB(s) ? String(laidOutOffsetOf(b)) : offsetOf(b);
     const sc = arena.scratch.get(`${k}:0`);
     const cAt = arena.resultAt(k, 0);
     const sai = s.transA ? 1 : s.k,
       sap = s.transA ? s.m : 1;
     for (let p0 = 0; p0 < s.k; p0 += SGEMM_KC) {
       const kk = Math.min(SGEMM_KC, s.k - p0);
-      out.push(`${splitGemm(s) ? "PGEMM" : "GEMM"}(${aAt + p0 * sap * 4}, ${bAt + p0 * s.ldb * 4}, ${cAt}, ${s.m}, ${s.ldb}, ${kk}, ${sai}, ${sap}, ${p0 > 0 ? 1 : 0});`);
+      const plus = (at: string, bytes: number) => (/^\d+$/.test(at) ? String(Number(at) + bytes) : bytes === 0 ? at : `${at} + ${bytes}`);
+      out.push(`${splitGemm(s) ? "PGEMM" : "GEMM"}(${plus(aAt, p0 * sap * 4)}, ${plus(bAt, p0 * s.ldb * 4)}, ${cAt}, ${s.m}, ${s.ldb}, ${kk}, ${sai}, ${sap}, ${p0 > 0 ? 1 : 0});`);
     }
     if (s.ldb !== s.n) {
       // computed padded: the first n columns of each row, into the value's buffer or new storage
