@@ -64,12 +64,23 @@ export type Strategy =
   /** a JavaScript loop computing an elementwise group (one op, or a fused chain) */
   | { kind: "loop"; group: ElementwiseGroup }
   | { kind: "matmul"; arith: MatmulArith; transA: boolean; transB: boolean }
-  | { kind: "wasmMatmul"; m: number; k: number; n: number; transA: boolean; transB: boolean }
+  /**
+   * a product by the executor's WebAssembly gemm; `ldb` is the row length of B and C in the
+   * arena: n, or n rounded up to a multiple of 4 (B copied into a padded slot, C computed into
+   * a padded scratch and compacted), so that no column is left to the gemm's scalar tail
+   */
+  | { kind: "wasmMatmul"; m: number; k: number; n: number; ldb: number; transA: boolean; transB: boolean }
   /** a WebAssembly SIMD loop computing an elementwise group in the arena */
   | { kind: "simd"; group: ElementwiseGroup }
   | { kind: "reduce"; form: ReductionForm; outer: number; red: number; inner: number }
   | { kind: "const"; data: TypedArray[] }
   | { kind: "kernel"; def: OpDef; escapesInputs: boolean }
+  /**
+   * a gather whose indices are consecutive (a range, plus a scalar offset known at run time):
+   * a view of `rows` rows of `inner` elements of its input from row `start` (+ the offset),
+   * when those lie in the input's `n` rows; the kernel otherwise (it raises the range error)
+   */
+  | { kind: "rowSlice"; def: OpDef; start: number; offset: ValueInfo | null; rows: number; inner: number; n: number }
   | { kind: "read" }
   | { kind: "assign" }
   | { kind: "callGraph"; callee: CompiledGraph }
@@ -217,6 +228,8 @@ export function analyze(c: CompiledGraph, lookup: Lookup): Plan {
         data = null;
       }
       strategies.push(data ? { kind: "const", data } : { kind: "kernel", def, escapesInputs: false });
+    } else if (node.op === "gather" && rowSlice(node, ins, types, strategies, nodes, infos)) {
+      strategies.push({ kind: "rowSlice", def, ...rowSlice(node, ins, types, strategies, nodes, infos)! });
     } else if (def.view && outTypes.length === 1 && outTypes[0]!.dtype === types[0]!.dtype && sizeOf(outTypes[0]!.shape) === sizeOf(types[0]!.shape)) {
       strategies.push({ kind: "alias" });
     } else if ((group = elementwiseGroupOf(def, node, types, outTypes)) !== null) {
@@ -242,7 +255,8 @@ export function analyze(c: CompiledGraph, lookup: Lookup): Plan {
     if (s.kind === "assign" || s.kind === "dynamic" || s.kind === "runtime" || (s.kind === "kernel" && s.escapesInputs)) node.inputs.forEach((v) => markEscape(infos.get(v)!));
   });
   for (let k = nodes.length - 1; k >= 0; k--) {
-    if (strategies[k]!.kind === "alias" && infos.get(nodes[k]!.outputs[0]!)!.escapes) markEscape(infos.get(nodes[k]!.inputs[0]!)!);
+    const kind = strategies[k]!.kind;
+    if ((kind === "alias" || kind === "rowSlice") && infos.get(nodes[k]!.outputs[0]!)!.escapes) markEscape(infos.get(nodes[k]!.inputs[0]!)!);
   }
   nodes.forEach((node, k) => {
     const s = strategies[k]!;
@@ -254,7 +268,7 @@ export function analyze(c: CompiledGraph, lookup: Lookup): Plan {
         o.inline = true;
         if (!o.escapes) o.roots.add(o);
       }
-    } else if (s.kind === "alias" || s.kind === "kernel" || s.kind === "runtime" || s.kind === "callGraph" || s.kind === "branch" || s.kind === "loopGraph") {
+    } else if (s.kind === "alias" || s.kind === "rowSlice" || s.kind === "kernel" || s.kind === "runtime" || s.kind === "callGraph" || s.kind === "branch" || s.kind === "loopGraph") {
       // Conservatively, the outputs may share storage with any input.
       for (const o of outs) for (const x of ins) for (const r of x.roots) o.roots.add(r);
     }
@@ -308,6 +322,44 @@ function elementwiseGroupOf(def: OpDef, node: Node, types: TensorType[], outType
   return def.group?.(node.attrs, types) ?? null;
 }
 
+/** The first of `data`'s values when they are consecutive integers (a range with step 1), else null. */
+function consecutive(data: TypedArray): number | null {
+  if (!(data instanceof Int32Array) || data.length === 0) return null;
+  const first = data[0]!;
+  for (let i = 1; i < data.length; i++) if (data[i] !== first + i) return null;
+  return first;
+}
+
+/**
+ * A gather that reads consecutive rows (rowSlice strategy): x's dims before the axis are all 1,
+ * and the int32 indices are a constant range with step 1, or such a range plus an int32 scalar
+ * (range(a, a + rows) + offset, as a batch's rows are picked in a training loop).
+ */
+function rowSlice(node: Node, ins: ValueInfo[], types: TensorType[], strategies: Strategy[], nodes: Node[], infos: Map<Value, ValueInfo>): { start: number; offset: ValueInfo | null; rows: number; inner: number; n: number } | null {
+  const [x, idx] = types as [TensorType, TensorType];
+  const axis = (node.attrs as { axis: number }).axis;
+  if (idx.dtype !== "int32" || !Number.isInteger(axis) || axis < 0 || axis >= x.shape.length || sizeOf(x.shape.slice(0, axis)) !== 1) return null;
+  const rows = sizeOf(idx.shape);
+  const shape = { n: x.shape[axis]!, rows, inner: sizeOf(x.shape.slice(axis + 1)) };
+  const constRange = (info: ValueInfo): number | null => {
+    const s = info.def >= 0 ? strategies[info.def] : undefined;
+    if (s?.kind !== "const") return null;
+    const i = nodes[info.def]!.outputs.findIndex((v) => infos.get(v) === info);
+    return consecutive(s.data[i]!);
+  };
+  const direct = constRange(ins[1]!);
+  if (direct !== null) return { start: direct, offset: null, ...shape };
+  const d = ins[1]!.def;
+  if (d < 0 || nodes[d]!.op !== "add" || nodes[d]!.inputs.length !== 2) return null;
+  const [a, b] = nodes[d]!.inputs.map((v) => infos.get(v)!) as [ValueInfo, ValueInfo];
+  const scalar = (info: ValueInfo) => info.type !== null && info.type.dtype === "int32" && sizeOf(info.type.shape) === 1;
+  for (const [range, offset] of [[a, b], [b, a]] as const) {
+    const start = constRange(range);
+    if (start !== null && scalar(offset) && sizeOf(range.type!.shape) === rows) return { start, offset, ...shape };
+  }
+  return null;
+}
+
 /** Region and call outputs are all static or all Tensors (one calling convention per node). */
 function allOrNothing(outs: OutputDesc[]): OutputDesc[] {
   return outs.some((o) => o === null) ? outs.map(() => null) : outs;
@@ -351,7 +403,7 @@ interface MatmulAttrs {
  * that the general kernel (packing, threads) would not be faster. A transposed B is kept
  * transposed in its slot (once per new storage: a loop's weight is transposed once per call).
  */
-function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): { m: number; k: number; n: number; transA: boolean; transB: boolean } | null {
+function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): { m: number; k: number; n: number; ldb: number; transA: boolean; transB: boolean } | null {
   const [a, b] = types as [TensorType, TensorType];
   if (a.shape.length !== 2 || b.shape.length !== 2 || out.shape.length !== 2) return null;
   if (out.dtype !== "float32" || a.dtype !== "float32" || b.dtype !== "float32") return null;
@@ -364,7 +416,20 @@ function wasmMatmul(types: TensorType[], out: TensorType, attrs: MatmulAttrs): {
   // (the eager kernel runs it natively: calling the kernel gives the same bits)
   if (nativeMatmulWins(m, n, k)) return null;
   if (getWasmRuntime() === null || gemmModule() === null) return null;
-  return { m, k, n, transA, transB: !!attrs.transposeB };
+  return { m, k, n, ldb: paddedColumns(m, n, k), transA, transB: !!attrs.transposeB };
+}
+
+/**
+ * The row length of B and C a product of n columns runs at in the executor's gemm: n rounded
+ * up to a multiple of 4 where the columns past the last multiple of 4 would cost more in the
+ * gemm's scalar tail (one dependent chain of k float32 adds per element, latency-bound: a
+ * 200 x 784 x 10 product took 3.5x as long as 200 x 784 x 8) than padding costs (copying B
+ * into a padded slot, C out of a padded scratch); n otherwise. Padding columns of B are never
+ * read into the first n columns of C, so the results are the same bits.
+ */
+export function paddedColumns(m: number, n: number, k: number): number {
+  const tail = n % 4;
+  return tail !== 0 && tail * m * k > (m + k) * n ? n + 4 - tail : n;
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * The arena of a compiled graph's instance: one memory holding every planned buffer (views at
  * fixed offsets), and, for the WebAssembly nodes (products, SIMD loops), a slot for each operand
- * that is not a planned buffer (copied in when the call needs it), a transposed copy of a
- * transposed B operand, and a scratch slot for each result that leaves the call. The memory is a
+ * that is not a planned buffer (copied in when the call needs it), a copy of a B operand laid
+ * out for the gemm (transposed, or its rows padded: analysis.ts paddedColumns), and a scratch
+ * slot for each result that leaves the call or is computed padded. The memory is a
  * WebAssembly gemm instance's when the graph has WebAssembly nodes, so those address everything
  * in place.
  */
@@ -13,6 +14,7 @@ import { elementwiseInstance, elementwiseModule, type SimdLoop } from "../../bac
 import { config } from "../../core/config.js";
 import type { Plan, Strategy, ValueInfo } from "./analysis.js";
 import { arenas } from "./graph.js";
+import { ResidentRows } from "./resident.js";
 
 /**
  * Smallest product (2*m*n*k flops) the executor's gemm splits over two threads when a worker
@@ -39,10 +41,18 @@ export interface Arena {
   bufOffsets: number[];
   /** Operands of WebAssembly nodes that are not planned buffers. */
   slots: Map<ValueInfo, Slot>;
-  /** Transposed B operands of WebAssembly products (planned buffers too), by value. */
-  tslots: Map<ValueInfo, Slot>;
-  /** Results of WebAssembly nodes that leave the call, by `${node}:${output}`. */
+  /**
+   * B operands of WebAssembly products laid out for the gemm (planned buffers too): transposed
+   * and/or rows padded to `ldb` columns, by `bslotKey`.
+   */
+  bslots: Map<string, Slot>;
+  /** Results of WebAssembly nodes that leave the call or are computed padded, by `${node}:${output}`. */
   scratch: Map<string, { at: number; name: string }>;
+  /**
+   * Product operands that are consecutive rows of a source kept in the arena (resident.ts): the
+   * name of the operand's ResidentRows and the source value.
+   */
+  resident: Map<ValueInfo, { name: string; source: ValueInfo }>;
   /** Values computed by constant nodes (slots holding them are filled once). */
   constData: Map<ValueInfo, TypedArray>;
   /** The byte offset a WebAssembly node reads operand `x` at. */
@@ -54,6 +64,19 @@ export interface Arena {
 /** Whether a WebAssembly product is worth splitting over two threads. */
 export function splitGemm(s: Strategy): boolean {
   return s.kind === "wasmMatmul" && s.m >= 8 && 2 * s.m * s.n * s.k >= SPLIT_MIN_FLOPS;
+}
+
+/** A product's laid-out B operand: one slot per value and layout. */
+export function bslotKey(x: ValueInfo, s: Extract<Strategy, { kind: "wasmMatmul" }>): string {
+  return `${x.name}:${s.transB ? "t" : "n"}:${s.ldb}`;
+}
+
+/** Largest source (bytes) a compiled instance keeps in its arena for the rows products read (resident.ts). */
+const RESIDENT_MAX_BYTES = 32 << 20;
+
+/** Whether a product's B operand is read from a laid-out copy (bslots) rather than in place. */
+export function laidOutB(s: Extract<Strategy, { kind: "wasmMatmul" }>): boolean {
+  return s.transB || s.ldb !== s.n;
 }
 
 /** Lays out the arena of `plan`; `bind(value, hint)` names a value the generated code is given. */
@@ -83,10 +106,9 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     if (st.kind === "const") node.outputs.forEach((v, i) => constData.set(infos.get(v)!, st.data[i]!));
   });
   const slots = new Map<ValueInfo, Slot>();
-  const tslots = new Map<ValueInfo, Slot>();
+  const bslots = new Map<string, Slot>();
   const scratch = new Map<string, { at: number; name: string }>();
-  const slot = (x: ValueInfo, name: string, k: number): Slot => {
-    const size = sizeOf(x.type!.shape);
+  const slot = (x: ValueInfo, name: string, k: number, size = sizeOf(x.type!.shape)): Slot => {
     const at = reserve(size * 4);
     // the storage last copied in: tensors are immutable, so an operand whose storage did not
     // change since the last call (weights, captured constants) is not copied again
@@ -97,8 +119,9 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     const st = strategies[k] as Extract<Strategy, { kind: "wasmMatmul" | "simd" }>;
     nodes[k]!.inputs.forEach((v, i) => {
       const x = infos.get(v)!;
-      if (i === 1 && st.kind === "wasmMatmul" && st.transB) {
-        if (!tslots.has(x)) tslots.set(x, slot(x, `TSL${tslots.size}`, k));
+      if (i === 1 && st.kind === "wasmMatmul" && laidOutB(st)) {
+        const key = bslotKey(x, st);
+        if (!bslots.has(key)) bslots.set(key, slot(x, `TSL${bslots.size}`, k, st.k * st.ldb));
         return;
       }
       if (x.buffer >= 0 || slots.has(x)) return;
@@ -106,12 +129,37 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     });
     nodes[k]!.outputs.forEach((v, i) => {
       const o = infos.get(v)!;
-      if (o.buffer >= 0) return;
-      const size = sizeOf(o.type!.shape);
+      const padded = st.kind === "wasmMatmul" && st.ldb !== st.n;
+      if (o.buffer >= 0 && !padded) return;
+      const size = padded ? st.m * st.ldb : sizeOf(o.type!.shape);
       const at = reserve(size * 4);
       setup.push(`const SC${k}_${i} = new Float32Array(ARENA, ${at}, ${size});`);
       scratch.set(`${k}:${i}`, { at, name: `SC${k}_${i}` });
     });
+  }
+  // product operands that are consecutive rows of a float32 source that is not this
+  // instance's storage (a graph input, a loop's invariant): the source kept in the arena
+  // (not for operands a SIMD loop also reads: its addresses are fixed)
+  const simdRead = new Set<ValueInfo>();
+  for (const k of wasmNodes) if (strategies[k]!.kind === "simd") for (const v of nodes[k]!.inputs) simdRead.add(infos.get(v)!);
+  const resident = new Map<ValueInfo, { name: string; source: ValueInfo }>();
+  const residentOf = new Map<ValueInfo, string>();
+  for (const [x, sl] of slots) {
+    const st = x.def >= 0 ? strategies[x.def]! : null;
+    if (st?.kind !== "rowSlice" || sl.constant || simdRead.has(x) || x.type!.dtype !== "float32") continue;
+    const source = infos.get(nodes[x.def]!.inputs[0]!)!;
+    const size = sizeOf(source.type!.shape);
+    if (source.buffer >= 0 || source.roots.size > 0 || source.type!.dtype !== "float32" || size * 4 > RESIDENT_MAX_BYTES || size <= sizeOf(x.type!.shape)) continue;
+    let copy = residentOf.get(source);
+    if (copy === undefined) {
+      const at = reserve(size * 4);
+      copy = `RC${residentOf.size}`;
+      setup.push(`const ${copy} = new Float32Array(ARENA, ${at}, ${size}); const ${copy}at = ${at};`);
+      residentOf.set(source, copy);
+    }
+    const name = `RES${resident.size}`;
+    setup.push(`const ${name} = new ${bind(ResidentRows, "ResidentRows")}(${copy}, ${copy}at, ${sl.name}, ${sl.at});`);
+    resident.set(x, { name, source });
   }
   const operandAt = (x: ValueInfo): number => (x.buffer >= 0 ? bufOffsets[x.buffer]! : slots.get(x)!.at);
   const resultAt = (k: number, i: number): number => scratch.get(`${k}:${i}`)?.at ?? bufOffsets[infos.get(nodes[k]!.outputs[i]!)!.buffer]!;
@@ -144,5 +192,5 @@ export function layoutArena(plan: Plan, bind: (value: unknown, hint: string) => 
     setup.unshift(`const ARENA = new ArrayBuffer(${arenaBytes});`);
   }
   setup.splice(1, 0, `${bind(arenas, "arenas")}.add(ARENA);`);
-  return { setup, bufNames, bufOffsets, slots, tslots, scratch, constData, operandAt, resultAt };
+  return { setup, bufNames, bufOffsets, slots, bslots, resident, scratch, constData, operandAt, resultAt };
 }

@@ -17,8 +17,8 @@ import { getOp } from "../../ops/registry.js";
 import { SCALAR_PRELUDE } from "../../backends/cpu/js-expr.js";
 import { elementwiseSource, matmulSource, reduceSource, type LoopInput, type LoopOutput } from "../../backends/cpu/js-loops.js";
 import { typesEqual, type Plan, type Strategy, type ValueInfo } from "./analysis.js";
-import { layoutArena, splitGemm, type Arena } from "./arena.js";
-import { isStack, leavingStorage, leavingTensor, runtimeShape, type CompiledGraph, type RawFn } from "./graph.js";
+import { bslotKey, laidOutB, layoutArena, splitGemm, type Arena } from "./arena.js";
+import { isStack, leavingStorage, leavingTensor, reusedStorage, runtimeShape, type CompiledGraph, type RawFn } from "./graph.js";
 
 /**
  * Size of a generated segment: V8 does not optimize functions past ~60 KB of bytecode, and
@@ -37,11 +37,29 @@ export class TooLargeError extends Error {}
 /** The generic path for one node (shape rule + kernel, structural ops with regions compiled per shape). */
 export type RunDynamic = (node: Node, args: Tensor[], library: FunctionLibrary) => Tensor[];
 
-/** dst (k x n, row-major) = the transpose of src (n x k, row-major). */
-function transposeInto(dst: Float32Array, src: TypedArray, n: number, k: number): void {
+/** dst (k x n, rows `ld` apart) = the transpose of src (n x k, row-major). */
+function transposeInto(dst: Float32Array, src: TypedArray, n: number, k: number, ld: number): void {
   for (let j = 0; j < n; j++) {
     const row = j * k;
-    for (let p = 0; p < k; p++) dst[p * n + j] = src[row + p]!;
+    for (let p = 0; p < k; p++) dst[p * ld + j] = src[row + p]!;
+  }
+}
+
+/** dst (k x n, rows `ld` apart) = src (k x n, row-major): B rows padded for the gemm. */
+function padRowsInto(dst: Float32Array, src: TypedArray, n: number, k: number, ld: number): void {
+  for (let p = 0; p < k; p++) {
+    const s = p * n,
+      d = p * ld;
+    for (let j = 0; j < n; j++) dst[d + j] = src[s + j]!;
+  }
+}
+
+/** dst (m x n, row-major) = the first n columns of src (m x ld, row-major): a padded product's result. */
+function unpadRowsInto(dst: TypedArray, src: Float32Array, m: number, n: number, ld: number): void {
+  for (let i = 0; i < m; i++) {
+    const s = i * ld,
+      d = i * n;
+    for (let j = 0; j < n; j++) dst[d + j] = src[s + j]!;
   }
 }
 
@@ -117,6 +135,15 @@ class Codegen {
     return `new ${this.tensorClass}(${storage}, ${this.konst(Object.freeze(info.type.shape.slice()), "S")}, ${JSON.stringify(info.type.dtype)}, dev)`;
   }
 
+  /**
+   * What a slot remembers as the storage it last copied (the copy is skipped while the same
+   * storage comes back): null for storage reused with other contents (graph.ts reusedStorage:
+   * a caller's planned buffer passed in, as a loop's invariant), so it is copied every time.
+   */
+  private keptSource(src: string): string {
+    return `(${this.konst(reusedStorage, "reusedStorage")}(${src}) ? null : ${src})`;
+  }
+
   /** Copies an operand of a WebAssembly node into its slot (planned buffers are in place). */
   private copyIn(x: ValueInfo, k: number, out: string[]): void {
     if (x.buffer >= 0) return;
@@ -127,7 +154,7 @@ class Codegen {
     } else {
       const src = this.use(x);
       // (storage that may be a view of this instance's buffers changes in place: always copied)
-      const copy = x.roots.size > 0 ? `${sl.name}.set(${src});` : `if (${sl.name}src !== ${src}) { ${sl.name}.set(${src}); ${sl.name}src = ${src}; }`;
+      const copy = x.roots.size > 0 ? `${sl.name}.set(${src});` : `if (${sl.name}src !== ${src}) { ${sl.name}.set(${src}); ${sl.name}src = ${this.keptSource(src)}; }`;
       if (sl.firstUse === k && !out.includes(copy)) out.push(copy);
     }
   }
@@ -209,9 +236,24 @@ class Codegen {
         out.push(reduceSource(id, s.form, this.use(ins[0]!), o.name, o.type!.dtype, s.outer, s.red, s.inner));
         break;
       }
-      case "kernel":
-        this.kernel(node, k, s, ins, outs, out);
+      case "kernel": {
+        const r = this.kernel(node, k, s, ins, out);
+        outs.forEach((o, i) => this.define(o, `${r}[${i}]`));
         break;
+      }
+      case "rowSlice": {
+        // a view of the rows when they lie in the input; the kernel otherwise (its error)
+        const [x] = ins as [ValueInfo];
+        const first = `F${k}`;
+        out.push(`const ${first} = ${s.start}${s.offset ? ` + ${this.use(s.offset)}[0]` : ""};`);
+        out.push(`let G${k};`);
+        out.push(`if (${first} >= 0 && ${first} <= ${s.n - s.rows}) G${k} = ${this.use(x)}.subarray(${first} * ${s.inner}, (${first} + ${s.rows}) * ${s.inner});`);
+        out.push(`else {`);
+        const r = this.kernel(node, k, { kind: "kernel", def: s.def, escapesInputs: false }, ins, out);
+        out.push(`G${k} = ${r}[0]; }`);
+        this.define(outs[0]!, `G${k}`);
+        break;
+      }
       case "callGraph":
       case "branch": {
         const regionIns = s.kind === "branch" ? ins.slice(1) : ins;
@@ -276,46 +318,61 @@ class Codegen {
   private wasmMatmul(k: number, s: Extract<Strategy, { kind: "wasmMatmul" }>, ins: ValueInfo[], o: ValueInfo, out: string[]): void {
     const { arena } = this;
     const [a, b] = ins as [ValueInfo, ValueInfo];
-    const offsetOf = (x: ValueInfo): number => {
-      this.copyIn(x, k, out);
-      return arena.operandAt(x);
+    const offsetOf = (x: ValueInfo): string => {
+      const res = arena.resident.get(x);
+      if (!res) {
+        this.copyIn(x, k, out);
+        return String(arena.operandAt(x));
+      }
+      // rows of a source kept in the arena (resident.ts): placed once per call, at the first use
+      if (arena.slots.get(x)!.firstUse === k) out.push(`${res.name}.place(${this.use(res.source)}, ${this.use(x)});`);
+      return `${res.name}.address`;
     };
-    const transposedOffsetOf = (x: ValueInfo): number => {
-      const sl = arena.tslots.get(x)!;
-      const t = this.konst(transposeInto, "transposeInto");
+    // B transposed and/or its rows padded into its slot (analysis.ts paddedColumns)
+    const laidOutOffsetOf = (x: ValueInfo): number => {
+      const sl = arena.bslots.get(bslotKey(x, s))!;
+      const t = s.transB ? this.konst(transposeInto, "transposeInto") : this.konst(padRowsInto, "padRowsInto");
       if (sl.constant) {
-        const copy = `${t}(${sl.name}, ${this.konst(arena.constData.get(x)!, "C")}, ${s.n}, ${s.k});`;
+        const copy = `${t}(${sl.name}, ${this.konst(arena.constData.get(x)!, "C")}, ${s.n}, ${s.k}, ${s.ldb});`;
         if (!this.setup.includes(copy)) this.setup.push(copy);
       } else {
         const src = x.buffer >= 0 ? arena.bufNames[x.buffer]! : this.use(x);
-        // (planned buffers and views of them change in place: always transposed)
+        // (planned buffers and views of them change in place: always laid out again)
         const copy =
           x.buffer >= 0 || x.roots.size > 0
-            ? `${t}(${sl.name}, ${src}, ${s.n}, ${s.k});`
-            : `if (${sl.name}src !== ${src}) { ${t}(${sl.name}, ${src}, ${s.n}, ${s.k}); ${sl.name}src = ${src}; }`;
+            ? `${t}(${sl.name}, ${src}, ${s.n}, ${s.k}, ${s.ldb});`
+            : `if (${sl.name}src !== ${src}) { ${t}(${sl.name}, ${src}, ${s.n}, ${s.k}, ${s.ldb}); ${sl.name}src = ${this.keptSource(src)}; }`;
         if ((sl.firstUse === k || x.buffer >= 0 || x.roots.size > 0) && !out.includes(copy)) out.push(copy);
       }
       return sl.at;
     };
     const aAt = offsetOf(a),
-      bAt = s.transB ? transposedOffsetOf(b) : offsetOf(b);
+      bAt = laidOutB(s) ? String(laidOutOffsetOf(b)) : offsetOf(b);
     const sc = arena.scratch.get(`${k}:0`);
     const cAt = arena.resultAt(k, 0);
     const sai = s.transA ? 1 : s.k,
       sap = s.transA ? s.m : 1;
     for (let p0 = 0; p0 < s.k; p0 += SGEMM_KC) {
       const kk = Math.min(SGEMM_KC, s.k - p0);
-      out.push(`${splitGemm(s) ? "PGEMM" : "GEMM"}(${aAt + p0 * sap * 4}, ${bAt + p0 * s.n * 4}, ${cAt}, ${s.m}, ${s.n}, ${kk}, ${sai}, ${sap}, ${p0 > 0 ? 1 : 0});`);
+      const plus = (at: string, bytes: number) => (/^\d+$/.test(at) ? String(Number(at) + bytes) : bytes === 0 ? at : `${at} + ${bytes}`);
+      out.push(`${splitGemm(s) ? "PGEMM" : "GEMM"}(${plus(aAt, p0 * sap * 4)}, ${plus(bAt, p0 * s.ldb * 4)}, ${cAt}, ${s.m}, ${s.ldb}, ${kk}, ${sai}, ${sap}, ${p0 > 0 ? 1 : 0});`);
+    }
+    if (s.ldb !== s.n) {
+      // computed padded: the first n columns of each row, into the value's buffer or new storage
+      this.define(o, this.target(o));
+      out.push(`${this.konst(unpadRowsInto, "unpadRowsInto")}(${o.name}, ${sc!.name}, ${s.m}, ${s.n}, ${s.ldb});`);
+      return;
     }
     this.define(o, sc ? `${sc.name}.slice()` : arena.bufNames[o.buffer]!);
   }
 
   /** A call of the op's CPU kernel, bound ahead with its output types. */
-  private kernel(node: Node, k: number, s: Extract<Strategy, { kind: "kernel" }>, ins: ValueInfo[], outs: ValueInfo[], out: string[]): void {
+  /** (returns the name of the array of the kernel's results) */
+  private kernel(node: Node, k: number, s: Extract<Strategy, { kind: "kernel" }>, ins: ValueInfo[], out: string[]): string {
     const def = this.konst(s.def, "Op");
     const attrs = this.konst(node.attrs, "Attr");
     const outTypes = this.konst(
-      outs.map((o) => ({ dtype: o.type!.dtype, shape: Object.freeze(o.type!.shape.slice()) })),
+      node.outputs.map((v) => this.plan.infos.get(v)!).map((o) => ({ dtype: o.type!.dtype, shape: Object.freeze(o.type!.shape.slice()) })),
       "OT",
     );
     let args: string;
@@ -335,7 +392,7 @@ class Codegen {
     // (the node's location names a kernel error; reset after, so nothing else inherits it)
     const ex = this.konst(executing, "EX");
     out.push(`${ex}.at = ${this.konst(node.loc, "Loc")}; const R${k} = ${def}.kernels.cpu(${args}, ${attrs}, ${outTypes}); ${ex}.at = null;`);
-    outs.forEach((o, i) => this.define(o, `R${k}[${i}]`));
+    return `R${k}`;
   }
 
   /** Cuts the nodes' code into segments, assembles the instance factory and installs it. */

@@ -149,7 +149,17 @@ export function runtimeShape(t: TensorType, data: { length: number }): number[] 
 // caller's planned buffers (its arena), which the caller overwrites later: copied too.
 // (copies keep the residual records a stack's rows stand for: ops/iteration-stack.ts)
 export function leavingStorage(x: TypedArray): TypedArray {
-  return isScopedStorage(x.buffer) || arenas.has(x.buffer) ? copyStorage(x) : x;
+  return reusedStorage(x) ? copyStorage(x) : x;
+}
+
+/**
+ * Storage whose contents change while the object stays the same: a compiled instance's planned
+ * buffers (a caller's, passed in as an argument) and stack-scope storage. Generated code that
+ * keeps a copy of an input (a WebAssembly operand slot) may skip copying it again only when the
+ * same storage comes back and it is not such storage.
+ */
+export function reusedStorage(x: TypedArray): boolean {
+  return isScopedStorage(x.buffer) || arenas.has(x.buffer);
 }
 
 export function leavingTensor(t: Tensor): Tensor {
