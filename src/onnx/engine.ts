@@ -24,6 +24,7 @@ type OrtTensorCtor = NonNullable<ReturnType<typeof syncRuntime>>["Tensor"];
 interface Compiled {
   model: ExportedModel;
   session: Session;
+  T: OrtTensorCtor;
   fetches: Record<string, null>;
   /** The feeds object, refilled at every call (runs are synchronous and never nest). */
   feeds: Record<string, object>;
@@ -114,7 +115,7 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     const fetches: Record<string, null> = {};
     for (const n of model.outputNames) fetches[n] = null;
     for (const u of model.updatedVariables) fetches[u.output] = null;
-    return { model, session, fetches, feeds: {}, bakedInputs, bakedVariables };
+    return { model, session, T: rt.Tensor, fetches, feeds: {}, bakedInputs, bakedVariables };
   };
   /** The session specialized on the bakeable values `current` (the general one's export shows what they are). */
   const specialize = (graph: Graph, library: FunctionLibrary, st: GraphState, current: Tensor[]): Compiled => {
@@ -161,25 +162,30 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
   };
   return (graph, inputs, library, numArgInputs = inputs.length) => {
     const c = sessionFor(graph, library, inputs, numArgInputs);
-    const { model, feeds } = c;
-    const T = runtime().Tensor;
+    const { model, feeds, T } = c;
+    // (plain loops, no closures: this is the whole per-call cost besides onnxruntime's run)
     const names = model.inputNames;
     const indices = model.inputIndices;
     for (let k = 0; k < names.length; k++) feeds[names[k]!] = ortTensor(T, inputs[indices[k]!]!);
     const vars = model.variableInputs;
     for (let k = 0; k < vars.length; k++) feeds[vars[k]!.input] = ortTensor(T, vars[k]!.variable.storedValue);
     engineStats.runs++;
-    let out: Record<string, unknown>;
+    let out: Record<string, OrtResult>;
     try {
-      out = c.session.run(feeds, c.fetches, {}) as Record<string, unknown>;
+      out = c.session.run(feeds, c.fetches, {}) as Record<string, OrtResult>;
     } catch (e) {
       throw new OnnxError(`onnxruntime failed running ${graph.name}: ${(e as Error).message}`, "onnxruntime");
     }
-    const get = (n: string) => fromOrtTensor(out[n] as Parameters<typeof fromOrtTensor>[0]);
-    for (const u of model.updatedVariables) u.variable.setStoredValue(get(u.output));
-    return model.outputNames.map(get);
+    const updates = model.updatedVariables;
+    for (let k = 0; k < updates.length; k++) updates[k]!.variable.setStoredValue(fromOrtTensor(out[updates[k]!.output]!));
+    const outNames = model.outputNames;
+    const results: Tensor[] = new Array(outNames.length);
+    for (let k = 0; k < outNames.length; k++) results[k] = fromOrtTensor(out[outNames[k]!]!);
+    return results;
   };
 }
+
+type OrtResult = Parameters<typeof fromOrtTensor>[0];
 
 /** Whether every value baked into `c` is still the current one (the same immutable tensor). */
 function bakedAreCurrent(c: Compiled, inputs: Tensor[]): boolean {
