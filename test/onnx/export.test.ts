@@ -189,3 +189,20 @@ test("atan2 keeps Math.atan2's signed zeros and infinities in onnxruntime (ONNX 
     want.forEach((w, i) => assert.ok(Object.is(got[i], w) || Math.abs(got[i]! - w) < 1e-6, `${dtype} atan2(${ys[i]}, ${xs[i]}): ${got[i]} in onnxruntime, ${w} ours`));
   }
 });
+
+test("integer results that wrap (2147483646 + 2147483646 in int32, 250 + 250 in uint8, ...) wrap in onnxruntime as ours do", async () => {
+  const f = sc.stage((x: sc.Tensor) => x.add(x).sub(3));
+  const cases: [sc.DType, number[]][] = [
+    ["int32", [2147483646, -2147483647, 1073741824, 5, -5]],
+    ["uint32", [4000000000, 1, 2147483648]],
+    ["int16", [30000, -30000, 7]],
+    ["uint16", [65000, 1, 40000]],
+    ["int8", [100, -100, 64, -64]],
+    ["uint8", [250, 1, 128]],
+  ];
+  for (const [dtype, vals] of cases) {
+    const x = sc.tensor(vals, dtype);
+    const got = (await sc.onnx.runOnnxRuntime(f.toOnnx(x), { arg0: x })).output_0!.dataSync();
+    assert.deepEqual([...got], [...f(x).dataSync()], dtype);
+  }
+});
