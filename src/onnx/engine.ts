@@ -1,10 +1,10 @@
 /**
  * The onnxruntime engine: `sc.stage(fn, { engine: "onnxruntime" })` runs each of the function's
  * graphs as its exported ONNX model in an onnxruntime-node session, synchronously (the native
- * binding's run, as sync-session.ts loads it). A graph is exported and its session made once;
- * every call feeds the graph's inputs and the current values of the variables it reads, and
- * assigns the variables it writes from the model's extra outputs. Variables a graph only reads
- * start as initializers of its session (see `current` below).
+ * binding's run, as sync-session.ts loads it). Every call feeds the graph's arguments, and
+ * assigns the variables it writes from the model's extra outputs. What it captures (variables it
+ * only reads, captured tensors) is baked into a session specialized on those values while they
+ * stay the same, and fed to a general session while they change (GraphState below).
  */
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
@@ -39,8 +39,9 @@ interface Compiled {
  * them is the very tensor it was built with; and a general session that feeds them (built when
  * they first change: training). Tensors are immutable and assigning a variable replaces its
  * value, so "the same tensor" means "the same values": the specialized session never gives a
- * stale answer. After the captures have stayed the same for `2 << rebakes` calls in a row
- * (training stopped), the specialized session is rebuilt on their new values.
+ * stale answer. The specialized session is freed when its values change (its copy of the
+ * weights is of no use any more); after the captures have stayed the same for `2 << rebakes`
+ * calls in a row (training stopped), it is rebuilt on their new values.
  */
 interface GraphState {
   /** Capture inputs that may be baked (indices; not the values of variables the graph assigns). */
@@ -157,6 +158,11 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     if (st.unchanged >= 2 << st.rebakes && st.rebakes < MAX_REBAKES) {
       st.rebakes++;
       return specialize(graph, library, st, current);
+    }
+    // (the specialized session's values are gone: its copy of them is freed)
+    if (sp !== null) {
+      sp.session.dispose();
+      st.specialized = null;
     }
     return (st.general ??= compile(graph, library, exportGraphForEngine(graph, library), [], []));
   };
