@@ -7,7 +7,12 @@
 // Rounds are interleaved (each round times every system, starting with the next one); a ratio
 // is taken within each round, and the report gives its median and range over the rounds.
 // ratio = peer's time / engine's time (above 1: the engine is faster).
-//   node --import tsx bench/onnx-engine.ts [rounds]
+// --threads=N gives every onnxruntime session (the engine's, through an engine installed with
+// those options, and the hand-built ones) N intra-op threads: on a loaded machine one thread
+// each measures the work rather than the scheduler.
+// --cpu-time times calls by the process's CPU time (user + system, every thread) instead of the
+// wall clock: what the calls cost, without the time the scheduler gave other processes.
+//   node --import tsx bench/onnx-engine.ts [rounds] [--threads=N] [--cpu-time]
 import * as sc from "../src/api/index.js";
 import { syncRuntime } from "../src/onnx/sync-session.js";
 import { isMainModule, median, randomValues, type Row } from "./common.js";
@@ -23,12 +28,22 @@ interface System {
 export type RangedRow = Row & { low: number; high: number; rounds: number };
 
 function timePerCall(call: () => unknown, calls: number): number {
+  if (config.cpuTime) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < calls; i++) call();
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / calls;
+  }
   const t0 = performance.now();
   for (let i = 0; i < calls; i++) call();
   return ((performance.now() - t0) * 1000) / calls;
 }
 
 /** A hand-built model in a synchronous session; `weightsAsInputs` feeds the weights at every call. */
+/** The engine's name and the hand-built sessions' thread count (see --threads). */
+const config: { engine: string; threads?: number; cpuTime?: boolean } = { engine: "onnxruntime" };
+const installed = new Set<string>();
+
 function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [string, sc.Tensor][], weightsAsInputs: boolean): () => unknown {
   const rt = syncRuntime()!;
   const info = (n: string, t: sc.Tensor) => onnx.makeValueInfo(n, t.dtype, [...t.shape]);
@@ -43,6 +58,7 @@ function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [str
     executionMode: "sequential",
     logSeverityLevel: 3,
     extra: { session: { intra_op: { allow_spinning: "0" } } },
+    ...(config.threads !== undefined ? { intraOpNumThreads: config.threads } : {}),
   });
   const T = rt.Tensor;
   const fetches = { y: null } as Record<string, null>;
@@ -88,7 +104,7 @@ function checkSame(label: string, systems: System[], reference: ArrayLike<number
 /** A staged function on the engine and on our executor, and hand-built models of `nodes`, on input x. */
 function forwardRows(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor, nodes: Record<string, unknown>[], weights: [string, sc.Tensor][], calls: number, rounds: number): RangedRow[] {
   const ours = sc.stage(f);
-  const engine = sc.stage(f, { engine: "onnxruntime" });
+  const engine = sc.stage(f, { engine: config.engine });
   const systems: System[] = [
     { name: "engine", call: () => engine(x) },
     { name: "our executor", call: () => ours(x) },
@@ -99,7 +115,14 @@ function forwardRows(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor
   return measure(label, systems, calls, rounds);
 }
 
-export async function benchOnnxEngine(rounds = 15): Promise<RangedRow[]> {
+export async function benchOnnxEngine(rounds = 15, threads?: number, cpuTime = false): Promise<RangedRow[]> {
+  config.cpuTime = cpuTime;
+  if (threads !== undefined) {
+    config.threads = threads;
+    config.engine = `onnxruntime-bench-${threads}-threads`;
+    if (!installed.has(config.engine)) sc.onnx.installEngine(config.engine, { intraOpNumThreads: threads });
+    installed.add(config.engine);
+  }
   const rows: RangedRow[] = [];
   // 1. an MLP forward: [64, 784] -> 256 (relu) -> 10 (softmax), weights captured Variables
   {
@@ -134,7 +157,7 @@ export async function benchOnnxEngine(rounds = 15): Promise<RangedRow[]> {
       return () => step(x, y);
     };
     const systems: System[] = [
-      { name: "engine", call: stepOn("onnxruntime") },
+      { name: "engine", call: stepOn(config.engine) },
       { name: "our executor", call: stepOn() },
     ];
     // (both start from the same weights and take the same steps: their losses agree step by step)
@@ -167,9 +190,14 @@ export async function benchOnnxEngine(rounds = 15): Promise<RangedRow[]> {
 }
 
 if (isMainModule(import.meta.url)) {
-  const rounds = Number(process.argv[2] ?? 15);
-  const rows = await benchOnnxEngine(rounds);
+  const args = process.argv.slice(2);
+  const rounds = Number(args.find((a) => !a.startsWith("--")) ?? 15);
+  const t = args.find((a) => a.startsWith("--threads="));
+  const threads = t === undefined ? undefined : Number(t.slice("--threads=".length));
+  const cpuTime = args.includes("--cpu-time");
+  const rows = await benchOnnxEngine(rounds, threads, cpuTime);
   console.log(`ratio = peer's time / engine's time (above 1: the engine is faster); median [min..max] over ${rounds} interleaved rounds`);
+  console.log(`times: ${cpuTime ? "process CPU time (user + system)" : "wall clock"}; onnxruntime threads: ${threads ?? "its default"}`);
   console.log(`${"case".padEnd(42)} ${"peer".padEnd(48)} ${"engine us".padStart(10)} ${"peer us".padStart(10)}  ratio`);
   for (const r of rows) {
     const range = `[${r.low.toFixed(2)}..${r.high.toFixed(2)}]`;
