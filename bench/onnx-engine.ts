@@ -4,7 +4,7 @@
 // session options. The hand-built call is what a user of onnxruntime-node writes: an ort.Tensor
 // over the input's data, run, the output's data (no conversion to our tensors).
 //
-// Rounds are interleaved (each round times every system, starting with the next one); a ratio
+// Rounds are interleaved (each round times every system, in an order that changes); a ratio
 // is taken within each round, and the report gives its median and range over the rounds.
 // ratio = peer's time / engine's time (above 1: the engine is faster).
 // --threads=N gives every onnxruntime session (the engine's, through an engine installed with
@@ -74,9 +74,13 @@ function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [str
 function measure(label: string, systems: System[], calls: number, rounds: number): RangedRow[] {
   for (const s of systems) timePerCall(s.call, Math.max(5, calls >> 2)); // warm-up
   const times = new Map<string, number[]>(systems.map((s) => [s.name, []]));
+  // (each round starts with the next system; odd rounds go backwards, so that every system
+  // follows every other one: a system that leaves threads busy or caches cold taxes them all)
+  const n = systems.length;
   for (let r = 0; r < rounds; r++) {
-    for (let k = 0; k < systems.length; k++) {
-      const s = systems[(r + k) % systems.length]!;
+    for (let k = 0; k < n; k++) {
+      const start = r >> 1;
+      const s = systems[r % 2 === 0 ? (start + k) % n : (start + n - k + n) % n]!;
       times.get(s.name)!.push(timePerCall(s.call, calls));
     }
   }
