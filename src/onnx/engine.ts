@@ -181,6 +181,9 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
       out = c.session.run(feeds, c.fetches, {}) as Record<string, OrtResult>;
     } catch (e) {
       throw new OnnxError(`onnxruntime failed running ${graph.name}: ${(e as Error).message}`, "onnxruntime");
+    } finally {
+      // (the feeds object is kept for the next call, the caller's input storage is not)
+      for (const k in feeds) feeds[k] = NO_FEED;
     }
     const updates = model.updatedVariables;
     for (let k = 0; k < updates.length; k++) updates[k]!.variable.setStoredValue(fromOrtTensor(out[updates[k]!.output]!));
@@ -192,6 +195,8 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
 }
 
 type OrtResult = Parameters<typeof fromOrtTensor>[0];
+
+const NO_FEED = Object.freeze({});
 
 /** Whether every value baked into `c` is still the current one (the same immutable tensor). */
 function bakedAreCurrent(c: Compiled, inputs: Tensor[]): boolean {
