@@ -1,52 +1,134 @@
 // The onnxruntime engine (`sc.stage(fn, { engine: "onnxruntime" })`) against our compiled
 // executor and against onnxruntime running a model built by hand (sc.onnx.makeNode/makeGraph)
-// for the same computation, through the same synchronous native session. Interleaved rounds
-// (each starting with the next system), median time per call.
-//   node --import tsx bench/onnx-engine.ts
+// for the same computation, through the same synchronous native session with the engine's
+// session options. The hand-built call is what a user of onnxruntime-node writes: an ort.Tensor
+// over the input's data, run, the output's data (no conversion to our tensors).
+//
+// Rounds are interleaved (each round times every system, in an order that changes); a ratio
+// is taken within each round, and the report gives its median and range over the rounds.
+// ratio = peer's time / engine's time (above 1: the engine is faster).
+// --threads=N gives every onnxruntime session (the engine's, through an engine installed with
+// those options, and the hand-built ones) N intra-op threads: on a loaded machine one thread
+// each measures the work rather than the scheduler.
+// --cpu-time times calls by the process's CPU time (user + system, every thread) instead of the
+// wall clock: what the calls cost, without the time the scheduler gave other processes.
+//   node --import tsx bench/onnx-engine.ts [rounds] [--threads=N] [--cpu-time]
 import * as sc from "../src/api/index.js";
 import { syncRuntime } from "../src/onnx/sync-session.js";
 import { isMainModule, median, randomValues, type Row } from "./common.js";
 
-const { onnx } = sc;
+const { onnx, nn } = sc;
 
 interface System {
   name: string;
   call: () => unknown;
 }
 
-function timePerCall(s: System, calls: number): number {
+/** A row with the range of the per-round ratios. */
+export type RangedRow = Row & { low: number; high: number; rounds: number };
+
+function timePerCall(call: () => unknown, calls: number): number {
+  if (config.cpuTime) {
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < calls; i++) call();
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / calls;
+  }
   const t0 = performance.now();
-  for (let i = 0; i < calls; i++) s.call();
+  for (let i = 0; i < calls; i++) call();
   return ((performance.now() - t0) * 1000) / calls;
 }
 
-/** A hand-built model run in a synchronous session; `weightsAsInputs` feeds the weights at every call (as the engine does). */
-function handBuilt(nodes: Record<string, unknown>[], inputs: [string, sc.Tensor][], weights: [string, sc.Tensor][], output: string, outDtype: sc.DType, weightsAsInputs: boolean): () => unknown {
+/** A hand-built model in a synchronous session; `weightsAsInputs` feeds the weights at every call. */
+/** The engine's name and the hand-built sessions' thread count (see --threads). */
+const config: { engine: string; threads?: number; cpuTime?: boolean } = { engine: "onnxruntime" };
+const installed = new Set<string>();
+
+function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [string, sc.Tensor][], weightsAsInputs: boolean): () => unknown {
   const rt = syncRuntime()!;
   const info = (n: string, t: sc.Tensor) => onnx.makeValueInfo(n, t.dtype, [...t.shape]);
-  const graphInputs = [...inputs, ...(weightsAsInputs ? weights : [])];
-  const g = onnx.makeGraph(nodes, "hand", graphInputs.map(([n, t]) => info(n, t)), [onnx.makeValueInfo(output, outDtype, null)], weightsAsInputs ? [] : weights.map(([name, value]) => ({ name, value })));
+  const fed: [string, sc.Tensor][] = [["x", x], ...(weightsAsInputs ? weights : [])];
+  const g = onnx.makeGraph(nodes, "hand", fed.map(([n, t]) => info(n, t)), [onnx.makeValueInfo("y", "float32", null)], weightsAsInputs ? [] : weights.map(([name, value]) => ({ name, value })));
   const bytes = onnx.modelBytes(onnx.makeModel(g));
   const s = new rt.Session();
   // (the engine's session options: no spinning threads, which would tax whichever system runs next)
   s.loadModel(bytes.buffer, bytes.byteOffset, bytes.byteLength, {
+    executionProviders: ["cpu"],
     graphOptimizationLevel: "all",
     executionMode: "sequential",
     logSeverityLevel: 3,
     extra: { session: { intra_op: { allow_spinning: "0" } } },
+    ...(config.threads !== undefined ? { intraOpNumThreads: config.threads } : {}),
   });
-  const fetches = { [output]: null } as Record<string, null>;
+  const T = rt.Tensor;
+  const fetches = { y: null } as Record<string, null>;
+  const data = fed.map(([n, t]) => [n, t.dataSync() as Float32Array, [...t.shape]] as const);
   return () => {
     const feeds: Record<string, object> = {};
-    for (const [n, t] of graphInputs) feeds[n] = onnx.toOrtTensor(t);
-    const r = s.run(feeds, fetches as never, {}) as Record<string, unknown>;
-    return onnx.fromOrtTensor(r[output] as never);
+    for (const [n, d, dims] of data) feeds[n] = new T("float32", d, dims);
+    return (s.run(feeds, fetches as never, {}) as Record<string, { data: unknown }>).y!.data;
   };
 }
 
-export async function benchOnnxEngine(rounds = 15): Promise<Row[]> {
-  const rows: Row[] = [];
-  // 1. an MLP forward: [64, 784] -> 256 (relu) -> 10 (softmax)
+/** Times every system in `rounds` interleaved rounds; rows of the engine against each other system. */
+function measure(label: string, systems: System[], calls: number, rounds: number): RangedRow[] {
+  for (const s of systems) timePerCall(s.call, Math.max(5, calls >> 2)); // warm-up
+  const times = new Map<string, number[]>(systems.map((s) => [s.name, []]));
+  // (each round starts with the next system; odd rounds go backwards, so that every system
+  // follows every other one: a system that leaves threads busy or caches cold taxes them all)
+  const n = systems.length;
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < n; k++) {
+      const start = r >> 1;
+      const s = systems[r % 2 === 0 ? (start + k) % n : (start + n - k + n) % n]!;
+      times.get(s.name)!.push(timePerCall(s.call, calls));
+    }
+  }
+  const engine = times.get("engine")!;
+  return systems
+    .filter((s) => s.name !== "engine")
+    .map((s) => {
+      const peer = times.get(s.name)!;
+      const ratios = peer.map((t, r) => t / engine[r]!);
+      return { name: `onnx engine ${label}`, peer: s.name, ours: median(engine), theirs: median(peer), unit: "us/call", ratio: median(ratios), low: Math.min(...ratios), high: Math.max(...ratios), rounds };
+    });
+}
+
+/** The same values from every system (within float32 tolerance), or an error naming the one that differs. */
+function checkSame(label: string, systems: System[], reference: ArrayLike<number>): void {
+  for (const s of systems) {
+    const r = s.call();
+    const got = (r instanceof sc.Tensor ? r.dataSync() : r) as ArrayLike<number>;
+    for (let i = 0; i < reference.length; i++) {
+      if (!(Math.abs(got[i]! - reference[i]!) <= 1e-4 + 1e-4 * Math.abs(reference[i]!))) throw new Error(`${label}: ${s.name} differs at ${i}: ${got[i]} vs ${reference[i]}`);
+    }
+  }
+}
+
+/** A staged function on the engine and on our executor, and hand-built models of `nodes`, on input x. */
+function forwardRows(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor, nodes: Record<string, unknown>[], weights: [string, sc.Tensor][], calls: number, rounds: number): RangedRow[] {
+  const ours = sc.stage(f);
+  const engine = sc.stage(f, { engine: config.engine });
+  const systems: System[] = [
+    { name: "engine", call: () => engine(x) },
+    { name: "our executor", call: () => ours(x) },
+    { name: weights.length > 0 ? "hand-built ORT model (weights as initializers)" : "hand-built ORT model", call: handBuilt(nodes, x, weights, false) },
+    ...(weights.length > 0 ? [{ name: "hand-built ORT model (weights as inputs)", call: handBuilt(nodes, x, weights, true) }] : []),
+  ];
+  checkSame(label, systems, ours(x).dataSync());
+  return measure(label, systems, calls, rounds);
+}
+
+export async function benchOnnxEngine(rounds = 15, threads?: number, cpuTime = false): Promise<RangedRow[]> {
+  config.cpuTime = cpuTime;
+  if (threads !== undefined) {
+    config.threads = threads;
+    config.engine = `onnxruntime-bench-${threads}-threads`;
+    if (!installed.has(config.engine)) sc.onnx.installEngine(config.engine, { intraOpNumThreads: threads });
+    installed.add(config.engine);
+  }
+  const rows: RangedRow[] = [];
+  // 1. an MLP forward: [64, 784] -> 256 (relu) -> 10 (softmax), weights captured Variables
   {
     const x = sc.tensor(randomValues(64 * 784, 1), "float32", [64, 784]);
     const W1 = new sc.Variable(sc.tensor(randomValues(784 * 256, 2, 0.05), "float32", [784, 256]), { name: "W1" });
@@ -63,11 +145,35 @@ export async function benchOnnxEngine(rounds = 15): Promise<Row[]> {
       onnx.makeNode("Softmax", ["h4"], ["y"], { axis: -1 }),
     ];
     const weights: [string, sc.Tensor][] = [["W1", W1.storedValue], ["b1", b1.storedValue], ["W2", W2.storedValue], ["b2", b2.storedValue]];
-    rows.push(...compare("MLP forward [64,784]->256->10", f, x, nodes, weights, 200, rounds));
+    rows.push(...forwardRows("MLP forward [64,784]->256->10", f, x, nodes, weights, 200, rounds));
   }
-  // 2. an elementwise chain on [512, 512] (no weights)
+  // 2. a training step of the same MLP (forward, graph-AD backward, SGD update, all staged): the
+  //    engine runs the exported step (variables fed and written back at every call)
   {
-    const x = sc.tensor(randomValues(512 * 512, 6), "float32", [512, 512]);
+    const x = sc.tensor(randomValues(64 * 784, 6), "float32", [64, 784]);
+    const y = sc.tensor(Array.from({ length: 64 }, (_, i) => (i * 7) % 10), "int32");
+    const make = () => new nn.Sequential(new nn.Linear(256, { seed: 7 }), new nn.ReLU(), new nn.Linear(10, { seed: 8 }));
+    const stepOn = (engine?: string) => {
+      const model = make();
+      model.call(x);
+      const opt = new sc.optim.SGD({ learningRate: 1e-3 });
+      const step = sc.stage((x: sc.Tensor, y: sc.Tensor) => opt.minimize(() => nn.softmaxCrossEntropy(model.call(x), y), () => model.parameters()), engine ? { engine } : {});
+      return () => step(x, y);
+    };
+    const systems: System[] = [
+      { name: "engine", call: stepOn(config.engine) },
+      { name: "our executor", call: stepOn() },
+    ];
+    // (both start from the same weights and take the same steps: their losses agree step by step)
+    const losses = systems.map((s) => Array.from({ length: 3 }, () => (s.call() as sc.Tensor).dataSync()[0]!));
+    losses[0]!.forEach((l, i) => {
+      if (Math.abs(l - losses[1]![i]!) > 1e-4 * Math.abs(l)) throw new Error(`training step ${i}: engine loss ${l}, executor ${losses[1]![i]}`);
+    });
+    rows.push(...measure("training step (SGD) [64,784]->256->10", systems, 50, rounds));
+  }
+  // 3. an elementwise chain on [512, 512] (no weights)
+  {
+    const x = sc.tensor(randomValues(512 * 512, 9), "float32", [512, 512]);
     const f = (x: sc.Tensor) => sc.tanh(x.mul(1.5).add(0.25)).mul(x);
     const nodes = [
       onnx.makeNode("Constant", [], ["a"], { value: sc.scalar(1.5, "float32") }),
@@ -77,52 +183,29 @@ export async function benchOnnxEngine(rounds = 15): Promise<Row[]> {
       onnx.makeNode("Tanh", ["t1"], ["t2"]),
       onnx.makeNode("Mul", ["t2", "x"], ["y"]),
     ];
-    rows.push(...compare("elementwise tanh(1.5x+0.25)*x [512,512]", f, x, nodes, [], 100, rounds));
+    rows.push(...forwardRows("elementwise tanh(1.5x+0.25)*x [512,512]", f, x, nodes, [], 100, rounds));
   }
-  // 3. a tiny call (per-call overhead: feeds, run, results)
+  // 4. a tiny call (per-call overhead: staging's dispatch, feeds, run, results)
   {
-    const x = sc.tensor(randomValues(8, 7), "float32", [8]);
-    const f = (x: sc.Tensor) => sc.tanh(x);
-    rows.push(...compare("tiny tanh [8] (per-call overhead)", f, x, [onnx.makeNode("Tanh", ["x"], ["y"])], [], 2000, rounds));
+    const x = sc.tensor(randomValues(8, 10), "float32", [8]);
+    rows.push(...forwardRows("tiny tanh [8] (per-call overhead)", (x) => sc.tanh(x), x, [onnx.makeNode("Tanh", ["x"], ["y"])], [], 5000, rounds));
   }
-  return rows;
-}
-
-function compare(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor, nodes: Record<string, unknown>[], weights: [string, sc.Tensor][], calls: number, rounds: number): Row[] {
-  const ours = sc.stage(f);
-  const engine = sc.stage(f, { engine: "onnxruntime" });
-  const systems: System[] = [
-    { name: "engine", call: () => engine(x) },
-    { name: "executor", call: () => ours(x) },
-    { name: "hand-init", call: handBuilt(nodes, [["x", x]], weights, "y", "float32", false) },
-    ...(weights.length > 0 ? [{ name: "hand-inputs", call: handBuilt(nodes, [["x", x]], weights, "y", "float32", true) }] : []),
-  ];
-  // (the same values from every system, then warm-up)
-  const ref = ours(x).dataSync();
-  for (const s of systems) {
-    const got = (s.call() as sc.Tensor).dataSync();
-    for (let i = 0; i < ref.length; i++) if (Math.abs(got[i]! - ref[i]!) > 1e-4 + 1e-4 * Math.abs(ref[i]!)) throw new Error(`${label}: ${s.name} differs at ${i}: ${got[i]} vs ${ref[i]}`);
-    timePerCall(s, Math.max(5, calls >> 3));
-  }
-  const times = new Map<string, number[]>(systems.map((s) => [s.name, []]));
-  // (each round starts with the next system, so that no system always follows the same one)
-  for (let r = 0; r < rounds; r++) {
-    for (let k = 0; k < systems.length; k++) {
-      const s = systems[(r + k) % systems.length]!;
-      times.get(s.name)!.push(timePerCall(s, calls));
-    }
-  }
-  const t = (n: string) => median(times.get(n)!);
-  const rows: Row[] = [
-    { name: `onnx engine ${label}`, peer: "our executor", ours: t("engine"), theirs: t("executor"), unit: "us/call", ratio: t("executor") / t("engine") },
-    { name: `onnx engine ${label}`, peer: "hand-built ORT model (weights as initializers)", ours: t("engine"), theirs: t("hand-init"), unit: "us/call", ratio: t("hand-init") / t("engine") },
-  ];
-  if (times.has("hand-inputs")) rows.push({ name: `onnx engine ${label}`, peer: "hand-built ORT model (weights as inputs)", ours: t("engine"), theirs: t("hand-inputs"), unit: "us/call", ratio: t("hand-inputs") / t("engine") });
   return rows;
 }
 
 if (isMainModule(import.meta.url)) {
-  const rows = await benchOnnxEngine();
+  const args = process.argv.slice(2);
+  const rounds = Number(args.find((a) => !a.startsWith("--")) ?? 15);
+  const t = args.find((a) => a.startsWith("--threads="));
+  const threads = t === undefined ? undefined : Number(t.slice("--threads=".length));
+  const cpuTime = args.includes("--cpu-time");
+  const rows = await benchOnnxEngine(rounds, threads, cpuTime);
+  console.log(`ratio = peer's time / engine's time (above 1: the engine is faster); median [min..max] over ${rounds} interleaved rounds`);
+  console.log(`times: ${cpuTime ? "process CPU time (user + system)" : "wall clock"}; onnxruntime threads: ${threads ?? "its default"}`);
+  console.log(`${"case".padEnd(42)} ${"peer".padEnd(48)} ${"engine us".padStart(10)} ${"peer us".padStart(10)}  ratio`);
+  for (const r of rows) {
+    const range = `[${r.low.toFixed(2)}..${r.high.toFixed(2)}]`;
+    console.log(`${r.name.replace("onnx engine ", "").padEnd(42)} ${r.peer.padEnd(48)} ${r.ours.toFixed(1).padStart(10)} ${r.theirs.toFixed(1).padStart(10)}  ${r.ratio.toFixed(3)}x ${range}`);
+  }
   console.log("engine sessions made:", sc.onnx.engineStats.sessions);
-  for (const r of rows) console.log(`${r.name.padEnd(52)} ${r.peer.padEnd(48)} ${r.ours.toFixed(1).padStart(9)} ${r.theirs.toFixed(1).padStart(9)} ${r.unit}  ${r.ratio.toFixed(3)}x`);
 }

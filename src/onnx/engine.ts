@@ -1,10 +1,10 @@
 /**
  * The onnxruntime engine: `sc.stage(fn, { engine: "onnxruntime" })` runs each of the function's
  * graphs as its exported ONNX model in an onnxruntime-node session, synchronously (the native
- * binding's run, as sync-session.ts loads it). A graph is exported and its session made once;
- * every call feeds the graph's inputs and the current values of the variables it reads, and
- * assigns the variables it writes from the model's extra outputs. Variables a graph only reads
- * start as initializers of its session (see `current` below).
+ * binding's run, as sync-session.ts loads it). Every call feeds the graph's arguments, and
+ * assigns the variables it writes from the model's extra outputs. What it captures (variables it
+ * only reads, captured tensors) is baked into a session specialized on those values while they
+ * stay the same, and fed to a general session while they change (GraphState below).
  */
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
@@ -18,20 +18,46 @@ import { ValueError } from "../core/errors.js";
 import { engineNames, setEngine } from "../staging/concrete-function.js";
 
 type Session = InstanceType<NonNullable<ReturnType<typeof syncRuntime>>["Session"]>;
+type OrtTensorCtor = NonNullable<ReturnType<typeof syncRuntime>>["Tensor"];
 
+/** One exported model in its session, with what a call needs ready (names, fetches, feeds). */
 interface Compiled {
   model: ExportedModel;
   session: Session;
+  T: OrtTensorCtor;
   fetches: Record<string, null>;
-  /** Variables whose values are initializers of this session, with the values it holds. */
-  baked: Map<Variable, Tensor>;
+  /** The feeds object, refilled at every call (runs are synchronous and never nest). */
+  feeds: Record<string, object>;
+  /** Baked capture inputs and variables, each with the tensor its initializer holds. */
+  bakedInputs: [index: number, value: Tensor][];
+  bakedVariables: [variable: Variable, value: Tensor][];
 }
 
-/** Per graph: its session, and how often a baked variable changed (twice: never bake again). */
+/**
+ * Per graph: a session specialized on the captures' current values (initializers, which
+ * onnxruntime prepacks and constant-folds, as for a hand-built model), used while every one of
+ * them is the very tensor it was built with; and a general session that feeds them (built when
+ * they first change: training). Tensors are immutable and assigning a variable replaces its
+ * value, so "the same tensor" means "the same values": the specialized session never gives a
+ * stale answer. The specialized session is freed when its values change (its copy of the
+ * weights is of no use any more); after the captures have stayed the same for `2 << rebakes`
+ * calls in a row (training stopped), it is rebuilt on their new values.
+ */
 interface GraphState {
-  compiled: Compiled;
-  changes: number;
+  /** Capture inputs that may be baked (indices; not the values of variables the graph assigns). */
+  bakeableInputs: number[];
+  /** Variables read through readVariable nodes that the graph never assigns. */
+  bakeableVariables: Variable[];
+  specialized: Compiled | null;
+  general: Compiled | null;
+  /** The bakeable values at the previous call, and for how many calls in a row they have not changed. */
+  last: Tensor[];
+  unchanged: number;
+  rebakes: number;
 }
+
+/** (specialized sessions are rebuilt at most this many times per graph) */
+const MAX_REBAKES = 8;
 
 export interface EngineOptions {
   /** onnxruntime execution providers (default ["cpu"]). */
@@ -67,27 +93,11 @@ export function installEngine(name: string, options: EngineOptions = {}): void {
 /** How many models the engine has loaded and run (for tests and benchmarks). */
 export const engineStats = { sessions: 0, runs: 0 };
 
-/** An executor (graph, inputs, library) -> outputs that runs graphs in onnxruntime. */
-export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph, inputs: Tensor[], library: FunctionLibrary) => Tensor[] {
+/** An executor (graph, inputs, library, numArgInputs) -> outputs that runs graphs in onnxruntime. */
+export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph, inputs: Tensor[], library: FunctionLibrary, numArgInputs?: number) => Tensor[] {
   const states = new WeakMap<Graph, GraphState>();
-  const compile = (graph: Graph, library: FunctionLibrary, bake: boolean): Compiled => {
-    const rt = syncRuntime();
-    if (rt === null) {
-      throw new OnnxRuntimeMissingError(
-        `the onnxruntime engine needs onnxruntime-node, which is not installed (it is an optional dependency of stagecraft): add it with \`npm install onnxruntime-node@1.30\``,
-        "onnxruntime",
-      );
-    }
-    let model = exportGraphForEngine(graph, library);
-    const baked = new Map<Variable, Tensor>();
-    if (bake) {
-      // Variables the graph reads and never assigns are initializers holding their current
-      // values (onnxruntime then prepacks weights, as for a hand-built model); a call that
-      // finds one changed rebuilds the session (twice: they are inputs from then on).
-      const assigned = new Set(model.updatedVariables.map((u) => u.variable));
-      for (const v of model.variableInputs) if (!assigned.has(v.variable)) baked.set(v.variable, v.variable.storedValue);
-      if (baked.size > 0) model = exportGraphForEngine(graph, library, new Set(baked.keys()));
-    }
+  const compile = (graph: Graph, library: FunctionLibrary, model: ExportedModel, bakedInputs: [number, Tensor][], bakedVariables: [Variable, Tensor][]): Compiled => {
+    const rt = runtime();
     const session = new rt.Session();
     try {
       session.loadModel(model.bytes.buffer, model.bytes.byteOffset, model.bytes.byteLength, {
@@ -106,37 +116,123 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     const fetches: Record<string, null> = {};
     for (const n of model.outputNames) fetches[n] = null;
     for (const u of model.updatedVariables) fetches[u.output] = null;
-    return { model, session, fetches, baked };
+    return { model, session, T: rt.Tensor, fetches, feeds: {}, bakedInputs, bakedVariables };
   };
-  const current = (graph: Graph, library: FunctionLibrary): Compiled => {
+  /** The session specialized on the bakeable values `current` (the general one's export shows what they are). */
+  const specialize = (graph: Graph, library: FunctionLibrary, st: GraphState, current: Tensor[]): Compiled => {
+    const n = st.bakeableInputs.length;
+    const bakedInputs = st.bakeableInputs.map((i, k): [number, Tensor] => [i, current[k]!]);
+    const bakedVariables = st.bakeableVariables.map((v, k): [Variable, Tensor] => [v, current[n + k]!]);
+    // (the export reads a baked variable's value from the variable: it is current[n + k] now)
+    const model = exportGraphForEngine(graph, library, { inputs: new Map(bakedInputs), variables: new Set(st.bakeableVariables) });
+    st.specialized?.session.dispose();
+    return (st.specialized = compile(graph, library, model, bakedInputs, bakedVariables));
+  };
+  const stateOf = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): GraphState => {
     let st = states.get(graph);
-    if (st === undefined) {
-      states.set(graph, (st = { compiled: compile(graph, library, true), changes: 0 }));
-      return st.compiled;
-    }
-    for (const [v, value] of st.compiled.baked) {
-      if (v.storedValue !== value) {
-        st.changes++;
-        st.compiled = compile(graph, library, st.changes < 2);
-        break;
-      }
-    }
-    return st.compiled;
+    if (st !== undefined) return st;
+    // The general model first: it says which variables the graph reads and which it assigns.
+    const model = exportGraphForEngine(graph, library);
+    const assigned = new Set(model.updatedVariables.map((u) => u.variable));
+    const assignedValues = new Set([...assigned].map((v) => v.storedValue));
+    const bakeableInputs: number[] = [];
+    // (a capture holding the value of a variable the graph assigns changes at every call)
+    for (let i = numArgInputs; i < inputs.length; i++) if (!assignedValues.has(inputs[i]!)) bakeableInputs.push(i);
+    const bakeableVariables = model.variableInputs.map((v) => v.variable).filter((v) => !assigned.has(v));
+    st = { bakeableInputs, bakeableVariables, specialized: null, general: null, last: [], unchanged: 0, rebakes: 0 };
+    if (bakeableInputs.length === 0 && bakeableVariables.length === 0) st.general = compile(graph, library, model, [], []);
+    states.set(graph, st);
+    return st;
   };
-  return (graph, inputs, library) => {
-    const { model, session, fetches } = current(graph, library);
-    const feeds: Record<string, object> = {};
-    model.inputNames.forEach((n, i) => (feeds[n] = toOrtTensor(inputs[i]!)));
-    for (const v of model.variableInputs) feeds[v.input] = toOrtTensor(v.variable.storedValue);
+  /** The session for this call: the specialized one while its baked values are the current ones. */
+  const sessionFor = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): Compiled => {
+    const st = stateOf(graph, library, inputs, numArgInputs);
+    const sp = st.specialized;
+    if (sp !== null && bakedAreCurrent(sp, inputs)) return sp;
+    if (st.bakeableInputs.length === 0 && st.bakeableVariables.length === 0) return st.general!;
+    const current = [...st.bakeableInputs.map((i) => inputs[i]!), ...st.bakeableVariables.map((v) => v.storedValue)];
+    const same = st.last.length === current.length && current.every((t, k) => t === st.last[k]);
+    st.unchanged = same ? st.unchanged + 1 : 0;
+    st.last = current;
+    if (sp === null && st.general === null) return specialize(graph, library, st, current);
+    if (st.unchanged >= 2 << st.rebakes && st.rebakes < MAX_REBAKES) {
+      st.rebakes++;
+      return specialize(graph, library, st, current);
+    }
+    // (the specialized session's values are gone: its copy of them is freed)
+    if (sp !== null) {
+      sp.session.dispose();
+      st.specialized = null;
+    }
+    return (st.general ??= compile(graph, library, exportGraphForEngine(graph, library), [], []));
+  };
+  return (graph, inputs, library, numArgInputs = inputs.length) => {
+    const c = sessionFor(graph, library, inputs, numArgInputs);
+    const { model, feeds, T } = c;
+    // (plain loops, no closures: this is the whole per-call cost besides onnxruntime's run)
+    const names = model.inputNames;
+    const indices = model.inputIndices;
+    for (let k = 0; k < names.length; k++) feeds[names[k]!] = ortTensor(T, inputs[indices[k]!]!);
+    const vars = model.variableInputs;
+    for (let k = 0; k < vars.length; k++) feeds[vars[k]!.input] = ortTensor(T, vars[k]!.variable.storedValue);
     engineStats.runs++;
-    let out: Record<string, unknown>;
+    let out: Record<string, OrtResult>;
     try {
-      out = session.run(feeds, fetches, {}) as Record<string, unknown>;
+      out = c.session.run(feeds, c.fetches, {}) as Record<string, OrtResult>;
     } catch (e) {
       throw new OnnxError(`onnxruntime failed running ${graph.name}: ${(e as Error).message}`, "onnxruntime");
+    } finally {
+      // (the feeds object is kept for the next call, the caller's input storage is not)
+      for (const k in feeds) feeds[k] = NO_FEED;
     }
-    const get = (n: string) => fromOrtTensor(out[n] as Parameters<typeof fromOrtTensor>[0]);
-    for (const u of model.updatedVariables) u.variable.setStoredValue(get(u.output));
-    return model.outputNames.map(get);
+    const updates = model.updatedVariables;
+    for (let k = 0; k < updates.length; k++) updates[k]!.variable.setStoredValue(fromOrtTensor(out[updates[k]!.output]!));
+    const outNames = model.outputNames;
+    const results: Tensor[] = new Array(outNames.length);
+    for (let k = 0; k < outNames.length; k++) results[k] = fromOrtTensor(out[outNames[k]!]!);
+    return results;
   };
+}
+
+type OrtResult = Parameters<typeof fromOrtTensor>[0];
+
+const NO_FEED = Object.freeze({});
+
+/** Whether every value baked into `c` is still the current one (the same immutable tensor). */
+function bakedAreCurrent(c: Compiled, inputs: Tensor[]): boolean {
+  for (const [i, t] of c.bakedInputs) if (inputs[i] !== t) return false;
+  for (const [v, t] of c.bakedVariables) if (v.storedValue !== t) return false;
+  return true;
+}
+
+/** Dtypes whose storage onnxruntime reads as it is (the others convert: toOrtTensor). */
+const DIRECT: Partial<Record<string, "float32" | "float64" | "int32" | "int8" | "int16" | "uint8" | "uint16" | "uint32">> = {
+  float32: "float32",
+  float64: "float64",
+  int32: "int32",
+  int8: "int8",
+  int16: "int16",
+  uint8: "uint8",
+  uint16: "uint16",
+  uint32: "uint32",
+};
+
+/** A tensor as onnxruntime's input: its own storage where it can (a SharedArrayBuffer view is copied: the binding refuses those). */
+function ortTensor(T: OrtTensorCtor, t: Tensor): object {
+  const type = DIRECT[t.dtype];
+  if (type === undefined) return toOrtTensor(t);
+  let data = t.dataSync();
+  if (data.buffer instanceof SharedArrayBuffer) data = data.slice();
+  return new (T as unknown as new (type: string, data: unknown, dims: readonly number[]) => object)(type, data, t.shape);
+}
+
+function runtime(): NonNullable<ReturnType<typeof syncRuntime>> {
+  const rt = syncRuntime();
+  if (rt === null) {
+    throw new OnnxRuntimeMissingError(
+      `the onnxruntime engine needs onnxruntime-node, which is not installed (it is an optional dependency of stagecraft): add it with \`npm install onnxruntime-node@1.30\``,
+      "onnxruntime",
+    );
+  }
+  return rt;
 }

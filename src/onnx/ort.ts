@@ -99,13 +99,17 @@ export function toOrtTensor(t: Tensor): OrtTensor {
   }
 }
 
+/** Our dtype of each onnxruntime tensor type, with the array class our storage of it uses. */
+const FROM_ORT = new Map(Object.entries(ORT_TYPE).map(([d, o]) => [o, { dtype: d as DType, storage: allocStorage(d as DType, 0).constructor }]));
+
 /** An ort.Tensor as our tensor. */
 export function fromOrtTensor(t: OrtTensor): Tensor {
-  const dtype = (Object.entries(ORT_TYPE).find(([, v]) => v === t.type)?.[0] ?? null) as DType | null;
-  if (dtype === null) throw new OnnxError(`onnxruntime returned a ${t.type} tensor, which Stagecraft has no dtype for`, "onnxruntime");
+  const known = FROM_ORT.get(t.type);
+  if (known === undefined) throw new OnnxError(`onnxruntime returned a ${t.type} tensor, which Stagecraft has no dtype for`, "onnxruntime");
+  const { dtype, storage } = known;
   const src = t.data as ArrayLike<number | bigint>;
   // (storage of the very array type our tensors use is adopted: onnxruntime made it for this result)
-  if (dtype !== "float16" && dtype !== "bool" && src.constructor === allocStorage(dtype, 0).constructor) return new Tensor(src as Float32Array, [...t.dims], dtype);
+  if (dtype !== "float16" && dtype !== "bool" && src.constructor === storage) return new Tensor(src as Float32Array, [...t.dims], dtype);
   const out = allocStorage(dtype, src.length);
   if (dtype === "float16") for (let i = 0; i < src.length; i++) out[i] = halfToFloat(Number(src[i]));
   else for (let i = 0; i < src.length; i++) out[i] = Number(src[i]);

@@ -51,7 +51,9 @@ export const sinhOp = unary("sinh", E.fn("sinh", a), "float", (x, _y, dy) => mul
 export const coshOp = unary("cosh", E.fn("cosh", a), "float", (x, _y, dy) => mul(dy, sinh(x)));
 export const tanhOp = unary("tanh", E.fn("tanh", a), "float", (_x, y, dy) => mul(dy, sub(1, mul(y, y))), tanhF32(a));
 export const sigmoidOp = unary("sigmoid", E.select(E.ge(a, 0), E.div(1, E.add(1, E.fn("exp", E.neg(a)))), E.div(E.fn("exp", a), E.add(1, E.fn("exp", a)))), "float", (_x, y, dy) => mul(dy, mul(y, sub(1, y))));
-export const reluOp = unary("relu", E.select(E.gt(a, 0), a, 0), "numeric", (x, _y, dy) => mul(dy, step(x)));
+// max(x, 0) that propagates NaN (as ONNX Relu, PyTorch, TensorFlow and JAX do: a NaN turned into
+// 0 would hide a diverging model); -0 passes through, as in onnxruntime's Relu and PyTorch's.
+export const reluOp = unary("relu", E.select(E.lt(a, 0), 0, a), "numeric", (x, _y, dy) => mul(dy, step(x)));
 export const softplusOp = unary("softplus", E.add(E.select(E.gt(a, 0), a, 0), E.fn("log1p", E.fn("exp", E.neg(E.abs(a))))), "float", (x, _y, dy) => mul(dy, sigmoid(x)));
 export const erfOp = unary("erf", E.fn("erf", a), "float", (x, _y, dy) => mul(dy, mul(exp(neg(mul(x, x))), TWO_OVER_SQRT_PI)));
 export const geluOp = unary("gelu", E.mul(E.mul(0.5, a), E.add(1, E.fn("erf", E.mul(a, 0.7071067811865476)))), "float", (x, _y, dy) => {

@@ -23,7 +23,12 @@ export class ConstantLeaf {
 /** Output structure: tensor leaves become OutputLeaf, JS values ConstantLeaf. */
 export type OutputTemplate = Structure<OutputLeaf | ConstantLeaf>;
 
-export type Executor = (graph: Graph, inputs: Tensor[], library: FunctionLibrary) => Tensor[];
+/**
+ * Runs a graph on its inputs. `numArgInputs`, where the caller knows it, says how many inputs are
+ * the caller's arguments: the rest are captures (captured tensors and variables' current values,
+ * which are immutable tensors: an engine may specialize on them while they stay the same).
+ */
+export type Executor = (graph: Graph, inputs: Tensor[], library: FunctionLibrary, numArgInputs?: number) => Tensor[];
 
 /** A function graph plus the library holding everything it calls. */
 export interface FunctionBundle {
@@ -101,7 +106,7 @@ export class ConcreteFunction {
   /** Runs the graph on the caller's tensor arguments; returns the flat outputs. */
   callFlat(args: Tensor[], executor: Executor = this.engine === null ? installedExecutor() : engineExecutor(this.engine)): Tensor[] {
     const inputs = args.concat(this.captureValues());
-    return executor(this.graph, inputs, this.library);
+    return executor(this.graph, inputs, this.library, this.numArgInputs);
   }
 
   /** The current values of the captured inputs (a variable input reads its value now). */

@@ -161,11 +161,19 @@ test("staged and concrete functions have toOnnx()", async () => {
   }
 });
 
-test("relu keeps our NaN and -0 semantics in onnxruntime (ONNX's Relu passes NaN and -0 through)", async () => {
+test("relu exports as ONNX Relu (float32 and float64; its expression for integers) with the same NaN and -0 results in onnxruntime", async () => {
   const f = sc.stage((x: sc.Tensor) => sc.relu(x));
-  const x = sc.tensor([NaN, -0, 0, -1, 2, Infinity, -Infinity], "float32");
-  const got = await sc.onnx.runOnnxRuntime(f.toOnnx(x), { arg0: x });
-  assert.deepEqual([...got.output_0!.dataSync()], [...f(x).dataSync()]);
+  for (const dtype of ["float32", "float64", "int32", "int8"] as const) {
+    const vals = dtype.startsWith("float") ? [NaN, -0, 0, -1, 2, Infinity, -Infinity] : [-128, -1, 0, 1, 127];
+    const x = sc.tensor(vals, dtype);
+    const bytes = f.toOnnx(x);
+    const ops = (sc.onnx.decode("ModelProto", bytes) as any).graph.node.map((n: any) => n.op_type as string);
+    assert.equal(ops.includes("Relu"), dtype.startsWith("float"), `${dtype}: ${ops.join(", ")}`);
+    const got = await sc.onnx.runOnnxRuntime(bytes, { arg0: x });
+    const want = f(x).dataSync();
+    // (Object.is: NaN must stay NaN and -0 stay -0)
+    got.output_0!.dataSync().forEach((g, i) => assert.ok(Object.is(g, want[i]), `${dtype} relu(${vals[i]}): ${g} in onnxruntime, ${want[i]} ours`));
+  }
 });
 
 test("atan2 keeps Math.atan2's signed zeros and infinities in onnxruntime (ONNX has no Atan2)", async () => {
@@ -179,5 +187,22 @@ test("atan2 keeps Math.atan2's signed zeros and infinities in onnxruntime (ONNX 
     const got = (await sc.onnx.runOnnxRuntime(f.toOnnx(y, x), { arg0: y, arg1: x })).output_0!.dataSync();
     const want = f(y, x).dataSync();
     want.forEach((w, i) => assert.ok(Object.is(got[i], w) || Math.abs(got[i]! - w) < 1e-6, `${dtype} atan2(${ys[i]}, ${xs[i]}): ${got[i]} in onnxruntime, ${w} ours`));
+  }
+});
+
+test("integer results that wrap (2147483646 + 2147483646 in int32, 250 + 250 in uint8, ...) wrap in onnxruntime as ours do", async () => {
+  const f = sc.stage((x: sc.Tensor) => x.add(x).sub(3));
+  const cases: [sc.DType, number[]][] = [
+    ["int32", [2147483646, -2147483647, 1073741824, 5, -5]],
+    ["uint32", [4000000000, 1, 2147483648]],
+    ["int16", [30000, -30000, 7]],
+    ["uint16", [65000, 1, 40000]],
+    ["int8", [100, -100, 64, -64]],
+    ["uint8", [250, 1, 128]],
+  ];
+  for (const [dtype, vals] of cases) {
+    const x = sc.tensor(vals, dtype);
+    const got = (await sc.onnx.runOnnxRuntime(f.toOnnx(x), { arg0: x })).output_0!.dataSync();
+    assert.deepEqual([...got], [...f(x).dataSync()], dtype);
   }
 });

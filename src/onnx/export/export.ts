@@ -56,6 +56,8 @@ export interface ExportedModel {
   updatedVariables: { variable: Variable; output: string }[];
   /** For the engine: the variables the graph reads, with the model input holding each value. */
   variableInputs: { variable: Variable; input: string }[];
+  /** The graph input each of `inputNames` stands for (its index in the graph's inputs). */
+  inputIndices: number[];
 }
 
 /**
@@ -78,14 +80,24 @@ export function exportModel(fn: StagedLike | ConcreteFunction, specs: unknown[],
   return new Exporter(cf, options, specNames, () => false).run();
 }
 
+/** What the engine bakes into a model: values that are initializers instead of model inputs. */
+export interface EngineBaked {
+  /** Graph inputs (by index) whose value is this tensor. */
+  inputs?: ReadonlyMap<number, Tensor>;
+  /** Variables the graph reads (readVariable nodes) whose current values are initializers. */
+  variables?: ReadonlySet<Variable>;
+}
+
 /**
- * A graph as the onnxruntime engine runs it: every graph input is a model input, and so is every
- * variable the graph reads (its value at each call), named in `variableInputs`, except the
- * `baked` ones, whose current values are initializers.
+ * A graph as the onnxruntime engine runs it: every graph input is a model input (`inputIndices`
+ * says which), and so is every variable the graph reads (its value at each call), named in
+ * `variableInputs`, except the `baked` ones, whose values are initializers.
  */
-export function exportGraphForEngine(graph: Graph, library: FunctionLibrary, baked: ReadonlySet<Variable> = new Set()): ExportedModel {
+export function exportGraphForEngine(graph: Graph, library: FunctionLibrary, baked: EngineBaked = {}): ExportedModel {
   installLowerings();
-  return new Exporter({ graph, library, captures: [], numArgInputs: graph.inputs.length }, {}, [], (v) => !baked.has(v)).run();
+  const variables = baked.variables ?? new Set();
+  const source = { graph, library, captures: [], numArgInputs: graph.inputs.length, bakedInputs: baked.inputs };
+  return new Exporter(source, {}, [], (v) => !variables.has(v)).run();
 }
 
 /** What the exporter reads of a concrete function. */
@@ -94,6 +106,8 @@ interface ExportSource {
   library: FunctionLibrary;
   captures: ConcreteFunction["captures"];
   numArgInputs: number;
+  /** (the engine's) Argument inputs whose values are initializers instead of model inputs. */
+  bakedInputs?: ReadonlyMap<number, Tensor> | undefined;
 }
 
 function flatSpecNames(specs: unknown[]): (string | undefined)[] {
@@ -140,12 +154,19 @@ class Exporter {
     const env = new Map<Value, string>();
     const inputs: Record<string, unknown>[] = [];
     const inputNames: string[] = [];
+    const inputIndices: number[] = [];
     graph.inputs.forEach((v, i) => {
+      const bakedValue = this.cf.bakedInputs?.get(i);
+      if (bakedValue !== undefined) {
+        env.set(v, this.initializer(graph.inputNames[i] ?? `input_${i}`, bakedValue));
+        return;
+      }
       if (i < numArgInputs) {
         const wanted = this.options.inputNames?.[i] ?? this.specNames[i] ?? graph.inputNames[i] ?? `input_${i}`;
         const name = this.names.fresh(wanted);
         env.set(v, name);
         inputNames.push(name);
+        inputIndices.push(i);
         inputs.push(makeValueInfo(name, v.type.dtype, v.type.shape.map((d, k) => (d < 0 ? `${name}_dim${k}` : d))));
         return;
       }
@@ -180,7 +201,7 @@ class Exporter {
     const variableNames = new Map<Variable, string>();
     for (const s of this.variables.values()) variableNames.set(s.variable, s.initializer);
     const variableInputs = [...this.variables.values()].filter((s) => this.variableAsInput(s.variable)).map((s) => ({ variable: s.variable, input: s.initializer }));
-    return { bytes, inputNames, outputNames, variableNames, updatedVariables, variableInputs };
+    return { bytes, inputNames, outputNames, variableNames, updatedVariables, variableInputs, inputIndices };
   }
 
   private initializer(base: string, value: Tensor): string {

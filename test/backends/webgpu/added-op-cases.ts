@@ -30,6 +30,12 @@ export const cases: StagedCase[] = [
     fn: (a, b) => [sc.fmod(a, b), sc.truncDiv(a, b)],
   },
   {
+    op: "relu",
+    label: "NaN propagates, -0 passes through, infinities (float32 and int32)",
+    inputs: () => [f32(SPECIAL), i32([0, -1, 1, -2147483648, 2147483647])],
+    fn: (x, k) => [sc.relu(x), sc.relu(x.mul(3).add(1)), sc.relu(k)],
+  },
+  {
     op: "asinh",
     label: "at special values",
     inputs: () => [f32(SPECIAL)],

@@ -71,7 +71,15 @@ export function storeFloat(b: OnnxBuilder, x: string, from: DType, dtype: DType)
   const zero = b.scalar(0, "float64");
   const safe = b.op1("Where", [finite, v, zero]);
   const t = b.op1("Where", [b.op1("Less", [safe, zero]), b.op1("Ceil", [safe]), b.op1("Floor", [safe])]);
-  const wrapped = b.op1("Mod", [t, b.scalar(2 ** 32, "float64")], { fmod: 1 });
-  // (int64 -> narrower integers keeps the low bits)
-  return b.cast(b.cast(wrapped, "int64"), dtype);
+  // Wrapped into the dtype's range in double (exact), so that the one Cast is in range: a chain
+  // Cast(Cast(x, int64), int32) keeping the low bits is merged by onnxruntime's optimizer into
+  // one out-of-range Cast, which gave INT32_MIN for 2147483646 + 2147483646.
+  const m = 2 ** bits;
+  const wrapped = b.op1("Mod", [t, b.scalar(m, "float64")], { fmod: 1 });
+  const signed = dtype.startsWith("int");
+  const low = signed ? -m / 2 : 0;
+  const up = b.op1("Where", [b.op1("Less", [wrapped, b.scalar(low, "float64")]), b.op1("Add", [wrapped, b.scalar(m, "float64")]), wrapped]);
+  if (!signed) return b.cast(up, dtype);
+  const down = b.op1("Where", [b.op1("GreaterOrEqual", [up, b.scalar(m / 2, "float64")]), b.op1("Sub", [up, b.scalar(m, "float64")]), up]);
+  return b.cast(down, dtype);
 }

@@ -1,7 +1,9 @@
 /** ONNX lowerings of reductions, matrix products and the neural-network ops. */
 import type { DType } from "../../../core/dtype.js";
 import { broadcastReductionAxes } from "../../../core/shape.js";
+import { getOp } from "../../../ops/registry.js";
 import type { OnnxBuilder } from "../builder.js";
+import { lowerElementwise } from "../elementwise.js";
 import type { LowerNode } from "../lowering.js";
 import type { LowerFn } from "../lowering.js";
 import { axisOf, castTo, filled, staticShape, storeFloat, type Table } from "./common.js";
@@ -132,6 +134,14 @@ export const mathLowerings: Table = {
     const a = ta && ra >= 2 ? swapLast(b, x!, ra) : x!;
     const c = tb && rb >= 2 ? swapLast(b, y!, rb) : y!;
     return [b.op1("MatMul", [a, c])];
+  },
+  // ONNX Relu (max(x, 0), NaN and -0 passed through: relu's declared semantics), which
+  // onnxruntime fuses into a preceding MatMul/Gemm/Conv; dtypes its CPU Relu lacks are lowered
+  // from relu's expression.
+  relu: (b, [x], n) => {
+    const d = n.outputTypes[0]!.dtype;
+    if (d === "float32" || d === "float64") return [b.op1("Relu", [x!])];
+    return [lowerElementwise(b, getOp("relu").elementwise!, n.attrs, [{ name: x!, dtype: n.inputTypes[0]!.dtype }], d)];
   },
   softmax: (b, [x], n) => [b.op1("Softmax", [x!], { axis: n.attrs.axis })],
   logSoftmax: (b, [x], n) => [b.op1("LogSoftmax", [x!], { axis: n.attrs.axis })],
