@@ -136,30 +136,41 @@ windowOp("BlackmanWindow", (i, N) => 0.42 - 0.5 * Math.cos((i * 2 * Math.PI) / N
 /**
  * DFT along one axis of a signal [..., n, 1 or 2] (real or complex as [re, im]): products with
  * the n x m cosine and sine matrices built at trace time. onesided keeps the first n/2 + 1
- * frequencies; inverse divides by n.
+ * frequencies; inverse divides by n. The inverse one-sided transform (irfft) takes the first
+ * n/2 + 1 frequencies of a Hermitian-symmetric spectrum and returns the real signal [..., n, 1].
  */
 function dft(n: NodeContext, signal: Tensor, axis: number, length: number | null, inverse: boolean, onesided: boolean): Tensor {
   const r = signal.rank;
   const complexIn = signal.shape[r - 1] === 2;
   if (signal.shape[r - 1] !== 1 && !complexIn) throw n.fail(`the signal's last dimension must be 1 or 2, got ${signal.shape[r - 1]}`);
+  const halfSpectrum = inverse && onesided;
+  // The real signal's length: given, or (for irfft) 2 (m - 1) from the m frequencies given.
+  const N = length ?? (halfSpectrum ? 2 * (signal.shape[axis]! - 1) : signal.shape[axis]!);
+  if (N < 1) throw n.fail(`the transform length must be positive, got ${N}`);
+  // The rows the products read: N samples, or for irfft the N/2 + 1 frequencies they determine.
+  const rows = halfSpectrum ? Math.floor(N / 2) + 1 : N;
   let x = signal;
-  let N = x.shape[axis]!;
-  if (length !== null && length !== N) {
-    x = length < N ? ops.slice(x, x.shape.map((_, d) => (d === axis ? 0 : null)), x.shape.map((_, d) => (d === axis ? length : null))) : ops.pad(x, x.shape.map((_, d) => (d === axis ? [0, length - N] : [0, 0]) as [number, number]));
-    N = length;
+  const have = x.shape[axis]!;
+  if (rows !== have) {
+    x = rows < have ? ops.slice(x, x.shape.map((_, d) => (d === axis ? 0 : null)), x.shape.map((_, d) => (d === axis ? rows : null))) : ops.pad(x, x.shape.map((_, d) => (d === axis ? [0, rows - have] : [0, 0]) as [number, number]));
   }
-  const M = onesided ? Math.floor(N / 2) + 1 : N;
+  const cols = halfSpectrum ? N : onesided ? Math.floor(N / 2) + 1 : N;
   const sign = inverse ? 1 : -1;
   const cosM: number[] = [];
   const sinM: number[] = [];
-  for (let k = 0; k < N; k++) for (let m = 0; m < M; m++) {
-    const angle = (2 * Math.PI * k * m) / N;
-    cosM.push(Math.cos(angle));
-    sinM.push(sign * Math.sin(angle));
+  for (let k = 0; k < rows; k++) {
+    // irfft: frequencies 1 .. ceil(N/2) - 1 stand for themselves and their conjugate mirror.
+    const weight = halfSpectrum && k > 0 && 2 * k < N ? 2 : 1;
+    for (let m = 0; m < cols; m++) {
+      // k m mod N keeps the angle small, so the tables are exact at the symmetric points.
+      const angle = (2 * Math.PI * ((k * m) % N)) / N;
+      cosM.push(weight * Math.cos(angle));
+      sinM.push(weight * sign * Math.sin(angle));
+    }
   }
   const dtype = x.dtype;
-  const C = ops.tensor(cosM, dtype, [N, M]);
-  const S = ops.tensor(sinM, dtype, [N, M]);
+  const C = ops.tensor(cosM, dtype, [rows, cols]);
+  const S = ops.tensor(sinM, dtype, [rows, cols]);
   // Move the transform axis last: [..., n] per real/imaginary part.
   const parts = ops.split(x, complexIn ? 2 : 1, r - 1).map((t) => ops.squeeze(t, r - 1));
   const perm = [...Array(r - 1).keys()].filter((d) => d !== axis).concat([axis]);
@@ -177,6 +188,7 @@ function dft(n: NodeContext, signal: Tensor, axis: number, length: number | null
     outRe = ops.div(outRe, N);
     outIm = ops.div(outIm, N);
   }
+  if (halfSpectrum) return ops.expandDims(ops.transpose(outRe, inv), -1);
   return ops.stack([ops.transpose(outRe, inv), ops.transpose(outIm, inv)], -1);
 }
 
@@ -190,7 +202,6 @@ onnxOp("DFT", {
     if (axis === x.rank - 1) throw n.fail("the transform axis cannot be the last (real/imaginary) axis");
     const inverse = n.int("inverse", 0) !== 0;
     const onesided = n.int("onesided", 0) !== 0;
-    if (inverse && onesided) throw n.unsupported("inverse one-sided DFT is not supported");
     return dft(n, x, axis, length, inverse, onesided);
   },
 });
