@@ -9,6 +9,7 @@ import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { axisOf } from "./shape.js";
+import { lpPoolNd, poolGeometry } from "./pool-nd.js";
 
 onnxOp("SwiGLU", {
   run(n) {
@@ -56,40 +57,8 @@ onnxOp("RotaryEmbedding", {
   },
 });
 
-onnxOp("LpPool", {
-  run(n) {
-    const x = n.input(0);
-    const p = n.int("p", 2);
-    const kernel = n.ints("kernel_shape");
-    if (kernel === undefined) throw n.fail("needs kernel_shape");
-    if ((n.ints("dilations") ?? []).some((d) => d !== 1)) throw n.unsupported("dilated pooling is not supported");
-    const oneD = x.rank === 3;
-    if (!oneD && x.rank !== 4) throw n.unsupported(`only 1-D and 2-D LpPool are supported (input of shape [${x.shape.join(", ")}])`);
-    const x4 = oneD ? ops.expandDims(x, 2) : x;
-    const k = kernel.length;
-    const strides = n.ints("strides", new Array(k).fill(1));
-    const size = oneD ? [x.shape[2]!] : [x.shape[2]!, x.shape[3]!];
-    // auto_pad like the other pools; padded positions hold 0 (they add nothing to the sum).
-    const autoPad = n.string("auto_pad", "NOTSET");
-    let pads = n.ints("pads", new Array(2 * k).fill(0));
-    if (autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER") {
-      pads = new Array(2 * k).fill(0);
-      for (let i = 0; i < k; i++) {
-        const total = Math.max((Math.ceil(size[i]! / strides[i]!) - 1) * strides[i]! + kernel[i]! - size[i]!, 0);
-        const small = Math.floor(total / 2);
-        pads[i] = autoPad === "SAME_UPPER" ? small : total - small;
-        pads[i + k] = total - pads[i]!;
-      }
-    } else if (autoPad === "VALID") pads = new Array(2 * k).fill(0);
-    const padPairs: [number, number][] = oneD ? [[0, 0], [0, 0], [0, 0], [pads[0]!, pads[1]!]] : [[0, 0], [0, 0], [pads[0]!, pads[2]!], [pads[1]!, pads[3]!]];
-    const powered = ops.pad(ops.pow(ops.abs(x4), p), padPairs);
-    const kernel2: [number, number] = oneD ? [1, kernel[0]!] : [kernel[0]!, kernel[1]!];
-    const strides2: [number, number] = oneD ? [1, strides[0]!] : [strides[0]!, strides[1]!];
-    const count = kernel2[0] * kernel2[1];
-    const y = ops.pow(ops.mul(ops.avgPool2d(powered, { kernelSize: kernel2, strides: strides2 }), count), 1 / p);
-    return oneD ? ops.squeeze(y, 2) : y;
-  },
-});
+// LpPool of any spatial rank, with dilations and auto_pad (padded positions add 0).
+onnxOp("LpPool", { run: (n) => lpPoolNd(n.input(0), poolGeometry(n, n.input(0)), n.int("p", 2)) });
 
 onnxOp("CenterCropPad", {
   constInputs: [1],

@@ -8,6 +8,7 @@ import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { axisOf } from "./shape.js";
+import { avgPoolNd, maxPoolIndices, maxPoolNd, poolGeometry, resolvePads } from "./pool-nd.js";
 
 onnxOp("MatMul", { run: (n) => ops.matmul(n.input(0), n.input(1)) });
 
@@ -26,32 +27,6 @@ onnxOp("Gemm", {
 });
 
 // ---- convolution and pooling ----------------------------------------------------------------
-
-/**
- * Explicit pads [begin..., end...] from the node's auto_pad and pads attributes, for spatial
- * sizes `size`, effective kernel sizes `keff` and strides.
- */
-function resolvePads(n: NodeContext, size: number[], keff: number[], strides: number[]): number[] {
-  const k = size.length;
-  const autoPad = n.string("auto_pad", "NOTSET");
-  if (autoPad === "NOTSET") {
-    const pads = n.ints("pads", new Array(2 * k).fill(0));
-    if (pads.length !== 2 * k) throw n.fail(`pads has ${pads.length} entries, expected ${2 * k}`);
-    return pads;
-  }
-  if (autoPad === "VALID") return new Array(2 * k).fill(0);
-  if (autoPad !== "SAME_UPPER" && autoPad !== "SAME_LOWER") throw n.fail(`unknown auto_pad ${JSON.stringify(autoPad)}`);
-  const begin: number[] = [];
-  const end: number[] = [];
-  for (let i = 0; i < k; i++) {
-    const out = Math.ceil(size[i]! / strides[i]!);
-    const total = Math.max((out - 1) * strides[i]! + keff[i]! - size[i]!, 0);
-    const small = Math.floor(total / 2);
-    begin.push(autoPad === "SAME_UPPER" ? small : total - small);
-    end.push(autoPad === "SAME_UPPER" ? total - small : small);
-  }
-  return [...begin, ...end];
-}
 
 /** 1-D tensors [N, C, L] as 2-D [N, C, 1, L]; the spatial rank is checked to be 1 or 2. */
 function as2d(n: NodeContext, x: Tensor): { x: Tensor; oneD: boolean } {
@@ -142,34 +117,29 @@ onnxOp("ConvTranspose", {
 function pool(op: "MaxPool" | "AveragePool"): void {
   onnxOp(op, {
     run(n) {
-      const { x, oneD } = as2d(n, n.input(0));
-      const kernel = n.ints("kernel_shape");
-      if (kernel === undefined) throw n.fail("needs kernel_shape");
-      const k = kernel.length;
-      if (k !== (oneD ? 1 : 2)) throw n.fail(`kernel_shape [${kernel.join(", ")}] does not match the input's spatial rank`);
-      const strides = n.ints("strides", new Array(k).fill(1));
-      const dilations = n.ints("dilations", new Array(k).fill(1));
-      if (dilations.some((d) => d !== 1)) throw n.unsupported("dilated pooling is not supported");
-      if (op === "MaxPool" && n.node.output.length > 1 && n.node.output[1]) throw n.unsupported("the Indices output is not supported");
-      const size = oneD ? [x.shape[3]!] : [x.shape[2]!, x.shape[3]!];
-      const pads = resolvePads(n, size, kernel, strides);
-      if (n.int("ceil_mode", 0) !== 0) {
-        // Grow the end padding until the floor rule gives the ceil rule's size (a window must start inside the input or its begin padding).
-        for (let i = 0; i < k; i++) {
-          const padded = size[i]! + pads[i]! + pads[i + k]!;
-          let out = Math.ceil((padded - kernel[i]!) / strides[i]!) + 1;
-          if ((out - 1) * strides[i]! >= size[i]! + pads[i]!) out--;
-          pads[i + k] = pads[i + k]! + Math.max(0, (out - 1) * strides[i]! + kernel[i]! - padded);
-        }
-      }
+      const x0 = n.input(0);
+      const g = poolGeometry(n, x0);
+      const k = g.kernel.length;
       const includePad = op === "AveragePool" && n.int("count_include_pad", 0) !== 0;
+      const wantIndices = op === "MaxPool" && n.node.output.length > 1 && !!n.node.output[1];
+      // 3-D and higher, dilated windows and the Indices output: the N-D lowering (pool-nd.ts).
+      if (k > 2 || g.dilations.some((d) => d !== 1) || wantIndices) {
+        if (op === "AveragePool") return avgPoolNd(x0, g, includePad);
+        const storageOrder = n.int("storage_order", 0);
+        if (storageOrder !== 0 && storageOrder !== 1) throw n.fail(`storage_order must be 0 or 1, got ${storageOrder}`);
+        const y = maxPoolNd(x0, g);
+        return wantIndices ? [y, maxPoolIndices(x0, g, storageOrder === 1)] : y;
+      }
+      const { x, oneD } = as2d(n, x0);
+      // The 2-D kernels take the ceil-mode growth as extra end padding (never counted).
+      const pads = [...g.begin, ...g.end.map((e, i) => e + g.ceilExtra[i]!)];
       let input = x;
       let padding = padPairs(pads, oneD);
-      if (includePad && pads.some((p) => p !== 0)) {
-        input = ops.pad(x, [[0, 0], [0, 0], ...padding]);
-        padding = [[0, 0], [0, 0]];
+      if (includePad && g.begin.concat(g.end).some((p) => p !== 0)) {
+        input = ops.pad(x, [[0, 0], [0, 0], ...padPairs([...g.begin, ...g.end], oneD)]);
+        padding = oneD ? [[0, 0], [0, g.ceilExtra[0]!]] : [[0, g.ceilExtra[0]!], [0, g.ceilExtra[1]!]];
       }
-      const options = { kernelSize: pair(kernel, oneD, 1), strides: pair(strides, oneD, 1), padding };
+      const options = { kernelSize: pair(g.kernel, oneD, 1), strides: pair(g.strides, oneD, 1), padding };
       const y = op === "MaxPool" ? ops.maxPool2d(input, options) : ops.avgPool2d(input, options);
       return back1d(y, oneD);
     },
