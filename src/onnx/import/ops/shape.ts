@@ -170,13 +170,24 @@ onnxOp("GatherND", {
   run(n) {
     const x = n.input(0);
     const idx = n.input(1);
-    const batch = n.int("batch_dims", 0);
-    if (batch !== 0) throw n.unsupported(`batch_dims ${batch} is not supported`);
+    const b = n.int("batch_dims", 0);
     const m = idx.shape[idx.rank - 1]!;
+    if (b < 0 || b >= Math.min(x.rank, idx.rank)) throw n.fail(`batch_dims ${b} must be in [0, ${Math.min(x.rank, idx.rank) - 1}]`);
+    if (b + m > x.rank) throw n.fail(`indices address ${m} axes after ${b} batch axes of data of rank ${x.rank}`);
+    for (let d = 0; d < b; d++) if (x.shape[d] !== idx.shape[d]) throw n.fail(`batch axis ${d} has size ${x.shape[d]} in data but ${idx.shape[d]} in indices`);
     // wrap negative indices per indexed axis
-    const dims = ops.tensor(x.shape.slice(0, m), idx.dtype);
+    const dims = ops.tensor(x.shape.slice(b, b + m), idx.dtype);
     const wrapped = ops.where(ops.less(idx, 0), ops.add(idx, dims), idx);
-    return ops.gatherND(x, wrapped);
+    if (b === 0) return ops.gatherND(x, wrapped);
+    // Batch axes: flatten them into one, prefix each index tuple with its batch number, gather
+    // from the flattened data, and give the batch axes back.
+    const batch = x.shape.slice(0, b) as number[];
+    const B = batch.reduce((p, q) => p * q, 1);
+    const inner = idx.shape.slice(b, -1) as number[];
+    const tuples = ops.reshape(wrapped, [B, ...inner, m]);
+    const batchNo = ops.broadcastTo(ops.reshape(ops.cast(ops.arange(0, B, 1, "int32"), idx.dtype), [B, ...inner.map(() => 1), 1]), [B, ...inner, 1]);
+    const y = ops.gatherND(ops.reshape(x, [B, ...(x.shape.slice(b) as number[])]), ops.concat([batchNo, tuples], -1));
+    return ops.reshape(y, [...batch, ...(y.shape.slice(1) as number[])]);
   },
 });
 
@@ -203,6 +214,23 @@ onnxOp("Tile", {
   },
 });
 
+/**
+ * Pad mode "wrap": output position i of a padded axis reads input position (i - begin) mod size,
+ * one gather per padded axis (negative pads crop the same way), so it differentiates as gathers.
+ */
+function wrapPad(n: NodeContext, x: Tensor, pairs: [number, number][]): Tensor {
+  let y = x;
+  pairs.forEach(([b, e], axis) => {
+    if (b === 0 && e === 0) return;
+    const size = x.shape[axis]!;
+    const length = size + b + e;
+    if (size === 0 && length > 0) throw n.fail(`cannot wrap-pad axis ${axis} of size 0`);
+    const idx = Array.from({ length }, (_, i) => (((i - b) % size) + size) % size);
+    y = ops.gather(y, ops.tensor(idx, "int32", [length]), axis);
+  });
+  return y === x ? ops.identity(x) : y;
+}
+
 onnxOp("Pad", {
   constInputs: [1, 2, 3],
   run(n) {
@@ -217,8 +245,10 @@ onnxOp("Pad", {
       pairs[axisOf(n, axis, r)] = [pads[i]!, pads[i + axes.length]!];
     });
     const modeName = n.string("mode", "constant");
+    n.checkShape(x.shape.map((d, i) => Math.max(0, d + pairs[i]![0] + pairs[i]![1])));
+    if (modeName === "wrap") return wrapPad(n, x, pairs);
     const mode = modeName === "constant" ? "constant" : modeName === "reflect" ? "reflect" : modeName === "edge" ? "edge" : null;
-    if (mode === null) throw n.unsupported(`mode ${JSON.stringify(modeName)} is not supported`);
+    if (mode === null) throw n.fail(`unknown mode ${JSON.stringify(modeName)}`);
     // Negative pads crop: slice first, then pad with the non-negative parts.
     let y = x;
     if (pairs.some(([b, e]) => b < 0 || e < 0)) {
@@ -229,7 +259,6 @@ onnxOp("Pad", {
       );
     }
     const pos = pairs.map(([b, e]) => [Math.max(0, b), Math.max(0, e)] as [number, number]);
-    n.checkShape(x.shape.map((d, i) => Math.max(0, d + pairs[i]![0] + pairs[i]![1])));
     if (pos.every(([b, e]) => b === 0 && e === 0)) return y === x ? ops.identity(x) : y;
     return ops.pad(y, pos, x.dtype === "bool" ? value !== 0 : value, mode);
   },
