@@ -319,7 +319,7 @@ function staticInputNames(graph: GraphProto, inputNames: Set<string>): Set<strin
     for (const n of g.node) {
       for (const o of n.output) producers.set(o, { input: n.input, op: n.op_type });
       const h = handlerFor(n.domain ?? "", n.op_type);
-      for (const i of h?.constInputs ?? []) if (n.input[i]) needed.push(n.input[i]!);
+      for (const i of h?.constInputsOf?.(n) ?? h?.constInputs ?? []) if (n.input[i]) needed.push(n.input[i]!);
       for (const a of n.attribute) {
         if (a.g) visit(a.g);
         for (const sg of a.graphs) visit(sg);

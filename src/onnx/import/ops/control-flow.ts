@@ -13,11 +13,18 @@ import type { NodeContext } from "../node-context.js";
 import { Slot } from "../scope.js";
 import { OnnxLimitError } from "../../errors.js";
 import { axisOf } from "./shape.js";
+import type { GraphProto } from "../../protobuf.js";
 
 const scalarOf = (t: Tensor): Tensor => (t.rank === 0 ? t : ops.reshape(t, []));
 
+/** Whether a subgraph declares a sequence or optional output (a structure fixed at trace time here). */
+const returnsStructure = (g: GraphProto | null | undefined): boolean => (g?.output ?? []).some((o) => !!o.type?.sequence_type || !!o.type?.optional_type);
+
 onnxOp("If", {
   slots: true,
+  // Branches that return sequences or optionals make the output's structure depend on the
+  // condition: the condition is then a trace key (the model traces once per value it takes).
+  constInputsOf: (node) => (node.attribute.some((a) => (a.name === "then_branch" || a.name === "else_branch") && returnsStructure(a.g)) ? [0] : []),
   run(n) {
     const c = n.input(0);
     if (c.size !== 1) throw n.fail(`the condition must hold one value, got shape [${c.shape.join(", ")}]`);
