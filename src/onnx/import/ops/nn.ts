@@ -71,38 +71,49 @@ onnxOp("Conv", {
   },
 });
 
+/**
+ * ConvTranspose's explicit pads [begin..., end...] and output padding for k spatial axes of sizes
+ * `size`: from output_shape or SAME_* auto_pad (the total padding the wanted output size implies)
+ * or the pads attribute. A negative total padding (an output larger than the full transposed
+ * convolution) becomes extra output padding at the end.
+ */
+function transposePads(n: NodeContext, size: number[], strides: number[], keff: number[]): { pads: number[]; outPad: number[] } {
+  const k = size.length;
+  const outPad = n.ints("output_padding", new Array(k).fill(0));
+  let pads: number[];
+  const outputShape = n.ints("output_shape");
+  const autoPad = n.string("auto_pad", "NOTSET");
+  if (outputShape !== undefined || autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER") {
+    // SAME_UPPER puts the odd pixel at the start (ONNX's ConvTranspose rule), SAME_LOWER at the end.
+    const target = outputShape !== undefined ? outputShape.slice(-k) : size.map((s, i) => s * strides[i]!);
+    const begin: number[] = [];
+    const end: number[] = [];
+    for (let i = 0; i < k; i++) {
+      const total = strides[i]! * (size[i]! - 1) + outPad[i]! + keff[i]! - target[i]!;
+      const half = Math.floor(total / 2);
+      const upperFirst = autoPad !== "SAME_LOWER";
+      begin.push(upperFirst ? total - half : half);
+      end.push(upperFirst ? half : total - half);
+    }
+    pads = [...begin, ...end];
+  } else pads = n.ints("pads", new Array(2 * k).fill(0));
+  if (pads.length !== 2 * k) throw n.fail(`pads has ${pads.length} entries, expected ${2 * k}`);
+  for (let i = 0; i < k; i++) {
+    const extra = -Math.min(0, pads[i]! + pads[i + k]!);
+    if (extra > 0) {
+      outPad[i] = outPad[i]! + extra;
+      pads[i] = Math.max(0, pads[i]!);
+      pads[i + k] = Math.max(0, pads[i + k]!);
+    }
+  }
+  return { pads, outPad };
+}
+
 onnxOp("ConvTranspose", {
   run(n) {
-    const { x, w, oneD, k, strides, dilations, size, keff } = convGeometry(n);
-    const outPad = n.ints("output_padding", new Array(k).fill(0));
-    let pads: number[];
-    const outputShape = n.ints("output_shape");
-    const autoPad = n.string("auto_pad", "NOTSET");
-    if (outputShape !== undefined || autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER") {
-      // Total padding from the wanted output size; SAME_UPPER puts the odd pixel at the start
-      // (ONNX's ConvTranspose rule), SAME_LOWER at the end.
-      const target = outputShape !== undefined ? outputShape.slice(-k) : size.map((s, i) => s * strides[i]!);
-      const begin: number[] = [];
-      const end: number[] = [];
-      for (let i = 0; i < k; i++) {
-        const total = strides[i]! * (size[i]! - 1) + outPad[i]! + keff[i]! - target[i]!;
-        const half = Math.floor(total / 2);
-        const upperFirst = autoPad !== "SAME_LOWER";
-        begin.push(upperFirst ? total - half : half);
-        end.push(upperFirst ? half : total - half);
-      }
-      pads = [...begin, ...end];
-    } else pads = n.ints("pads", new Array(2 * k).fill(0));
-    // A negative total padding (an output larger than the full transposed convolution) is extra
-    // output padding at the end.
-    for (let i = 0; i < k; i++) {
-      const extra = -Math.min(0, pads[i]! + pads[i + k]!);
-      if (extra > 0) {
-        outPad[i] = outPad[i]! + extra;
-        pads[i] = Math.max(0, pads[i]!);
-        pads[i + k] = Math.max(0, pads[i + k]!);
-      }
-    }
+    if (n.input(0).rank === 5) return convTranspose3d(n);
+    const { x, w, oneD, strides, dilations, size, keff } = convGeometry(n);
+    const { pads, outPad } = transposePads(n, size, strides, keff);
     const y = ops.conv2dTranspose(x, w, {
       strides: pair(strides, oneD, 1),
       dilations: pair(dilations, oneD, 1),
@@ -113,6 +124,55 @@ onnxOp("ConvTranspose", {
     return finishConv(n, y, oneD);
   },
 });
+
+/**
+ * 3-D ConvTranspose [N, C, D, H, W] as 2-D ones: for each kernel depth index kd, a 2-D
+ * transposed convolution of every input depth slice with w[:, :, kd]; slice d lands at output
+ * depth d * strideD + kd * dilationD (zeros between slices for the stride), the kD results add
+ * up, and the depth padding crops. Every step is a differentiable registry op.
+ */
+function convTranspose3d(n: NodeContext): Tensor {
+  const x = n.input(0);
+  const w = n.input(1);
+  if (w.rank !== 5) throw n.fail(`the weight must have rank 5 for a 3-D input, got shape [${w.shape.join(", ")}]`);
+  const [N, C, D, H, W] = x.shape as [number, number, number, number, number];
+  const kernel = w.shape.slice(2) as number[];
+  const strides = n.ints("strides", [1, 1, 1]);
+  const dilations = n.ints("dilations", [1, 1, 1]);
+  if (strides.length !== 3 || dilations.length !== 3) throw n.fail("strides and dilations need 3 entries for a 3-D input");
+  const keff = kernel.map((kk, i) => (kk - 1) * dilations[i]! + 1);
+  const { pads, outPad } = transposePads(n, [D, H, W], strides, keff);
+  const groups = n.int("group", 1);
+  const [sd, dd] = [strides[0]!, dilations[0]!];
+  const fullDepth = sd * (D - 1) + keff[0]! + outPad[0]!;
+  const outDepth = fullDepth - pads[0]! - pads[3]!;
+  const slices = ops.reshape(ops.transpose(x, [0, 2, 1, 3, 4]), [N * D, C, H, W]);
+  let sum: Tensor | null = null;
+  for (let kd = 0; kd < kernel[0]!; kd++) {
+    const wk = ops.squeeze(ops.slice(w, [0, 0, kd, 0, 0], [null, null, kd + 1, null, null]), 2);
+    const z2 = ops.conv2dTranspose(slices, wk, {
+      strides: [strides[1]!, strides[2]!],
+      dilations: [dilations[1]!, dilations[2]!],
+      padding: [[pads[1]!, pads[4]!], [pads[2]!, pads[5]!]],
+      outputPadding: [outPad[1]!, outPad[2]!],
+      groups,
+    });
+    const [, M, Ho, Wo] = z2.shape as [number, number, number, number];
+    let z = ops.reshape(z2, [N, D, M, Ho, Wo]);
+    if (sd > 1) {
+      // Interleave sd - 1 zero slices after each depth slice, dropping the trailing ones.
+      z = ops.reshape(ops.pad(ops.expandDims(z, 2), [[0, 0], [0, 0], [0, sd - 1], [0, 0], [0, 0], [0, 0]]), [N, D * sd, M, Ho, Wo]);
+      z = ops.slice(z, [0, 0, 0, 0, 0], [N, (D - 1) * sd + 1, M, Ho, Wo]);
+    }
+    const before = kd * dd;
+    z = ops.pad(z, [[0, 0], [before, fullDepth - before - z.shape[1]!], [0, 0], [0, 0], [0, 0]]);
+    sum = sum === null ? z : ops.add(sum, z);
+  }
+  const cropped = ops.slice(sum!, [0, pads[0]!, 0, 0, 0], [null, pads[0]! + outDepth, null, null, null]);
+  const y = ops.transpose(cropped, [0, 2, 1, 3, 4]);
+  const b = n.optional(2);
+  return b === null ? y : ops.add(y, ops.reshape(b, [1, b.size, 1, 1, 1]));
+}
 
 function pool(op: "MaxPool" | "AveragePool"): void {
   onnxOp(op, {
