@@ -1,0 +1,286 @@
+/**
+ * The importer's lowerings for ONNX variants beyond the registry's 2-D kernels (pool-nd.ts,
+ * 3-D ConvTranspose, GatherND batch_dims, Pad wrap, Scan 8, If returning optionals, irfft),
+ * checked against direct loops written here in float64 on shapes, strides, dilations and
+ * paddings the backend node tests do not cover; the differentiable ones also by
+ * graph AD = eager tape = finite differences.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as sc from "../../src/api/index.js";
+import { checkGradients, assertClose } from "../util/gradcheck.js";
+import { Rng } from "../util/rng.js";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/onnx-node");
+
+const { onnx } = sc;
+const vi = onnx.makeValueInfo;
+
+/** A one-node model over float64 (or given) inputs, loaded. */
+function oneNode(op: string, inputs: [string, sc.Tensor][], outputs: [string, sc.DType, number[] | null][], attrs: Record<string, unknown> = {}, opset = 22) {
+  const graph = onnx.makeGraph(
+    [onnx.makeNode(op, inputs.map(([n]) => n), outputs.map(([n]) => n), attrs as never)],
+    "g",
+    inputs.map(([n, t]) => vi(n, t.dtype, [...t.shape])),
+    outputs.map(([n, d, s]) => vi(n, d, s)),
+  );
+  return onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset, irVersion: 10 })));
+}
+
+const data = (t: sc.Tensor): number[] => Array.from(t.dataSync(), Number);
+
+/** Row-major strides of a shape. */
+const stridesOf = (shape: number[]): number[] => shape.map((_, i) => shape.slice(i + 1).reduce((a, b) => a * b, 1));
+
+/** Direct N-D pooling: max / average (count_include_pad) / indices, ceil_mode, dilations. */
+function poolReference(x: sc.Tensor, kind: "max" | "avg", a: { kernel: number[]; strides: number[]; dilations: number[]; pads: number[]; ceil: boolean; includePad?: boolean }) {
+  const shape = x.shape as number[];
+  const xs = data(x);
+  const size = shape.slice(2);
+  const k = size.length;
+  const out = size.map((s, i) => {
+    const keff = (a.kernel[i]! - 1) * a.dilations[i]! + 1;
+    const span = s + a.pads[i]! + a.pads[i + k]! - keff;
+    let o = (a.ceil ? Math.ceil(span / a.strides[i]!) : Math.floor(span / a.strides[i]!)) + 1;
+    if (a.ceil && (o - 1) * a.strides[i]! >= s + a.pads[i]!) o--;
+    return o;
+  });
+  const st = stridesOf(shape);
+  const values: number[] = [];
+  const indices: number[] = [];
+  const outCount = out.reduce((p, q) => p * q, 1);
+  for (let nc = 0; nc < shape[0]! * shape[1]!; nc++) {
+    for (let p = 0; p < outCount; p++) {
+      const o: number[] = [];
+      let r = p;
+      for (let i = k - 1; i >= 0; i--) {
+        o[i] = r % out[i]!;
+        r = Math.floor(r / out[i]!);
+      }
+      let best = -Infinity;
+      let bestAt = -1;
+      let sum = 0;
+      let count = 0;
+      const kCount = a.kernel.reduce((q, w) => q * w, 1);
+      for (let t = 0; t < kCount; t++) {
+        const off: number[] = [];
+        let rr = t;
+        for (let i = k - 1; i >= 0; i--) {
+          off[i] = rr % a.kernel[i]!;
+          rr = Math.floor(rr / a.kernel[i]!);
+        }
+        const pos = off.map((j, i) => o[i]! * a.strides[i]! - a.pads[i]! + j * a.dilations[i]!);
+        const inside = pos.every((q, i) => q >= 0 && q < size[i]!);
+        const insidePadded = pos.every((q, i) => q >= -a.pads[i]! && q < size[i]! + a.pads[i + k]!);
+        if (a.includePad ? insidePadded : inside) count++;
+        if (!inside) continue;
+        const flat = nc * st[1]! + pos.reduce((acc, q, i) => acc + q * st[i + 2]!, 0);
+        const v = xs[flat]!;
+        sum += v;
+        if (v > best) {
+          best = v;
+          bestAt = flat;
+        }
+      }
+      values.push(kind === "max" ? best : sum / count);
+      indices.push(bestAt);
+    }
+  }
+  return { values, indices, shape: [shape[0]!, shape[1]!, ...out] };
+}
+
+test("3-D MaxPool/AveragePool with dilations, strides, pads and ceil_mode match direct loops; graph AD = tape = finite differences", () => {
+  const rng = new Rng(31);
+  const x = rng.tensor([2, 2, 5, 6, 7]);
+  const cases = [
+    { kernel: [2, 3, 2], strides: [2, 1, 3], dilations: [2, 1, 2], pads: [1, 0, 1, 0, 2, 1], ceil: true, includePad: false },
+    { kernel: [3, 2, 2], strides: [1, 2, 2], dilations: [1, 2, 1], pads: [1, 1, 0, 1, 0, 1], ceil: false, includePad: true },
+  ];
+  for (const c of cases) {
+    for (const kind of ["max", "avg"] as const) {
+      const attrs = { kernel_shape: c.kernel, strides: c.strides, dilations: c.dilations, pads: c.pads, ceil_mode: c.ceil ? 1 : 0, ...(kind === "avg" ? { count_include_pad: c.includePad ? 1 : 0 } : {}) };
+      const ref = poolReference(x, kind, c);
+      const m = oneNode(kind === "max" ? "MaxPool" : "AveragePool", [["x", x]], [["y", "float64", null]], attrs);
+      const y = m(x) as sc.Tensor;
+      assert.deepEqual(y.shape, ref.shape, `${kind} ${JSON.stringify(c)}`);
+      assertClose(data(y), ref.values, 1e-12, `${kind} pool ${JSON.stringify(c)}`);
+      const w = rng.tensor(ref.shape);
+      const loss = (t: sc.Tensor) => sc.sum(sc.mul(m(t) as sc.Tensor, w));
+      const tape = sc.grad(loss)(x) as sc.Tensor;
+      const graph = sc.grad(sc.stage(loss, { autograph: false }))(x) as sc.Tensor;
+      assertClose(data(graph), data(tape), 1e-12, `${kind}: graph AD vs tape`);
+      checkGradients(loss, [x], 1e-6, `${kind} pool 3-D`);
+    }
+  }
+});
+
+test("MaxPool's Indices (row- and column-major, padded and dilated) match direct loops", () => {
+  const rng = new Rng(7);
+  const x = rng.tensor([2, 3, 5, 6]);
+  for (const storage of [0, 1]) {
+    const attrs = { kernel_shape: [3, 2], strides: [2, 2], dilations: [1, 2], pads: [1, 1, 1, 0], storage_order: storage };
+    const m = oneNode("MaxPool", [["x", x]], [["y", "float64", null], ["i", "int64", null]], attrs);
+    const out = m.run({ x });
+    const ref = poolReference(x, "max", { kernel: [3, 2], strides: [2, 2], dilations: [1, 2], pads: [1, 1, 1, 0], ceil: false });
+    assertClose(data(out.y as sc.Tensor), ref.values, 0, "values");
+    // Column-major: the spatial coordinates h, w give h + w * H (batch and channel as before).
+    const [, , H, W] = x.shape as number[];
+    const want = storage === 0 ? ref.indices : ref.indices.map((f) => {
+      const plane = Math.floor(f / (H! * W!));
+      const h = Math.floor((f % (H! * W!)) / W!);
+      const wCol = f % W!;
+      return plane * H! * W! + h + wCol * H!;
+    });
+    assert.equal((out.i as sc.Tensor).dtype, "int64");
+    assert.deepEqual(data(out.i as sc.Tensor), want, `storage_order ${storage}`);
+  }
+});
+
+test("3-D ConvTranspose with strides, dilations, pads, output_padding, groups and bias matches a direct loop; gradients", () => {
+  const rng = new Rng(5);
+  const [N, C, D, H, W, G, Mg] = [1, 4, 3, 2, 3, 2, 1];
+  const x = rng.tensor([N, C, D, H, W]);
+  const w = rng.tensor([C, Mg, 2, 2, 3]);
+  const b = rng.tensor([G * Mg]);
+  const strides = [2, 1, 2];
+  const dilations = [2, 1, 1];
+  const pads = [1, 0, 1, 0, 1, 0];
+  const outPad = [1, 0, 1];
+  const kernel = [2, 2, 3];
+  const full = [D, H, W].map((s, i) => strides[i]! * (s - 1) + (kernel[i]! - 1) * dilations[i]! + 1 + outPad[i]!);
+  const out = full.map((f, i) => f - pads[i]! - pads[i + 3]!);
+  const M = G * Mg;
+  const ref = new Array<number>(N * M * out[0]! * out[1]! * out[2]!).fill(0);
+  const xs = data(x);
+  const ws = data(w);
+  const cPerG = C / G;
+  for (let c = 0; c < C; c++) {
+    const g = Math.floor(c / cPerG);
+    for (let m = 0; m < Mg; m++) {
+      const oc = g * Mg + m;
+      for (let d = 0; d < D; d++) for (let h = 0; h < H; h++) for (let ww = 0; ww < W; ww++) {
+        for (let kd = 0; kd < 2; kd++) for (let kh = 0; kh < 2; kh++) for (let kw = 0; kw < 3; kw++) {
+          const od = d * strides[0]! + kd * dilations[0]! - pads[0]!;
+          const oh = h * strides[1]! + kh * dilations[1]! - pads[1]!;
+          const ow = ww * strides[2]! + kw * dilations[2]! - pads[2]!;
+          if (od < 0 || oh < 0 || ow < 0 || od >= out[0]! || oh >= out[1]! || ow >= out[2]!) continue;
+          ref[((oc * out[0]! + od) * out[1]! + oh) * out[2]! + ow]! += xs[((c * D + d) * H + h) * W + ww]! * ws[(((c * Mg + m) * 2 + kd) * 2 + kh) * 3 + kw]!;
+        }
+      }
+    }
+  }
+  for (let oc = 0; oc < M; oc++) for (let i = 0; i < out[0]! * out[1]! * out[2]!; i++) ref[oc * out[0]! * out[1]! * out[2]! + i]! += data(b)[oc]!;
+  const m = oneNode("ConvTranspose", [["x", x], ["w", w], ["b", b]], [["y", "float64", null]], { strides, dilations, pads, output_padding: outPad, group: G });
+  const y = m(x, w, b) as sc.Tensor;
+  assert.deepEqual(y.shape, [N, M, ...out]);
+  assertClose(data(y), ref, 1e-12, "ConvTranspose 3-D");
+  const wy = rng.tensor([N, M, ...out]);
+  const loss = (xt: sc.Tensor, wt: sc.Tensor) => sc.sum(sc.mul(m(xt, wt, b) as sc.Tensor, wy));
+  const tape = sc.grad(loss, { argnums: "all" })(x, w) as sc.Tensor[];
+  const graph = sc.grad(sc.stage(loss, { autograph: false }), { argnums: "all" })(x, w) as sc.Tensor[];
+  tape.forEach((g, i) => assertClose(data(graph[i]!), data(g), 1e-12, `graph AD vs tape, input ${i}`));
+  checkGradients(loss, [x, w], 1e-6, "ConvTranspose 3-D");
+});
+
+test("GatherND with batch_dims 2 and negative indices matches a direct loop", () => {
+  const rng = new Rng(3);
+  const x = rng.tensor([2, 3, 4, 5, 2]);
+  // indices [2, 3, 2, 2]: per batch pair, two index tuples over axes 2 and 3
+  const idx = sc.tensor(Array.from({ length: 2 * 3 * 2 * 2 }, (_, i) => (i % 2 === 0 ? (i % 4) - 2 : (i % 5) - 3)), "int64", [2, 3, 2, 2]);
+  const m = oneNode("GatherND", [["x", x], ["i", idx]], [["y", "float64", null]], { batch_dims: 2 });
+  const y = m(x, idx) as sc.Tensor;
+  assert.deepEqual(y.shape, [2, 3, 2, 2]);
+  const xs = data(x);
+  const is = data(idx);
+  const want: number[] = [];
+  for (let b0 = 0; b0 < 2; b0++) for (let b1 = 0; b1 < 3; b1++) for (let t = 0; t < 2; t++) {
+    const base = ((b0 * 3 + b1) * 2 + t) * 2;
+    const i0 = (is[base]! + 4) % 4;
+    const i1 = (is[base + 1]! + 5) % 5;
+    for (let e = 0; e < 2; e++) want.push(xs[(((b0 * 3 + b1) * 4 + i0) * 5 + i1) * 2 + e]!);
+  }
+  assert.deepEqual(data(y), want);
+  const loss = (t: sc.Tensor) => sc.sum(sc.square(m(t, idx) as sc.Tensor));
+  checkGradients(loss, [x], 1e-6, "GatherND batch_dims");
+});
+
+test("Pad mode wrap with pads longer than the axis and negative pads matches a direct loop", () => {
+  const x = sc.tensor([1, 2, 3, 4, 5, 6], "float64", [2, 3]);
+  const pads = sc.tensor([3, -1, 1, 4], "int64", [4]);
+  const graph = onnx.makeGraph([onnx.makeNode("Pad", ["x", "p"], ["y"], { mode: "wrap" })], "g", [vi("x", "float64", [2, 3])], [vi("y", "float64", null)], [{ name: "p", value: pads }]);
+  const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 19 })));
+  const y = m(x) as sc.Tensor;
+  // axis 0: begin 3, end 1 -> 6 rows (i - 3) mod 2; axis 1: crop 1 at the start, 4 at the end -> 6 cols (j + 1) mod 3
+  const want: number[] = [];
+  for (let i = 0; i < 6; i++) for (let j = 0; j < 6; j++) want.push(data(x)[(((i - 3) % 2) + 2) % 2 * 3 + ((j + 1) % 3)]!);
+  assert.deepEqual(y.shape, [6, 6]);
+  assert.deepEqual(data(y), want);
+});
+
+test("Scan 8 (batch axis) runs each batch entry's loop: sums and running sums per entry", () => {
+  const body = onnx.makeGraph(
+    [onnx.makeNode("Add", ["s_in", "x_t"], ["s_out"]), onnx.makeNode("Identity", ["s_out"], ["y_t"])],
+    "body",
+    [vi("s_in", "float64", [2]), vi("x_t", "float64", [2])],
+    [vi("s_out", "float64", [2]), vi("y_t", "float64", [2])],
+  );
+  const graph = onnx.makeGraph(
+    [onnx.makeNode("Scan", ["", "s0", "xs"], ["s", "ys"], { body, num_scan_inputs: 1, directions: [1] })],
+    "g",
+    [vi("s0", "float64", [2, 2]), vi("xs", "float64", [2, 3, 2])],
+    [vi("s", "float64", [2, 2]), vi("ys", "float64", [2, 3, 2])],
+  );
+  const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 8, irVersion: 3 })));
+  const s0 = sc.tensor([[0, 100], [1, 2]], "float64");
+  const xs = sc.tensor([[[1, 2], [3, 4], [5, 6]], [[10, 20], [30, 40], [50, 60]]], "float64");
+  const out = m.run({ s0, xs });
+  assert.deepEqual(data(out.s as sc.Tensor), [9, 112, 91, 122]);
+  // direction 1: the rows are read last to first, the running sums stacked in that order
+  assert.deepEqual(data(out.ys as sc.Tensor), [5, 106, 8, 110, 9, 112, 51, 62, 81, 102, 91, 122]);
+});
+
+test("If whose branches return optionals: the condition is a trace key, each value takes its branch", () => {
+  // test_if_opt: then -> an empty optional; else -> Optional(Sequence([x])), x = [1..5]
+  const m = onnx.load(readFileSync(path.join(fixtures, "test_if_opt/model.onnx")));
+  assert.deepEqual(m.staticInputs, ["cond"]);
+  const some = m(sc.tensor(false)) as sc.Tensor[];
+  assert.equal(some.length, 1);
+  assert.deepEqual(data(some[0]!), [1, 2, 3, 4, 5]);
+  assert.equal(m(sc.tensor(true)), null);
+  assert.equal((m(sc.tensor(false)) as sc.Tensor[]).length, 1);
+  // inside a staged function the condition is symbolic: a typed error says it must be concrete
+  assert.throws(() => sc.stage((c: sc.Tensor) => m(c) as sc.Tensor[], { autograph: false })(sc.tensor(true)), /must be a concrete tensor/);
+});
+
+test("DFT: inverse and inverse one-sided (irfft) of a float64 spectrum match the direct sums", () => {
+  const rng = new Rng(11);
+  const N = 7;
+  const signal = rng.tensor([2, N, 1]);
+  const fwd = oneNode("DFT", [["x", signal]], [["y", "float64", null]], { onesided: 1 }, 19);
+  const half = fwd(signal) as sc.Tensor; // [2, 4, 2]
+  assert.deepEqual(half.shape, [2, 4, 2]);
+  const len = sc.tensor(BigInt64Array.from([BigInt(N)]), "int64", []);
+  const graph = onnx.makeGraph([onnx.makeNode("DFT", ["x", "n"], ["y"], { inverse: 1, onesided: 1, axis: 1 })], "g", [vi("x", "float64", [2, 4, 2])], [vi("y", "float64", null)], [{ name: "n", value: len }]);
+  const inv = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 19 })));
+  const back = inv(half) as sc.Tensor;
+  assert.deepEqual(back.shape, [2, N, 1]);
+  assertClose(data(back), data(signal), 1e-12, "irfft(rfft(x)) = x (odd length)");
+  // the full inverse of a complex spectrum: direct sum (1/N) sum_k X_k e^{2 pi i k n / N}
+  const spec = rng.tensor([1, N, 2]);
+  const full = oneNode("DFT", [["x", spec]], [["y", "float64", null]], { inverse: 1 }, 19);
+  const got = data(full(spec) as sc.Tensor);
+  const s = data(spec);
+  for (let n = 0; n < N; n++) {
+    let re = 0;
+    let im = 0;
+    for (let k = 0; k < N; k++) {
+      const a = (2 * Math.PI * k * n) / N;
+      re += s[2 * k]! * Math.cos(a) - s[2 * k + 1]! * Math.sin(a);
+      im += s[2 * k]! * Math.sin(a) + s[2 * k + 1]! * Math.cos(a);
+    }
+    assert.ok(Math.abs(got[2 * n]! - re / N) < 1e-12 && Math.abs(got[2 * n + 1]! - im / N) < 1e-12, `element ${n}`);
+  }
+});
