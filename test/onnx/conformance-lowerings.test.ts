@@ -284,3 +284,30 @@ test("DFT: inverse and inverse one-sided (irfft) of a float64 spectrum match the
     assert.ok(Math.abs(got[2 * n]! - re / N) < 1e-12 && Math.abs(got[2 * n + 1]! - im / N) < 1e-12, `element ${n}`);
   }
 });
+
+test("CumProd (prefix products) with zeros and negatives: forward against a direct loop, exclusive/reverse, gradients", () => {
+  const x = sc.tensor([[2, -1.5, 0, 3, 0.5, -2, 1.25], [0.5, 0, 0, -3, 2, 1, -1]], "float64");
+  const axis = sc.tensor(BigInt64Array.from([1n]), "int64", []);
+  for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
+    const graph = onnx.makeGraph([onnx.makeNode("CumProd", ["x", "a"], ["y"], { exclusive, reverse })], "g", [vi("x", "float64", [2, 7])], [vi("y", "float64", null)], [{ name: "a", value: axis }]);
+    const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 26 })));
+    const xs = data(x);
+    const want: number[] = [];
+    for (let r = 0; r < 2; r++) {
+      for (let j = 0; j < 7; j++) {
+        let p = 1;
+        for (let i = 0; i < 7; i++) {
+          const take = reverse ? (exclusive ? i > j : i >= j) : exclusive ? i < j : i <= j;
+          if (take) p *= xs[r * 7 + i]!;
+        }
+        want.push(p);
+      }
+    }
+    assertClose(data(m(x) as sc.Tensor), want, 1e-15, `exclusive ${exclusive} reverse ${reverse}`);
+    const loss = (t: sc.Tensor) => sc.sum(sc.mul(m(t) as sc.Tensor, sc.tensor([[1, 2, 3, 4, 5, 6, 7], [7, 6, 5, 4, 3, 2, 1]], "float64")));
+    const tape = sc.grad(loss)(x) as sc.Tensor;
+    const graphAd = sc.grad(sc.stage(loss, { autograph: false }))(x) as sc.Tensor;
+    assertClose(data(graphAd), data(tape), 1e-12, "graph AD vs tape");
+    checkGradients(loss, [x], 1e-6, `CumProd exclusive ${exclusive} reverse ${reverse}`);
+  }
+});

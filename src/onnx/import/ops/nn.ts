@@ -208,6 +208,39 @@ function pool(op: "MaxPool" | "AveragePool"): void {
 pool("MaxPool");
 pool("AveragePool");
 
+/**
+ * MaxUnpool: zeros of the unpooled shape (output_shape, or the pooling geometry run backwards),
+ * with each X value written at its Indices position (flat over the whole output, as MaxPool's
+ * Indices are): one scatterND, so the values' gradient is a gather.
+ */
+onnxOp("MaxUnpool", {
+  constInputs: [2],
+  run(n) {
+    const x = n.input(0);
+    const idx = n.input(1);
+    if (idx.rank !== x.rank || idx.shape.some((d, i) => d !== x.shape[i])) throw n.fail(`indices have shape [${idx.shape.join(", ")}], expected the input's [${x.shape.join(", ")}]`);
+    const k = x.rank - 2;
+    const kernel = n.ints("kernel_shape");
+    if (kernel === undefined || kernel.length !== k) throw n.fail(`needs kernel_shape with ${k} entries`);
+    const strides = n.ints("strides", new Array(k).fill(1));
+    const pads = n.ints("pads", new Array(2 * k).fill(0));
+    // Indices address the unpooled shape the pooling geometry implies; a larger output_shape
+    // adds zeros at the end of each spatial axis (as onnxruntime places them).
+    const shape = [x.shape[0]!, x.shape[1]!, ...kernel.map((kk, i) => (x.shape[i + 2]! - 1) * strides[i]! - pads[i]! - pads[i + k]! + kk)];
+    n.checkShape(shape);
+    const total = shape.reduce((p, q) => p * q, 1);
+    const flat = ops.scatterND(ops.full([total], 0, x.dtype), ops.reshape(ops.cast(idx, "int64"), [x.size, 1]), ops.reshape(x, [x.size]));
+    const y = ops.reshape(flat, shape);
+    if (!n.hasInput(2)) return y;
+    const want = n.knownInts(2, "output_shape");
+    if (want.length !== x.rank || want.some((d, i) => (i < 2 ? d !== shape[i] : d < shape[i]!))) {
+      throw n.fail(`output_shape [${want.join(", ")}] must keep N and C and be at least the unpooled shape [${shape.join(", ")}]`);
+    }
+    n.checkShape(want);
+    return ops.pad(y, want.map((d, i) => [0, d - shape[i]!] as [number, number]));
+  },
+});
+
 const spatialAxes = (x: Tensor): number[] => [...Array(x.rank).keys()].slice(2);
 onnxOp("GlobalAveragePool", { run: (n) => ops.mean(n.input(0), spatialAxes(n.input(0)), true) });
 onnxOp("GlobalMaxPool", { run: (n) => ops.max(n.input(0), spatialAxes(n.input(0)), true) });
