@@ -14,3 +14,4 @@ import "./composite.js";
 import "./quantize.js";
 import "./grid-sample.js";
 import "./data-dependent.js";
+import "./training.js";
