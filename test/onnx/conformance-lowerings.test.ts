@@ -311,3 +311,40 @@ test("CumProd (prefix products) with zeros and negatives: forward against a dire
     checkGradients(loss, [x], 1e-6, `CumProd exclusive ${exclusive} reverse ${reverse}`);
   }
 });
+
+test("Momentum nesterov and Adam with norm_coefficient_post follow the specification's formulas (T = 0 and T > 0)", () => {
+  const domain = "ai.onnx.preview.training";
+  const X = [0.5, -1.25, 2];
+  const G = [0.1, -0.3, 0.7];
+  const S = [0.05, 0.2, -0.4];
+  const S2 = [0.3, 0.1, 0.2];
+  const t = (v: number[]) => sc.tensor(v, "float64", [3]);
+  const build = (op: string, states: number, attrs: Record<string, unknown>) => {
+    const names = ["X", "G", "V", "H"].slice(0, 2 + states);
+    const graph = onnx.makeGraph(
+      [onnx.makeNode(op, ["R", "T", ...names], names.filter((n) => n !== "G").map((n) => `${n}_new`), attrs as never, { domain })],
+      "g",
+      [vi("R", "float64", []), vi("T", "int64", []), ...names.map((n) => vi(n, "float64", [3]))],
+      names.filter((n) => n !== "G").map((n) => vi(`${n}_new`, "float64", [3])),
+    );
+    return onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opsets: { [domain]: 1 } })));
+  };
+  const R = 0.1;
+  for (const T of [0, 3]) {
+    const Tt = sc.tensor(BigInt64Array.from([BigInt(T)]), "int64", []);
+    const [alpha, beta, norm] = [0.875, 0.75, 0.015625]; // float32-exact (attributes are float32)
+    const mom = build("Momentum", 1, { alpha, beta, norm_coefficient: norm, mode: "nesterov" }).run({ R: sc.scalar(R, "float64"), T: Tt, X: t(X), G: t(G), V: t(S) });
+    const wantV = X.map((x, i) => alpha * S[i]! + (T > 0 ? beta : 1) * (norm * x + G[i]!));
+    const wantX = X.map((x, i) => x - R * (norm * x + G[i]! + alpha * wantV[i]!));
+    assertClose(data(mom.V_new as sc.Tensor), wantV, 1e-14, `nesterov V, T=${T}`);
+    assertClose(data(mom.X_new as sc.Tensor), wantX, 1e-14, `nesterov X, T=${T}`);
+    const [a2, b2, eps, post] = [0.8125, 0.9375, 2 ** -10, 0.125];
+    const adam = build("Adam", 2, { alpha: a2, beta: b2, epsilon: eps, norm_coefficient: norm, norm_coefficient_post: post }).run({ R: sc.scalar(R, "float64"), T: Tt, X: t(X), G: t(G), V: t(S), H: t(S2) });
+    const g = X.map((x, i) => norm * x + G[i]!);
+    const v = g.map((gi, i) => a2 * S[i]! + (1 - a2) * gi);
+    const h = g.map((gi, i) => b2 * S2[i]! + (1 - b2) * gi * gi);
+    const rate = T > 0 ? (R * Math.sqrt(1 - b2 ** T)) / (1 - a2 ** T) : R;
+    assertClose(data(adam.X_new as sc.Tensor), X.map((x, i) => (1 - post) * (x - rate * (v[i]! / (Math.sqrt(h[i]!) + eps)))), 1e-14, `Adam X, T=${T}`);
+    assertClose(data(adam.H_new as sc.Tensor), h, 1e-14, `Adam H, T=${T}`);
+  }
+});
