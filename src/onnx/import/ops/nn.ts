@@ -44,9 +44,9 @@ function padPairs(pads: number[], oneD: boolean): [[number, number], [number, nu
 }
 
 /** A Conv or ConvTranspose node's operands (1-D ones as 2-D) and the geometry of its spatial axes. */
-function convGeometry(n: NodeContext) {
-  const { x, oneD } = as2d(n, n.input(0));
-  const w = oneD ? ops.expandDims(n.input(1), 2) : n.input(1);
+function convGeometry(n: NodeContext, x0: Tensor = n.input(0), w0: Tensor = n.input(1)) {
+  const { x, oneD } = as2d(n, x0);
+  const w = oneD ? ops.expandDims(w0, 2) : w0;
   const k = oneD ? 1 : 2;
   const kernel = oneD ? [w.shape[3]!] : [w.shape[2]!, w.shape[3]!];
   const strides = n.ints("strides", new Array(k).fill(1));
@@ -62,12 +62,18 @@ function finishConv(n: NodeContext, y: Tensor, oneD: boolean): Tensor {
   return back1d(b === null ? y : ops.add(y, ops.reshape(b, [1, b.size, 1, 1])), oneD);
 }
 
+/** The convolution a Conv-like node's attributes describe, of x by w (no bias). */
+export function convolve(n: NodeContext, x0: Tensor, w0: Tensor): Tensor {
+  const { x, w, oneD, strides, dilations, size, keff } = convGeometry(n, x0, w0);
+  const pads = resolvePads(n, size, keff, strides);
+  return back1d(ops.conv2d(x, w, { strides: pair(strides, oneD, 1), dilations: pair(dilations, oneD, 1), padding: padPairs(pads, oneD), groups: n.int("group", 1) }), oneD);
+}
+
 onnxOp("Conv", {
   run(n) {
-    const { x, w, oneD, strides, dilations, size, keff } = convGeometry(n);
-    const pads = resolvePads(n, size, keff, strides);
-    const y = ops.conv2d(x, w, { strides: pair(strides, oneD, 1), dilations: pair(dilations, oneD, 1), padding: padPairs(pads, oneD), groups: n.int("group", 1) });
-    return finishConv(n, y, oneD);
+    const y = convolve(n, n.input(0), n.input(1));
+    const b = n.optional(2);
+    return b === null ? y : ops.add(y, ops.reshape(b, [1, b.size, ...new Array<number>(y.rank - 2).fill(1)]));
   },
 });
 
