@@ -348,3 +348,40 @@ test("Momentum nesterov and Adam with norm_coefficient_post follow the specifica
     assertClose(data(adam.H_new as sc.Tensor), h, 1e-14, `Adam H, T=${T}`);
   }
 });
+
+test("Col2Im with strides, dilations and pads matches a direct loop (the adjoint of im2col); gradients", () => {
+  const rng = new Rng(17);
+  const [N, C] = [2, 2];
+  const image = [5, 6];
+  const block = [2, 3];
+  const strides = [2, 1];
+  const dilations = [1, 2];
+  const pads = [1, 0, 0, 2];
+  const out = image.map((s, i) => Math.floor((s + pads[i]! + pads[i + 2]! - ((block[i]! - 1) * dilations[i]! + 1)) / strides[i]!) + 1);
+  const K = block[0]! * block[1]!;
+  const L = out[0]! * out[1]!;
+  const x = rng.tensor([N, C * K, L]);
+  const xs = data(x);
+  const want = new Array<number>(N * C * image[0]! * image[1]!).fill(0);
+  for (let b = 0; b < N; b++) for (let c = 0; c < C; c++) for (let kh = 0; kh < block[0]!; kh++) for (let kw = 0; kw < block[1]!; kw++) {
+    for (let oh = 0; oh < out[0]!; oh++) for (let ow = 0; ow < out[1]!; ow++) {
+      const h = oh * strides[0]! - pads[0]! + kh * dilations[0]!;
+      const w = ow * strides[1]! - pads[1]! + kw * dilations[1]!;
+      if (h < 0 || w < 0 || h >= image[0]! || w >= image[1]!) continue;
+      want[((b * C + c) * image[0]! + h) * image[1]! + w]! += xs[(b * C * K + c * K + kh * block[1]! + kw) * L + oh * out[1]! + ow]!;
+    }
+  }
+  const shapes = [
+    { name: "image", value: sc.tensor(BigInt64Array.from(image.map(BigInt)), "int64", [2]) },
+    { name: "block", value: sc.tensor(BigInt64Array.from(block.map(BigInt)), "int64", [2]) },
+  ];
+  const graph = onnx.makeGraph([onnx.makeNode("Col2Im", ["x", "image", "block"], ["y"], { strides, dilations, pads })], "g", [vi("x", "float64", [N, C * K, L])], [vi("y", "float64", null)], shapes);
+  const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 18 })));
+  const y = m(x) as sc.Tensor;
+  assert.deepEqual(y.shape, [N, C, ...image]);
+  assertClose(data(y), want, 1e-12, "Col2Im");
+  const wy = rng.tensor([N, C, ...image]);
+  const loss = (t: sc.Tensor) => sc.sum(sc.mul(m(t) as sc.Tensor, wy));
+  assertClose(data(sc.grad(sc.stage(loss, { autograph: false }))(x) as sc.Tensor), data(sc.grad(loss)(x) as sc.Tensor), 1e-12, "graph AD vs tape");
+  checkGradients(loss, [x], 1e-6, "Col2Im");
+});

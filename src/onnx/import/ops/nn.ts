@@ -8,7 +8,7 @@ import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { axisOf } from "./shape.js";
-import { avgPoolNd, maxPoolIndices, maxPoolNd, poolGeometry, resolvePads } from "./pool-nd.js";
+import { avgPoolNd, maxPoolIndices, maxPoolNd, poolGeometry, resolvePads, sumBlocks } from "./pool-nd.js";
 
 onnxOp("MatMul", { run: (n) => ops.matmul(n.input(0), n.input(1)) });
 
@@ -213,6 +213,35 @@ function pool(op: "MaxPool" | "AveragePool"): void {
 }
 pool("MaxPool");
 pool("AveragePool");
+
+/**
+ * Col2Im: input [N, C * prod(block), L] holds L sliding blocks (im2col's columns); each block
+ * element is added back at its image position (sumBlocks, pool-nd.ts).
+ */
+onnxOp("Col2Im", {
+  constInputs: [1, 2],
+  run(n) {
+    const x = n.input(0);
+    const image = n.knownInts(1, "image_shape");
+    const block = n.knownInts(2, "block_shape");
+    const k = image.length;
+    if (block.length !== k || k === 0) throw n.fail(`image_shape [${image.join(", ")}] and block_shape [${block.join(", ")}] must have the same positive length`);
+    if (x.rank !== 3) throw n.fail(`the input must be [N, C * prod(block_shape), L], got shape [${x.shape.join(", ")}]`);
+    const strides = n.ints("strides", new Array(k).fill(1));
+    const dilations = n.ints("dilations", new Array(k).fill(1));
+    const pads = n.ints("pads", new Array(2 * k).fill(0));
+    if (strides.length !== k || dilations.length !== k || pads.length !== 2 * k) throw n.fail(`strides, dilations need ${k} entries and pads ${2 * k}`);
+    if ([...image, ...block, ...strides, ...dilations].some((v) => !Number.isInteger(v) || v < 1) || pads.some((p) => p < 0)) throw n.fail("image and block sizes, strides and dilations must be positive, pads non-negative");
+    const K = block.reduce((p, q) => p * q, 1);
+    const [N, CK, L] = x.shape as [number, number, number];
+    if (CK % K !== 0) throw n.fail(`the input's ${CK} rows are not a multiple of the block's ${K} elements`);
+    const out = image.map((s, i) => Math.floor((s + pads[i]! + pads[i + k]! - ((block[i]! - 1) * dilations[i]! + 1)) / strides[i]!) + 1);
+    if (out.some((o) => o < 1) || out.reduce((p, q) => p * q, 1) !== L) throw n.fail(`the image [${image.join(", ")}] holds [${out.join(", ")}] blocks, not the input's ${L}`);
+    n.checkShape([N, CK / K, ...image]);
+    const cols = ops.reshape(x, [N, CK / K, K, ...out]);
+    return sumBlocks(cols, image, block, strides, dilations, pads.slice(0, k), pads.slice(k));
+  },
+});
 
 /**
  * MaxUnpool: zeros of the unpooled shape (output_shape, or the pooling geometry run backwards),

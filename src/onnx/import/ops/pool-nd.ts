@@ -203,3 +203,37 @@ export function avgPoolNd(x: Tensor, g: PoolGeometry, includePad: boolean): Tens
 export function lpPoolNd(x: Tensor, g: PoolGeometry, p: number): Tensor {
   return ops.pow(ops.sum(taps(ops.pow(ops.abs(x), p), g, 0), 0), 1 / p);
 }
+
+/**
+ * Col2Im's sum of blocks, the adjoint of the taps above: `cols` [N, C, K, ...out] holds, for each
+ * of the K block offsets (row-major), the values each window contributes there; each is spread
+ * to positions o * stride + offset * dilation of the padded image (zeros between, for the
+ * stride), the K spreads add up, and the padding is cropped. Slices, pads and adds only, so it
+ * differentiates like them.
+ */
+export function sumBlocks(cols: Tensor, image: number[], block: number[], strides: number[], dilations: number[], begin: number[], end: number[]): Tensor {
+  const k = image.length;
+  const [N, C] = cols.shape as [number, number];
+  const out = cols.shape.slice(3) as number[];
+  const padded = image.map((s, i) => s + begin[i]! + end[i]!);
+  let sum: Tensor | null = null;
+  offsets(block).forEach((off, t) => {
+    let y = ops.squeeze(ops.slice(cols, [0, 0, t, ...out.map(() => 0)], [N, C, t + 1, ...out]), 2);
+    for (let i = 0; i < k; i++) {
+      const axis = i + 2;
+      const s = strides[i]!;
+      if (s > 1 && out[i]! > 1) {
+        // interleave s - 1 zeros after each entry, then drop the trailing ones
+        const shape = y.shape as number[];
+        const spread = ops.pad(ops.expandDims(y, axis + 1), [...shape, 1].map((_, d): [number, number] => (d === axis + 1 ? [0, s - 1] : [0, 0])));
+        y = ops.reshape(spread, shape.map((d, j) => (j === axis ? d * s : d)));
+        y = ops.slice(y, shape.map(() => 0), shape.map((d, j) => (j === axis ? (out[i]! - 1) * s + 1 : d)));
+      }
+      const before = off[i]! * dilations[i]!;
+      const after = padded[i]! - before - y.shape[axis]!;
+      y = ops.pad(y, y.shape.map((_, d) => (d === axis ? [before, after] : [0, 0]) as [number, number]));
+    }
+    sum = sum === null ? y : ops.add(sum, y);
+  });
+  return ops.slice(sum!, [0, 0, ...begin], [N, C, ...image.map((s, i) => begin[i]! + s)]);
+}

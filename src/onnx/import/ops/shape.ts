@@ -336,3 +336,20 @@ onnxOp("ScatterND", {
     return ops.scatterND(x, ops.where(ops.less(idx, 0), ops.add(idx, dims), idx), n.input(2), reductionOf(n));
   },
 });
+
+/** ai.onnx.ml ArrayFeatureExtractor: the given entries of the last axis (a 1-D input as one row; gather checks the indices). */
+onnxOp(
+  "ArrayFeatureExtractor",
+  {
+    run(n) {
+      const x = n.input(0);
+      const idx = n.input(1);
+      if (x.rank === 0) throw n.fail("the input must have at least one axis");
+      const rows = x.rank === 1 ? ops.reshape(x, [1, x.shape[0]!]) : x;
+      const last = rows.rank - 1;
+      const flat = ops.reshape(idx, [idx.size]);
+      return ops.gather(rows, flat, last);
+    },
+  },
+  "ai.onnx.ml",
+);
