@@ -385,3 +385,35 @@ test("Col2Im with strides, dilations and pads matches a direct loop (the adjoint
   assertClose(data(sc.grad(sc.stage(loss, { autograph: false }))(x) as sc.Tensor), data(sc.grad(loss)(x) as sc.Tensor), 1e-12, "graph AD vs tape");
   checkGradients(loss, [x], 1e-6, "Col2Im");
 });
+
+test("Unique along an axis, sorted and unsorted, staged (a host call) and differentiable in its values", () => {
+  const x = sc.tensor([[1, 3, 1, 0, 3], [2, 4, 2, 5, 4]], "float64");
+  for (const sortedAttr of [1, 0]) {
+    const graph = onnx.makeGraph(
+      [onnx.makeNode("Unique", ["x"], ["y", "i", "inv", "c"], { axis: 1, sorted: sortedAttr })],
+      "g",
+      [vi("x", "float64", [2, 5])],
+      [vi("y", "float64", null), vi("i", "int64", null), vi("inv", "int64", null), vi("c", "int64", null)],
+    );
+    const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 11 })));
+    const out = m.run({ x });
+    // columns: (1,2) (3,4) (1,2) (0,5) (3,4)
+    if (sortedAttr) {
+      assert.deepEqual(data(out.y as sc.Tensor), [0, 1, 3, 5, 2, 4]);
+      assert.deepEqual(data(out.i as sc.Tensor), [3, 0, 1]);
+      assert.deepEqual(data(out.inv as sc.Tensor), [1, 2, 1, 0, 2]);
+      assert.deepEqual(data(out.c as sc.Tensor), [1, 2, 2]);
+    } else {
+      assert.deepEqual(data(out.y as sc.Tensor), [1, 3, 0, 2, 4, 5]);
+      assert.deepEqual(data(out.i as sc.Tensor), [0, 1, 3]);
+      assert.deepEqual(data(out.inv as sc.Tensor), [0, 1, 0, 2, 1]);
+      assert.deepEqual(data(out.c as sc.Tensor), [2, 2, 1]);
+    }
+    // staged inside another function: the host call runs when the graph runs; the gradient reaches x
+    const loss = (t: sc.Tensor) => sc.sum(sc.square(m(t)[0] as sc.Tensor));
+    const g = sc.grad(sc.stage(loss, { autograph: false }))(x) as sc.Tensor;
+    assert.deepEqual(data(g), data(sc.grad(loss)(x) as sc.Tensor));
+    const firsts = sortedAttr ? [3, 0, 1] : [0, 1, 3];
+    assert.deepEqual(data(g), data(x).map((v, k) => (firsts.includes(k % 5) ? 2 * v : 0)));
+  }
+});
