@@ -417,3 +417,25 @@ test("Unique along an axis, sorted and unsorted, staged (a host call) and differ
     assert.deepEqual(data(g), data(x).map((v, k) => (firsts.includes(k % 5) ? 2 * v : 0)));
   }
 });
+
+test("TfIdfVectorizer IDF and TFIDF modes with weights, skips and a 1-D input match direct counting", () => {
+  const tokens = [4, 2, 4, 2, 7, 4, 9, 2, 4];
+  const x = sc.tensor(tokens, "int32", [9]);
+  // unigrams 4, 9; bigrams (4,2), (2,4); output columns permuted by ngram_indexes
+  const attrs = { min_gram_length: 1, max_gram_length: 2, max_skip_count: 2, ngram_counts: [0, 2], ngram_indexes: [3, 0, 1, 2], pool_int64s: [4, 9, 4, 2, 2, 4], weights: [0.5, 2, 0.25, 4] };
+  const count = (gram: number[]): number => {
+    if (gram.length === 1) return tokens.filter((t) => t === gram[0]).length;
+    let c = 0;
+    for (let s = 0; s <= 2; s++) for (let i = 0; i + s + 1 < tokens.length; i++) if (tokens[i] === gram[0] && tokens[i + s + 1] === gram[1]) c++;
+    return c;
+  };
+  const tf = [[4], [9], [4, 2], [2, 4]].map(count);
+  for (const mode of ["TF", "IDF", "TFIDF"]) {
+    const graph = onnx.makeGraph([onnx.makeNode("TfIdfVectorizer", ["x"], ["y"], { ...attrs, mode })], "g", [vi("x", "int32", [9])], [vi("y", "float32", null)]);
+    const y = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 9 })))(x) as sc.Tensor;
+    const want = [0, 0, 0, 0];
+    tf.forEach((c, g) => (want[attrs.ngram_indexes[g]!] = mode === "TF" ? c : mode === "IDF" ? (c > 0 ? attrs.weights[g]! : 0) : c * attrs.weights[g]!));
+    assert.deepEqual(y.shape, [4]);
+    assert.deepEqual(data(y), want, mode);
+  }
+});

@@ -15,3 +15,4 @@ import "./quantize.js";
 import "./grid-sample.js";
 import "./data-dependent.js";
 import "./training.js";
+import "./tfidf.js";
