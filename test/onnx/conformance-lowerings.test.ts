@@ -439,3 +439,29 @@ test("TfIdfVectorizer IDF and TFIDF modes with weights, skips and a 1-D input ma
     assert.deepEqual(data(y), want, mode);
   }
 });
+
+test("AffineGrid 3-D (both align_corners) and TensorScatter circular match direct formulas", () => {
+  const rng = new Rng(23);
+  const theta = rng.tensor([2, 3, 4]);
+  const size = [2, 1, 2, 3, 4];
+  for (const align of [0, 1]) {
+    const graph = onnx.makeGraph([onnx.makeNode("AffineGrid", ["t", "s"], ["g"], { align_corners: align })], "g", [vi("t", "float64", [2, 3, 4])], [vi("g", "float64", null)], [{ name: "s", value: sc.tensor(BigInt64Array.from(size.map(BigInt)), "int64", [5]) }]);
+    const g = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 20 })))(theta) as sc.Tensor;
+    assert.deepEqual(g.shape, [2, 2, 3, 4, 3]);
+    const c = (m: number, i: number) => (align ? -1 + (2 * i) / (m - 1) : (2 * i + 1) / m - 1);
+    const th = data(theta);
+    const want: number[] = [];
+    for (let b = 0; b < 2; b++) for (let d = 0; d < 2; d++) for (let h = 0; h < 3; h++) for (let w = 0; w < 4; w++) {
+      const v = [c(4, w), c(3, h), c(2, d), 1];
+      for (let r = 0; r < 3; r++) want.push(v.reduce((acc, vi2, k) => acc + vi2 * th[(b * 3 + r) * 4 + k]!, 0));
+    }
+    assertClose(data(g), want, 1e-12, `AffineGrid align_corners ${align}`);
+  }
+  const past = sc.tensor(Array.from({ length: 2 * 4 * 2 }, (_, i) => i), "float64", [2, 4, 2]);
+  const update = sc.tensor([100, 101, 102, 103, 200, 201, 202, 203], "float64", [2, 2, 2]);
+  const widx = sc.tensor(BigInt64Array.from([3n, 1n]), "int64", [2]);
+  const graph = onnx.makeGraph([onnx.makeNode("TensorScatter", ["p", "u", "w"], ["y"], { mode: "circular", axis: 1 })], "g", [vi("p", "float64", [2, 4, 2]), vi("u", "float64", [2, 2, 2]), vi("w", "int64", [2])], [vi("y", "float64", null)]);
+  const y = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 24 })))(past, update, widx) as sc.Tensor;
+  // batch 0 writes rows 3 and (wrapped) 0; batch 1 writes rows 1 and 2
+  assert.deepEqual(data(y), [102, 103, 2, 3, 4, 5, 100, 101, 8, 9, 200, 201, 202, 203, 14, 15]);
+});

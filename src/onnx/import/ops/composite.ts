@@ -175,6 +175,107 @@ onnxOp("DFT", {
   },
 });
 
+/**
+ * STFT: frames of frame_length samples every frame_step (a gather with a trace-time index
+ * table), times the window, each frame's DFT (onesided by default) as above.
+ */
+onnxOp("STFT", {
+  constInputs: [1, 3],
+  run(n) {
+    const signal = n.input(0);
+    if (signal.rank !== 3 || (signal.shape[2] !== 1 && signal.shape[2] !== 2)) throw n.fail(`the signal must be [batch, length, 1 or 2], got shape [${signal.shape.join(", ")}]`);
+    const [step] = n.knownInts(1, "frame_step");
+    const window = n.optional(2);
+    const length = n.hasInput(3) ? n.knownInts(3, "frame_length")[0]! : window !== null ? window.shape[0]! : null;
+    if (length === null) throw n.fail("needs a window or a frame_length");
+    if (window !== null && (window.rank !== 1 || window.shape[0] !== length)) throw n.fail(`the window has shape [${window.shape.join(", ")}], expected [${length}]`);
+    const L = signal.shape[1]!;
+    if (!(step! >= 1) || length < 1 || length > L) throw n.fail(`frame_step ${step} and frame_length ${length} do not fit a signal of length ${L}`);
+    const frames = Math.floor((L - length) / step!) + 1;
+    n.checkShape([signal.shape[0]!, frames, length, signal.shape[2]!]);
+    const table = Array.from({ length: frames * length }, (_, i) => Math.floor(i / length) * step! + (i % length));
+    let x = ops.gather(signal, ops.tensor(table, "int32", [frames, length]), 1); // [B, frames, length, 1|2]
+    if (window !== null) x = ops.mul(x, ops.reshape(ops.cast(window, x.dtype), [1, 1, length, 1]));
+    const onesided = n.int("onesided", 1) !== 0;
+    if (onesided && signal.shape[2] === 2) throw n.fail("a complex signal has no one-sided transform");
+    return dft(n, x, 2, null, false, onesided);
+  },
+});
+
+/**
+ * AffineGrid: the sampling grid [N, H, W, 2] (or [N, D, H, W, 3]) of theta [N, 2, 3] (or
+ * [N, 3, 4]) applied to the normalized coordinates of the output (x fastest), align_corners
+ * placing -1 and 1 at the corner pixels' centres or edges.
+ */
+onnxOp("AffineGrid", {
+  constInputs: [1],
+  run(n) {
+    const theta = n.input(0);
+    const size = n.knownInts(1, "size");
+    const k = size.length - 2;
+    if ((k !== 2 && k !== 3) || theta.rank !== 3 || theta.shape[1] !== k || theta.shape[2] !== k + 1 || theta.shape[0] !== size[0]) {
+      throw n.fail(`theta [${theta.shape.join(", ")}] and size [${size.join(", ")}] must be [N, 2, 3] with [N, C, H, W] or [N, 3, 4] with [N, C, D, H, W]`);
+    }
+    const align = n.int("align_corners", 0) !== 0;
+    const spatial = size.slice(2); // [(D,) H, W]
+    n.checkShape([size[0]!, ...spatial, k]);
+    const coord = (m: number, i: number): number => (m === 1 ? 0 : align ? -1 + (2 * i) / (m - 1) : (2 * i + 1) / m - 1);
+    const count = spatial.reduce((p, q) => p * q, 1);
+    const base: number[] = [];
+    for (let p = 0; p < count; p++) {
+      // row-major position -> (x, y[, z], 1), x along the last axis
+      const idx: number[] = [];
+      let r = p;
+      for (let a = spatial.length - 1; a >= 0; a--) {
+        idx.unshift(r % spatial[a]!);
+        r = Math.floor(r / spatial[a]!);
+      }
+      for (let a = spatial.length - 1; a >= 0; a--) base.push(coord(spatial[a]!, idx[a]!));
+      base.push(1);
+    }
+    const grid = ops.matmul(ops.tensor(base, theta.dtype, [count, k + 1]), theta, { transposeB: true }); // [N, count, k]
+    return ops.reshape(grid, [size[0]!, ...spatial, k]);
+  },
+});
+
+/**
+ * MelWeightMatrix [dft_length / 2 + 1, num_mel_bins]: triangular filters between mel-spaced
+ * frequencies, computed at trace time from the (constant) inputs as the specification's
+ * reference does (bin edges floored to spectrogram bins).
+ */
+onnxOp("MelWeightMatrix", {
+  constInputs: [0, 1, 2, 3, 4],
+  run(n) {
+    const [bins] = n.knownInts(0, "num_mel_bins");
+    const [dftLength] = n.knownInts(1, "dft_length");
+    const [rate] = n.knownInts(2, "sample_rate");
+    const lower = Number(n.known(3, "lower_edge_hertz").dataSync()[0]);
+    const upper = Number(n.known(4, "upper_edge_hertz").dataSync()[0]);
+    if (!(bins! >= 1 && dftLength! >= 1 && rate! >= 1) || !(lower >= 0 && upper > lower)) throw n.fail(`invalid parameters: ${bins} bins, dft_length ${dftLength}, sample_rate ${rate}, edges ${lower} to ${upper} Hz`);
+    const spectrum = Math.floor(dftLength! / 2) + 1;
+    n.checkShape([spectrum, bins!]);
+    const mel = (hz: number) => 2595 * Math.log10(1 + hz / 700);
+    const lowMel = mel(lower);
+    // ONNX's reference divides the mel range by the number of edges (bins + 2), so the last edge
+    // falls short of upper_edge_hertz; its node test expects exactly that.
+    const step = (mel(upper) - lowMel) / (bins! + 2);
+    const edges = Array.from({ length: bins! + 2 }, (_, i) => Math.floor(((dftLength! + 1) * 700 * (10 ** ((i * step + lowMel) / 2595) - 1)) / rate!));
+    const out = new Array<number>(spectrum * bins!).fill(0);
+    const set = (j: number, i: number, v: number) => {
+      if (j < 0 || j >= spectrum) throw n.fail(`the filters reach frequency bin ${j}, beyond the ${spectrum} bins (upper_edge_hertz above the Nyquist frequency)`);
+      out[j * bins! + i] = v;
+    };
+    for (let i = 0; i < bins!; i++) {
+      const [lo, mid, hi] = [edges[i]!, edges[i + 1]!, edges[i + 2]!];
+      if (mid === lo) set(mid, i, 1);
+      else for (let j = lo; j <= mid; j++) set(j, i, (j - lo) / (mid - lo));
+      if (hi > mid) for (let j = mid; j < hi; j++) set(j, i, (hi - j) / (hi - mid));
+    }
+    const dtype: DType = n.hasAttr("output_datatype") ? n.dtypeAttr("output_datatype") : "float32";
+    return ops.tensor(out, dtype, [spectrum, bins!]);
+  },
+});
+
 onnxOp("ReverseSequence", {
   run(n) {
     const x = n.input(0);

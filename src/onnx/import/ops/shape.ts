@@ -353,3 +353,30 @@ onnxOp(
   },
   "ai.onnx.ml",
 );
+
+/**
+ * TensorScatter (a KV-cache write): present = past_cache with update's entries along `axis`
+ * written at write_indices[b] + j for batch entry b (mod the cache length in circular mode):
+ * one scatterElements, so both the cache and the update get gradients.
+ */
+onnxOp("TensorScatter", {
+  run(n) {
+    const past = n.input(0);
+    const update = n.input(1);
+    const r = past.rank;
+    const axis = axisOf(n, n.int("axis", -2), r);
+    if (axis === 0) throw n.fail("axis cannot be the batch axis 0");
+    const mode = n.string("mode", "linear");
+    if (mode !== "linear" && mode !== "circular") throw n.fail(`unknown mode ${JSON.stringify(mode)} (linear or circular)`);
+    if (update.rank !== r || update.shape.some((d, i) => i !== axis && d !== past.shape[i])) throw n.fail(`update [${update.shape.join(", ")}] must match past_cache [${past.shape.join(", ")}] except along axis ${axis}`);
+    const [B, S, s] = [past.shape[0]!, past.shape[axis]!, update.shape[axis]!];
+    if (s > S) throw n.fail(`the update's ${s} entries along axis ${axis} do not fit the cache's ${S}`);
+    const w = n.optional(2);
+    const start = w === null ? ops.full([B, 1], 0, "int64") : ops.reshape(ops.cast(w, "int64"), [B, 1]);
+    let idx = ops.add(start, ops.reshape(ops.arange(0, s, 1, "int64"), [1, s])); // [B, s]
+    if (mode === "circular") idx = ops.mod(idx, S);
+    const shape = past.shape.map((_, i) => (i === 0 ? B : i === axis ? s : 1));
+    const full = ops.broadcastTo(ops.reshape(idx, shape), update.shape as number[]);
+    return ops.scatterElements(past, full, update, axis);
+  },
+});
