@@ -465,3 +465,56 @@ test("AffineGrid 3-D (both align_corners) and TensorScatter circular match direc
   // batch 0 writes rows 3 and (wrapped) 0; batch 1 writes rows 1 and 2
   assert.deepEqual(data(y), [102, 103, 2, 3, 4, 5, 100, 101, 8, 9, 200, 201, 202, 203, 14, 15]);
 });
+
+test("DeformConv with groups, offset groups, strides, dilations, pads and a mask matches a direct loop; gradients in X, W, offsets and mask", () => {
+  const rng = new Rng(29);
+  const [N, C, H, W, M, kH, kW, G, OG] = [1, 4, 4, 5, 2, 2, 2, 2, 2];
+  const [sH, sW, dH, dW, pT, pL, pB, pR] = [1, 2, 1, 2, 1, 0, 0, 1];
+  const oH = Math.floor((H + pT + pB - ((kH - 1) * dH + 1)) / sH) + 1;
+  const oW = Math.floor((W + pL + pR - ((kW - 1) * dW + 1)) / sW) + 1;
+  const K = kH * kW;
+  const x = rng.tensor([N, C, H, W]);
+  const w = rng.tensor([M, C / G, kH, kW]);
+  const off = rng.tensor([N, OG * 2 * K, oH, oW], -1.5, 1.5);
+  const mask = rng.tensor([N, OG * K, oH, oW], 0.2, 1);
+  const b = rng.tensor([M]);
+  const xs = data(x), ws = data(w), os = data(off), ms = data(mask);
+  const at = (c: number, h: number, ww: number) => (h >= 0 && h < H && ww >= 0 && ww < W ? xs[(c * H + h) * W + ww]! : 0);
+  const sample = (c: number, y: number, xx: number) => {
+    const y0 = Math.floor(y), x0 = Math.floor(xx), ly = y - y0, lx = xx - x0;
+    return at(c, y0, x0) * (1 - ly) * (1 - lx) + at(c, y0, x0 + 1) * (1 - ly) * lx + at(c, y0 + 1, x0) * ly * (1 - lx) + at(c, y0 + 1, x0 + 1) * ly * lx;
+  };
+  const want: number[] = [];
+  for (let m = 0; m < M; m++) for (let oh = 0; oh < oH; oh++) for (let ow = 0; ow < oW; ow++) {
+    let acc = data(b)[m]!;
+    const g = Math.floor(m / (M / G));
+    for (let cl = 0; cl < C / G; cl++) {
+      const c = g * (C / G) + cl;
+      const og = Math.floor(c / (C / OG));
+      for (let i = 0; i < kH; i++) for (let j = 0; j < kW; j++) {
+        const k = i * kW + j;
+        const dy = os[((og * 2 * K + 2 * k) * oH + oh) * oW + ow]!;
+        const dx = os[((og * 2 * K + 2 * k + 1) * oH + oh) * oW + ow]!;
+        const v = sample(c, oh * sH - pT + i * dH + dy, ow * sW - pL + j * dW + dx) * ms[((og * K + k) * oH + oh) * oW + ow]!;
+        acc += v * ws[((m * (C / G) + cl) * kH + i) * kW + j]!;
+      }
+    }
+    want.push(acc);
+  }
+  const graph = onnx.makeGraph(
+    [onnx.makeNode("DeformConv", ["x", "w", "o", "b", "m"], ["y"], { group: G, offset_group: OG, strides: [sH, sW], dilations: [dH, dW], pads: [pT, pL, pB, pR], kernel_shape: [kH, kW] })],
+    "g",
+    [vi("x", "float64", [N, C, H, W]), vi("w", "float64", [M, C / G, kH, kW]), vi("o", "float64", [...off.shape]), vi("b", "float64", [M]), vi("m", "float64", [...mask.shape])],
+    [vi("y", "float64", null)],
+  );
+  const model = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 22 })));
+  const y = model(x, w, off, b, mask) as sc.Tensor;
+  assert.deepEqual(y.shape, [N, M, oH, oW]);
+  assertClose(data(y), want, 1e-12, "DeformConv");
+  const wy = rng.tensor([N, M, oH, oW]);
+  const loss = (xt: sc.Tensor, wt: sc.Tensor, ot: sc.Tensor, mt: sc.Tensor) => sc.sum(sc.mul(model(xt, wt, ot, b, mt) as sc.Tensor, wy));
+  const tape = sc.grad(loss, { argnums: "all" })(x, w, off, mask) as sc.Tensor[];
+  const staged = sc.grad(sc.stage(loss, { autograph: false }), { argnums: "all" })(x, w, off, mask) as sc.Tensor[];
+  tape.forEach((g, i) => assertClose(data(staged[i]!), data(g), 1e-12, `graph AD vs tape, input ${i}`));
+  checkGradients(loss, [x, w, off, mask], 1e-6, "DeformConv");
+});

@@ -16,3 +16,4 @@ import "./grid-sample.js";
 import "./data-dependent.js";
 import "./training.js";
 import "./tfidf.js";
+import "./deform.js";
