@@ -262,7 +262,7 @@ test("DFT: inverse and inverse one-sided (irfft) of a float64 spectrum match the
   const fwd = oneNode("DFT", [["x", signal]], [["y", "float64", null]], { onesided: 1 }, 19);
   const half = fwd(signal) as sc.Tensor; // [2, 4, 2]
   assert.deepEqual(half.shape, [2, 4, 2]);
-  const len = sc.tensor(BigInt64Array.from([BigInt(N)]), "int64", []);
+  const len = sc.tensor([N], "int64", []);
   const graph = onnx.makeGraph([onnx.makeNode("DFT", ["x", "n"], ["y"], { inverse: 1, onesided: 1, axis: 1 })], "g", [vi("x", "float64", [2, 4, 2])], [vi("y", "float64", null)], [{ name: "n", value: len }]);
   const inv = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 19 })));
   const back = inv(half) as sc.Tensor;
@@ -287,7 +287,7 @@ test("DFT: inverse and inverse one-sided (irfft) of a float64 spectrum match the
 
 test("CumProd (prefix products) with zeros and negatives: forward against a direct loop, exclusive/reverse, gradients", () => {
   const x = sc.tensor([[2, -1.5, 0, 3, 0.5, -2, 1.25], [0.5, 0, 0, -3, 2, 1, -1]], "float64");
-  const axis = sc.tensor(BigInt64Array.from([1n]), "int64", []);
+  const axis = sc.tensor([1], "int64", []);
   for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
     const graph = onnx.makeGraph([onnx.makeNode("CumProd", ["x", "a"], ["y"], { exclusive, reverse })], "g", [vi("x", "float64", [2, 7])], [vi("y", "float64", null)], [{ name: "a", value: axis }]);
     const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 26 })));
@@ -331,7 +331,7 @@ test("Momentum nesterov and Adam with norm_coefficient_post follow the specifica
   };
   const R = 0.1;
   for (const T of [0, 3]) {
-    const Tt = sc.tensor(BigInt64Array.from([BigInt(T)]), "int64", []);
+    const Tt = sc.tensor([T], "int64", []);
     const [alpha, beta, norm] = [0.875, 0.75, 0.015625]; // float32-exact (attributes are float32)
     const mom = build("Momentum", 1, { alpha, beta, norm_coefficient: norm, mode: "nesterov" }).run({ R: sc.scalar(R, "float64"), T: Tt, X: t(X), G: t(G), V: t(S) });
     const wantV = X.map((x, i) => alpha * S[i]! + (T > 0 ? beta : 1) * (norm * x + G[i]!));
@@ -372,8 +372,8 @@ test("Col2Im with strides, dilations and pads matches a direct loop (the adjoint
     }
   }
   const shapes = [
-    { name: "image", value: sc.tensor(BigInt64Array.from(image.map(BigInt)), "int64", [2]) },
-    { name: "block", value: sc.tensor(BigInt64Array.from(block.map(BigInt)), "int64", [2]) },
+    { name: "image", value: sc.tensor(image, "int64", [2]) },
+    { name: "block", value: sc.tensor(block, "int64", [2]) },
   ];
   const graph = onnx.makeGraph([onnx.makeNode("Col2Im", ["x", "image", "block"], ["y"], { strides, dilations, pads })], "g", [vi("x", "float64", [N, C * K, L])], [vi("y", "float64", null)], shapes);
   const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 18 })));
@@ -445,7 +445,7 @@ test("AffineGrid 3-D (both align_corners) and TensorScatter circular match direc
   const theta = rng.tensor([2, 3, 4]);
   const size = [2, 1, 2, 3, 4];
   for (const align of [0, 1]) {
-    const graph = onnx.makeGraph([onnx.makeNode("AffineGrid", ["t", "s"], ["g"], { align_corners: align })], "g", [vi("t", "float64", [2, 3, 4])], [vi("g", "float64", null)], [{ name: "s", value: sc.tensor(BigInt64Array.from(size.map(BigInt)), "int64", [5]) }]);
+    const graph = onnx.makeGraph([onnx.makeNode("AffineGrid", ["t", "s"], ["g"], { align_corners: align })], "g", [vi("t", "float64", [2, 3, 4])], [vi("g", "float64", null)], [{ name: "s", value: sc.tensor(size, "int64", [5]) }]);
     const g = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 20 })))(theta) as sc.Tensor;
     assert.deepEqual(g.shape, [2, 2, 3, 4, 3]);
     const c = (m: number, i: number) => (align ? -1 + (2 * i) / (m - 1) : (2 * i + 1) / m - 1);
@@ -459,7 +459,7 @@ test("AffineGrid 3-D (both align_corners) and TensorScatter circular match direc
   }
   const past = sc.tensor(Array.from({ length: 2 * 4 * 2 }, (_, i) => i), "float64", [2, 4, 2]);
   const update = sc.tensor([100, 101, 102, 103, 200, 201, 202, 203], "float64", [2, 2, 2]);
-  const widx = sc.tensor(BigInt64Array.from([3n, 1n]), "int64", [2]);
+  const widx = sc.tensor([3, 1], "int64", [2]);
   const graph = onnx.makeGraph([onnx.makeNode("TensorScatter", ["p", "u", "w"], ["y"], { mode: "circular", axis: 1 })], "g", [vi("p", "float64", [2, 4, 2]), vi("u", "float64", [2, 2, 2]), vi("w", "int64", [2])], [vi("y", "float64", null)]);
   const y = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 24 })))(past, update, widx) as sc.Tensor;
   // batch 0 writes rows 3 and (wrapped) 0; batch 1 writes rows 1 and 2
