@@ -518,3 +518,27 @@ test("DeformConv with groups, offset groups, strides, dilations, pads and a mask
   tape.forEach((g, i) => assertClose(data(staged[i]!), data(g), 1e-12, `graph AD vs tape, input ${i}`));
   checkGradients(loss, [x, w, off, mask], 1e-6, "DeformConv");
 });
+
+test("Det: batches of 1x1 to 5x5 (with zero diagonals that need pivoting, and a singular one) match Laplace expansion; gradients", () => {
+  const rng = new Rng(41);
+  const laplace = (m: number[][]): number => (m.length === 1 ? m[0]![0]! : m[0]!.reduce((acc, v, j) => acc + (j % 2 ? -1 : 1) * v * laplace(m.slice(1).map((r) => r.filter((_, c) => c !== j))), 0));
+  for (const size of [1, 2, 3, 5]) {
+    const x = rng.tensor([2, 3, size, size]);
+    const vals = data(x);
+    if (size > 1) vals[0] = 0; // a zero first pivot: the first matrix needs a row swap
+    if (size > 2) for (let c = 0; c < size; c++) vals[size * size + size + c] = 2 * vals[size * size + c]!; // a singular second matrix (rows 0 and 1 proportional)
+    const xt = sc.tensor(vals, "float64", [2, 3, size, size]);
+    const graph = onnx.makeGraph([onnx.makeNode("Det", ["x"], ["y"])], "g", [vi("x", "float64", [2, 3, size, size])], [vi("y", "float64", null)]);
+    const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 22 })));
+    const y = m(xt) as sc.Tensor;
+    assert.deepEqual(y.shape, [2, 3]);
+    const want = Array.from({ length: 6 }, (_, b) => laplace(Array.from({ length: size }, (_, r) => vals.slice(b * size * size + r * size, b * size * size + (r + 1) * size))));
+    assertClose(data(y), want, 1e-12, `Det ${size}x${size}`);
+    if (size > 2) assert.ok(Math.abs(data(y)[1]!) < 1e-12, "the singular matrix has determinant 0");
+    const w = rng.tensor([2, 3]);
+    const loss = (t: sc.Tensor) => sc.sum(sc.mul(m(t) as sc.Tensor, w));
+    const probe = rng.tensor([2, 3, size, size]);
+    assertClose(data(sc.grad(sc.stage(loss, { autograph: false }))(probe) as sc.Tensor), data(sc.grad(loss)(probe) as sc.Tensor), 1e-12, "graph AD vs tape");
+    checkGradients(loss, [probe], 1e-6, `Det ${size}x${size}`);
+  }
+});

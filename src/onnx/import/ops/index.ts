@@ -17,3 +17,4 @@ import "./data-dependent.js";
 import "./training.js";
 import "./tfidf.js";
 import "./deform.js";
+import "./det.js";
