@@ -542,3 +542,36 @@ test("Det: batches of 1x1 to 5x5 (with zero diagonals that need pivoting, and a 
     checkGradients(loss, [probe], 1e-6, `Det ${size}x${size}`);
   }
 });
+
+test("RoiAlign (half_pixel, adaptive sampling, avg and max) matches onnxruntime; staged with run-time rois (a host call) and differentiable in X", async () => {
+  const rng = new Rng(43);
+  const x = rng.tensor([2, 3, 7, 8], -1, 1, "float32");
+  const rois = sc.tensor([0.5, 1, 6.5, 5, 2, 0, 7.9, 6.9, -1, -0.5, 3, 2.5, 4, 4, 4.2, 4.1], "float32", [4, 4]);
+  const batch = sc.tensor([1, 0, 1, 0], "int64", [4]);
+  for (const mode of ["avg", "max"]) {
+    const graph = onnx.makeGraph(
+      [onnx.makeNode("RoiAlign", ["x", "r", "b"], ["y"], { mode, output_height: 3, output_width: 2, sampling_ratio: 0, spatial_scale: 0.9, coordinate_transformation_mode: "half_pixel" })],
+      "g",
+      [vi("x", "float32", [2, 3, 7, 8]), vi("r", "float32", [4, 4]), vi("b", "int64", [4])],
+      [vi("y", "float32", null)],
+    );
+    const bytes = onnx.modelBytes(onnx.makeModel(graph, { opset: 18 }));
+    const m = onnx.load(bytes);
+    const ours = m(x, rois, batch) as sc.Tensor;
+    const theirs = (await onnx.runOnnxRuntime(bytes, { x, r: rois, b: batch })).y!;
+    assert.deepEqual(ours.shape, [4, 3, 3, 2]);
+    assertClose(data(ours), data(theirs), 1e-5, `RoiAlign ${mode} vs onnxruntime`);
+    // rois as traced values: the sample positions come from a host call when the graph runs
+    const staged = sc.stage((t: sc.Tensor, r: sc.Tensor) => m(t, r, batch) as sc.Tensor, { autograph: false });
+    assertClose(data(staged(x, rois)), data(ours), 0, `${mode}: staged = eager`);
+    const w = rng.tensor([4, 3, 3, 2], -1, 1, "float32");
+    const loss = (t: sc.Tensor) => sc.sum(sc.mul(m(t, rois, batch) as sc.Tensor, w));
+    assertClose(data(sc.grad(sc.stage(loss, { autograph: false }))(x) as sc.Tensor), data(sc.grad(loss)(x) as sc.Tensor), 1e-6, `${mode}: graph AD vs tape`);
+    if (mode === "avg") {
+      const x64 = sc.cast(x, "float64");
+      const m64 = onnx.load(onnx.modelBytes(onnx.makeModel(onnx.makeGraph(graph.node as never, "g", [vi("x", "float64", [2, 3, 7, 8]), vi("r", "float32", [4, 4]), vi("b", "int64", [4])], [vi("y", "float64", null)]), { opset: 18 })));
+      const w64 = sc.cast(w, "float64");
+      checkGradients((t: sc.Tensor) => sc.sum(sc.mul(m64(t, rois, batch) as sc.Tensor, w64)), [x64], 1e-6, "RoiAlign avg");
+    }
+  }
+});

@@ -1,4 +1,6 @@
 /**
+ * Bilinear sampling ops: DeformConv and RoiAlign.
+ *
  * DeformConv (2-D): each kernel tap reads the input at its regular position plus a learned
  * offset, by bilinear interpolation (corners outside the image count as zero), scaled by an
  * optional mask; the sampled columns are then multiplied by the weights per group. Built from
@@ -7,6 +9,9 @@
 import type { Tensor } from "../../../core/tensor.js";
 import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
+import { hostCall } from "../../../staging/host.js";
+import { AllocationError, IndexError } from "../../../core/errors.js";
+import { spec } from "../../../staging/signature.js";
 
 /**
  * Bilinear samples of x [N, C, H, W] at positions py, px [N, G, P] (channels split into G groups,
@@ -87,5 +92,107 @@ onnxOp("DeformConv", {
     let y = ops.reshape(ops.matmul(weights, grouped), [N, M, oH, oW]);
     if (bias !== null) y = ops.add(y, ops.reshape(bias, [1, M, 1, 1]));
     return y;
+  },
+});
+
+/**
+ * The corner reads of RoiAlign's samples: for each roi, output cell and sample (up to `most`
+ * per cell, padding ones weighted 0 and flagged), four flat positions into x [N * H * W] and
+ * their bilinear weights (onnxruntime's rules: samples beyond one pixel outside are zero,
+ * coordinates clamp to the image). Returns [positions, weights, valid] of shape [R, oh, ow, most, 4].
+ */
+function roiSamples(rois: Tensor, batch: Tensor, a: { N: number; H: number; W: number; oh: number; ow: number; ratio: number; scale: number; halfPixel: boolean }): Tensor[] {
+  const r = Array.from(rois.dataSync(), Number);
+  const b = Array.from(batch.dataSync(), Number);
+  const R = b.length;
+  const geometry = Array.from({ length: R }, (_, i) => {
+    if (!(b[i]! >= 0 && b[i]! < a.N)) throw new IndexError(`batch index ${b[i]} of roi ${i} is outside [0, ${a.N})`, "RoiAlign");
+    const off = a.halfPixel ? 0.5 : 0;
+    const [x1, y1, x2, y2] = [r[4 * i]! * a.scale - off, r[4 * i + 1]! * a.scale - off, r[4 * i + 2]! * a.scale - off, r[4 * i + 3]! * a.scale - off];
+    let [rw, rh] = [x2 - x1, y2 - y1];
+    if (!a.halfPixel) [rw, rh] = [Math.max(rw, 1), Math.max(rh, 1)];
+    const [bh, bw] = [rh / a.oh, rw / a.ow];
+    const gh = a.ratio > 0 ? a.ratio : Math.ceil(rh / a.oh);
+    const gw = a.ratio > 0 ? a.ratio : Math.ceil(rw / a.ow);
+    return { x1, y1, bh, bw, gh: Math.max(gh, 0), gw: Math.max(gw, 0) };
+  });
+  const most = Math.max(1, ...geometry.map((g) => g.gh * g.gw));
+  const cells = R * a.oh * a.ow * most * 4;
+  if (!(cells <= 2 ** 28)) throw new AllocationError(`${cells} sample reads (rois of ${most} samples per output cell) are more than 2^28`, "RoiAlign");
+  const pos = new Array<number>(cells).fill(0);
+  const wts = new Array<number>(cells).fill(0);
+  const valid = new Array<number>(cells).fill(0);
+  geometry.forEach((g, i) => {
+    const count = Math.max(g.gh * g.gw, 1);
+    for (let ph = 0; ph < a.oh; ph++) for (let pw = 0; pw < a.ow; pw++) {
+      let s = 0;
+      for (let iy = 0; iy < g.gh; iy++) for (let ix = 0; ix < g.gw; ix++, s++) {
+        let y = g.y1 + ph * g.bh + ((iy + 0.5) * g.bh) / g.gh;
+        let x = g.x1 + pw * g.bw + ((ix + 0.5) * g.bw) / g.gw;
+        const at = ((((i * a.oh + ph) * a.ow + pw) * most) + s) * 4;
+        valid.fill(1, at, at + 4);
+        if (y < -1 || y > a.H || x < -1 || x > a.W) continue; // reads nothing (weights 0)
+        y = Math.max(y, 0);
+        x = Math.max(x, 0);
+        let yl = Math.floor(y), xl = Math.floor(x), yh: number, xh: number;
+        if (yl >= a.H - 1) [yl, yh, y] = [a.H - 1, a.H - 1, a.H - 1];
+        else yh = yl + 1;
+        if (xl >= a.W - 1) [xl, xh, x] = [a.W - 1, a.W - 1, a.W - 1];
+        else xh = xl + 1;
+        const [ly, lx] = [y - yl, x - xl];
+        const base = b[i]! * a.H * a.W;
+        const corners = [[yl, xl, (1 - ly) * (1 - lx)], [yl, xh, (1 - ly) * lx], [yh, xl, ly * (1 - lx)], [yh, xh, ly * lx]] as const;
+        corners.forEach(([cy, cx, w], c) => {
+          pos[at + c] = base + cy * a.W + cx;
+          wts[at + c] = w / count;
+        });
+      }
+    }
+  });
+  const shape = [R, a.oh, a.ow, most, 4];
+  return [ops.tensor(pos, "int32", shape), ops.tensor(wts, "float64", shape), ops.tensor(valid, "bool", shape)];
+}
+
+/**
+ * RoiAlign: each roi's output cells average (or take the max of) bilinear samples of its batch
+ * entry's feature map. Sample positions come from the rois' values (a host call when they are
+ * only known at run time); the reads are a gather from x, so the result differentiates in x.
+ * Max mode takes, as onnxruntime does, the largest weighted corner read of any sample.
+ */
+onnxOp("RoiAlign", {
+  run(n) {
+    const x = n.input(0);
+    const rois = n.input(1);
+    const batch = n.input(2);
+    if (x.rank !== 4) throw n.fail(`X must be [N, C, H, W], got shape [${x.shape.join(", ")}]`);
+    if (rois.rank !== 2 || rois.shape[1] !== 4 || batch.rank !== 1 || batch.shape[0] !== rois.shape[0]) throw n.fail(`rois must be [R, 4] with batch_indices [R], got [${rois.shape.join(", ")}] and [${batch.shape.join(", ")}]`);
+    const [N, C, H, W] = x.shape as [number, number, number, number];
+    const mode = n.string("mode", "avg");
+    if (mode !== "avg" && mode !== "max") throw n.fail(`unknown mode ${JSON.stringify(mode)} (avg or max)`);
+    const transform = n.string("coordinate_transformation_mode", n.opset >= 16 ? "half_pixel" : "output_half_pixel");
+    if (transform !== "half_pixel" && transform !== "output_half_pixel") throw n.fail(`unknown coordinate_transformation_mode ${JSON.stringify(transform)}`);
+    const a = { N, H, W, oh: n.int("output_height", 1), ow: n.int("output_width", 1), ratio: n.int("sampling_ratio", 0), scale: n.float("spatial_scale", 1), halfPixel: transform === "half_pixel" };
+    if (a.oh < 1 || a.ow < 1 || a.ratio < 0) throw n.fail(`output_height ${a.oh}, output_width ${a.ow} and sampling_ratio ${a.ratio} must be positive (the ratio may be 0)`);
+    const R = rois.shape[0]!;
+    const run = (rt: Tensor, bt: Tensor) => roiSamples(rt, bt, a);
+    const [pos, wts, valid] = (rois.isSymbolic || batch.isSymbolic
+      ? hostCall(run, [spec([R, a.oh, a.ow, null, 4], "int32"), spec([R, a.oh, a.ow, null, 4], "float64"), spec([R, a.oh, a.ow, null, 4], "bool")], rois, batch)
+      : run(rois, batch)) as Tensor[];
+    const rows = ops.reshape(ops.transpose(x, [0, 2, 3, 1]), [N * H * W, C]);
+    const reads = ops.gather(rows, pos!, 0); // [R, oh, ow, S, 4, C]
+    const weighted = ops.mul(reads, ops.expandDims(ops.cast(wts!, x.dtype), -1));
+    let y: Tensor;
+    if (mode === "avg") y = ops.sum(weighted, [3, 4]);
+    else {
+      // Padding samples (beyond a roi's own grid) must never be the max.
+      const penalty = ops.where(valid!, ops.scalar(0, x.dtype), ops.scalar(-Infinity, x.dtype)); // [R, oh, ow, S, 4]
+      const masked = ops.add(weighted, ops.expandDims(penalty, -1));
+      // onnxruntime scales the max by the sample count it divided the weights by: undo it.
+      const counts = ops.sum(ops.cast(valid!, x.dtype), [3, 4]); // 4 * count per cell [R, oh, ow]
+      // A cell without samples (an empty roi) is 0, as in avg mode.
+      const scaleBack = ops.expandDims(ops.div(counts, 4), -1);
+      y = ops.where(ops.greater(scaleBack, 0), ops.mul(ops.max(masked, [3, 4]), scaleBack), ops.scalar(0, x.dtype));
+    }
+    return ops.transpose(y, [0, 3, 1, 2]);
   },
 });
