@@ -575,3 +575,8 @@ test("RoiAlign (half_pixel, adaptive sampling, avg and max) matches onnxruntime;
     }
   }
 });
+
+test("an input read inside an If branch whose output sets a shape is a static input (test_affine_grid_2d_expanded)", () => {
+  const m = onnx.load(readFileSync(path.join(fixtures, "test_affine_grid_2d_expanded/model.onnx")));
+  assert.deepEqual(m.staticInputs, ["size"]);
+});
