@@ -580,3 +580,13 @@ test("an input read inside an If branch whose output sets a shape is a static in
   const m = onnx.load(readFileSync(path.join(fixtures, "test_affine_grid_2d_expanded/model.onnx")));
   assert.deepEqual(m.staticInputs, ["size"]);
 });
+
+test("a Loop carrying a sequence unrolls while tracing: its trip count and condition are static inputs, each value traced once", () => {
+  const m = onnx.load(readFileSync(path.join(fixtures, "test_loop13_seq/model.onnx")));
+  assert.deepEqual(m.staticInputs, ["trip_count", "cond"]);
+  // the body appends x[0 : i + 1] of x = [1, 2, 3, 4, 5] on iteration i
+  const run = (trips: number, cond: boolean) => m(sc.tensor(trips, "int64"), sc.tensor(cond), []) as sc.Tensor[];
+  assert.deepEqual(run(3, true).map(data), [[1], [1, 2], [1, 2, 3]]);
+  assert.deepEqual(run(0, true), []);
+  assert.deepEqual(run(4, false), []);
+});

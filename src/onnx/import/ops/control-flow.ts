@@ -48,9 +48,55 @@ function probe(fn: (...xs: Tensor[]) => Tensor[], args: Tensor[]): { dtype: Tens
   return cf.graph.outputs.map((v) => v.type);
 }
 
+/**
+ * A Loop carrying sequences or optionals (whose lengths are trace-time structure here): unrolled
+ * while tracing, which needs the trip count and the condition known then (static inputs: see
+ * constInputsOf below), and the body's condition output known after each iteration.
+ */
+function unrolledLoop(n: NodeContext, body: GraphProto): (Slot | null)[] {
+  const trips = n.hasInput(0) ? n.slot(0).known() : null;
+  const cond0 = n.hasInput(1) ? n.slot(1).known() : null;
+  if ((n.hasInput(0) && trips === null) || (n.hasInput(1) && cond0 === null)) {
+    throw n.unsupported("a Loop carrying sequences or optionals needs its trip count and condition known at trace time");
+  }
+  if (trips === null && cond0 === null) throw n.fail("a Loop with neither a trip count nor a condition never ends");
+  const max = trips === null ? Infinity : Number(trips.dataSync()[0]);
+  let carried = n.slots.slice(2).map((s) => {
+    if (s === null) throw n.fail("a loop-carried value is missing");
+    return s;
+  });
+  const numCarried = carried.length;
+  let cond = cond0 === null ? true : Number(cond0.dataSync()[0]) !== 0;
+  const scans: Slot[][] = [];
+  for (let i = 0; i < max && cond; i++) {
+    if (i >= n.maxLoopIterations) throw new OnnxLimitError(`${n.label}: more than ${n.maxLoopIterations} iterations (the maxLoopIterations load option)`, "onnx.load");
+    const it = ops.scalar(i, "int64");
+    const c = ops.scalar(cond);
+    const outs = n.runSubgraph(body, [Slot.of(it, it), Slot.of(c, c), ...carried], "Loop body");
+    if (outs.length < 1 + numCarried) throw n.fail(`the body returns ${outs.length} outputs, expected at least ${numCarried + 1}`);
+    const next = outs[0]!.known();
+    if (next === null) throw n.unsupported("a Loop carrying sequences or optionals needs its condition known at trace time, but the body computes it from run-time data");
+    cond = Number(next.dataSync()[0]) !== 0;
+    carried = outs.slice(1, 1 + numCarried);
+    scans.push(outs.slice(1 + numCarried));
+  }
+  const numScan = body.output.length - 1 - numCarried;
+  if (numScan > 0 && scans.length === 0) throw n.unsupported("a Loop carrying sequences that runs no iteration has scan outputs of unknown shape");
+  const scanOuts = Array.from({ length: numScan }, (_, k) => Slot.of(ops.stack(scans.map((row) => row[k]!.tensor()), 0)));
+  return [...carried, ...scanOuts];
+}
+
+/** Whether a graph declares a sequence or optional input after the first `skip` (a Loop body's carried values). */
+const takesStructure = (g: GraphProto | null | undefined, skip: number): boolean => (g?.input ?? []).slice(skip).some((i) => !!i.type?.sequence_type || !!i.type?.optional_type);
+
 onnxOp("Loop", {
+  slots: true,
+  // Carrying sequences or optionals: the loop unrolls while tracing, so its trip count and
+  // condition are trace keys.
+  constInputsOf: (node) => (node.attribute.some((a) => a.name === "body" && takesStructure(a.g, 2)) ? [0, 1] : []),
   run(n) {
     const body = n.graph("body");
+    if (n.slots.slice(2).some((s) => s !== null && !s.isTensor)) return unrolledLoop(n, body);
     const maxTrips = n.optional(0);
     const cond0 = n.optional(1);
     const carried0 = n.inputsFrom(2);
