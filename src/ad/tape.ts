@@ -203,7 +203,9 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
       const outCts = outputCotangents(entry, cts);
       if (outCts.every((c) => c === null)) continue;
       // Outputs without a cotangent pass null (zero): multi-output VJPs skip that work.
-      const vjpCtx = { inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs };
+      // inputs no source reaches get no cotangent: their VJP work (a convolution's input gradient for data) is skipped
+      const needs = entry.inputs.map((x) => reach.has(x.id) && isFloat(x.dtype));
+      const vjpCtx = { inputs: entry.inputs, outputs: entry.outputs, attrs: entry.attrs, needs };
       const inCts = entry.loc === null ? entry.def.vjp!(vjpCtx, outCts) : atNode(entry.loc, () => entry.def.vjp!(vjpCtx, outCts));
       for (let i = 0; i < entry.inputs.length; i++) {
         const g = inCts[i];

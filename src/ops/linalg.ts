@@ -17,7 +17,7 @@ import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { broadcastShapes, broadcastStrides, dimsCompatible, fmtShape, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { matmul as matmulKernel } from "../backends/cpu/matmul.js";
-import { applyOp1, defineOp } from "./registry.js";
+import { applyOp1, defineOp, needsCotangent } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { installMethods } from "./methods.js";
 import { cast } from "./cast.js";
@@ -172,21 +172,18 @@ export const matmulOp = defineOp<MatmulAttrs>({
     const dc = cts[0]!;
     const { transposeA: tA, transposeB: tB } = ctx.attrs;
     const mm = (x: Tensor, y: Tensor, ta: boolean, tb: boolean) => applyOp1(matmulOp, [x, y], { transposeA: ta, transposeB: tb });
-    let da: Tensor, db: Tensor;
-    if (!tA && !tB) {
-      da = mm(dc, b, false, true); // dC B^T
-      db = mm(a, dc, true, false); // A^T dC
-    } else if (tA && !tB) {
-      da = mm(b, dc, false, true); // (dC B^T)^T = B dC^T
-      db = mm(a, dc, false, false); // A dC
-    } else if (!tA && tB) {
-      da = mm(dc, b, false, false); // dC B
-      db = mm(dc, a, true, false); // (A^T dC)^T = dC^T A
-    } else {
-      da = mm(b, dc, true, true); // (dC B)^T = B^T dC^T
-      db = mm(dc, a, true, true); // (A dC)^T = dC^T A^T
-    }
-    return [sumTo(da, a), sumTo(db, b)];
+    // each computed only where its cotangent is used (ctx.needs)
+    const da = (): Tensor =>
+      !tA && !tB ? mm(dc, b, false, true) // dC B^T
+      : tA && !tB ? mm(b, dc, false, true) // (dC B^T)^T = B dC^T
+      : !tA && tB ? mm(dc, b, false, false) // dC B
+      : mm(b, dc, true, true); // (dC B)^T = B^T dC^T
+    const db = (): Tensor =>
+      !tA && !tB ? mm(a, dc, true, false) // A^T dC
+      : tA && !tB ? mm(a, dc, false, false) // A dC
+      : !tA && tB ? mm(dc, a, true, false) // (A^T dC)^T = dC^T A
+      : mm(dc, a, true, true); // (A dC)^T = dC^T A^T
+    return [needsCotangent(ctx, 0) ? sumTo(da(), a) : null, needsCotangent(ctx, 1) ? sumTo(db(), b) : null];
   },
 });
 

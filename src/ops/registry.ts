@@ -30,7 +30,16 @@ export interface VjpContext<A> {
   inputs: Tensor[];
   outputs: Tensor[];
   attrs: A;
+  /**
+   * Whether input i's cotangent is used (absent: all are). A VJP may return null for an input
+   * nobody differentiates, and so skip its work: a convolution whose input is data computes no
+   * input gradient, in eager code as in the graph that tracing records.
+   */
+  needs?: readonly boolean[];
 }
+
+/** Whether a VJP's cotangent for input `i` is used (ctx.needs, or every input when it is absent). */
+export const needsCotangent = (ctx: VjpContext<unknown>, i: number): boolean => ctx.needs?.[i] ?? true;
 
 /**
  * An op's kernels, by backend kind. Each backend defines the shape of its entry (the CPU's:

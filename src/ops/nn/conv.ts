@@ -4,7 +4,7 @@ import { DtypeError, ShapeError, ValueError } from "../../core/errors.js";
 import { dimsCompatible, fmtShape, sizeOf, type Shape } from "../../core/shape.js";
 import { Tensor, type TensorLike } from "../../core/tensor.js";
 import * as convKernels from "../../backends/cpu/conv.js";
-import { applyOp1, defineOp, type OpDef, type TensorType } from "../registry.js";
+import { applyOp1, defineOp, needsCotangent, type OpDef, type TensorType } from "../registry.js";
 import { toTensor } from "../convert.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { type Pair, type Pads, isInt, intPair, checkRank4, checkSpatial, effective, windows, unknownSizeError, resolvePads, checkPads, checkPairAttr, checkKernelFits, shapesCompatible, type Padding2d } from "./window.js";
@@ -151,8 +151,8 @@ export const conv2dOp: OpDef<Conv2dAttrs> = defineOp<Conv2dAttrs>({
     const a = convOnly(ctx.attrs);
     const [kH, kW] = filterSizeOf("conv2d", w.shape);
     return [
-      applyOp1(conv2dTransposeOp, [dy, w], { ...a, outputPadding: leftover(x.shape, kH, kW, a) }),
-      applyOp1(conv2dBackpropFilterOp, [x, dy], { ...a, filterSize: [kH, kW] }),
+      needsCotangent(ctx, 0) ? applyOp1(conv2dTransposeOp, [dy, w], { ...a, outputPadding: leftover(x.shape, kH, kW, a) }) : null,
+      needsCotangent(ctx, 1) ? applyOp1(conv2dBackpropFilterOp, [x, dy], { ...a, filterSize: [kH, kW] }) : null,
     ];
   },
 });
@@ -219,8 +219,8 @@ export const conv2dTransposeOp: OpDef<Conv2dTransposeAttrs> = defineOp<Conv2dTra
     const dy = cts[0]!;
     const a = convOnly(ctx.attrs);
     return [
-      applyOp1(conv2dOp, [dy, w], a),
-      applyOp1(conv2dBackpropFilterOp, [dy, x], { ...a, filterSize: filterSizeOf("conv2dTranspose", w.shape) }),
+      needsCotangent(ctx, 0) ? applyOp1(conv2dOp, [dy, w], a) : null,
+      needsCotangent(ctx, 1) ? applyOp1(conv2dBackpropFilterOp, [dy, x], { ...a, filterSize: filterSizeOf("conv2dTranspose", w.shape) }) : null,
     ];
   },
 });
@@ -273,8 +273,8 @@ export const conv2dBackpropFilterOp: OpDef<Conv2dBackpropFilterAttrs> = defineOp
     const a = convOnly(ctx.attrs);
     const [kH, kW] = ctx.attrs.filterSize;
     return [
-      applyOp1(conv2dTransposeOp, [dy, g], { ...a, outputPadding: leftover(x.shape, kH, kW, a) }),
-      applyOp1(conv2dOp, [x, g], a),
+      needsCotangent(ctx, 0) ? applyOp1(conv2dTransposeOp, [dy, g], { ...a, outputPadding: leftover(x.shape, kH, kW, a) }) : null,
+      needsCotangent(ctx, 1) ? applyOp1(conv2dOp, [x, g], a) : null,
     ];
   },
 });
