@@ -22,9 +22,29 @@ export interface CaseResult {
   /** The op family the case tests (its main op type). */
   family: string;
   status: CaseStatus;
-  /** Why it failed or was skipped. */
+  /** Why it failed or was skipped, or (passed) the tolerance override it passed under. */
   reason?: string;
 }
+
+/**
+ * Cases whose stored expected outputs carry the reference implementation's own rounding error
+ * above NODE_TEST_TOLERANCE's atol, each with the tolerance that covers that error and why.
+ * The error is the reference's, not ours: each entry names the check that shows it.
+ */
+export const REFERENCE_TOLERANCE: ReadonlyMap<string, { tolerance: Tolerance; why: string }> = new Map([
+  [
+    "test_dft_inverse_opset19",
+    {
+      // numpy.fft.ifft of a complex64 array computes in single precision: the exactly-zero
+      // imaginary parts at the Nyquist frequency come out as 1.9073e-7 (numpy in float64 gives
+      // 7e-16; ours 6e-15). 1.9e-7 is 0.004 float32 ulps of the output's largest value (54),
+      // below what any float32 DFT can promise but above atol 1e-7. Two float32 epsilons of
+      // absolute slack (as other ONNX backends use for this case) covers it.
+      tolerance: { rtol: 1e-3, atol: 2 * 2 ** -23 },
+      why: "expected zeros hold numpy's single-precision ifft rounding (1.9e-7)",
+    },
+  ],
+]);
 
 export interface ConformanceOptions {
   /** Only cases whose folder name matches. */
@@ -43,6 +63,8 @@ export interface ConformanceReport {
   families: Map<string, Record<CaseStatus, number>>;
   /** Skip reasons (the first line of each), with how many cases each covers. */
   skipReasons: Map<string, number>;
+  /** Passed cases that passed under a REFERENCE_TOLERANCE override, with its reason. */
+  overrides: Map<string, string>;
 }
 
 /** The case folders of a directory (those holding model.onnx), sorted. */
@@ -88,8 +110,10 @@ function compareValue(actual: unknown, expected: Value, tol: Tolerance, what: st
 }
 
 /** Runs one case folder. */
-export function runCase(caseDir: string, tol: Tolerance = NODE_TEST_TOLERANCE): CaseResult {
+export function runCase(caseDir: string, tolerance: Tolerance = NODE_TEST_TOLERANCE): CaseResult {
   const name = path.basename(caseDir);
+  const override = REFERENCE_TOLERANCE.get(name);
+  const tol = override ? { rtol: Math.max(tolerance.rtol, override.tolerance.rtol), atol: Math.max(tolerance.atol, override.tolerance.atol) } : tolerance;
   let family = name.replace(/^test_/, "");
   try {
     const model = load(path.join(caseDir, "model.onnx"));
@@ -109,7 +133,7 @@ export function runCase(caseDir: string, tol: Tolerance = NODE_TEST_TOLERANCE): 
         if (m) return { name, family, status: "failed", reason: `${set}: ${m}` };
       }
     }
-    return { name, family, status: "passed" };
+    return override ? { name, family, status: "passed", reason: `tolerance atol ${tol.atol.toPrecision(3)}: ${override.why}` } : { name, family, status: "passed" };
   } catch (e) {
     const err = e as Error;
     const reason = `${err.name ?? "Error"}: ${firstLine(err.message ?? String(e))}`;
@@ -130,8 +154,10 @@ export function runConformance(dir: string, options: ConformanceOptions = {}): C
   const counts: Record<CaseStatus, number> = { passed: 0, failed: 0, skipped: 0 };
   const families = new Map<string, Record<CaseStatus, number>>();
   const skipReasons = new Map<string, number>();
+  const overrides = new Map<string, string>();
   for (const r of results) {
     counts[r.status]++;
+    if (r.status === "passed" && r.reason) overrides.set(r.name, r.reason);
     let f = families.get(r.family);
     if (!f) families.set(r.family, (f = { passed: 0, failed: 0, skipped: 0 }));
     f[r.status]++;
@@ -140,7 +166,7 @@ export function runConformance(dir: string, options: ConformanceOptions = {}): C
       skipReasons.set(reason, (skipReasons.get(reason) ?? 0) + 1);
     }
   }
-  return { results, counts, families, skipReasons };
+  return { results, counts, families, skipReasons, overrides };
 }
 
 /** The op family of a case: its op type, or for a small graph the op whose name the case's name starts with. */
@@ -171,6 +197,10 @@ export function formatReport(report: ConformanceReport, verbose = false): string
   for (const [f, c] of [...report.families].sort((a, b) => a[0].localeCompare(b[0]))) lines.push(`  ${f.padEnd(34)} ${c.passed}/${c.failed}/${c.skipped}`);
   lines.push("", "Skip reasons:");
   for (const [reason, k] of [...report.skipReasons].sort((a, b) => b[1] - a[1])) lines.push(`  ${String(k).padStart(4)}  ${reason}`);
+  if (report.overrides.size > 0) {
+    lines.push("", "Passed under a documented tolerance override (the reference's rounding, see REFERENCE_TOLERANCE):");
+    for (const [name, why] of report.overrides) lines.push(`  ${name}: ${why}`);
+  }
   const { passed, failed, skipped } = report.counts;
   lines.push("", `${total} cases: ${passed} passed (${((100 * passed) / Math.max(total, 1)).toFixed(1)}%), ${failed} failed, ${skipped} skipped`);
   return lines.join("\n");

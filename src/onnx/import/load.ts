@@ -315,11 +315,15 @@ function checkInput(t: Tensor, info: OnnxValueInfo, model: string): void {
 function staticInputNames(graph: GraphProto, inputNames: Set<string>): Set<string> {
   const producers = new Map<string, { input: string[]; op: string }>();
   const needed: string[] = [];
+  /** Every name the nodes of a subgraph (and its own subgraphs) read: its outer-scope uses among them. */
+  const reads = (g: GraphProto): string[] => g.node.flatMap((n) => [...n.input, ...n.attribute.flatMap((a) => [...(a.g ? reads(a.g) : []), ...a.graphs.flatMap(reads)])]);
   const visit = (g: GraphProto): void => {
     for (const n of g.node) {
-      for (const o of n.output) producers.set(o, { input: n.input, op: n.op_type });
+      // A node with subgraphs (If, Loop, Scan) computes its outputs from what its subgraphs read too.
+      const subgraphReads = n.attribute.flatMap((a) => [...(a.g ? reads(a.g) : []), ...a.graphs.flatMap(reads)]);
+      for (const o of n.output) producers.set(o, { input: [...n.input, ...subgraphReads], op: n.op_type });
       const h = handlerFor(n.domain ?? "", n.op_type);
-      for (const i of h?.constInputs ?? []) if (n.input[i]) needed.push(n.input[i]!);
+      for (const i of h?.constInputsOf?.(n) ?? h?.constInputs ?? []) if (n.input[i]) needed.push(n.input[i]!);
       for (const a of n.attribute) {
         if (a.g) visit(a.g);
         for (const sg of a.graphs) visit(sg);

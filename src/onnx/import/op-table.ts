@@ -8,12 +8,15 @@
 import type { Tensor } from "../../core/tensor.js";
 import type { NodeContext } from "./node-context.js";
 import type { Slot } from "./scope.js";
+import type { NodeProto } from "../protobuf.js";
 
 export type HandlerResult = Tensor | (Tensor | Slot | null)[];
 
 export interface OnnxOpHandler {
   /** Inputs whose values must be known at trace time (shapes, axes, sizes, pads). */
   readonly constInputs?: readonly number[];
+  /** Like constInputs, where which inputs must be known depends on the node (its attributes, its subgraphs' types). */
+  readonly constInputsOf?: (node: NodeProto) => readonly number[];
   /** Oldest opset version whose semantics the handler implements (older: unsupported). */
   readonly since?: number;
   /** Never computed at trace time even on known inputs (random draws). */

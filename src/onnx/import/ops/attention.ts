@@ -6,6 +6,7 @@
 import type { Tensor } from "../../../core/tensor.js";
 import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
+import { Slot } from "../scope.js";
 
 /** [B, S, H * d] -> [B, H, S, d]. */
 const splitHeads = (x: Tensor, heads: number): Tensor => ops.transpose(ops.reshape(x, [x.shape[0]!, x.shape[1]!, heads, x.shape[2]! / heads]), [0, 2, 1, 3]);
@@ -145,3 +146,48 @@ onnxOp("LinearAttention", {
     return [ops.cast(y, outDtype), ops.cast(state, past?.dtype ?? outDtype)];
   },
 });
+
+/**
+ * ai.onnx.preview FlexAttention: Q [B, Hq, L, E], K [B, Hkv, S, E], V [B, Hkv, S, Ev] (Hq a
+ * multiple of Hkv: key/value heads repeated for grouped queries); scores (Q sqrt(scale))
+ * (K sqrt(scale))^T with scale 1/sqrt(E) by default, then the score_mod subgraph, softmax over
+ * the keys (float16 in float32), the prob_mod subgraph, and the product with V, as the
+ * operator's function body does.
+ */
+onnxOp(
+  "FlexAttention",
+  {
+    run(n) {
+      const [q0, k0, v0] = [n.input(0), n.input(1), n.input(2)];
+      if (q0.rank !== 4 || k0.rank !== 4 || v0.rank !== 4) throw n.fail("Q, K and V must be [batch, heads, sequence, head size]");
+      const [B, Hq, , E] = q0.shape as [number, number, number, number];
+      const [, Hkv, S] = k0.shape as [number, number, number];
+      if (k0.shape[0] !== B || v0.shape[0] !== B || v0.shape[1] !== Hkv || v0.shape[2] !== S || k0.shape[3] !== E || Hkv < 1 || Hq % Hkv !== 0) {
+        throw n.fail(`incompatible shapes Q [${q0.shape.join(", ")}], K [${k0.shape.join(", ")}], V [${v0.shape.join(", ")}]`);
+      }
+      const dtype = q0.dtype === "float16" ? "float32" : q0.dtype;
+      const [q, k, v] = [q0, k0, v0].map((t) => (t.dtype === dtype ? t : ops.cast(t, dtype))) as [Tensor, Tensor, Tensor];
+      const repeat = (t: Tensor): Tensor => {
+        if (Hq === Hkv) return t;
+        const [, , s, d] = t.shape as [number, number, number, number];
+        return ops.reshape(ops.broadcastTo(ops.expandDims(t, 2), [B, Hkv, Hq / Hkv, s, d]), [B, Hq, s, d]);
+      };
+      const scale = n.float("scale") ?? 1 / Math.sqrt(E);
+      const root = Math.sqrt(scale);
+      let scores = ops.matmul(ops.mul(q, root), ops.mul(repeat(k), root), { transposeB: true });
+      const modded = (name: string, t: Tensor): Tensor => {
+        if (!n.hasAttr(name)) return t;
+        const outs = n.runSubgraph(n.graph(name), [Slot.of(t)], name);
+        if (outs.length !== 1) throw n.fail(`${name} must return one tensor, got ${outs.length} values`);
+        const y = outs[0]!.tensor();
+        if (y.rank !== t.rank || y.shape.some((d, i) => d !== t.shape[i])) throw n.fail(`${name} returned shape [${y.shape.join(", ")}], expected [${t.shape.join(", ")}]`);
+        return y.dtype === t.dtype ? y : ops.cast(y, t.dtype);
+      };
+      scores = modded("score_mod", scores);
+      const probs = modded("prob_mod", ops.softmax(scores, -1));
+      const y = ops.matmul(probs, repeat(v));
+      return y.dtype === q0.dtype ? y : ops.cast(y, q0.dtype);
+    },
+  },
+  "ai.onnx.preview",
+);

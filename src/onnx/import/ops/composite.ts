@@ -9,6 +9,7 @@ import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { axisOf } from "./shape.js";
+import { lpPoolNd, poolGeometry } from "./pool-nd.js";
 
 onnxOp("SwiGLU", {
   run(n) {
@@ -56,40 +57,8 @@ onnxOp("RotaryEmbedding", {
   },
 });
 
-onnxOp("LpPool", {
-  run(n) {
-    const x = n.input(0);
-    const p = n.int("p", 2);
-    const kernel = n.ints("kernel_shape");
-    if (kernel === undefined) throw n.fail("needs kernel_shape");
-    if ((n.ints("dilations") ?? []).some((d) => d !== 1)) throw n.unsupported("dilated pooling is not supported");
-    const oneD = x.rank === 3;
-    if (!oneD && x.rank !== 4) throw n.unsupported(`only 1-D and 2-D LpPool are supported (input of shape [${x.shape.join(", ")}])`);
-    const x4 = oneD ? ops.expandDims(x, 2) : x;
-    const k = kernel.length;
-    const strides = n.ints("strides", new Array(k).fill(1));
-    const size = oneD ? [x.shape[2]!] : [x.shape[2]!, x.shape[3]!];
-    // auto_pad like the other pools; padded positions hold 0 (they add nothing to the sum).
-    const autoPad = n.string("auto_pad", "NOTSET");
-    let pads = n.ints("pads", new Array(2 * k).fill(0));
-    if (autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER") {
-      pads = new Array(2 * k).fill(0);
-      for (let i = 0; i < k; i++) {
-        const total = Math.max((Math.ceil(size[i]! / strides[i]!) - 1) * strides[i]! + kernel[i]! - size[i]!, 0);
-        const small = Math.floor(total / 2);
-        pads[i] = autoPad === "SAME_UPPER" ? small : total - small;
-        pads[i + k] = total - pads[i]!;
-      }
-    } else if (autoPad === "VALID") pads = new Array(2 * k).fill(0);
-    const padPairs: [number, number][] = oneD ? [[0, 0], [0, 0], [0, 0], [pads[0]!, pads[1]!]] : [[0, 0], [0, 0], [pads[0]!, pads[2]!], [pads[1]!, pads[3]!]];
-    const powered = ops.pad(ops.pow(ops.abs(x4), p), padPairs);
-    const kernel2: [number, number] = oneD ? [1, kernel[0]!] : [kernel[0]!, kernel[1]!];
-    const strides2: [number, number] = oneD ? [1, strides[0]!] : [strides[0]!, strides[1]!];
-    const count = kernel2[0] * kernel2[1];
-    const y = ops.pow(ops.mul(ops.avgPool2d(powered, { kernelSize: kernel2, strides: strides2 }), count), 1 / p);
-    return oneD ? ops.squeeze(y, 2) : y;
-  },
-});
+// LpPool of any spatial rank, with dilations and auto_pad (padded positions add 0).
+onnxOp("LpPool", { run: (n) => lpPoolNd(n.input(0), poolGeometry(n, n.input(0)), n.int("p", 2)) });
 
 onnxOp("CenterCropPad", {
   constInputs: [1],
@@ -136,30 +105,41 @@ windowOp("BlackmanWindow", (i, N) => 0.42 - 0.5 * Math.cos((i * 2 * Math.PI) / N
 /**
  * DFT along one axis of a signal [..., n, 1 or 2] (real or complex as [re, im]): products with
  * the n x m cosine and sine matrices built at trace time. onesided keeps the first n/2 + 1
- * frequencies; inverse divides by n.
+ * frequencies; inverse divides by n. The inverse one-sided transform (irfft) takes the first
+ * n/2 + 1 frequencies of a Hermitian-symmetric spectrum and returns the real signal [..., n, 1].
  */
 function dft(n: NodeContext, signal: Tensor, axis: number, length: number | null, inverse: boolean, onesided: boolean): Tensor {
   const r = signal.rank;
   const complexIn = signal.shape[r - 1] === 2;
   if (signal.shape[r - 1] !== 1 && !complexIn) throw n.fail(`the signal's last dimension must be 1 or 2, got ${signal.shape[r - 1]}`);
+  const halfSpectrum = inverse && onesided;
+  // The real signal's length: given, or (for irfft) 2 (m - 1) from the m frequencies given.
+  const N = length ?? (halfSpectrum ? 2 * (signal.shape[axis]! - 1) : signal.shape[axis]!);
+  if (N < 1) throw n.fail(`the transform length must be positive, got ${N}`);
+  // The rows the products read: N samples, or for irfft the N/2 + 1 frequencies they determine.
+  const rows = halfSpectrum ? Math.floor(N / 2) + 1 : N;
   let x = signal;
-  let N = x.shape[axis]!;
-  if (length !== null && length !== N) {
-    x = length < N ? ops.slice(x, x.shape.map((_, d) => (d === axis ? 0 : null)), x.shape.map((_, d) => (d === axis ? length : null))) : ops.pad(x, x.shape.map((_, d) => (d === axis ? [0, length - N] : [0, 0]) as [number, number]));
-    N = length;
+  const have = x.shape[axis]!;
+  if (rows !== have) {
+    x = rows < have ? ops.slice(x, x.shape.map((_, d) => (d === axis ? 0 : null)), x.shape.map((_, d) => (d === axis ? rows : null))) : ops.pad(x, x.shape.map((_, d) => (d === axis ? [0, rows - have] : [0, 0]) as [number, number]));
   }
-  const M = onesided ? Math.floor(N / 2) + 1 : N;
+  const cols = halfSpectrum ? N : onesided ? Math.floor(N / 2) + 1 : N;
   const sign = inverse ? 1 : -1;
   const cosM: number[] = [];
   const sinM: number[] = [];
-  for (let k = 0; k < N; k++) for (let m = 0; m < M; m++) {
-    const angle = (2 * Math.PI * k * m) / N;
-    cosM.push(Math.cos(angle));
-    sinM.push(sign * Math.sin(angle));
+  for (let k = 0; k < rows; k++) {
+    // irfft: frequencies 1 .. ceil(N/2) - 1 stand for themselves and their conjugate mirror.
+    const weight = halfSpectrum && k > 0 && 2 * k < N ? 2 : 1;
+    for (let m = 0; m < cols; m++) {
+      // k m mod N keeps the angle small, so the tables are exact at the symmetric points.
+      const angle = (2 * Math.PI * ((k * m) % N)) / N;
+      cosM.push(weight * Math.cos(angle));
+      sinM.push(weight * sign * Math.sin(angle));
+    }
   }
   const dtype = x.dtype;
-  const C = ops.tensor(cosM, dtype, [N, M]);
-  const S = ops.tensor(sinM, dtype, [N, M]);
+  const C = ops.tensor(cosM, dtype, [rows, cols]);
+  const S = ops.tensor(sinM, dtype, [rows, cols]);
   // Move the transform axis last: [..., n] per real/imaginary part.
   const parts = ops.split(x, complexIn ? 2 : 1, r - 1).map((t) => ops.squeeze(t, r - 1));
   const perm = [...Array(r - 1).keys()].filter((d) => d !== axis).concat([axis]);
@@ -177,6 +157,7 @@ function dft(n: NodeContext, signal: Tensor, axis: number, length: number | null
     outRe = ops.div(outRe, N);
     outIm = ops.div(outIm, N);
   }
+  if (halfSpectrum) return ops.expandDims(ops.transpose(outRe, inv), -1);
   return ops.stack([ops.transpose(outRe, inv), ops.transpose(outIm, inv)], -1);
 }
 
@@ -190,8 +171,108 @@ onnxOp("DFT", {
     if (axis === x.rank - 1) throw n.fail("the transform axis cannot be the last (real/imaginary) axis");
     const inverse = n.int("inverse", 0) !== 0;
     const onesided = n.int("onesided", 0) !== 0;
-    if (inverse && onesided) throw n.unsupported("inverse one-sided DFT is not supported");
     return dft(n, x, axis, length, inverse, onesided);
+  },
+});
+
+/**
+ * STFT: frames of frame_length samples every frame_step (a gather with a trace-time index
+ * table), times the window, each frame's DFT (onesided by default) as above.
+ */
+onnxOp("STFT", {
+  constInputs: [1, 3],
+  run(n) {
+    const signal = n.input(0);
+    if (signal.rank !== 3 || (signal.shape[2] !== 1 && signal.shape[2] !== 2)) throw n.fail(`the signal must be [batch, length, 1 or 2], got shape [${signal.shape.join(", ")}]`);
+    const [step] = n.knownInts(1, "frame_step");
+    const window = n.optional(2);
+    const length = n.hasInput(3) ? n.knownInts(3, "frame_length")[0]! : window !== null ? window.shape[0]! : null;
+    if (length === null) throw n.fail("needs a window or a frame_length");
+    if (window !== null && (window.rank !== 1 || window.shape[0] !== length)) throw n.fail(`the window has shape [${window.shape.join(", ")}], expected [${length}]`);
+    const L = signal.shape[1]!;
+    if (!(step! >= 1) || length < 1 || length > L) throw n.fail(`frame_step ${step} and frame_length ${length} do not fit a signal of length ${L}`);
+    const frames = Math.floor((L - length) / step!) + 1;
+    n.checkShape([signal.shape[0]!, frames, length, signal.shape[2]!]);
+    const table = Array.from({ length: frames * length }, (_, i) => Math.floor(i / length) * step! + (i % length));
+    let x = ops.gather(signal, ops.tensor(table, "int32", [frames, length]), 1); // [B, frames, length, 1|2]
+    if (window !== null) x = ops.mul(x, ops.reshape(ops.cast(window, x.dtype), [1, 1, length, 1]));
+    const onesided = n.int("onesided", 1) !== 0;
+    if (onesided && signal.shape[2] === 2) throw n.fail("a complex signal has no one-sided transform");
+    return dft(n, x, 2, null, false, onesided);
+  },
+});
+
+/**
+ * AffineGrid: the sampling grid [N, H, W, 2] (or [N, D, H, W, 3]) of theta [N, 2, 3] (or
+ * [N, 3, 4]) applied to the normalized coordinates of the output (x fastest), align_corners
+ * placing -1 and 1 at the corner pixels' centres or edges.
+ */
+onnxOp("AffineGrid", {
+  constInputs: [1],
+  run(n) {
+    const theta = n.input(0);
+    const size = n.knownInts(1, "size");
+    const k = size.length - 2;
+    if ((k !== 2 && k !== 3) || theta.rank !== 3 || theta.shape[1] !== k || theta.shape[2] !== k + 1 || theta.shape[0] !== size[0]) {
+      throw n.fail(`theta [${theta.shape.join(", ")}] and size [${size.join(", ")}] must be [N, 2, 3] with [N, C, H, W] or [N, 3, 4] with [N, C, D, H, W]`);
+    }
+    const align = n.int("align_corners", 0) !== 0;
+    const spatial = size.slice(2); // [(D,) H, W]
+    n.checkShape([size[0]!, ...spatial, k]);
+    const coord = (m: number, i: number): number => (m === 1 ? 0 : align ? -1 + (2 * i) / (m - 1) : (2 * i + 1) / m - 1);
+    const count = spatial.reduce((p, q) => p * q, 1);
+    const base: number[] = [];
+    for (let p = 0; p < count; p++) {
+      // row-major position -> (x, y[, z], 1), x along the last axis
+      const idx: number[] = [];
+      let r = p;
+      for (let a = spatial.length - 1; a >= 0; a--) {
+        idx.unshift(r % spatial[a]!);
+        r = Math.floor(r / spatial[a]!);
+      }
+      for (let a = spatial.length - 1; a >= 0; a--) base.push(coord(spatial[a]!, idx[a]!));
+      base.push(1);
+    }
+    const grid = ops.matmul(ops.tensor(base, theta.dtype, [count, k + 1]), theta, { transposeB: true }); // [N, count, k]
+    return ops.reshape(grid, [size[0]!, ...spatial, k]);
+  },
+});
+
+/**
+ * MelWeightMatrix [dft_length / 2 + 1, num_mel_bins]: triangular filters between mel-spaced
+ * frequencies, computed at trace time from the (constant) inputs as the specification's
+ * reference does (bin edges floored to spectrogram bins).
+ */
+onnxOp("MelWeightMatrix", {
+  constInputs: [0, 1, 2, 3, 4],
+  run(n) {
+    const [bins] = n.knownInts(0, "num_mel_bins");
+    const [dftLength] = n.knownInts(1, "dft_length");
+    const [rate] = n.knownInts(2, "sample_rate");
+    const lower = Number(n.known(3, "lower_edge_hertz").dataSync()[0]);
+    const upper = Number(n.known(4, "upper_edge_hertz").dataSync()[0]);
+    if (!(bins! >= 1 && dftLength! >= 1 && rate! >= 1) || !(lower >= 0 && upper > lower)) throw n.fail(`invalid parameters: ${bins} bins, dft_length ${dftLength}, sample_rate ${rate}, edges ${lower} to ${upper} Hz`);
+    const spectrum = Math.floor(dftLength! / 2) + 1;
+    n.checkShape([spectrum, bins!]);
+    const mel = (hz: number) => 2595 * Math.log10(1 + hz / 700);
+    const lowMel = mel(lower);
+    // ONNX's reference divides the mel range by the number of edges (bins + 2), so the last edge
+    // falls short of upper_edge_hertz; its node test expects exactly that.
+    const step = (mel(upper) - lowMel) / (bins! + 2);
+    const edges = Array.from({ length: bins! + 2 }, (_, i) => Math.floor(((dftLength! + 1) * 700 * (10 ** ((i * step + lowMel) / 2595) - 1)) / rate!));
+    const out = new Array<number>(spectrum * bins!).fill(0);
+    const set = (j: number, i: number, v: number) => {
+      if (j < 0 || j >= spectrum) throw n.fail(`the filters reach frequency bin ${j}, beyond the ${spectrum} bins (upper_edge_hertz above the Nyquist frequency)`);
+      out[j * bins! + i] = v;
+    };
+    for (let i = 0; i < bins!; i++) {
+      const [lo, mid, hi] = [edges[i]!, edges[i + 1]!, edges[i + 2]!];
+      if (mid === lo) set(mid, i, 1);
+      else for (let j = lo; j <= mid; j++) set(j, i, (j - lo) / (mid - lo));
+      if (hi > mid) for (let j = mid; j < hi; j++) set(j, i, (hi - j) / (hi - mid));
+    }
+    const dtype: DType = n.hasAttr("output_datatype") ? n.dtypeAttr("output_datatype") : "float32";
+    return ops.tensor(out, dtype, [spectrum, bins!]);
   },
 });
 

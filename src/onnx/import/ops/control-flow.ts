@@ -13,11 +13,18 @@ import type { NodeContext } from "../node-context.js";
 import { Slot } from "../scope.js";
 import { OnnxLimitError } from "../../errors.js";
 import { axisOf } from "./shape.js";
+import type { GraphProto } from "../../protobuf.js";
 
 const scalarOf = (t: Tensor): Tensor => (t.rank === 0 ? t : ops.reshape(t, []));
 
+/** Whether a subgraph declares a sequence or optional output (a structure fixed at trace time here). */
+const returnsStructure = (g: GraphProto | null | undefined): boolean => (g?.output ?? []).some((o) => !!o.type?.sequence_type || !!o.type?.optional_type);
+
 onnxOp("If", {
   slots: true,
+  // Branches that return sequences or optionals make the output's structure depend on the
+  // condition: the condition is then a trace key (the model traces once per value it takes).
+  constInputsOf: (node) => (node.attribute.some((a) => (a.name === "then_branch" || a.name === "else_branch") && returnsStructure(a.g)) ? [0] : []),
   run(n) {
     const c = n.input(0);
     if (c.size !== 1) throw n.fail(`the condition must hold one value, got shape [${c.shape.join(", ")}]`);
@@ -41,9 +48,55 @@ function probe(fn: (...xs: Tensor[]) => Tensor[], args: Tensor[]): { dtype: Tens
   return cf.graph.outputs.map((v) => v.type);
 }
 
+/**
+ * A Loop carrying sequences or optionals (whose lengths are trace-time structure here): unrolled
+ * while tracing, which needs the trip count and the condition known then (static inputs: see
+ * constInputsOf below), and the body's condition output known after each iteration.
+ */
+function unrolledLoop(n: NodeContext, body: GraphProto): (Slot | null)[] {
+  const trips = n.hasInput(0) ? n.slot(0).known() : null;
+  const cond0 = n.hasInput(1) ? n.slot(1).known() : null;
+  if ((n.hasInput(0) && trips === null) || (n.hasInput(1) && cond0 === null)) {
+    throw n.unsupported("a Loop carrying sequences or optionals needs its trip count and condition known at trace time");
+  }
+  if (trips === null && cond0 === null) throw n.fail("a Loop with neither a trip count nor a condition never ends");
+  const max = trips === null ? Infinity : Number(trips.dataSync()[0]);
+  let carried = n.slots.slice(2).map((s) => {
+    if (s === null) throw n.fail("a loop-carried value is missing");
+    return s;
+  });
+  const numCarried = carried.length;
+  let cond = cond0 === null ? true : Number(cond0.dataSync()[0]) !== 0;
+  const scans: Slot[][] = [];
+  for (let i = 0; i < max && cond; i++) {
+    if (i >= n.maxLoopIterations) throw new OnnxLimitError(`${n.label}: more than ${n.maxLoopIterations} iterations (the maxLoopIterations load option)`, "onnx.load");
+    const it = ops.scalar(i, "int64");
+    const c = ops.scalar(cond);
+    const outs = n.runSubgraph(body, [Slot.of(it, it), Slot.of(c, c), ...carried], "Loop body");
+    if (outs.length < 1 + numCarried) throw n.fail(`the body returns ${outs.length} outputs, expected at least ${numCarried + 1}`);
+    const next = outs[0]!.known();
+    if (next === null) throw n.unsupported("a Loop carrying sequences or optionals needs its condition known at trace time, but the body computes it from run-time data");
+    cond = Number(next.dataSync()[0]) !== 0;
+    carried = outs.slice(1, 1 + numCarried);
+    scans.push(outs.slice(1 + numCarried));
+  }
+  const numScan = body.output.length - 1 - numCarried;
+  if (numScan > 0 && scans.length === 0) throw n.unsupported("a Loop carrying sequences that runs no iteration has scan outputs of unknown shape");
+  const scanOuts = Array.from({ length: numScan }, (_, k) => Slot.of(ops.stack(scans.map((row) => row[k]!.tensor()), 0)));
+  return [...carried, ...scanOuts];
+}
+
+/** Whether a graph declares a sequence or optional input after the first `skip` (a Loop body's carried values). */
+const takesStructure = (g: GraphProto | null | undefined, skip: number): boolean => (g?.input ?? []).slice(skip).some((i) => !!i.type?.sequence_type || !!i.type?.optional_type);
+
 onnxOp("Loop", {
+  slots: true,
+  // Carrying sequences or optionals: the loop unrolls while tracing, so its trip count and
+  // condition are trace keys.
+  constInputsOf: (node) => (node.attribute.some((a) => a.name === "body" && takesStructure(a.g, 2)) ? [0, 1] : []),
   run(n) {
     const body = n.graph("body");
+    if (n.slots.slice(2).some((s) => s !== null && !s.isTensor)) return unrolledLoop(n, body);
     const maxTrips = n.optional(0);
     const cond0 = n.optional(1);
     const carried0 = n.inputsFrom(2);
@@ -85,9 +138,77 @@ onnxOp("Loop", {
   },
 });
 
+/**
+ * The Scan loop: the body over rows i = 0 .. length-1 of `xs` (scan axis first, directions
+ * applied), carrying `states0`; returns the final states and the scan outputs stacked [length, ...].
+ */
+function scanLoop(n: NodeContext, body: ReturnType<NodeContext["graph"]>, states0: Tensor[], xs: Tensor[]): { states: Tensor[]; stacked: Tensor[] } {
+  const numState = states0.length;
+  const length = xs[0]!.shape[0]!;
+  if (xs.some((x) => x.shape[0] !== length)) throw n.fail("the scan inputs have different lengths along their scan axes");
+  const runBody = (states: Tensor[], rows: Tensor[]): Tensor[] =>
+    n.runSubgraph(body, [...states, ...rows].map((t) => Slot.of(t)), "Scan body").map((s) => s.tensor());
+  const row0 = xs.map((x) => ops.gather(x, ops.scalar(0, "int32"), 0));
+  const types = probe((...a) => runBody(a.slice(0, numState), a.slice(numState)), [...states0, ...row0]);
+  const stacks0 = types.slice(numState).map((t) => ops.emptyStack(ops.full(t.shape.map((d) => Math.max(d, 0)), 0, t.dtype)));
+  const outs = whileLoop(
+    (i) => ops.less(i!, length),
+    (i, ...rest) => {
+      const rows = xs.map((x) => ops.gather(x, i!, 0));
+      const r = runBody(rest.slice(0, numState), rows);
+      const stacks = rest.slice(numState).map((s, k) => ops.stackPush(s, r[numState + k]!));
+      return [ops.add(i!, 1), ...r.slice(0, numState), ...stacks];
+    },
+    [ops.scalar(0, "int32"), ...states0, ...stacks0],
+    { shapeInvariants: [null, ...states0.map(() => null), ...stacks0.map((s) => [null, ...s.shape.slice(1)])] },
+  );
+  const stacked = outs.slice(1 + numState).map((s, k) => ops.reshape(s, [length, ...types[numState + k]!.shape]));
+  return { states: outs.slice(1, 1 + numState), stacked };
+}
+
+/** Scan axis first, reversed where the direction is backwards: the loop reads row i. */
+function scanRows(x: Tensor, axis: number, reverse: boolean): Tensor {
+  const moved = axis === 0 ? x : ops.transpose(x, [axis, ...[...Array(x.rank).keys()].filter((d) => d !== axis)]);
+  return reverse ? ops.flip(moved, 0) : moved;
+}
+
+/**
+ * Scan 8: inputs [sequence_lens?, states..., scan inputs...], all with a leading batch axis (scan
+ * inputs [batch, sequence, ...]); the body runs per batch entry. Each batch entry is its own
+ * scan loop; results are stacked back along the batch axis.
+ */
+function scan8(n: NodeContext): Tensor[] {
+  const body = n.graph("body");
+  const numScanIn = n.int("num_scan_inputs");
+  if (numScanIn === undefined || numScanIn < 1) throw n.fail("needs a positive num_scan_inputs");
+  const inputs = n.inputsFrom(1);
+  const numState = inputs.length - numScanIn;
+  if (numState < 0) throw n.fail(`has ${inputs.length} inputs after sequence_lens but num_scan_inputs is ${numScanIn}`);
+  const states0 = inputs.slice(0, numState);
+  const xsIn = inputs.slice(numState);
+  const batch = inputs[0]!.shape[0];
+  if (batch === undefined || inputs.some((t) => t.rank < 1 || t.shape[0] !== batch)) throw n.fail("every state and scan input needs the same leading batch axis");
+  if (xsIn.some((x) => x.rank < 2)) throw n.fail("scan inputs must be [batch, sequence, ...]");
+  const seq = xsIn[0]!.shape[1]!;
+  if (n.hasInput(0)) {
+    const lens = n.knownInts(0, "sequence_lens");
+    if (lens.length !== batch) throw n.fail(`sequence_lens has ${lens.length} entries for a batch of ${batch}`);
+    if (lens.some((l) => l !== seq)) throw n.unsupported(`sequence_lens [${lens.join(", ")}] shorter than the scan inputs' length ${seq} are not supported`);
+  }
+  const dirs = n.ints("directions", new Array(numScanIn).fill(0));
+  if (dirs.length !== numScanIn) throw n.fail(`directions has ${dirs.length} entries for ${numScanIn} scan inputs`);
+  const per = Array.from({ length: batch }, (_, b) => {
+    const at = (t: Tensor) => ops.gather(t, ops.scalar(b, "int32"), 0);
+    return scanLoop(n, body, states0.map(at), xsIn.map((x, k) => scanRows(at(x), 0, dirs[k] !== 0)));
+  });
+  const states = states0.map((_, k) => ops.stack(per.map((p) => p.states[k]!), 0));
+  const stacked = per[0]!.stacked.map((_, k) => ops.stack(per.map((p) => p.stacked[k]!), 0));
+  return [...states, ...stacked];
+}
+
 onnxOp("Scan", {
-  since: 9,
   run(n: NodeContext) {
+    if (n.opset < 9) return scan8(n);
     const body = n.graph("body");
     const numScanIn = n.int("num_scan_inputs");
     if (numScanIn === undefined || numScanIn < 1) throw n.fail("needs a positive num_scan_inputs");
@@ -98,36 +219,13 @@ onnxOp("Scan", {
     const xsIn = inputs.slice(numState);
     const inAxes = n.ints("scan_input_axes", new Array(numScanIn).fill(0)).map((a, k) => axisOf(n, a, xsIn[k]!.rank));
     const inDirs = n.ints("scan_input_directions", new Array(numScanIn).fill(0));
-    // Scanned axes first, reversed where the direction is backwards: the loop reads row i.
-    const xs = xsIn.map((x, k) => {
-      const a = inAxes[k]!;
-      const moved = a === 0 ? x : ops.transpose(x, [a, ...[...Array(x.rank).keys()].filter((d) => d !== a)]);
-      return inDirs[k] ? ops.flip(moved, 0) : moved;
-    });
-    const length = xs[0]!.shape[0]!;
-    if (xs.some((x) => x.shape[0] !== length)) throw n.fail("the scan inputs have different lengths along their scan axes");
-    const numScanOut = body.output.length - numState;
-    const runBody = (states: Tensor[], rows: Tensor[]): Tensor[] =>
-      n.runSubgraph(body, [...states, ...rows].map((t) => Slot.of(t)), "Scan body").map((s) => s.tensor());
-    const row0 = xs.map((x) => ops.gather(x, ops.scalar(0, "int32"), 0));
-    const types = probe((...a) => runBody(a.slice(0, numState), a.slice(numState)), [...states0, ...row0]);
-    const stacks0 = types.slice(numState).map((t) => ops.emptyStack(ops.full(t.shape.map((d) => Math.max(d, 0)), 0, t.dtype)));
-    const outs = whileLoop(
-      (i) => ops.less(i!, length),
-      (i, ...rest) => {
-        const rows = xs.map((x) => ops.gather(x, i!, 0));
-        const r = runBody(rest.slice(0, numState), rows);
-        const stacks = rest.slice(numState).map((s, k) => ops.stackPush(s, r[numState + k]!));
-        return [ops.add(i!, 1), ...r.slice(0, numState), ...stacks];
-      },
-      [ops.scalar(0, "int32"), ...states0, ...stacks0],
-      { shapeInvariants: [null, ...states0.map(() => null), ...stacks0.map((s) => [null, ...s.shape.slice(1)])] },
-    );
+    const xs = xsIn.map((x, k) => scanRows(x, inAxes[k]!, inDirs[k] !== 0));
+    const { states, stacked } = scanLoop(n, body, states0, xs);
+    const numScanOut = stacked.length;
     const outAxes = n.ints("scan_output_axes", new Array(numScanOut).fill(0));
     const outDirs = n.ints("scan_output_directions", new Array(numScanOut).fill(0));
-    const scanOuts = outs.slice(1 + numState).map((s, k) => {
-      const t = types[numState + k]!;
-      let y = ops.reshape(s, [length, ...t.shape]);
+    const scanOuts = stacked.map((s, k) => {
+      let y = s;
       if (outDirs[k]) y = ops.flip(y, 0);
       const a = axisOf(n, outAxes[k]!, y.rank);
       if (a !== 0) {
@@ -137,6 +235,6 @@ onnxOp("Scan", {
       }
       return y;
     });
-    return [...outs.slice(1, 1 + numState), ...scanOuts];
+    return [...states, ...scanOuts];
   },
 });

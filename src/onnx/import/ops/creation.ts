@@ -1,4 +1,4 @@
-/** ONNX ops that make tensors: Constant, ConstantOfShape, Range, OneHot, EyeLike, Trilu, CumSum. */
+/** ONNX ops that make tensors: Constant, ConstantOfShape, Range, OneHot, EyeLike, Trilu, CumSum, CumProd. */
 import type { Tensor } from "../../../core/tensor.js";
 import { isFloat, type DType } from "../../../core/dtype.js";
 import * as ops from "../../../ops/index.js";
@@ -111,6 +111,30 @@ onnxOp("CumSum", {
     const [axis] = n.knownInts(1, "axis");
     const a = axisOf(n, axis!, x.rank);
     return ops.cumsum(x, a, { exclusive: n.int("exclusive", 0) !== 0, reverse: n.int("reverse", 0) !== 0 });
+  },
+});
+
+/**
+ * CumProd as a parallel prefix product (Hillis-Steele): log2(n) steps of y *= y shifted by 2^k
+ * along the axis (ones shifted in). Only multiplications, so zeros, negatives and integers are
+ * exact and the gradient is the product rule's, with no division by x.
+ */
+onnxOp("CumProd", {
+  constInputs: [1],
+  run(n) {
+    const x = n.input(0);
+    if (x.dtype === "bool") throw n.fail("does not take bool inputs");
+    const [axis] = n.knownInts(1, "axis");
+    const a = axisOf(n, axis!, x.rank);
+    const L = x.shape[a]!;
+    const reverse = n.int("reverse", 0) !== 0;
+    /** y shifted by s towards the end of the axis, ones shifted in. */
+    const shift = (y: Tensor, s: number): Tensor =>
+      ops.pad(ops.slice(y, y.shape.map(() => 0), y.shape.map((d, i) => (i === a ? L - s : d))), y.shape.map((_, i) => (i === a ? [s, 0] : [0, 0]) as [number, number]), 1);
+    let y = reverse ? ops.flip(x, a) : x;
+    if (n.int("exclusive", 0) !== 0 && L > 0) y = shift(y, 1);
+    for (let s = 1; s < L; s *= 2) y = ops.mul(y, shift(y, s));
+    return reverse ? ops.flip(y, a) : y === x ? ops.identity(x) : y;
   },
 });
 

@@ -14,3 +14,7 @@ import "./composite.js";
 import "./quantize.js";
 import "./grid-sample.js";
 import "./data-dependent.js";
+import "./training.js";
+import "./tfidf.js";
+import "./deform.js";
+import "./det.js";

@@ -8,6 +8,7 @@ import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { axisOf } from "./shape.js";
+import { avgPoolNd, maxPoolIndices, maxPoolNd, poolGeometry, resolvePads, sumBlocks } from "./pool-nd.js";
 
 onnxOp("MatMul", { run: (n) => ops.matmul(n.input(0), n.input(1)) });
 
@@ -27,32 +28,6 @@ onnxOp("Gemm", {
 
 // ---- convolution and pooling ----------------------------------------------------------------
 
-/**
- * Explicit pads [begin..., end...] from the node's auto_pad and pads attributes, for spatial
- * sizes `size`, effective kernel sizes `keff` and strides.
- */
-function resolvePads(n: NodeContext, size: number[], keff: number[], strides: number[]): number[] {
-  const k = size.length;
-  const autoPad = n.string("auto_pad", "NOTSET");
-  if (autoPad === "NOTSET") {
-    const pads = n.ints("pads", new Array(2 * k).fill(0));
-    if (pads.length !== 2 * k) throw n.fail(`pads has ${pads.length} entries, expected ${2 * k}`);
-    return pads;
-  }
-  if (autoPad === "VALID") return new Array(2 * k).fill(0);
-  if (autoPad !== "SAME_UPPER" && autoPad !== "SAME_LOWER") throw n.fail(`unknown auto_pad ${JSON.stringify(autoPad)}`);
-  const begin: number[] = [];
-  const end: number[] = [];
-  for (let i = 0; i < k; i++) {
-    const out = Math.ceil(size[i]! / strides[i]!);
-    const total = Math.max((out - 1) * strides[i]! + keff[i]! - size[i]!, 0);
-    const small = Math.floor(total / 2);
-    begin.push(autoPad === "SAME_UPPER" ? small : total - small);
-    end.push(autoPad === "SAME_UPPER" ? total - small : small);
-  }
-  return [...begin, ...end];
-}
-
 /** 1-D tensors [N, C, L] as 2-D [N, C, 1, L]; the spatial rank is checked to be 1 or 2. */
 function as2d(n: NodeContext, x: Tensor): { x: Tensor; oneD: boolean } {
   if (x.rank === 4) return { x, oneD: false };
@@ -69,9 +44,9 @@ function padPairs(pads: number[], oneD: boolean): [[number, number], [number, nu
 }
 
 /** A Conv or ConvTranspose node's operands (1-D ones as 2-D) and the geometry of its spatial axes. */
-function convGeometry(n: NodeContext) {
-  const { x, oneD } = as2d(n, n.input(0));
-  const w = oneD ? ops.expandDims(n.input(1), 2) : n.input(1);
+function convGeometry(n: NodeContext, x0: Tensor = n.input(0), w0: Tensor = n.input(1)) {
+  const { x, oneD } = as2d(n, x0);
+  const w = oneD ? ops.expandDims(w0, 2) : w0;
   const k = oneD ? 1 : 2;
   const kernel = oneD ? [w.shape[3]!] : [w.shape[2]!, w.shape[3]!];
   const strides = n.ints("strides", new Array(k).fill(1));
@@ -87,47 +62,64 @@ function finishConv(n: NodeContext, y: Tensor, oneD: boolean): Tensor {
   return back1d(b === null ? y : ops.add(y, ops.reshape(b, [1, b.size, 1, 1])), oneD);
 }
 
+/** The convolution a Conv-like node's attributes describe, of x by w (no bias). */
+export function convolve(n: NodeContext, x0: Tensor, w0: Tensor): Tensor {
+  const { x, w, oneD, strides, dilations, size, keff } = convGeometry(n, x0, w0);
+  const pads = resolvePads(n, size, keff, strides);
+  return back1d(ops.conv2d(x, w, { strides: pair(strides, oneD, 1), dilations: pair(dilations, oneD, 1), padding: padPairs(pads, oneD), groups: n.int("group", 1) }), oneD);
+}
+
 onnxOp("Conv", {
   run(n) {
-    const { x, w, oneD, strides, dilations, size, keff } = convGeometry(n);
-    const pads = resolvePads(n, size, keff, strides);
-    const y = ops.conv2d(x, w, { strides: pair(strides, oneD, 1), dilations: pair(dilations, oneD, 1), padding: padPairs(pads, oneD), groups: n.int("group", 1) });
-    return finishConv(n, y, oneD);
+    const y = convolve(n, n.input(0), n.input(1));
+    const b = n.optional(2);
+    return b === null ? y : ops.add(y, ops.reshape(b, [1, b.size, ...new Array<number>(y.rank - 2).fill(1)]));
   },
 });
 
+/**
+ * ConvTranspose's explicit pads [begin..., end...] and output padding for k spatial axes of sizes
+ * `size`: from output_shape or SAME_* auto_pad (the total padding the wanted output size implies)
+ * or the pads attribute. A negative total padding (an output larger than the full transposed
+ * convolution) becomes extra output padding at the end.
+ */
+function transposePads(n: NodeContext, size: number[], strides: number[], keff: number[]): { pads: number[]; outPad: number[] } {
+  const k = size.length;
+  const outPad = n.ints("output_padding", new Array(k).fill(0));
+  let pads: number[];
+  const outputShape = n.ints("output_shape");
+  const autoPad = n.string("auto_pad", "NOTSET");
+  if (outputShape !== undefined || autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER") {
+    // SAME_UPPER puts the odd pixel at the start (ONNX's ConvTranspose rule), SAME_LOWER at the end.
+    const target = outputShape !== undefined ? outputShape.slice(-k) : size.map((s, i) => s * strides[i]!);
+    const begin: number[] = [];
+    const end: number[] = [];
+    for (let i = 0; i < k; i++) {
+      const total = strides[i]! * (size[i]! - 1) + outPad[i]! + keff[i]! - target[i]!;
+      const half = Math.floor(total / 2);
+      const upperFirst = autoPad !== "SAME_LOWER";
+      begin.push(upperFirst ? total - half : half);
+      end.push(upperFirst ? half : total - half);
+    }
+    pads = [...begin, ...end];
+  } else pads = n.ints("pads", new Array(2 * k).fill(0));
+  if (pads.length !== 2 * k) throw n.fail(`pads has ${pads.length} entries, expected ${2 * k}`);
+  for (let i = 0; i < k; i++) {
+    const extra = -Math.min(0, pads[i]! + pads[i + k]!);
+    if (extra > 0) {
+      outPad[i] = outPad[i]! + extra;
+      pads[i] = Math.max(0, pads[i]!);
+      pads[i + k] = Math.max(0, pads[i + k]!);
+    }
+  }
+  return { pads, outPad };
+}
+
 onnxOp("ConvTranspose", {
   run(n) {
-    const { x, w, oneD, k, strides, dilations, size, keff } = convGeometry(n);
-    const outPad = n.ints("output_padding", new Array(k).fill(0));
-    let pads: number[];
-    const outputShape = n.ints("output_shape");
-    const autoPad = n.string("auto_pad", "NOTSET");
-    if (outputShape !== undefined || autoPad === "SAME_UPPER" || autoPad === "SAME_LOWER") {
-      // Total padding from the wanted output size; SAME_UPPER puts the odd pixel at the start
-      // (ONNX's ConvTranspose rule), SAME_LOWER at the end.
-      const target = outputShape !== undefined ? outputShape.slice(-k) : size.map((s, i) => s * strides[i]!);
-      const begin: number[] = [];
-      const end: number[] = [];
-      for (let i = 0; i < k; i++) {
-        const total = strides[i]! * (size[i]! - 1) + outPad[i]! + keff[i]! - target[i]!;
-        const half = Math.floor(total / 2);
-        const upperFirst = autoPad !== "SAME_LOWER";
-        begin.push(upperFirst ? total - half : half);
-        end.push(upperFirst ? half : total - half);
-      }
-      pads = [...begin, ...end];
-    } else pads = n.ints("pads", new Array(2 * k).fill(0));
-    // A negative total padding (an output larger than the full transposed convolution) is extra
-    // output padding at the end.
-    for (let i = 0; i < k; i++) {
-      const extra = -Math.min(0, pads[i]! + pads[i + k]!);
-      if (extra > 0) {
-        outPad[i] = outPad[i]! + extra;
-        pads[i] = Math.max(0, pads[i]!);
-        pads[i + k] = Math.max(0, pads[i + k]!);
-      }
-    }
+    if (n.input(0).rank === 5) return convTranspose3d(n);
+    const { x, w, oneD, strides, dilations, size, keff } = convGeometry(n);
+    const { pads, outPad } = transposePads(n, size, strides, keff);
     const y = ops.conv2dTranspose(x, w, {
       strides: pair(strides, oneD, 1),
       dilations: pair(dilations, oneD, 1),
@@ -139,37 +131,81 @@ onnxOp("ConvTranspose", {
   },
 });
 
+/**
+ * 3-D ConvTranspose [N, C, D, H, W] as 2-D ones: for each kernel depth index kd, a 2-D
+ * transposed convolution of every input depth slice with w[:, :, kd]; slice d lands at output
+ * depth d * strideD + kd * dilationD (zeros between slices for the stride), the kD results add
+ * up, and the depth padding crops. Every step is a differentiable registry op.
+ */
+function convTranspose3d(n: NodeContext): Tensor {
+  const x = n.input(0);
+  const w = n.input(1);
+  if (w.rank !== 5) throw n.fail(`the weight must have rank 5 for a 3-D input, got shape [${w.shape.join(", ")}]`);
+  const [N, C, D, H, W] = x.shape as [number, number, number, number, number];
+  const kernel = w.shape.slice(2) as number[];
+  const strides = n.ints("strides", [1, 1, 1]);
+  const dilations = n.ints("dilations", [1, 1, 1]);
+  if (strides.length !== 3 || dilations.length !== 3) throw n.fail("strides and dilations need 3 entries for a 3-D input");
+  const keff = kernel.map((kk, i) => (kk - 1) * dilations[i]! + 1);
+  const { pads, outPad } = transposePads(n, [D, H, W], strides, keff);
+  const groups = n.int("group", 1);
+  const [sd, dd] = [strides[0]!, dilations[0]!];
+  const fullDepth = sd * (D - 1) + keff[0]! + outPad[0]!;
+  const outDepth = fullDepth - pads[0]! - pads[3]!;
+  const slices = ops.reshape(ops.transpose(x, [0, 2, 1, 3, 4]), [N * D, C, H, W]);
+  let sum: Tensor | null = null;
+  for (let kd = 0; kd < kernel[0]!; kd++) {
+    const wk = ops.squeeze(ops.slice(w, [0, 0, kd, 0, 0], [null, null, kd + 1, null, null]), 2);
+    const z2 = ops.conv2dTranspose(slices, wk, {
+      strides: [strides[1]!, strides[2]!],
+      dilations: [dilations[1]!, dilations[2]!],
+      padding: [[pads[1]!, pads[4]!], [pads[2]!, pads[5]!]],
+      outputPadding: [outPad[1]!, outPad[2]!],
+      groups,
+    });
+    const [, M, Ho, Wo] = z2.shape as [number, number, number, number];
+    let z = ops.reshape(z2, [N, D, M, Ho, Wo]);
+    if (sd > 1) {
+      // Interleave sd - 1 zero slices after each depth slice, dropping the trailing ones.
+      z = ops.reshape(ops.pad(ops.expandDims(z, 2), [[0, 0], [0, 0], [0, sd - 1], [0, 0], [0, 0], [0, 0]]), [N, D * sd, M, Ho, Wo]);
+      z = ops.slice(z, [0, 0, 0, 0, 0], [N, (D - 1) * sd + 1, M, Ho, Wo]);
+    }
+    const before = kd * dd;
+    z = ops.pad(z, [[0, 0], [before, fullDepth - before - z.shape[1]!], [0, 0], [0, 0], [0, 0]]);
+    sum = sum === null ? z : ops.add(sum, z);
+  }
+  const cropped = ops.slice(sum!, [0, pads[0]!, 0, 0, 0], [null, pads[0]! + outDepth, null, null, null]);
+  const y = ops.transpose(cropped, [0, 2, 1, 3, 4]);
+  const b = n.optional(2);
+  return b === null ? y : ops.add(y, ops.reshape(b, [1, b.size, 1, 1, 1]));
+}
+
 function pool(op: "MaxPool" | "AveragePool"): void {
   onnxOp(op, {
     run(n) {
-      const { x, oneD } = as2d(n, n.input(0));
-      const kernel = n.ints("kernel_shape");
-      if (kernel === undefined) throw n.fail("needs kernel_shape");
-      const k = kernel.length;
-      if (k !== (oneD ? 1 : 2)) throw n.fail(`kernel_shape [${kernel.join(", ")}] does not match the input's spatial rank`);
-      const strides = n.ints("strides", new Array(k).fill(1));
-      const dilations = n.ints("dilations", new Array(k).fill(1));
-      if (dilations.some((d) => d !== 1)) throw n.unsupported("dilated pooling is not supported");
-      if (op === "MaxPool" && n.node.output.length > 1 && n.node.output[1]) throw n.unsupported("the Indices output is not supported");
-      const size = oneD ? [x.shape[3]!] : [x.shape[2]!, x.shape[3]!];
-      const pads = resolvePads(n, size, kernel, strides);
-      if (n.int("ceil_mode", 0) !== 0) {
-        // Grow the end padding until the floor rule gives the ceil rule's size (a window must start inside the input or its begin padding).
-        for (let i = 0; i < k; i++) {
-          const padded = size[i]! + pads[i]! + pads[i + k]!;
-          let out = Math.ceil((padded - kernel[i]!) / strides[i]!) + 1;
-          if ((out - 1) * strides[i]! >= size[i]! + pads[i]!) out--;
-          pads[i + k] = pads[i + k]! + Math.max(0, (out - 1) * strides[i]! + kernel[i]! - padded);
-        }
-      }
+      const x0 = n.input(0);
+      const g = poolGeometry(n, x0);
+      const k = g.kernel.length;
       const includePad = op === "AveragePool" && n.int("count_include_pad", 0) !== 0;
+      const wantIndices = op === "MaxPool" && n.node.output.length > 1 && !!n.node.output[1];
+      // 3-D and higher, dilated windows and the Indices output: the N-D lowering (pool-nd.ts).
+      if (k > 2 || g.dilations.some((d) => d !== 1) || wantIndices) {
+        if (op === "AveragePool") return avgPoolNd(x0, g, includePad);
+        const storageOrder = n.int("storage_order", 0);
+        if (storageOrder !== 0 && storageOrder !== 1) throw n.fail(`storage_order must be 0 or 1, got ${storageOrder}`);
+        const y = maxPoolNd(x0, g);
+        return wantIndices ? [y, maxPoolIndices(x0, g, storageOrder === 1)] : y;
+      }
+      const { x, oneD } = as2d(n, x0);
+      // The 2-D kernels take the ceil-mode growth as extra end padding (never counted).
+      const pads = [...g.begin, ...g.end.map((e, i) => e + g.ceilExtra[i]!)];
       let input = x;
       let padding = padPairs(pads, oneD);
-      if (includePad && pads.some((p) => p !== 0)) {
-        input = ops.pad(x, [[0, 0], [0, 0], ...padding]);
-        padding = [[0, 0], [0, 0]];
+      if (includePad && g.begin.concat(g.end).some((p) => p !== 0)) {
+        input = ops.pad(x, [[0, 0], [0, 0], ...padPairs([...g.begin, ...g.end], oneD)]);
+        padding = oneD ? [[0, 0], [0, g.ceilExtra[0]!]] : [[0, g.ceilExtra[0]!], [0, g.ceilExtra[1]!]];
       }
-      const options = { kernelSize: pair(kernel, oneD, 1), strides: pair(strides, oneD, 1), padding };
+      const options = { kernelSize: pair(g.kernel, oneD, 1), strides: pair(g.strides, oneD, 1), padding };
       const y = op === "MaxPool" ? ops.maxPool2d(input, options) : ops.avgPool2d(input, options);
       return back1d(y, oneD);
     },
@@ -177,6 +213,68 @@ function pool(op: "MaxPool" | "AveragePool"): void {
 }
 pool("MaxPool");
 pool("AveragePool");
+
+/**
+ * Col2Im: input [N, C * prod(block), L] holds L sliding blocks (im2col's columns); each block
+ * element is added back at its image position (sumBlocks, pool-nd.ts).
+ */
+onnxOp("Col2Im", {
+  constInputs: [1, 2],
+  run(n) {
+    const x = n.input(0);
+    const image = n.knownInts(1, "image_shape");
+    const block = n.knownInts(2, "block_shape");
+    const k = image.length;
+    if (block.length !== k || k === 0) throw n.fail(`image_shape [${image.join(", ")}] and block_shape [${block.join(", ")}] must have the same positive length`);
+    if (x.rank !== 3) throw n.fail(`the input must be [N, C * prod(block_shape), L], got shape [${x.shape.join(", ")}]`);
+    const strides = n.ints("strides", new Array(k).fill(1));
+    const dilations = n.ints("dilations", new Array(k).fill(1));
+    const pads = n.ints("pads", new Array(2 * k).fill(0));
+    if (strides.length !== k || dilations.length !== k || pads.length !== 2 * k) throw n.fail(`strides, dilations need ${k} entries and pads ${2 * k}`);
+    if ([...image, ...block, ...strides, ...dilations].some((v) => !Number.isInteger(v) || v < 1) || pads.some((p) => p < 0)) throw n.fail("image and block sizes, strides and dilations must be positive, pads non-negative");
+    const K = block.reduce((p, q) => p * q, 1);
+    const [N, CK, L] = x.shape as [number, number, number];
+    if (CK % K !== 0) throw n.fail(`the input's ${CK} rows are not a multiple of the block's ${K} elements`);
+    const out = image.map((s, i) => Math.floor((s + pads[i]! + pads[i + k]! - ((block[i]! - 1) * dilations[i]! + 1)) / strides[i]!) + 1);
+    if (out.some((o) => o < 1) || out.reduce((p, q) => p * q, 1) !== L) throw n.fail(`the image [${image.join(", ")}] holds [${out.join(", ")}] blocks, not the input's ${L}`);
+    n.checkShape([N, CK / K, ...image]);
+    const cols = ops.reshape(x, [N, CK / K, K, ...out]);
+    return sumBlocks(cols, image, block, strides, dilations, pads.slice(0, k), pads.slice(k));
+  },
+});
+
+/**
+ * MaxUnpool: zeros of the unpooled shape (output_shape, or the pooling geometry run backwards),
+ * with each X value written at its Indices position (flat over the whole output, as MaxPool's
+ * Indices are): one scatterND, so the values' gradient is a gather.
+ */
+onnxOp("MaxUnpool", {
+  constInputs: [2],
+  run(n) {
+    const x = n.input(0);
+    const idx = n.input(1);
+    if (idx.rank !== x.rank || idx.shape.some((d, i) => d !== x.shape[i])) throw n.fail(`indices have shape [${idx.shape.join(", ")}], expected the input's [${x.shape.join(", ")}]`);
+    const k = x.rank - 2;
+    const kernel = n.ints("kernel_shape");
+    if (kernel === undefined || kernel.length !== k) throw n.fail(`needs kernel_shape with ${k} entries`);
+    const strides = n.ints("strides", new Array(k).fill(1));
+    const pads = n.ints("pads", new Array(2 * k).fill(0));
+    // Indices address the unpooled shape the pooling geometry implies; a larger output_shape
+    // adds zeros at the end of each spatial axis (as onnxruntime places them).
+    const shape = [x.shape[0]!, x.shape[1]!, ...kernel.map((kk, i) => (x.shape[i + 2]! - 1) * strides[i]! - pads[i]! - pads[i + k]! + kk)];
+    n.checkShape(shape);
+    const total = shape.reduce((p, q) => p * q, 1);
+    const flat = ops.scatterND(ops.full([total], 0, x.dtype), ops.reshape(ops.cast(idx, "int64"), [x.size, 1]), ops.reshape(x, [x.size]));
+    const y = ops.reshape(flat, shape);
+    if (!n.hasInput(2)) return y;
+    const want = n.knownInts(2, "output_shape");
+    if (want.length !== x.rank || want.some((d, i) => (i < 2 ? d !== shape[i] : d < shape[i]!))) {
+      throw n.fail(`output_shape [${want.join(", ")}] must keep N and C and be at least the unpooled shape [${shape.join(", ")}]`);
+    }
+    n.checkShape(want);
+    return ops.pad(y, want.map((d, i) => [0, d - shape[i]!] as [number, number]));
+  },
+});
 
 const spatialAxes = (x: Tensor): number[] => [...Array(x.rank).keys()].slice(2);
 onnxOp("GlobalAveragePool", { run: (n) => ops.mean(n.input(0), spatialAxes(n.input(0)), true) });

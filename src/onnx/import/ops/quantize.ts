@@ -10,6 +10,7 @@ import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { axisOf } from "./shape.js";
+import { convolve } from "./nn.js";
 
 /** A scale or zero point shaped to broadcast against x: scalar, per-axis [C], or blocked. */
 function along(n: NodeContext, p: Tensor, x: Tensor): Tensor {
@@ -96,5 +97,37 @@ onnxOp("MatMulInteger", {
     const az = n.optional(2);
     const bz = n.optional(3);
     return ops.cast(ops.matmul(center(a, az === null ? null : az.rank === 1 && a.rank > 1 ? ops.reshape(az, [-1, 1]) : az), center(b, bz)), "int32");
+  },
+});
+
+/** A per-output-channel parameter [M] of a conv weight [M, C/g, ...] shaped to broadcast; a scalar stays one. */
+const perOutputChannel = (p: Tensor, w: Tensor): Tensor => (p.size === 1 ? ops.reshape(p, []) : ops.reshape(p, [p.size, ...new Array<number>(w.rank - 1).fill(1)]));
+
+/** ConvInteger: (x - x_zero_point) conv (w - w_zero_point), exactly in float64, as int32. */
+onnxOp("ConvInteger", {
+  run(n) {
+    const x = n.input(0);
+    const w = n.input(1);
+    const xz = n.optional(2);
+    const wz = n.optional(3);
+    const fx = xz === null ? ops.cast(x, "float64") : ops.sub(ops.cast(x, "float64"), ops.cast(ops.reshape(xz, []), "float64"));
+    const fw = wz === null ? ops.cast(w, "float64") : ops.sub(ops.cast(w, "float64"), ops.cast(perOutputChannel(wz, w), "float64"));
+    return ops.cast(convolve(n, fx, fw), "int32");
+  },
+});
+
+/** QLinearConv: dequantized x and w (w per output channel), convolved in float64, plus the int32 bias at scale x_scale * w_scale, quantized to y. */
+onnxOp("QLinearConv", {
+  run(n) {
+    const [x, xs, xz, w, ws, wz, ys, yz] = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => n.input(i)) as Tensor[];
+    const fx = dequantize(x!, ops.reshape(xs!, []), ops.reshape(xz!, []), "float64");
+    const fw = dequantize(w!, perOutputChannel(ws!, w!), perOutputChannel(wz!, w!), "float64");
+    let y = convolve(n, fx, fw);
+    const b = n.optional(8);
+    if (b !== null) {
+      const scale = ops.mul(ops.cast(ops.reshape(xs!, []), "float64"), ops.cast(ops.reshape(ws!, [-1]), "float64"));
+      y = ops.add(y, ops.reshape(ops.mul(ops.cast(b, "float64"), scale), [1, b.size, ...new Array<number>(y.rank - 2).fill(1)]));
+    }
+    return quantize(y, ys!, yz!, yz!.dtype);
   },
 });

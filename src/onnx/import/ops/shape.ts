@@ -170,13 +170,24 @@ onnxOp("GatherND", {
   run(n) {
     const x = n.input(0);
     const idx = n.input(1);
-    const batch = n.int("batch_dims", 0);
-    if (batch !== 0) throw n.unsupported(`batch_dims ${batch} is not supported`);
+    const b = n.int("batch_dims", 0);
     const m = idx.shape[idx.rank - 1]!;
+    if (b < 0 || b >= Math.min(x.rank, idx.rank)) throw n.fail(`batch_dims ${b} must be in [0, ${Math.min(x.rank, idx.rank) - 1}]`);
+    if (b + m > x.rank) throw n.fail(`indices address ${m} axes after ${b} batch axes of data of rank ${x.rank}`);
+    for (let d = 0; d < b; d++) if (x.shape[d] !== idx.shape[d]) throw n.fail(`batch axis ${d} has size ${x.shape[d]} in data but ${idx.shape[d]} in indices`);
     // wrap negative indices per indexed axis
-    const dims = ops.tensor(x.shape.slice(0, m), idx.dtype);
+    const dims = ops.tensor(x.shape.slice(b, b + m), idx.dtype);
     const wrapped = ops.where(ops.less(idx, 0), ops.add(idx, dims), idx);
-    return ops.gatherND(x, wrapped);
+    if (b === 0) return ops.gatherND(x, wrapped);
+    // Batch axes: flatten them into one, prefix each index tuple with its batch number, gather
+    // from the flattened data, and give the batch axes back.
+    const batch = x.shape.slice(0, b) as number[];
+    const B = batch.reduce((p, q) => p * q, 1);
+    const inner = idx.shape.slice(b, -1) as number[];
+    const tuples = ops.reshape(wrapped, [B, ...inner, m]);
+    const batchNo = ops.broadcastTo(ops.reshape(ops.cast(ops.arange(0, B, 1, "int32"), idx.dtype), [B, ...inner.map(() => 1), 1]), [B, ...inner, 1]);
+    const y = ops.gatherND(ops.reshape(x, [B, ...(x.shape.slice(b) as number[])]), ops.concat([batchNo, tuples], -1));
+    return ops.reshape(y, [...batch, ...(y.shape.slice(1) as number[])]);
   },
 });
 
@@ -203,6 +214,23 @@ onnxOp("Tile", {
   },
 });
 
+/**
+ * Pad mode "wrap": output position i of a padded axis reads input position (i - begin) mod size,
+ * one gather per padded axis (negative pads crop the same way), so it differentiates as gathers.
+ */
+function wrapPad(n: NodeContext, x: Tensor, pairs: [number, number][]): Tensor {
+  let y = x;
+  pairs.forEach(([b, e], axis) => {
+    if (b === 0 && e === 0) return;
+    const size = x.shape[axis]!;
+    const length = size + b + e;
+    if (size === 0 && length > 0) throw n.fail(`cannot wrap-pad axis ${axis} of size 0`);
+    const idx = Array.from({ length }, (_, i) => (((i - b) % size) + size) % size);
+    y = ops.gather(y, ops.tensor(idx, "int32", [length]), axis);
+  });
+  return y === x ? ops.identity(x) : y;
+}
+
 onnxOp("Pad", {
   constInputs: [1, 2, 3],
   run(n) {
@@ -217,8 +245,10 @@ onnxOp("Pad", {
       pairs[axisOf(n, axis, r)] = [pads[i]!, pads[i + axes.length]!];
     });
     const modeName = n.string("mode", "constant");
+    n.checkShape(x.shape.map((d, i) => Math.max(0, d + pairs[i]![0] + pairs[i]![1])));
+    if (modeName === "wrap") return wrapPad(n, x, pairs);
     const mode = modeName === "constant" ? "constant" : modeName === "reflect" ? "reflect" : modeName === "edge" ? "edge" : null;
-    if (mode === null) throw n.unsupported(`mode ${JSON.stringify(modeName)} is not supported`);
+    if (mode === null) throw n.fail(`unknown mode ${JSON.stringify(modeName)}`);
     // Negative pads crop: slice first, then pad with the non-negative parts.
     let y = x;
     if (pairs.some(([b, e]) => b < 0 || e < 0)) {
@@ -229,7 +259,6 @@ onnxOp("Pad", {
       );
     }
     const pos = pairs.map(([b, e]) => [Math.max(0, b), Math.max(0, e)] as [number, number]);
-    n.checkShape(x.shape.map((d, i) => Math.max(0, d + pairs[i]![0] + pairs[i]![1])));
     if (pos.every(([b, e]) => b === 0 && e === 0)) return y === x ? ops.identity(x) : y;
     return ops.pad(y, pos, x.dtype === "bool" ? value !== 0 : value, mode);
   },
@@ -305,5 +334,49 @@ onnxOp("ScatterND", {
     const k = idx.shape[idx.rank - 1]!;
     const dims = ops.tensor(x.shape.slice(0, k), idx.dtype);
     return ops.scatterND(x, ops.where(ops.less(idx, 0), ops.add(idx, dims), idx), n.input(2), reductionOf(n));
+  },
+});
+
+/** ai.onnx.ml ArrayFeatureExtractor: the given entries of the last axis (a 1-D input as one row; gather checks the indices). */
+onnxOp(
+  "ArrayFeatureExtractor",
+  {
+    run(n) {
+      const x = n.input(0);
+      const idx = n.input(1);
+      if (x.rank === 0) throw n.fail("the input must have at least one axis");
+      const rows = x.rank === 1 ? ops.reshape(x, [1, x.shape[0]!]) : x;
+      const last = rows.rank - 1;
+      const flat = ops.reshape(idx, [idx.size]);
+      return ops.gather(rows, flat, last);
+    },
+  },
+  "ai.onnx.ml",
+);
+
+/**
+ * TensorScatter (a KV-cache write): present = past_cache with update's entries along `axis`
+ * written at write_indices[b] + j for batch entry b (mod the cache length in circular mode):
+ * one scatterElements, so both the cache and the update get gradients.
+ */
+onnxOp("TensorScatter", {
+  run(n) {
+    const past = n.input(0);
+    const update = n.input(1);
+    const r = past.rank;
+    const axis = axisOf(n, n.int("axis", -2), r);
+    if (axis === 0) throw n.fail("axis cannot be the batch axis 0");
+    const mode = n.string("mode", "linear");
+    if (mode !== "linear" && mode !== "circular") throw n.fail(`unknown mode ${JSON.stringify(mode)} (linear or circular)`);
+    if (update.rank !== r || update.shape.some((d, i) => i !== axis && d !== past.shape[i])) throw n.fail(`update [${update.shape.join(", ")}] must match past_cache [${past.shape.join(", ")}] except along axis ${axis}`);
+    const [B, S, s] = [past.shape[0]!, past.shape[axis]!, update.shape[axis]!];
+    if (s > S) throw n.fail(`the update's ${s} entries along axis ${axis} do not fit the cache's ${S}`);
+    const w = n.optional(2);
+    const start = w === null ? ops.full([B, 1], 0, "int64") : ops.reshape(ops.cast(w, "int64"), [B, 1]);
+    let idx = ops.add(start, ops.reshape(ops.arange(0, s, 1, "int64"), [1, s])); // [B, s]
+    if (mode === "circular") idx = ops.mod(idx, S);
+    const shape = past.shape.map((_, i) => (i === 0 ? B : i === axis ? s : 1));
+    const full = ops.broadcastTo(ops.reshape(idx, shape), update.shape as number[]);
+    return ops.scatterElements(past, full, update, axis);
   },
 });
