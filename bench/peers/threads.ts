@@ -12,7 +12,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import * as sc from "../../src/api/index.js";
-import { setThreadLimit } from "../../src/backends/cpu/worker-pool.js";
+import { poolPolicy, setThreadLimit } from "../../src/backends/cpu/worker-pool.js";
+import { forgetNativeThreadTimings } from "../../src/backends/cpu/native.js";
 import { isMainModule, randomValues } from "../common.js";
 import { FULL, QUICK, measure, type Workload } from "./harness.js";
 import { consoleTables } from "./report.js";
@@ -106,7 +107,9 @@ export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<W
     // many short rounds: each round's ratio pairs two samples taken within ~0.1 s, so the other
     // load of a shared machine, which changes over seconds, disturbs the median of ratios less
     rounds: (run) => ({ rounds: run.rounds * 5 + 1, roundMs: Math.max(40, run.roundMs / 3), warmupMs: run.warmupMs }),
-    done: () => { spinner?.kill(); scDefaults(); },
+    // the policy's timings of a core kept busy on purpose would hold the next workloads to one
+    // thread until its probes noticed the core free again (tens of jobs per class)
+    done: () => { spinner?.kill(); poolPolicy.forget(); forgetNativeThreadTimings(); scDefaults(); },
   };
 }
 

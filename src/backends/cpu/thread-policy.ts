@@ -133,6 +133,15 @@ export class ThreadPolicy {
     this.forced = way;
   }
 
+  /**
+   * Forgets every class's timings: the next jobs measure both ways afresh. For a caller that
+   * knows the machine changed under it (a benchmark that kept a core busy on purpose, then
+   * stopped): otherwise the policy notices only through its probes, tens of jobs per class later.
+   */
+  forget(): void {
+    this.classes.clear();
+  }
+
   /** The current estimates of class `key`: seconds per flop (NaN: not measured yet), jobs seen. */
   estimates(key: string): { one: number; many: number; jobs: number } {
     const s = this.state(key);

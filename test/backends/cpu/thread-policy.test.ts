@@ -47,6 +47,22 @@ test("thread policy: threads while they pay, one thread while the other core is 
   assert.ok(again.threaded >= 150, `freed again: ${again.threaded} of 200 jobs threaded`);
 });
 
+test("thread policy: forget() drops what a busy phase taught, so the next jobs measure both ways afresh", () => {
+  const p = new ThreadPolicy();
+  const key = jobClass("sgemm", 2 ** 30);
+  drive(p, key, 100, 1.0, 1.9); // busy second core: one thread preferred
+  assert.ok(p.estimates(key).many > p.estimates(key).one);
+  // without forget(), a freed core is seen only through probes: the first jobs stay on one thread
+  const kept = new ThreadPolicy();
+  drive(kept, key, 100, 1.0, 1.9);
+  assert.equal(drive(kept, key, 4, 1.0, 0.55).threaded, 0);
+  p.forget();
+  assert.ok(Number.isNaN(p.estimates(key).one) && Number.isNaN(p.estimates(key).many));
+  // threads first, alternating until both ways have two timings, then threads while they pay
+  const after = drive(p, key, 20, 1.0, 0.55);
+  assert.ok(after.threaded >= 17, `after forget: ${after.threaded} of 20 jobs threaded`);
+});
+
 test("thread policy: probes of a way that costs more come rarer, within the budget and maxGap", () => {
   const p = new ThreadPolicy({ minGap: 16, maxGap: 256, probeBudget: 0.03 });
   const key = "k";
