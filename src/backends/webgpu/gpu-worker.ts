@@ -44,7 +44,19 @@ if (typeof opened === "string") {
     );
   };
 
-  port.on("message", (m: { k: "batch"; batch: EncodedBatch }) => {
+  port.on("message", (m: { k: "batch"; batch: EncodedBatch } | { k: "close" }) => {
+    if (m.k === "close") {
+      // the program's work is done (transport.ts closeAtExit): finish, destroy the device, end
+      // this thread before the process exits, so nothing of Dawn's runs while Node tears down
+      runtime.finish().catch(() => undefined).finally(() => {
+        try {
+          runtime.destroy();
+        } finally {
+          process.exit(0);
+        }
+      });
+      return;
+    }
     decodeBatch(m.batch, (c) => {
       const work = runtime.submit(c);
       if (c.k === "read" || c.k === "finish" || c.k === "stats") answer(c, work ?? Promise.resolve(undefined));

@@ -113,6 +113,8 @@ export class WorkerTransport implements Transport {
   private nextTicket = 1;
   private readonly pending = new Map<number, { resolve: (b: any) => void; reject: (e: Error) => void }>();
   private dead: string | null = null;
+  /** Set once the worker was asked to close at the end of the program (batches after it are dropped). */
+  private closing = false;
 
   private constructor(
     private readonly worker: WorkerLike,
@@ -134,6 +136,20 @@ export class WorkerTransport implements Transport {
     worker.on("error", (e: Error) => die(`the WebGPU worker failed: ${e.message}`));
     worker.on("exit", (code: number) => die(`the WebGPU worker exited (code ${code})`));
     worker.unref();
+    // When the program's work is done, the worker finishes its batches and destroys the device
+    // before the process exits. Left to be terminated at exit, a worker still running a batch
+    // (frees posted last) made Dawn throw into a JavaScript environment being torn down, which
+    // Node turns into "FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw" (an abort).
+    (globalThis as { process?: { once(ev: "beforeExit", f: () => void): unknown } }).process?.once("beforeExit", () => this.closeAtExit());
+  }
+
+  /** Asks the worker to finish and close, and keeps the process alive until it has. */
+  private closeAtExit(): void {
+    if (this.dead || this.closing) return;
+    this.flush();
+    this.closing = true;
+    this.worker.postMessage({ k: "close" });
+    this.worker.ref();
   }
 
   /** Starts the worker and opens the device there; a string says why it could not. */
@@ -177,6 +193,12 @@ export class WorkerTransport implements Transport {
   flush(): void {
     this.scheduled = false;
     if (this.batch.count === 0) return;
+    if (this.closing) {
+      // (the program has ended: what comes now is frees from finalizers, moot with the device gone)
+      this.batch.take();
+      this.transfers = [];
+      return;
+    }
     this.check();
     const batch = this.batch.take();
     const transfers = [...this.transfers, batch.words.buffer as ArrayBuffer];
@@ -186,6 +208,7 @@ export class WorkerTransport implements Transport {
 
   private check(): void {
     if (this.dead) throw new Error(this.dead);
+    if (this.closing) throw new Error("the WebGPU device was closed when the program's work ended");
   }
 
   /** Sends a command that the worker answers with a message (a read, finish, stats). */

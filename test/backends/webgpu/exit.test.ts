@@ -1,0 +1,20 @@
+// The end of a program that used WebGPU: the worker holding the device finishes its batches and
+// closes before the process exits. Terminated mid-batch at exit, it made Dawn throw into a torn-down
+// JavaScript environment: "FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw", an abort
+// (4 of 6 runs of this program before the fix).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { gpuSkip } from "../../util/webgpu.js";
+
+const program = fileURLToPath(new URL("./fixtures/exit-after-frees.ts", import.meta.url));
+
+test("a program ending right after posting GPU work and frees exits cleanly (5 runs)", { skip: gpuSkip }, () => {
+  for (let run = 0; run < 5; run++) {
+    const r = spawnSync(process.execPath, ["--import", "tsx", program], { encoding: "utf8", timeout: 60_000 });
+    assert.ok(!/FATAL ERROR/.test(r.stderr), `run ${run}: ${r.stderr.slice(-400)}`);
+    assert.equal(r.signal, null, `run ${run}: killed by ${r.signal}`);
+    assert.equal(r.status, 0, `run ${run}: exit code ${r.status}: ${r.stderr.slice(-400)}`);
+  }
+});
