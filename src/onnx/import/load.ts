@@ -19,14 +19,14 @@ import { fmtShape } from "../../core/shape.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { stage, type StagedFunction } from "../../staging/stage.js";
 import type { ConcreteFunction } from "../../staging/concrete-function.js";
-import { decode, has, int64, type FunctionProto, type GraphProto, type ModelProto, type TensorProto, type ValueInfoProto } from "../protobuf.js";
+import { decode, has, int64, type FunctionProto, type ModelProto, type TensorProto, type ValueInfoProto } from "../protobuf.js";
 import { OnnxError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
 import { dtypeOfElemType } from "../dtypes.js";
 import { DEFAULT_LIMITS, readTensorProto, checkedDims, type TensorLimits } from "../tensor-proto.js";
 import { ExternalDataReader } from "../external-data.js";
 import { Interpreter } from "./interpreter.js";
 import { Scope, Slot } from "./scope.js";
-import { handlerFor } from "./op-table.js";
+import { staticInputNames } from "./static-inputs.js";
 import "./ops/index.js";
 
 /** IR versions read (3: opset_import appeared; 13: the newest in the vendored schema before the unreleased one). */
@@ -305,43 +305,6 @@ function checkInput(t: Tensor, info: OnnxValueInfo, model: string): void {
       throw new ShapeError(`input ${JSON.stringify(info.name)} of model ${model} must have shape ${declared}, got ${fmtShape(t.shape)}`, "onnx model");
     }
   }
-}
-
-/**
- * Graph inputs whose values the model needs at trace time: those that reach an input a handler
- * reads as a known value (constInputs), walking back through the nodes that compute it (but not
- * through Shape and Size, which read only shapes).
- */
-function staticInputNames(graph: GraphProto, inputNames: Set<string>): Set<string> {
-  const producers = new Map<string, { input: string[]; op: string }>();
-  const needed: string[] = [];
-  /** Every name the nodes of a subgraph (and its own subgraphs) read: its outer-scope uses among them. */
-  const reads = (g: GraphProto): string[] => g.node.flatMap((n) => [...n.input, ...n.attribute.flatMap((a) => [...(a.g ? reads(a.g) : []), ...a.graphs.flatMap(reads)])]);
-  const visit = (g: GraphProto): void => {
-    for (const n of g.node) {
-      // A node with subgraphs (If, Loop, Scan) computes its outputs from what its subgraphs read too.
-      const subgraphReads = n.attribute.flatMap((a) => [...(a.g ? reads(a.g) : []), ...a.graphs.flatMap(reads)]);
-      for (const o of n.output) producers.set(o, { input: [...n.input, ...subgraphReads], op: n.op_type });
-      const h = handlerFor(n.domain ?? "", n.op_type);
-      for (const i of h?.constInputsOf?.(n) ?? h?.constInputs ?? []) if (n.input[i]) needed.push(n.input[i]!);
-      for (const a of n.attribute) {
-        if (a.g) visit(a.g);
-        for (const sg of a.graphs) visit(sg);
-      }
-    }
-  };
-  visit(graph);
-  const out = new Set<string>();
-  const seen = new Set<string>();
-  while (needed.length > 0) {
-    const name = needed.pop()!;
-    if (seen.has(name)) continue;
-    seen.add(name);
-    if (inputNames.has(name)) out.add(name);
-    const p = producers.get(name);
-    if (p && p.op !== "Shape" && p.op !== "Size") for (const i of p.input) if (i) needed.push(i);
-  }
-  return out;
 }
 
 /** Static input values as one string (the trace key): dtype, shape and values of each. */

@@ -14,6 +14,7 @@ import { Slot } from "../scope.js";
 import { OnnxLimitError } from "../../errors.js";
 import { axisOf } from "./shape.js";
 import type { GraphProto } from "../../protobuf.js";
+import { staticInputNames } from "../static-inputs.js";
 
 const scalarOf = (t: Tensor): Tensor => (t.rank === 0 ? t : ops.reshape(t, []));
 
@@ -57,7 +58,7 @@ function unrolledLoop(n: NodeContext, body: GraphProto): (Slot | null)[] {
   const trips = n.hasInput(0) ? n.slot(0).known() : null;
   const cond0 = n.hasInput(1) ? n.slot(1).known() : null;
   if ((n.hasInput(0) && trips === null) || (n.hasInput(1) && cond0 === null)) {
-    throw n.unsupported("a Loop carrying sequences or optionals needs its trip count and condition known at trace time");
+    throw n.unsupported("a Loop carrying sequences or optionals, or whose body needs its iteration number at trace time, needs its trip count and condition known at trace time");
   }
   if (trips === null && cond0 === null) throw n.fail("a Loop with neither a trip count nor a condition never ends");
   const max = trips === null ? Infinity : Number(trips.dataSync()[0]);
@@ -89,14 +90,23 @@ function unrolledLoop(n: NodeContext, body: GraphProto): (Slot | null)[] {
 /** Whether a graph declares a sequence or optional input after the first `skip` (a Loop body's carried values). */
 const takesStructure = (g: GraphProto | null | undefined, skip: number): boolean => (g?.input ?? []).slice(skip).some((i) => !!i.type?.sequence_type || !!i.type?.optional_type);
 
+/**
+ * Whether a Loop body needs its iteration number as a known value at trace time (a Slice whose
+ * bounds are computed from it, as ONNX's test_loop11 has): then the loop unrolls while tracing.
+ */
+const needsKnownIteration = (g: GraphProto | null | undefined): boolean =>
+  !!g && g.input.length > 0 && staticInputNames(g, new Set([g.input[0]!.name])).size > 0;
+
+const unrolls = (g: GraphProto | null | undefined): boolean => takesStructure(g, 2) || needsKnownIteration(g);
+
 onnxOp("Loop", {
   slots: true,
-  // Carrying sequences or optionals: the loop unrolls while tracing, so its trip count and
-  // condition are trace keys.
-  constInputsOf: (node) => (node.attribute.some((a) => a.name === "body" && takesStructure(a.g, 2)) ? [0, 1] : []),
+  // Carrying sequences or optionals, or needing the iteration number at trace time: the loop
+  // unrolls while tracing, so its trip count and condition are trace keys.
+  constInputsOf: (node) => (node.attribute.some((a) => a.name === "body" && unrolls(a.g)) ? [0, 1] : []),
   run(n) {
     const body = n.graph("body");
-    if (n.slots.slice(2).some((s) => s !== null && !s.isTensor)) return unrolledLoop(n, body);
+    if (n.slots.slice(2).some((s) => s !== null && !s.isTensor) || needsKnownIteration(body)) return unrolledLoop(n, body);
     const maxTrips = n.optional(0);
     const cond0 = n.optional(1);
     const carried0 = n.inputsFrom(2);
