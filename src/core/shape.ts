@@ -27,6 +27,17 @@ export function sizeOf(shape: Shape): number {
   return n;
 }
 
+/** Multi-index of flat position `i` in `shape`, formatted "[i, j]" (for messages). */
+export function positionOf(i: number, shape: Shape): string {
+  const idx = new Array<number>(shape.length);
+  for (let d = shape.length - 1; d >= 0; d--) {
+    const n = shape[d]!;
+    idx[d] = n > 0 ? i % n : 0;
+    i = n > 0 ? Math.floor(i / n) : 0;
+  }
+  return `[${idx.join(", ")}]`;
+}
+
 export function stridesOf(shape: Shape): number[] {
   const s = new Array<number>(shape.length);
   let acc = 1;

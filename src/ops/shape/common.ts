@@ -1,6 +1,6 @@
 /** Helpers shared by the shape ops: axis and index validation, storage, error messages. */
 import { DtypeError, IndexError, ShapeError } from "../../core/errors.js";
-import { fmtShape, shapesEqual, sizeOf, type Shape } from "../../core/shape.js";
+import { fmtShape, positionOf, shapesEqual, sizeOf, type Shape } from "../../core/shape.js";
 import { Tensor, makeTensor, type TensorLike } from "../../core/tensor.js";
 import { allocStorage, type TypedArray } from "../../core/dtype.js";
 import type { TensorType } from "../registry.js";
@@ -70,16 +70,7 @@ export function alloc(t: TensorType): TypedArray {
   return allocStorage(t.dtype, sizeOf(t.shape));
 }
 
-/** Multi-index of flat position `i` in `shape`, formatted "[i, j]". */
-export function positionOf(i: number, shape: Shape): string {
-  const idx = new Array<number>(shape.length);
-  for (let d = shape.length - 1; d >= 0; d--) {
-    const n = shape[d]!;
-    idx[d] = n > 0 ? i % n : 0;
-    i = n > 0 ? Math.floor(i / n) : 0;
-  }
-  return `[${idx.join(", ")}]`;
-}
+export { positionOf } from "../../core/shape.js";
 
 export function checkIndexDtype(op: string, t: TensorType, what = "indices"): void {
   if (t.dtype !== "int32" && t.dtype !== "int64" && t.dtype !== "uint8") {

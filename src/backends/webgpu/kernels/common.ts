@@ -45,15 +45,7 @@ export function sizeOf(shape: readonly number[]): number {
 }
 
 /** Row-major strides (in elements). */
-export function stridesOf(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i]!;
-  }
-  return s;
-}
+export { stridesOf } from "../../../core/shape.js";
 
 /**
  * A uniform parameter block: named 32-bit fields in declaration order. `wgsl()` declares the struct

@@ -1,7 +1,7 @@
 /** WebGPU kernel entries of the shape, creation and indexing ops (their declarations in src/ops name them). */
 import type { DType } from "../../../core/dtype.js";
 import { IndexError, userLocation, executing, type SourceLocation } from "../../../core/errors.js";
-import { broadcastReductionAxes, fmtShape, stridesOf } from "../../../core/shape.js";
+import { broadcastReductionAxes, fmtShape, positionOf, stridesOf } from "../../../core/shape.js";
 import { allocArray, bindings, grid, launch, lazy, linearMain, Params, REPORT, sizeOf, storageType, WG } from "../kernels/common.js";
 import { broadcastTo, cast, copyInto, fill, range, stridedCopy, transpose } from "../kernels/layout.js";
 import { mappedCopy } from "../kernels/mapped.js";
@@ -15,15 +15,6 @@ function callSite(): SourceLocation | null {
   return executing.at ?? userLocation();
 }
 
-function positionOf(i: number, shape: readonly number[]): string {
-  const idx = new Array<number>(shape.length);
-  for (let d = shape.length - 1; d >= 0; d--) {
-    const n = shape[d]!;
-    idx[d] = n > 0 ? i % n : 0;
-    i = n > 0 ? Math.floor(i / n) : 0;
-  }
-  return `[${idx.join(", ")}]`;
-}
 
 /** The IndexError of an index out of range along an axis (the CPU kernels' message). */
 function axisOutOfRange(op: string, idxShape: readonly number[], n: number, axis: number, xShape: readonly number[]): OutOfRange {
