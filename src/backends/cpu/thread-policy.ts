@@ -10,7 +10,10 @@
  * when the machine changes: probes are spaced so that their expected extra cost stays under
  * `probeBudget` of the class's time (a probe of threads that cost 3x on a busy machine comes
  * about every 70 jobs, one that costs nothing extra every `minGap` jobs), and at most `maxGap`
- * jobs apart. A probe that disagrees with the current choice is confirmed by another one
+ * jobs apart (4096: a threaded probe of a 65 us native product on a busy core cost 2-4 ms, its
+ * helper waiting for the core, so at 256 jobs apart the probes alone took 12% of the staged RNN
+ * step; the budget spaces them by the class's time instead, about every 85 ms of it there),
+ * and a probe that disagrees with the current choice is confirmed by another one
  * `confirmGap` jobs later, so that a change of the machine is followed within a few probes.
  *
  * Threads are used only when two measures agree that they pay:
@@ -108,7 +111,7 @@ export class ThreadPolicy {
 
   constructor(opts: ThreadPolicyOptions = {}) {
     this.minGap = opts.minGap ?? 16;
-    this.maxGap = opts.maxGap ?? 256;
+    this.maxGap = opts.maxGap ?? 4096;
     this.confirmGap = opts.confirmGap ?? 2;
     this.probeBudget = opts.probeBudget ?? 0.03;
     this.window = opts.window ?? 5;
