@@ -27,7 +27,8 @@
  *   its 65 us products went to threads in 16% of calls, in streaks, while threaded calls were
  *   12-17% slower). A ratio pairs two timings of one moment, so the load divides out.
  * A threaded job whose helper made no progress at all (it never woke, or took no task) counts as
- * no cheaper than one thread. Failing either measure, a class runs on one thread: a wrong
+ * no cheaper than one thread. A way's first job in a class is not recorded: it pays one-time
+ * costs (the native kernels build a session per thread count on first use). Failing either measure, a class runs on one thread: a wrong
  * choice of one thread costs at most what threads would have saved, a wrong choice of threads
  * on a busy core can cost the whole job again.
  *
@@ -58,6 +59,9 @@ interface ClassState {
   many: number[];
   /** The last paired ratios, threaded over one-thread seconds per flop (newest last). */
   ratios: number[];
+  /** Whether a job of each way has run (the first pays one-time costs and is not recorded). */
+  ranOne: boolean;
+  ranMany: boolean;
   jobs: number;
   /** Jobs, and seconds they took, since the last probe. */
   sinceProbe: number;
@@ -122,7 +126,7 @@ export class ThreadPolicy {
   private state(key: string | number): ClassState {
     let s = this.classes.get(key);
     if (s === undefined) {
-      s = { one: [], many: [], ratios: [], jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
+      s = { one: [], many: [], ratios: [], ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
       this.classes.set(key, s);
     }
     return s;
@@ -166,6 +170,14 @@ export class ThreadPolicy {
    */
   record(key: string | number, threaded: boolean, seconds: number, flops: number, helperIdle = false): void {
     const s = this.state(key);
+    // a way's first job pays one-time costs (a native session built for that thread count, a
+    // worker started, code compiled: 20 ms for a 0.4 ms product), which no later job pays
+    if (!(threaded ? s.ranMany : s.ranOne)) {
+      if (threaded) s.ranMany = true;
+      else s.ranOne = true;
+      s.probing = false;
+      return;
+    }
     s.flops = Math.max(1, flops);
     let perFlop = seconds / s.flops;
     if (threaded && helperIdle && s.one.length > 0) perFlop = Math.max(perFlop, median(s.one));
