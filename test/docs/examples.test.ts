@@ -1,0 +1,97 @@
+/**
+ * Every code example in README.md and docs/*.md runs, as a new user would run it (sandbox.ts: its
+ * own folder with `stagecraft` installed from this repository's built dist/, a fresh process), and
+ * prints what its comments say it prints (claims.ts). Examples that cannot run here carry an
+ * annotation in the Markdown (markdown-blocks.ts) and are listed by the last test, never skipped
+ * silently. Needs the build (`npm test` builds first; alone: `npm run build` then
+ * `node --import tsx --test test/docs/examples.test.ts`).
+ */
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { codeBlocks, type CodeBlock } from "./markdown-blocks.js";
+import { Sandbox, REPO } from "./sandbox.js";
+import { CHECKS, checkClaims, claimsOf } from "./claims.js";
+
+const DOCS = ["README.md", ...readdirSync(join(REPO, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => `docs/${f}`)];
+const BLOCKS = new Map(DOCS.map((doc) => [doc, codeBlocks(doc, readFileSync(join(REPO, doc), "utf8"))]));
+const EXAMPLES = [...BLOCKS.values()].flat().filter((b) => b.kind !== "text");
+
+/**
+ * How many examples are marked no-run. A new mark must be deliberate: add it here too, with the
+ * reason in the Markdown (the last test lists them all).
+ */
+const EXPECTED_NO_RUN = 7;
+const TIMEOUT_MS = 120_000;
+
+function newestMtime(dir: string, ext: string): number {
+  let newest = 0;
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const s = statSync(p);
+    if (s.isDirectory()) newest = Math.max(newest, newestMtime(p, ext));
+    else if (name.endsWith(ext)) newest = Math.max(newest, s.mtimeMs);
+  }
+  return newest;
+}
+
+function where(b: CodeBlock): string {
+  return `${b.file}:${b.line} (${b.lang})`;
+}
+
+let gpuSkip: string | false | undefined;
+async function webgpuSkip(): Promise<string | false> {
+  gpuSkip ??= (await import("../util/webgpu.js")).gpuSkip;
+  return gpuSkip;
+}
+
+test("the examples run against a build of the current sources", () => {
+  const src = newestMtime(join(REPO, "src"), ".ts");
+  const dist = newestMtime(join(REPO, "dist"), ".js");
+  assert.ok(dist >= src, "dist/ is older than src/: run `npm run build` (npm test does) before this test");
+});
+
+for (const doc of DOCS) {
+  const examples = BLOCKS.get(doc)!.filter((b) => b.kind !== "text");
+  if (examples.length === 0) continue;
+  describe(doc, () => {
+    let sandbox: Sandbox;
+    before(() => (sandbox = new Sandbox(doc)));
+    after(() => sandbox.dispose());
+    for (const block of examples) {
+      const skip = block.mark?.kind === "no-run" ? `no-run: ${block.mark.reason}` : false;
+      test(`line ${block.line} (${block.lang})`, { skip, timeout: TIMEOUT_MS + 10_000 }, async (t) => {
+        if (block.mark?.kind === "needs-webgpu") {
+          const why = await webgpuSkip();
+          if (why) return t.skip(why);
+        }
+        const result = await sandbox.run(block, TIMEOUT_MS);
+        const output = `\n--- stdout\n${result.stdout.slice(-3000)}\n--- stderr\n${result.stderr.slice(-3000)}`;
+        assert.equal(result.signal, null, `${where(block)} was killed (${result.signal}) after ${TIMEOUT_MS / 1000} s${output}`);
+        assert.equal(result.code, 0, `${where(block)} exited with ${result.code}${output}`);
+        const failures = checkClaims(claimsOf(block.code), result.prints);
+        assert.deepEqual(
+          failures.map((f) => `${block.file}:${block.line + f.claim.line} "// ${f.claim.comment}": ${f.message}`),
+          [],
+          `${where(block)} printed something other than its comments say${output}`,
+        );
+        t.diagnostic(`${result.seconds.toFixed(1)} s`);
+      });
+    }
+  });
+}
+
+test("every check in claims.ts belongs to a claim in the docs", () => {
+  const used = new Set(EXAMPLES.flatMap((b) => claimsOf(b.code).map((c) => c.comment)));
+  assert.deepEqual(Object.keys(CHECKS).filter((c) => !used.has(c)), []);
+});
+
+test("examples not run here are marked, with a reason, and listed", (t) => {
+  const noRun = EXAMPLES.filter((b) => b.mark?.kind === "no-run");
+  const gpu = EXAMPLES.filter((b) => b.mark?.kind === "needs-webgpu");
+  for (const b of noRun) t.diagnostic(`no-run ${where(b)}: ${b.mark?.kind === "no-run" ? b.mark.reason : ""}`);
+  for (const b of gpu) t.diagnostic(`needs-webgpu ${where(b)}: ${gpuSkip ? `skipped: ${gpuSkip}` : "ran"}`);
+  t.diagnostic(`${EXAMPLES.length} examples in ${DOCS.map((d) => relative(".", d)).join(", ")}: ${EXAMPLES.length - noRun.length} run, ${noRun.length} marked no-run`);
+  assert.equal(noRun.length, EXPECTED_NO_RUN, "a no-run mark was added or removed: update EXPECTED_NO_RUN deliberately");
+});
