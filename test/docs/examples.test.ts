@@ -67,7 +67,9 @@ for (const doc of DOCS) {
           if (why) return t.skip(why);
         }
         const result = await sandbox.run(block, TIMEOUT_MS);
-        const output = `\n--- stdout\n${result.stdout.slice(-3000)}\n--- stderr\n${result.stderr.slice(-3000)}`;
+        // Name the doc's lines in what the example printed ("example-3.ts:5:7" is the block's line 5).
+        const docLines = (text: string) => text.replace(/\bexample-\d+\.(?:ts|js|sh):(\d+)/g, (_, l: string) => `${block.file}:${block.line + Number(l)}`);
+        const output = docLines(`\n--- stdout\n${result.stdout.slice(-3000)}\n--- stderr\n${result.stderr.slice(-3000)}`);
         assert.equal(result.signal, null, `${where(block)} was killed (${result.signal}) after ${TIMEOUT_MS / 1000} s${output}`);
         assert.equal(result.code, 0, `${where(block)} exited with ${result.code}${output}`);
         const failures = checkClaims(claimsOf(block.code), result.prints);
@@ -81,6 +83,22 @@ for (const doc of DOCS) {
     }
   });
 }
+
+test("the TypeScript examples type-check in a strict project against the package's declarations", async () => {
+  const sandbox = new Sandbox("typecheck");
+  try {
+    const blocks = EXAMPLES.filter((b) => (b.lang === "ts" || b.lang === "typescript") && b.mark?.kind !== "no-run");
+    const { code, output, files } = await sandbox.typecheck(blocks);
+    // tsc reports "example-3.ts(5,7): error ...": name the doc's own line instead.
+    const errors = output.replace(/^(?:typecheck\/)?(example-\d+\.ts)\((\d+),(\d+)\)/gm, (all, file: string, line: string, col: string) => {
+      const b = files.get(file);
+      return b ? `${b.file}:${b.line + Number(line)}:${col}` : all;
+    });
+    assert.equal(code, 0, errors);
+  } finally {
+    sandbox.dispose();
+  }
+});
 
 test("every check in claims.ts belongs to a claim in the docs", () => {
   const used = new Set(EXAMPLES.flatMap((b) => claimsOf(b.code).map((c) => c.comment)));

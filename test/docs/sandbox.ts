@@ -87,6 +87,35 @@ export class Sandbox {
     });
   }
 
+  /**
+   * Type-checks TypeScript examples as a user's strict NodeNext project would (tsc against the
+   * package's .d.ts files, found through node_modules/stagecraft): one file per example, one tsc run.
+   */
+  typecheck(blocks: CodeBlock[]): Promise<{ code: number | null; output: string; files: Map<string, CodeBlock> }> {
+    const files = new Map<string, CodeBlock>();
+    const dir = join(this.dir, "typecheck");
+    mkdirSync(dir);
+    blocks.forEach((b, i) => {
+      const name = `example-${i + 1}.ts`;
+      writeFileSync(join(dir, name), b.code);
+      files.set(name, b);
+    });
+    const compilerOptions = {
+      target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true,
+      skipLibCheck: true, types: ["node"], typeRoots: [join(REPO, "node_modules", "@types")],
+    };
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions, include: ["*.ts"] }));
+    const tsc = fileURLToPath(import.meta.resolve("typescript/bin/tsc"));
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [tsc, "-p", dir, "--pretty", "false"], { cwd: this.dir, stdio: ["ignore", "pipe", "pipe"] });
+      let output = "";
+      child.stdout.on("data", (d: Buffer) => (output += d));
+      child.stderr.on("data", (d: Buffer) => (output += d));
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code, output, files }));
+    });
+  }
+
   dispose(): void {
     rmSync(this.dir, { recursive: true, force: true });
   }
