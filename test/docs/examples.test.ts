@@ -100,6 +100,28 @@ test("the TypeScript examples type-check in a strict project against the package
   }
 });
 
+test("every `sc.…` name the docs mention, in prose or code, is in the package's public API", async () => {
+  // The built entry point, as `import * as sc from "stagecraft"` gives it (the examples above run it).
+  const sc = (await import(join(REPO, "dist", "api", "index.js"))) as Record<string, unknown>;
+  const missing = new Set<string>();
+  for (const doc of DOCS) {
+    const text = readFileSync(join(REPO, doc), "utf8");
+    text.split("\n").forEach((line, i) => {
+      for (const m of line.matchAll(/\bsc((?:\.[A-Za-z_$][\w$]*)+)/g)) {
+        let value: unknown = sc;
+        for (const key of m[1]!.slice(1).split(".")) {
+          if (value === null || value === undefined || !(key in Object(value))) {
+            missing.add(`${doc}:${i + 1}: sc${m[1]}`);
+            break;
+          }
+          value = (value as Record<string, unknown>)[key];
+        }
+      }
+    });
+  }
+  assert.deepEqual([...missing], []);
+});
+
 test("every check in claims.ts belongs to a claim in the docs", () => {
   const used = new Set(EXAMPLES.flatMap((b) => claimsOf(b.code).map((c) => c.comment)));
   assert.deepEqual(Object.keys(CHECKS).filter((c) => !used.has(c)), []);
