@@ -52,52 +52,56 @@ test("the examples run against a build of the current sources", () => {
   assert.ok(dist >= src, "dist/ is older than src/: run `npm run build` (npm test does) before this test");
 });
 
-for (const doc of DOCS) {
-  const examples = BLOCKS.get(doc)!.filter((b) => b.kind !== "text");
-  if (examples.length === 0) continue;
-  describe(doc, () => {
-    let sandbox: Sandbox;
-    before(() => (sandbox = new Sandbox(doc)));
-    after(() => sandbox.dispose());
-    for (const block of examples) {
-      const skip = block.mark?.kind === "no-run" ? `no-run: ${block.mark.reason}` : false;
-      test(`line ${block.line} (${block.lang})`, { skip, timeout: TIMEOUT_MS + 10_000 }, async (t) => {
-        if (block.mark?.kind === "needs-webgpu") {
-          const why = await webgpuSkip();
-          if (why) return t.skip(why);
-        }
-        const result = await sandbox.run(block, TIMEOUT_MS);
-        // Name the doc's lines in what the example printed ("example-3.ts:5:7" is the block's line 5).
-        const docLines = (text: string) => text.replace(/\bexample-\d+\.(?:ts|js|sh):(\d+)/g, (_, l: string) => `${block.file}:${block.line + Number(l)}`);
-        const output = docLines(`\n--- stdout\n${result.stdout.slice(-3000)}\n--- stderr\n${result.stderr.slice(-3000)}`);
-        assert.equal(result.signal, null, `${where(block)} was killed (${result.signal}) after ${TIMEOUT_MS / 1000} s${output}`);
-        assert.equal(result.code, 0, `${where(block)} exited with ${result.code}${output}`);
-        const failures = checkClaims(claimsOf(block.code), result.prints);
-        assert.deepEqual(
-          failures.map((f) => `${block.file}:${block.line + f.claim.line} "// ${f.claim.comment}": ${f.message}`),
-          [],
-          `${where(block)} printed something other than its comments say${output}`,
-        );
-        t.diagnostic(`${result.seconds.toFixed(1)} s`);
+// Documents run side by side (two at a time: a docs folder each, the type check beside them); a
+// document's examples run in order.
+describe("examples", { concurrency: 2 }, () => {
+  for (const doc of DOCS) {
+    const examples = BLOCKS.get(doc)!.filter((b) => b.kind !== "text");
+    if (examples.length === 0) continue;
+    describe(doc, () => {
+      let sandbox: Sandbox;
+      before(() => (sandbox = new Sandbox(doc)));
+      after(() => sandbox.dispose());
+      for (const block of examples) {
+        const skip = block.mark?.kind === "no-run" ? `no-run: ${block.mark.reason}` : false;
+        test(`line ${block.line} (${block.lang})`, { skip, timeout: TIMEOUT_MS + 10_000 }, async (t) => {
+          if (block.mark?.kind === "needs-webgpu") {
+            const why = await webgpuSkip();
+            if (why) return t.skip(why);
+          }
+          const result = await sandbox.run(block, TIMEOUT_MS);
+          // Name the doc's lines in what the example printed ("example-3.ts:5:7" is the block's line 5).
+          const docLines = (text: string) => text.replace(/\bexample-\d+\.(?:ts|js|sh):(\d+)/g, (_, l: string) => `${block.file}:${block.line + Number(l)}`);
+          const output = docLines(`\n--- stdout\n${result.stdout.slice(-3000)}\n--- stderr\n${result.stderr.slice(-3000)}`);
+          assert.equal(result.signal, null, `${where(block)} was killed (${result.signal}) after ${TIMEOUT_MS / 1000} s${output}`);
+          assert.equal(result.code, 0, `${where(block)} exited with ${result.code}${output}`);
+          const failures = checkClaims(claimsOf(block.code), result.prints);
+          assert.deepEqual(
+            failures.map((f) => `${block.file}:${block.line + f.claim.line} "// ${f.claim.comment}": ${f.message}`),
+            [],
+            `${where(block)} printed something other than its comments say${output}`,
+          );
+          t.diagnostic(`${result.seconds.toFixed(1)} s`);
+        });
+      }
+    });
+  }
+
+  test("the TypeScript examples type-check in a strict project against the package's declarations", async () => {
+    const sandbox = new Sandbox("typecheck");
+    try {
+      const blocks = EXAMPLES.filter((b) => (b.lang === "ts" || b.lang === "typescript") && b.mark?.kind !== "no-run");
+      const { code, output, files } = await sandbox.typecheck(blocks);
+      // tsc reports "example-3.ts(5,7): error ...": name the doc's own line instead.
+      const errors = output.replace(/^(?:typecheck\/)?(example-\d+\.ts)\((\d+),(\d+)\)/gm, (all, file: string, line: string, col: string) => {
+        const b = files.get(file);
+        return b ? `${b.file}:${b.line + Number(line)}:${col}` : all;
       });
+      assert.equal(code, 0, errors);
+    } finally {
+      sandbox.dispose();
     }
   });
-}
-
-test("the TypeScript examples type-check in a strict project against the package's declarations", async () => {
-  const sandbox = new Sandbox("typecheck");
-  try {
-    const blocks = EXAMPLES.filter((b) => (b.lang === "ts" || b.lang === "typescript") && b.mark?.kind !== "no-run");
-    const { code, output, files } = await sandbox.typecheck(blocks);
-    // tsc reports "example-3.ts(5,7): error ...": name the doc's own line instead.
-    const errors = output.replace(/^(?:typecheck\/)?(example-\d+\.ts)\((\d+),(\d+)\)/gm, (all, file: string, line: string, col: string) => {
-      const b = files.get(file);
-      return b ? `${b.file}:${b.line + Number(line)}:${col}` : all;
-    });
-    assert.equal(code, 0, errors);
-  } finally {
-    sandbox.dispose();
-  }
 });
 
 test("every `sc.…` name the docs mention, in prose or code, is in the package's public API", async () => {
