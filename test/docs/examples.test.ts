@@ -9,7 +9,7 @@
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { codeBlocks, type CodeBlock } from "./markdown-blocks.js";
 import { Sandbox, REPO } from "./sandbox.js";
 import { CHECKS, checkClaims, claimsOf } from "./claims.js";
@@ -136,6 +136,6 @@ test("examples not run here are marked, with a reason, and listed", (t) => {
   const gpu = EXAMPLES.filter((b) => b.mark?.kind === "needs-webgpu");
   for (const b of noRun) t.diagnostic(`no-run ${where(b)}: ${b.mark?.kind === "no-run" ? b.mark.reason : ""}`);
   for (const b of gpu) t.diagnostic(`needs-webgpu ${where(b)}: ${gpuSkip ? `skipped: ${gpuSkip}` : "ran"}`);
-  t.diagnostic(`${EXAMPLES.length} examples in ${DOCS.map((d) => relative(".", d)).join(", ")}: ${EXAMPLES.length - noRun.length} run, ${noRun.length} marked no-run`);
+  t.diagnostic(`${EXAMPLES.length} examples in ${DOCS.length} documents (${DOCS.join(", ")}): ${EXAMPLES.length - noRun.length} run, ${noRun.length} marked no-run`);
   assert.equal(noRun.length, EXPECTED_NO_RUN, "a no-run mark was added or removed: update EXPECTED_NO_RUN deliberately");
 });
