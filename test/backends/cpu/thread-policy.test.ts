@@ -168,7 +168,7 @@ test("thread policy: on a loaded machine, threads that cost 15% more run only as
   // (the timings of the way not in use are old; compared with the way in use's, which are of
   // now, the choice followed the load: 37% of jobs threaded and 5.7% slower than one thread)
   const r = onLoadedMachine(20, 0.3, () => 1.15);
-  assert.ok(r.threadedShare <= 0.1, `${(r.threadedShare * 100).toFixed(1)}% of jobs threaded`);
+  assert.ok(r.threadedShare <= 0.12, `${(r.threadedShare * 100).toFixed(1)}% of jobs threaded`);
   assert.ok(r.overBest <= 1.03, `${r.overBest.toFixed(3)}x the time of one thread`);
 });
 
