@@ -76,8 +76,8 @@ export function mamlPrograms() {
   const args: T[] = [xs!, ys!, xq!, yq!, steps, ...params];
   type Fn = (...a: T[]) => T;
   const eager: Fn = sc.autograph(metaGrad, { scope: { sc, sgd, innerGrad, mse, TASKS } });
-  const converted = sc.stage(eager, { name: "maml_meta_gradient" });
-  const byHand = sc.stage(metaGradByHand, { name: "maml_meta_gradient_by_hand", autograph: false });
+  const converted: Fn = sc.stage(eager, { name: "maml_meta_gradient" });
+  const byHand: Fn = sc.stage(metaGradByHand as Fn, { name: "maml_meta_gradient_by_hand", autograph: false });
   return { args, eager, converted, byHand };
 }
 

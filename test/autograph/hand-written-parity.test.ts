@@ -65,11 +65,11 @@ test("for (let i = 0; i < n; i++) over a tensor bound stages to the hand-written
     return s;
   }
   const byHand = (n: sc.Tensor, x: sc.Tensor) => sc.whileLoop((i) => sc.less(i!, n), (i, s) => [sc.add(i!, 1), sc.mul(s!, 1.5)], [sc.scalar(0, "int32"), x])[1]!;
-  const conv = sc.autograph(converted, { scope: { sc } });
+  const conv: AnyFn = sc.autograph(converted, { scope: { sc } });
   const args = [sc.scalar(4, "int32"), sc.tensor([1, 2, 3])];
   assert.deepEqual(executedCounts(conv, args, true), executedCounts(byHand, args, false));
   assert.deepEqual(tracedLoopCounts(conv, args, true), tracedLoopCounts(byHand, args, false));
-  assertSameValues(sc.stage(conv)(...args), byHand(args[0]!, args[1]!));
+  assertSameValues((sc.stage(conv) as AnyFn)(...args), byHand(args[0]!, args[1]!));
 });
 
 test("x--, and x++ whose old value is used, stage to one sub / one add (no sub(x, 0) for the old value)", () => {
@@ -91,11 +91,11 @@ test("x--, and x++ whose old value is used, stage to one sub / one add (no sub(x
     const [, t] = sc.whileLoop((j) => sc.less(j!, n), (j, t) => [sc.add(j!, 1), sc.add(t!, j!)], [sc.scalar(0, "int32"), x]);
     return [s!, t!];
   };
-  const conv = sc.autograph(converted, { scope: { sc } });
+  const conv: AnyFn = sc.autograph(converted, { scope: { sc } });
   const args = [sc.scalar(3, "int32"), sc.tensor([1, 2, 3])];
   assert.deepEqual(executedCounts(conv, args, true), executedCounts(byHand, args, false));
   assert.deepEqual(tracedLoopCounts(conv, args, true), tracedLoopCounts(byHand, args, false));
-  assertSameValues(sc.stage(conv)(...args), byHand(args[0]!, args[1]!));
+  assertSameValues((sc.stage(conv) as AnyFn)(...args), byHand(args[0]!, args[1]!));
 });
 
 // MAML as in bench/peers/maml.ts, smaller: a 1-8-1 network, 2 tasks of 4 points, second order through the inner loops.
@@ -138,14 +138,14 @@ test("MAML's meta-gradient (second order through a counted inner loop): AutoGrap
   const ys = sc.sin(xs);
   const params = [sc.tensor(wave(8, 1.7), "float32", [1, 8]), sc.tensor(wave(8, 0.9).map((v) => 0.1 * v), "float32", [8]), sc.tensor(wave(8, 3.1).map((v) => 0.3 * v), "float32", [8, 1]), sc.zeros([1])];
   const args = [xs, ys, sc.scalar(3, "int32"), ...params];
-  const conv = sc.autograph(metaGrad, { scope: { sc, sgd, innerGrad, mse, TASKS } });
+  const conv: AnyFn = sc.autograph(metaGrad, { scope: { sc, sgd, innerGrad, mse, TASKS } });
   const counts = executedCounts(conv, args, true);
   assert.deepEqual(counts, executedCounts(metaGradByHand, args, false));
   // the forward inner loops and the graph-AD loops that run them backwards (stacks of the forward values)
   assert.ok((counts["while"] ?? 0) >= 2 * TASKS && (counts["while.1/stackPush"] ?? 0) > 0 && (counts["while.1/stackRead"] ?? 0) > 0, JSON.stringify(counts));
   assert.deepEqual(tracedLoopCounts(conv, args, true), tracedLoopCounts(metaGradByHand, args, false));
   const want = (conv(...args) as sc.Tensor[]).map((g) => [...g.dataSync()]);
-  for (const staged of [sc.stage(conv), sc.stage(metaGradByHand, { autograph: false })]) {
+  for (const staged of [sc.stage(conv), sc.stage(metaGradByHand as AnyFn, { autograph: false })] as AnyFn[]) {
     (staged(...args) as sc.Tensor[]).forEach((g, i) => g.dataSync().forEach((v, j) => assert.ok(Math.abs(v - want[i]![j]!) <= 1e-5 * (1 + Math.abs(want[i]![j]!)), `gradient ${i}[${j}]: ${v} vs ${want[i]![j]}`)));
   }
 });
