@@ -98,6 +98,25 @@ test("x--, and x++ whose old value is used, stage to one sub / one add (no sub(x
   assertSameValues((sc.stage(conv) as AnyFn)(...args), byHand(args[0]!, args[1]!));
 });
 
+test("a loop test `k < n && norm(w) > tol` (a cond: && does not evaluate its right side when the left is false) executes as the hand-written logicalAnd", () => {
+  function converted(w0: T): T {
+    let w = w0, k = 0;
+    while (k < 6 && sc.sqrt(sc.sum(sc.square(w))) > 0.01) {
+      w = sc.mul(w, 0.5);
+      k = k + 1;
+    }
+    return [w, k];
+  }
+  const byHand = (w0: sc.Tensor) => {
+    const [k, w] = sc.whileLoop((k, w) => sc.logicalAnd(sc.less(k!, 6), sc.greater(sc.sqrt(sc.sum(sc.square(w!))), 0.01)), (k, w) => [sc.add(k!, 1), sc.mul(w!, 0.5)], [sc.scalar(0, "int32"), w0]);
+    return [w!, k!];
+  };
+  const conv: AnyFn = sc.autograph(converted, { scope: { sc } });
+  const args = [sc.tensor([0.3, -0.2, 0.1])];
+  assert.deepEqual(executedCounts(conv, args, true), executedCounts(byHand, args, false));
+  assertSameValues((sc.stage(conv) as AnyFn)(...args), byHand(args[0]!));
+});
+
 // MAML as in bench/peers/maml.ts, smaller: a 1-8-1 network, 2 tasks of 4 points, second order through the inner loops.
 const TASKS = 2, ALPHA = 0.05;
 const net = (x: T, w1: T, b1: T, w2: T, b2: T): T => sc.add(sc.matmul(sc.relu(sc.add(sc.matmul(x, w1), b1)), w2), b2);
