@@ -101,7 +101,7 @@ test("x--, and x++ whose old value is used, stage to one sub / one add (no sub(x
 test("a loop test `k < n && norm(w) > tol` (a cond: && does not evaluate its right side when the left is false) executes as the hand-written logicalAnd", () => {
   function converted(w0: T): T {
     let w = w0, k = 0;
-    while (k < 6 && sc.sqrt(sc.sum(sc.square(w))) > 0.01) {
+    while (k < 6 && (sc.sqrt(sc.sum(sc.square(w))) as T) > 0.01) {
       w = sc.mul(w, 0.5);
       k = k + 1;
     }
