@@ -13,7 +13,7 @@
  * but its outputs and cannot fail, and cheap only where it is small, so a branch qualifies
  * when: it has at most MAX_NODES nodes, none with regions or effects; every node is an
  * elementwise op (integer ones only the kinds that cannot trap: no integer division or
- * remainder), a reduction, a fill, a cast or a reshaping view; every value it makes has a
+ * remainder), a reduction, a fill, a cast (not to a 64-bit integer) or a reshaping view; every value it makes has a
  * fully known type of at most MAX_ELEMENTS elements (none empty). The results are exactly
  * the taken branch's (a select picks values, it computes none).
  */
@@ -23,6 +23,9 @@ import { condOp } from "../../ops/structural.js";
 import { logicalAndOp, logicalOrOp } from "../../ops/compare.js";
 import { whereOp } from "../../ops/where.js";
 import { castOp } from "../../ops/cast.js";
+import { fillOp } from "../../ops/fill.js";
+import { addOp, maximumOp, minimumOp, mulOp, subOp } from "../../ops/binary.js";
+import { absOp, negOp, reluOp, signOp, squareOp } from "../../ops/unary.js";
 import { allGraphs, isFullyKnown, isPureRegistryNode, makeNode, replaceUses, sameType, sizeOfType, spliceGraph } from "./util.js";
 
 /** Most nodes a branch may have. */
@@ -30,9 +33,8 @@ export const IF_CONVERT_MAX_NODES = 12;
 /** Most elements of any value a branch computes. */
 export const IF_CONVERT_MAX_ELEMENTS = 1024;
 
-/** Integer elementwise ops that cannot trap or depend on an operand being non-zero. */
-const SAFE_INTEGER_FAMILIES = new Set(["compare", "logical"]);
-const SAFE_INTEGER_OPS = new Set(["add", "sub", "mul", "neg", "abs", "maximum", "minimum", "sign", "square"]);
+/** Integer elementwise ops that cannot trap (no division or remainder), besides comparisons. */
+const SAFE_INTEGER_OPS = new Set([addOp, subOp, mulOp, maximumOp, minimumOp, negOp, absOp, signOp, squareOp, reluOp].map((d) => d.name));
 
 /** Whether running `n` when its result is not needed is safe (no effect, no failure) and cheap. */
 function speculatable(n: Node): boolean {
@@ -45,9 +47,11 @@ function speculatable(n: Node): boolean {
   }
   if (def.elementwise !== undefined) {
     const integral = [...n.inputs, ...n.outputs].some((v) => isInteger(v.type.dtype));
-    return !integral || SAFE_INTEGER_FAMILIES.has(def.family) || SAFE_INTEGER_OPS.has(def.name);
+    return !integral || def.family === "compare" || SAFE_INTEGER_OPS.has(def.name);
   }
-  return def.family === "reduce" || def.name === "fill" || def.name === castOp.name || def.view === "reshape";
+  // (a cast to a 64-bit integer can fail on NaN or infinity)
+  const cast64 = def.name === castOp.name && (n.attrs.dtype === "int64" || n.attrs.dtype === "uint64");
+  return def.family === "reduce" || def.name === fillOp.name || (def.name === castOp.name && !cast64) || def.view === "reshape";
 }
 
 function branchQualifies(r: Graph): boolean {

@@ -49,7 +49,7 @@ export { bindConstantInputs } from "./bind-constants.js";
 export { cloneGraph, cloneProgram, refineTypes, EffectAnalysis } from "./util.js";
 
 export interface OptimizeOptions extends SimplifyOptions {
-  /** Rounds of inline -> simplify -> fold -> cse -> prune at most. Default 10. */
+  /** Rounds of inline -> simplify -> fold -> cse -> prune -> ifConvert at most. Default 10. */
   maxIterations?: number;
   /** Run fusion at the end. Default true. */
   fuse?: boolean;
