@@ -90,7 +90,7 @@ export const FULL: MeasureOptions = { rounds: 9, roundMs: 300, warmupMs: 1500 };
 
 /**
  * The rounds of a workload with a reference (unless it sets its own): five times as many
- * rounds, a quarter as long (QUICK: 26 rounds of 30 ms per system, about as long in all).
+ * rounds, a quarter as long (QUICK: 26 rounds of 30 ms per system instead of 5 of 120 ms).
  */
 export const PAIRED = (run: MeasureOptions): MeasureOptions => ({ rounds: run.rounds * 5 + 1, roundMs: Math.max(25, run.roundMs / 4), warmupMs: run.warmupMs });
 
