@@ -92,3 +92,23 @@ test("a staged function with a converted cond computes what the original compute
   const { graph } = optimizeCopy(cf.graph, cf.library);
   assert.ok(!allOps(graph).includes("cond"), "what the executor runs has no cond (the where is fused with the branches)");
 });
+
+test("a guarded sqrt (if x > 0 then sqrt(x) else 0) keeps a zero gradient at x = 0 however it is run: if-conversion changes only the executed copy, never the graph that AD differentiates", () => {
+  // The untaken branch's sqrt'(0) is infinite: had AD differentiated the if-converted select,
+  // 0 * Infinity would make the gradient NaN. Each route below runs the optimized copy.
+  const guarded = (x: sc.Tensor) => sc.cond(sc.greater(x, 0), () => sc.sqrt(x), () => sc.zerosLike(x));
+  const loss = (x: sc.Tensor) => sc.sum(guarded(x));
+  const x = sc.scalar(0);
+  const eager = sc.grad(loss)(x);
+  const stagedForward = sc.stage(guarded);
+  const throughStaged = sc.grad((v: sc.Tensor) => sc.sum(stagedForward(v)))(x);
+  const stagedGrad = sc.stage(sc.grad(loss));
+  const restagedGrad = sc.stage((v: sc.Tensor) => sc.grad((w: sc.Tensor) => sc.sum(stagedForward(w)))(v));
+  const second = sc.stage(sc.grad((v: sc.Tensor) => sc.sum(sc.grad(loss)(v))));
+  for (const [name, g] of [["eager tape", eager], ["tape through a staged function", throughStaged], ["staged grad", stagedGrad(x)], ["grad of a staged call, staged", restagedGrad(x)], ["second order, staged", second(x)]] as const) {
+    assert.deepEqual(Array.from(g.dataSync()), [0], name);
+  }
+  // and away from zero, both branches still give the right values and gradients
+  assert.ok(Math.abs(stagedGrad(sc.scalar(4)).dataSync()[0]! - 0.25) < 1e-6);
+  assert.deepEqual(Array.from(stagedForward(sc.scalar(-3)).dataSync()), [0]);
+});
