@@ -10,6 +10,7 @@ import "../../src/api/index.js";
 import { installedExecutor, setDefaultExecutor } from "../../src/staging/concrete-function.js";
 import { prepareForExecution } from "../../src/exec/prepare.js";
 import type { FunctionLibrary, Graph } from "../../src/graph/ir.js";
+import { programOpCounts } from "../../src/graph/op-counts.js";
 import type { TensorType } from "../../src/ops/registry.js";
 import type { Workload } from "./harness.js";
 
@@ -20,18 +21,7 @@ setDefaultExecutor((g, inputs, lib, n) => {
   return executor(g, inputs, lib, n);
 });
 
-function counts(g: Graph, out = new Map<string, number>(), prefix = ""): Map<string, number> {
-  for (const n of g.nodes) {
-    out.set(prefix + n.op, (out.get(prefix + n.op) ?? 0) + 1);
-    n.regions.forEach((r, i) => counts(r, out, `${prefix}${n.op}.${i}/`));
-  }
-  return out;
-}
-function programCounts(g: Graph, lib: FunctionLibrary): Map<string, number> {
-  const m = counts(g);
-  for (const f of lib.functions.values()) if (f !== g) counts(f, m, "fn:");
-  return m;
-}
+const programCounts = programOpCounts;
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
 const names = process.argv.slice(2);

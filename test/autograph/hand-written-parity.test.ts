@@ -10,23 +10,13 @@ import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
 import { prepareForExecution } from "../../src/exec/prepare.js";
 import type { FunctionLibrary, Graph } from "../../src/graph/ir.js";
+import { programOpCounts } from "../../src/graph/op-counts.js";
 
 type T = any;
 type AnyFn = (...a: any[]) => any;
 
-/** Op counts keyed by the op and the regions it sits in ("while.1/add"); library functions under "fn:". */
-function opCounts(g: Graph, out = new Map<string, number>(), prefix = ""): Map<string, number> {
-  for (const n of g.nodes) {
-    out.set(prefix + n.op, (out.get(prefix + n.op) ?? 0) + 1);
-    n.regions.forEach((r, i) => opCounts(r, out, `${prefix}${n.op}.${i}/`));
-  }
-  return out;
-}
-
 function programCounts(graph: Graph, library: FunctionLibrary): Record<string, number> {
-  const m = opCounts(graph);
-  for (const f of library.functions.values()) if (f !== graph) opCounts(f, m, "fn:");
-  return Object.fromEntries([...m].sort(([a], [b]) => (a < b ? -1 : 1)));
+  return Object.fromEntries(programOpCounts(graph, library));
 }
 
 /**
