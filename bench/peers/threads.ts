@@ -12,8 +12,8 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import * as sc from "../../src/api/index.js";
-import { poolPolicy, setThreadLimit } from "../../src/backends/cpu/worker-pool.js";
-import { forgetNativeThreadTimings } from "../../src/backends/cpu/native.js";
+import { poolPolicy, poolStats, setThreadLimit } from "../../src/backends/cpu/worker-pool.js";
+import { forgetNativeThreadTimings, nativeStats } from "../../src/backends/cpu/native.js";
 import { isMainModule, randomValues } from "../common.js";
 import { FULL, QUICK, measure, type Workload } from "./harness.js";
 import { consoleTables } from "./report.js";
@@ -63,7 +63,9 @@ function job(name: ThreadJob): { title: string; call: string; run: () => unknown
   return { title: `eager matmul ${n}^3`, call: "one product", run: () => sc.matmul(A, B) };
 }
 
-interface CpuTally { us: number; calls: number; enters: number }
+/** CPU time of the measured calls, and how many of their native calls and pool jobs ran threaded. */
+interface CpuTally { us: number; calls: number; enters: number; native: number; nativeThreaded: number; poolThreaded: number }
+const tally = (): CpuTally => ({ us: 0, calls: 0, enters: 0, native: 0, nativeThreaded: 0, poolThreaded: 0 });
 
 /**
  * The system `name` whose `run` also adds its process CPU time (every thread's, user and
@@ -72,14 +74,20 @@ interface CpuTally { us: number; calls: number; enters: number }
  */
 function cpuTimed(name: string, enter: () => void, run: () => unknown, into: CpuTally): { name: string; enter: () => void; run: () => unknown } {
   const counted = () => {
+    const n0 = nativeStats(), p0 = poolStats();
     const c0 = process.cpuUsage();
     const r = run();
     const c = process.cpuUsage(c0);
+    const n1 = nativeStats(), p1 = poolStats();
     into.us += c.user + c.system;
     into.calls++;
+    into.native += n1.calls - n0.calls;
+    into.nativeThreaded += n1.threaded - n0.threaded;
+    into.poolThreaded += p1.parallelJobs - p0.parallelJobs + p1.splitCalls - p0.splitCalls;
     return r;
   };
-  return { name, run: counted, enter: () => { if (++into.enters === 2) into.us = into.calls = 0; enter(); } };
+  const reset = () => Object.assign(into, { ...tally(), enters: into.enters });
+  return { name, run: counted, enter: () => { if (++into.enters === 2) reset(); enter(); } };
 }
 
 export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<Workload> {
@@ -87,8 +95,10 @@ export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<W
   const spinner = busy ? competitor() : null;
   // CPU time per call, what the job takes from the machine: a helper thread that spins, or
   // waits on a busy core, shows here even where the wall time hides it
-  const cpu = { dflt: { us: 0, calls: 0, enters: 0 }, one: { us: 0, calls: 0, enters: 0 } };
+  const cpu = { dflt: tally(), one: tally() };
   const perCall = (x: CpuTally) => (x.us / 1000 / Math.max(1, x.calls)).toPrecision(3);
+  // (counts, not timings: which of the default's jobs ran on several threads)
+  const threaded = (x: CpuTally) => `${x.nativeThreaded} of ${x.native} native calls and ${x.poolThreaded} worker-pool jobs threaded in ${x.calls} calls`;
   const goal = "Goal: the default never slower than one thread when a core is busy; faster when the cores are free. " +
     "The ratio column is the default's speed over one thread's, round by round (the machine's other load hits both alike)." +
     (name === "small-ops" ? " No job here is large enough to split: both systems run the same code, so this ratio's spread is the run's noise floor." : "");
@@ -98,7 +108,7 @@ export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<W
     reference: ONE,
     // (read when the measurement ends: the CPU times of the measured rounds' calls)
     get note() {
-      return `${goal} Process CPU time per call (all threads): default ${perCall(cpu.dflt)} ms, one thread ${perCall(cpu.one)} ms.`;
+      return `${goal} Process CPU time per call (all threads): default ${perCall(cpu.dflt)} ms, one thread ${perCall(cpu.one)} ms. Default: ${threaded(cpu.dflt)}.`;
     },
     systems: [
       cpuTimed("stagecraft, default thread policy", scDefaults, run, cpu.dflt),

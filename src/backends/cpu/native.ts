@@ -41,7 +41,8 @@ export interface NativeKernels {
 let installed: NativeKernels | null = null;
 let enabled = true;
 let threadCap = Infinity;
-const policy = new ThreadPolicy();
+/** Whether threads pay, per native kernel and shape: measured (thread-policy.ts). */
+export const nativePolicy = new ThreadPolicy();
 const stats = { calls: 0, threaded: 0 };
 
 /** Installs (or, with null, removes) the native kernels the CPU backend uses past their crossover. */
@@ -66,7 +67,7 @@ export function setNativeThreadLimit(n: number): void {
 
 /** Forgets the native kernels' thread timings (ThreadPolicy.forget): the machine changed under them. */
 export function forgetNativeThreadTimings(): void {
-  policy.forget();
+  nativePolicy.forget();
 }
 
 /** Counters for tests and benchmarks: native calls, and those that ran on several threads. */
@@ -80,16 +81,16 @@ export function nativeMatmulWins(m: number, n: number, k: number): boolean {
 }
 
 /**
- * Runs `run(threads)` under the thread policy and times it for the policy; false when `run`
+ * Runs `run(threads)` under the thread policy and times it for the policy (class `key`: the
+ * kernel and the exact shape, jobClass); false when `run`
  * returned false (the library cannot express that shape: nothing ran, nothing is recorded).
  */
-function timed(kernel: string, flops: number, run: (threads: number) => boolean | void): boolean {
+function timed(key: string, flops: number, run: (threads: number) => boolean | void): boolean {
   const max = Math.min(configuredThreads(), threadCap);
-  const key = jobClass(kernel, flops);
-  const many = max > 1 && policy.useThreads(key);
+  const many = max > 1 && nativePolicy.useThreads(key);
   const t0 = performance.now();
   if (run(many ? max : 1) === false) return false;
-  if (max > 1) policy.record(key, many, (performance.now() - t0) / 1000, flops);
+  if (max > 1) nativePolicy.record(key, many, (performance.now() - t0) / 1000, flops);
   stats.calls++;
   if (many) stats.threaded++;
   return true;
@@ -100,28 +101,29 @@ export function tryNativeMatmul(a: Float32Array, aOffsets: ArrayLike<number>, b:
                                 m: number, k: number, n: number, transA: boolean, transB: boolean): boolean {
   const nk = nativeKernels();
   if (nk === null || !nk.matmulWins(m, n, k)) return false;
-  return timed("matmul", 2 * m * n * k * aOffsets.length, (t) => nk.matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, t));
+  return timed(jobClass("matmul", m, k, n, +transA, +transB, aOffsets.length), 2 * m * n * k * aOffsets.length, (t) => nk.matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, t));
 }
 
+const convClass = (kernel: string, p: Conv2dParams) => jobClass(kernel, ...Object.values(p));
 const convFlops = (p: Conv2dParams) => 2 * p.batch * p.outC * p.outH * p.outW * (p.inC / p.groups) * p.kH * p.kW;
 
 /** The convolution natively when it wins there; false (nothing written) otherwise. */
 export function tryNativeConv2d(x: Float32Array, w: Float32Array, out: Float32Array, p: Conv2dParams): boolean {
   const nk = nativeKernels();
   if (nk === null || !nk.convWins(p)) return false;
-  return timed("conv2d", convFlops(p), (t) => nk.conv2d(x, w, out, p, t));
+  return timed(convClass("conv2d", p), convFlops(p), (t) => nk.conv2d(x, w, out, p, t));
 }
 
 /** The input gradient natively when it wins there and the library expresses it; false otherwise. */
 export function tryNativeConv2dBackpropInput(dy: Float32Array, w: Float32Array, dx: Float32Array, p: Conv2dParams): boolean {
   const nk = nativeKernels();
   if (nk === null || !nk.convWins(p)) return false;
-  return timed("conv2dBackpropInput", convFlops(p), (t) => nk.conv2dBackpropInput(dy, w, dx, p, t));
+  return timed(convClass("conv2dBackpropInput", p), convFlops(p), (t) => nk.conv2dBackpropInput(dy, w, dx, p, t));
 }
 
 /** The filter gradient natively when it wins there and the library expresses it; false otherwise. */
 export function tryNativeConv2dBackpropFilter(x: Float32Array, dy: Float32Array, dw: Float32Array, p: Conv2dParams): boolean {
   const nk = nativeKernels();
   if (nk === null || !nk.convWins(p)) return false;
-  return timed("conv2dBackpropFilter", convFlops(p), (t) => nk.conv2dBackpropFilter(x, dy, dw, p, t));
+  return timed(convClass("conv2dBackpropFilter", p), convFlops(p), (t) => nk.conv2dBackpropFilter(x, dy, dw, p, t));
 }

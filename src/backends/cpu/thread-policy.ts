@@ -2,18 +2,35 @@
  * When to use a second thread: measured, not assumed. On a machine whose other core is busy
  * (another process, the garbage collector), a helper thread makes progress only when the
  * scheduler gives it time: a job then waits for the task the helper is on, and a woken helper
- * can take the main thread's own core. So each class of job (a size bucket of one kernel)
- * keeps what its recent runs with one and with more threads cost, as the wall time of the whole
- * job (dispatch, work and the wait for the helpers: what the caller pays), and uses the cheaper.
- * Now and then it runs the other way (a probe) to notice when the machine changes: probes are
- * spaced so that their expected extra cost stays under `probeBudget` of the class's time
- * (a probe of threads that cost 3x on a busy machine comes about every 70 jobs, one that costs
- * nothing extra every `minGap` jobs), and at most `maxGap` jobs apart.
- * A helper that made no progress at all in a job (it never woke, or took no task) makes that
- * job count as no cheaper than one thread.
+ * can take the main thread's own core. So each class of job (one kernel on one shape: jobs of
+ * different shapes cost different amounts per flop, and a class mixing them compared one
+ * shape's timings with another's) keeps what its recent runs with one and with more threads
+ * cost, as the wall time of the whole job (dispatch, work and the wait for the helpers: what the
+ * caller pays), and uses the cheaper. Now and then it runs the other way (a probe) to notice
+ * when the machine changes: probes are spaced so that their expected extra cost stays under
+ * `probeBudget` of the class's time (a probe of threads that cost 3x on a busy machine comes
+ * about every 70 jobs, one that costs nothing extra every `minGap` jobs), and at most `maxGap`
+ * jobs apart (4096: a threaded probe of a 65 us native product on a busy core cost 2-4 ms, its
+ * helper waiting for the core, so at 256 jobs apart the probes alone took 12% of the staged RNN
+ * step; the budget spaces them by the class's time instead, about every 85 ms of it there),
+ * and a probe that disagrees with the current choice is confirmed by another one
+ * `confirmGap` jobs later, so that a change of the machine is followed within a few probes.
  *
- * An estimate is the median of the last `window` timings of its way: one stray timing (a
- * descheduled helper, a collection) neither flips the choice nor sticks to it.
+ * Threads are used only when two measures agree that they pay:
+ * - each way's estimate, the median of its last `window` timings (one stray timing, a
+ *   descheduled helper or a collection, neither flips the choice nor sticks to it), and
+ * - the median of the last `ratios` paired ratios: each probe's timing against the median of
+ *   the other way's timings taken just before it. The way not in use is measured only by
+ *   probes, so its estimate is old, while the way in use is measured now; on a shared machine
+ *   whose load changes over seconds, comparing an old estimate with a new one made the
+ *   choice follow the load (measured on the staged RNN step with four other processes running:
+ *   its 65 us products went to threads in 16% of calls, in streaks, while threaded calls were
+ *   12-17% slower). A ratio pairs two timings of one moment, so the load divides out.
+ * A threaded job whose helper made no progress at all (it never woke, or took no task) counts as
+ * no cheaper than one thread. A way's first job in a class is not recorded: it pays one-time
+ * costs (the native kernels build a session per thread count on first use). Failing either measure, a class runs on one thread: a wrong
+ * choice of one thread costs at most what threads would have saved, a wrong choice of threads
+ * on a busy core can cost the whole job again.
  *
  * The policy is a pure state machine over the timings it is given (`record`): no clock of its
  * own, so its logic is tested with simulated timings (test/backends/cpu/thread-policy.test.ts).
@@ -24,10 +41,14 @@ export interface ThreadPolicyOptions {
   minGap?: number;
   /** The most jobs of a class between two probes, whatever they cost. */
   maxGap?: number;
+  /** Jobs between a probe that disagreed with the current choice and the probe confirming it. */
+  confirmGap?: number;
   /** Probes' expected extra cost, as a fraction of the class's time since the last probe. */
   probeBudget?: number;
   /** Timings per way that an estimate is the median of. */
   window?: number;
+  /** Paired ratios (threads over one thread) whose median decides with the estimates. */
+  ratios?: number;
   /** Threads are preferred only when faster than one thread by this factor (hysteresis). */
   margin?: number;
 }
@@ -36,66 +57,105 @@ interface ClassState {
   /** Seconds per flop of the last timings with one thread and with several (newest last). */
   one: number[];
   many: number[];
+  /** The last paired ratios, threaded over one-thread seconds per flop (newest last). */
+  ratios: number[];
+  /** Whether a job of each way has run (the first pays one-time costs and is not recorded). */
+  ranOne: boolean;
+  ranMany: boolean;
   jobs: number;
   /** Jobs, and seconds they took, since the last probe. */
   sinceProbe: number;
   spentSinceProbe: number;
+  /** Jobs to wait before the next probe at the earliest (minGap, or confirmGap to confirm one). */
+  gap: number;
+  /** Disagreeing probes in a row (each confirmed soon, up to what flips the ratios' median). */
+  disagreed: number;
   /** Flops of the last job (what a probe's extra cost is scaled by). */
   flops: number;
   /** Whether the job handed out last was a probe. */
   probing: boolean;
 }
 
-const median = (x: number[]): number => {
-  if (x.length === 0) return NaN;
-  const s = x.slice().sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
+/** Scratch for `median` (windows are short): the policy allocates nothing per job. */
+let sorted = new Float64Array(16);
+
+/** The median of `x`, sorted by insertion in scratch storage (NaN for none). */
+function median(x: number[]): number {
+  const n = x.length;
+  if (n === 0) return NaN;
+  if (n > sorted.length) sorted = new Float64Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    const v = x[i]!;
+    let j = i;
+    for (; j > 0 && sorted[j - 1]! > v; j--) sorted[j] = sorted[j - 1]!;
+    sorted[j] = v;
+  }
+  return n % 2 === 1 ? sorted[n >> 1]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+}
+
+function mean(x: number[]): number {
+  let t = 0;
+  for (let i = 0; i < x.length; i++) t += x[i]!;
+  return t / x.length;
+}
+
+/** Paired ratios measured while a class starts, alternating ways, before it chooses. */
+const FIRST_RATIOS = 3;
 
 export class ThreadPolicy {
-  private readonly classes = new Map<string, ClassState>();
+  private readonly classes = new Map<string | number, ClassState>();
   private readonly minGap: number;
   private readonly maxGap: number;
+  private readonly confirmGap: number;
   private readonly probeBudget: number;
   private readonly window: number;
+  private readonly ratioWindow: number;
   private readonly margin: number;
   private forced: boolean | null = null;
 
   constructor(opts: ThreadPolicyOptions = {}) {
     this.minGap = opts.minGap ?? 16;
-    this.maxGap = opts.maxGap ?? 256;
+    this.maxGap = opts.maxGap ?? 4096;
+    this.confirmGap = opts.confirmGap ?? 2;
     this.probeBudget = opts.probeBudget ?? 0.03;
-    this.window = opts.window ?? 3;
+    this.window = opts.window ?? 5;
+    this.ratioWindow = opts.ratios ?? 5;
     this.margin = opts.margin ?? 1.05;
   }
 
-  private state(key: string): ClassState {
+  private state(key: string | number): ClassState {
     let s = this.classes.get(key);
     if (s === undefined) {
-      s = { one: [], many: [], jobs: 0, sinceProbe: 0, spentSinceProbe: 0, flops: 1, probing: false };
+      s = { one: [], many: [], ratios: [], ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
       this.classes.set(key, s);
     }
     return s;
   }
 
-  /** Whether threads are the cheaper way for class `key` by what has been measured (no probe). */
+  private starting(s: ClassState): boolean {
+    return s.ratios.length < FIRST_RATIOS || s.one.length === 0 || s.many.length === 0;
+  }
+
+  /** Whether threads are the cheaper way by what has been measured: both measures must say so. */
   private prefers(s: ClassState): boolean {
-    return median(s.many) * this.margin < median(s.one);
+    return median(s.ratios) * this.margin < 1 && median(s.many) * this.margin < median(s.one);
   }
 
   /** Whether the next job of class `key` should use several threads. */
-  useThreads(key: string): boolean {
+  useThreads(key: string | number): boolean {
     const s = this.state(key);
     s.jobs++;
     s.probing = false;
     if (this.forced !== null) return this.forced;
-    // first both ways, alternately (threads first), until each has two timings
-    if (s.many.length < 2 || s.one.length < 2) return s.many.length <= s.one.length;
+    // first both ways, alternately (threads first), until FIRST_RATIOS ratios are paired
+    if (this.starting(s)) return s.many.length <= s.one.length;
     const prefer = this.prefers(s);
     s.sinceProbe++;
-    if (s.sinceProbe > this.minGap) {
-      const extra = Math.max(0, (prefer ? median(s.one) - median(s.many) : median(s.many) - median(s.one)) * s.flops);
-      if (s.sinceProbe > this.maxGap || extra <= this.probeBudget * s.spentSinceProbe) {
+    if (s.sinceProbe > s.gap) {
+      // (means: a way whose timings have a long tail, threads waiting for a helper on a busy
+      // core, costs its tail too)
+      const extra = Math.max(0, (prefer ? mean(s.one) - mean(s.many) : mean(s.many) - mean(s.one)) * s.flops);
+      if (s.gap < this.minGap || s.sinceProbe > this.maxGap || extra <= this.probeBudget * s.spentSinceProbe) {
         s.probing = true;
         return !prefer;
       }
@@ -108,11 +168,33 @@ export class ThreadPolicy {
    * one. A threaded job whose helpers made no progress (`helperIdle`) counts as no cheaper than
    * one thread, whatever its time.
    */
-  record(key: string, threaded: boolean, seconds: number, flops: number, helperIdle = false): void {
+  record(key: string | number, threaded: boolean, seconds: number, flops: number, helperIdle = false): void {
     const s = this.state(key);
+    // a way's first job pays one-time costs (a native session built for that thread count, a
+    // worker started, code compiled: 20 ms for a 0.4 ms product), which no later job pays
+    if (!(threaded ? s.ranMany : s.ranOne)) {
+      if (threaded) s.ranMany = true;
+      else s.ranOne = true;
+      s.probing = false;
+      return;
+    }
     s.flops = Math.max(1, flops);
     let perFlop = seconds / s.flops;
     if (threaded && helperIdle && s.one.length > 0) perFlop = Math.max(perFlop, median(s.one));
+    const other = threaded ? s.one : s.many;
+    // a probe (or a starting job) against the other way's timings of just before
+    if ((s.probing || this.starting(s)) && other.length > 0) {
+      const before = this.prefers(s);
+      const ratio = threaded ? perFlop / median(other) : median(other) / perFlop;
+      s.ratios.push(ratio);
+      if (s.ratios.length > this.ratioWindow) s.ratios.shift();
+      // a probe that says the other way is cheaper is confirmed soon by another, as many times
+      // as it takes to flip the median (a machine that changed is followed within a few jobs)
+      if (s.probing) {
+        s.disagreed = (ratio * this.margin < 1) !== before ? s.disagreed + 1 : 0;
+        s.gap = s.disagreed > 0 && s.disagreed <= this.ratioWindow >> 1 ? this.confirmGap : this.minGap;
+      }
+    }
     const list = threaded ? s.many : s.one;
     list.push(perFlop);
     if (list.length > this.window) list.shift();
@@ -142,14 +224,21 @@ export class ThreadPolicy {
     this.classes.clear();
   }
 
-  /** The current estimates of class `key`: seconds per flop (NaN: not measured yet), jobs seen. */
-  estimates(key: string): { one: number; many: number; jobs: number } {
+  /**
+   * The current estimates of class `key`: seconds per flop (NaN: not measured yet), the median
+   * paired ratio of threads over one thread (NaN: none yet), jobs seen.
+   */
+  estimates(key: string | number): { one: number; many: number; ratio: number; jobs: number } {
     const s = this.state(key);
-    return { one: median(s.one), many: median(s.many), jobs: s.jobs };
+    return { one: median(s.one), many: median(s.many), ratio: median(s.ratios), jobs: s.jobs };
   }
 }
 
-/** A job-class key: the kernel and its size to a factor of two in flops. */
-export function jobClass(kernel: string, flops: number): string {
-  return `${kernel}:${Math.round(Math.log2(Math.max(1, flops)))}`;
+/**
+ * A job-class key: the kernel and the job's shape (dimensions, transposes, batch), exactly.
+ * Jobs of one size but different shapes cost different amounts per flop (a product with k = 32
+ * runs at 0.8x the rate of one with k = 256): one class per shape compares like with like.
+ */
+export function jobClass(kernel: string, ...shape: number[]): string {
+  return `${kernel}:${shape.join("x")}`;
 }

@@ -336,7 +336,7 @@ export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cP
   const batch = aPtrs.length;
   const flops = 2 * m * n * k * batch;
   const max = Math.min(threadsFor(rt, flops), rt.maxThreads);
-  const key = jobClass("sgemm", flops);
+  const key = jobClass("sgemm", m, n, k, batch, +transA, +transB);
   const T = max > 1 && poolPolicy.useThreads(key) ? max : 1;
   // pieces per product: enough tasks for T threads to balance, none much under TASK_FLOPS
   const wanted = T === 1 ? 1 : forcedPieces ?? Math.max(1, Math.min(Math.ceil((T * TASKS_PER_THREAD) / batch), Math.floor(flops / batch / TASK_FLOPS)));
@@ -398,6 +398,14 @@ export function registerExtraKernel(module: object, memory: object, name: string
 }
 
 /**
+ * The policy's class of a row-shared product of this shape: a number where the dimensions fit
+ * 16 bits (these calls can be a few microseconds: no string built per call), else jobClass's.
+ */
+function rowsClass(m: number, n: number, k: number): string | number {
+  return m < 65536 && n < 65536 && k < 65536 ? (m * 65536 + n) * 65536 + k : jobClass("gemm-rows", m, n, k);
+}
+
+/**
  * Calls registered kernel `fn` (its id `id`; gemm-like arguments `args`: rows m = args[3]).
  * When the thread policy says threads pay for products of this size, the rows are shared
  * between this thread and the first worker in chunks of `chunk` rows, each thread taking the
@@ -411,7 +419,7 @@ export function runRowChunks(id: number, fn: ExtraKernel, args: readonly number[
   const m = args[3]!, flops = 2 * m * args[4]! * args[5]!;
   // (the compiled executor sends products from config.splitMinFlops up: the policy measures them)
   const may = !!p && threadLimit >= 2 && p.size >= 2 && m >= 2 * chunk;
-  const key = jobClass("gemm-rows", flops);
+  const key = rowsClass(m, args[4]!, args[5]!);
   if (!may || !poolPolicy.useThreads(key)) {
     fn(args[0]!, args[1]!, args[2]!, m, args[4]!, args[5]!, args[6]!, args[7]!, args[8]!);
     if (may) poolPolicy.record(key, false, (performance.now() - t0) / 1000, flops);
