@@ -6,7 +6,8 @@
  * from staged code (a call node), from eager code under a tape (the call's gradient rule), or
  * plainly (the executor runs the graph).
  */
-import { currentHandler, recorders, withCallbackConversion } from "../core/context.js";
+import { currentHandler, isTracing, recorders, withCallbackConversion } from "../core/context.js";
+import type { Tensor } from "../core/tensor.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
@@ -106,6 +107,14 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
   const lookup = (args: readonly unknown[]) => cache.lookup(args, pending, trace, traceCount);
 
   function call(args: A): R {
+    // The common call, from eager code with no tape recording, with the last call's argument
+    // types (tensors' dtypes, shapes and devices, JS values; no Variable or other object: see
+    // TraceCache.lastHit): the same concrete function as `lookup` would find, without its wrappers.
+    if (!isTracing() && recorders.length === 0) {
+      const tensors: Tensor[] = [];
+      const cf = cache.lastHit(args, tensors);
+      if (cf !== null) return cf.structureOutputs(cf.callFlat(tensors)) as R;
+    }
     const h = currentHandler();
     const found = lookup(args);
     if ("pending" in found) return recursion.call(found.pending, found.sig.tensors) as R;

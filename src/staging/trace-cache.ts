@@ -84,6 +84,15 @@ export class TraceCache {
     return this.bySignature.get(signatureOf(args, this.name, this.inputSignature).key);
   }
 
+  /**
+   * The fast path of a plain eager call: when `args` have the last hit's signature, its concrete
+   * function, with the tensor arguments collected into `tensors`; else null (then `lookup`).
+   */
+  lastHit(args: readonly unknown[], tensors: Tensor[]): ConcreteFunction | null {
+    const last = this.last;
+    return last !== null && sameLeaves(args, last.args, tensors) ? last.cf : null;
+  }
+
   /** Same flat signature as the last call (tensors by dtype/shape/device, JS values by value)? */
   private sameAsLast(args: readonly unknown[]): Tensor[] | null {
     if (this.last === null) return null;
