@@ -141,9 +141,17 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     st.specialized?.session.dispose();
     return (st.specialized = compile(graph, library, model, bakedInputs, bakedVariables));
   };
+  // (the graph of the previous call and its state: a staged function called again and again
+  // looks nothing up)
+  let lastGraph: Graph | null = null;
+  let lastState: GraphState | null = null;
   const stateOf = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): GraphState => {
+    if (graph === lastGraph) return lastState!;
     let st = states.get(graph);
-    if (st !== undefined) return st;
+    if (st !== undefined) {
+      lastGraph = graph;
+      return (lastState = st);
+    }
     // The general model first: it says which variables the graph reads and which it assigns.
     const model = exportGraphForEngine(graph, library);
     const assigned = new Set(model.updatedVariables.map((u) => u.variable));
@@ -155,7 +163,8 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     st = { bakeableInputs, bakeableVariables, specialized: null, general: null, last: [], unchanged: 0, rebakes: 0 };
     if (bakeableInputs.length === 0 && bakeableVariables.length === 0) st.general = compile(graph, library, model, [], []);
     states.set(graph, st);
-    return st;
+    lastGraph = graph;
+    return (lastState = st);
   };
   /** The session for this call: the specialized one while its baked values are the current ones. */
   const sessionFor = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): Compiled => {

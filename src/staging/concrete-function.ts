@@ -142,14 +142,26 @@ export class ConcreteFunction {
     return executor(this.graph, this.inputsFor(args), this.library, this.numArgInputs);
   }
 
+  /**
+   * @internal Runs the graph on `inputs`: the caller's tensor arguments in its first
+   * numArgInputs entries, then room for the captures, whose current values are written there.
+   */
+  callWithInputs(inputs: Tensor[]): Tensor[] {
+    this.writeCaptures(inputs, this.numArgInputs);
+    return this.executor()(this.graph, inputs, this.library, this.numArgInputs);
+  }
+
   /** The graph's inputs for a call: the arguments, then the captures' current values. */
   private inputsFor(args: Tensor[]): Tensor[] {
-    const captures = this.captures;
-    const n = args.length;
-    const inputs: Tensor[] = new Array(n + captures.length);
-    for (let i = 0; i < n; i++) inputs[i] = args[i]!;
-    for (let i = 0; i < captures.length; i++) inputs[n + i] = captureValue(captures[i]!);
+    const inputs: Tensor[] = new Array(args.length + this.captures.length);
+    for (let i = 0; i < args.length; i++) inputs[i] = args[i]!;
+    this.writeCaptures(inputs, args.length);
     return inputs;
+  }
+
+  private writeCaptures(inputs: Tensor[], n: number): void {
+    const captures = this.captures;
+    for (let i = 0; i < captures.length; i++) inputs[n + i] = captureValue(captures[i]!);
   }
 
   /** The current values of the captured inputs (a variable input reads its value now). */

@@ -7,7 +7,6 @@
  * plainly (the executor runs the graph).
  */
 import { currentHandler, isTracing, recorders, withCallbackConversion } from "../core/context.js";
-import type { Tensor } from "../core/tensor.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
@@ -111,9 +110,11 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     // types (tensors' dtypes, shapes and devices, JS values; no Variable or other object: see
     // TraceCache.lastHit): the same concrete function as `lookup` would find, without its wrappers.
     if (!isTracing() && recorders.length === 0) {
-      const tensors: Tensor[] = [];
-      const cf = cache.lastHit(args, tensors);
-      if (cf !== null) return cf.structureOutputs(cf.callFlat(tensors)) as R;
+      const inputs = cache.lastHit(args);
+      if (inputs !== null) {
+        const cf = cache.lastFunction;
+        return cf.structureOutputs(cf.callWithInputs(inputs)) as R;
+      }
     }
     const h = currentHandler();
     const found = lookup(args);
