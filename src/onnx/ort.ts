@@ -115,6 +115,12 @@ export function fromOrtTensor(t: OrtTensor): Tensor {
  * too: the binding made it for this result, and nothing else holds it once the result is wrapped.
  */
 export function fromOrtResult(t: OrtTensor): Tensor {
+  // (the common cases without reading the type's name, a new string at every run: the binding
+  // returns float32, float64 and int32 data, and only those, in these arrays, which our tensors use)
+  const c = (t.data as object).constructor;
+  if (c === Float32Array) return new Tensor(t.data as Float32Array, t.dims as number[], "float32");
+  if (c === Float64Array) return new Tensor(t.data as Float64Array, t.dims as number[], "float64");
+  if (c === Int32Array) return new Tensor(t.data as Int32Array, t.dims as number[], "int32");
   return fromOrt(t, t.dims as number[]);
 }
 
