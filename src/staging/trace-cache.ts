@@ -22,7 +22,7 @@ export class TraceCache {
    * The last hit, for the common case of a call with the same flat argument types: kept only when
    * every leaf is a tensor or a JS value (a Variable or another object is looked up by `lookup`).
    */
-  private last: { args: readonly unknown[]; sig: Signature; cf: ConcreteFunction } | null = null;
+  private last: { args: readonly unknown[]; sig: Signature; cf: ConcreteFunction; numTensors: number; numInputs: number } | null = null;
   private lastLeaves: LeafInfo[] | null = null;
   private warned = false;
 
@@ -52,7 +52,7 @@ export class TraceCache {
     if (cf) {
       if (specs !== undefined) return { sig, cf };
       // (arrays are copied: the caller may refill the same array before the next call)
-      if (sig.leaves.every((l) => l.kind === "tensor" || l.kind === "value")) this.last = { args: snapshotArrays(args), sig, cf };
+      if (sig.leaves.every((l) => l.kind === "tensor" || l.kind === "value")) this.last = { args: snapshotArrays(args), sig, cf, numTensors: sig.tensors.length, numInputs: sig.tensors.length + cf.captures.length };
       return { sig, cf };
     }
     const p = pending(sig.key);
@@ -95,9 +95,8 @@ export class TraceCache {
   lastHit(args: readonly unknown[]): Tensor[] | null {
     const last = this.last;
     if (last === null) return null;
-    const n = last.sig.tensors.length;
-    const inputs: Tensor[] = new Array(n + last.cf.captures.length);
-    return sameLeaves(args, last.args, inputs, 0) === n ? inputs : null;
+    const inputs: Tensor[] = new Array(last.numInputs);
+    return sameLeaves(args, last.args, inputs, 0) === last.numTensors ? inputs : null;
   }
 
   /** The concrete function of the last hit (after lastHit found it). */
@@ -108,9 +107,8 @@ export class TraceCache {
   /** Same flat signature as the last call (tensors by dtype/shape/device, JS values by value)? */
   private sameAsLast(args: readonly unknown[]): Tensor[] | null {
     if (this.last === null) return null;
-    const n = this.last.sig.tensors.length;
-    const tensors: Tensor[] = new Array(n);
-    return sameLeaves(args, this.last.args, tensors, 0) === n ? tensors : null;
+    const tensors: Tensor[] = new Array(this.last.numTensors);
+    return sameLeaves(args, this.last.args, tensors, 0) === this.last.numTensors ? tensors : null;
   }
 }
 
