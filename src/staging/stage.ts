@@ -106,16 +106,6 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
   const lookup = (args: readonly unknown[]) => cache.lookup(args, pending, trace, traceCount);
 
   function call(args: A): R {
-    // The common call, from eager code with no tape recording, with the last call's argument
-    // types (tensors' dtypes, shapes and devices, JS values; no Variable or other object: see
-    // TraceCache.lastHit): the same concrete function as `lookup` would find, without its wrappers.
-    if (!isTracing() && recorders.length === 0) {
-      const inputs = cache.lastHit(args);
-      if (inputs !== null) {
-        const cf = cache.lastFunction;
-        return cf.structureOutputs(cf.callWithInputs(inputs)) as R;
-      }
-    }
     const h = currentHandler();
     const found = lookup(args);
     if ("pending" in found) return recursion.call(found.pending, found.sig.tensors) as R;
@@ -128,6 +118,16 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   const staged = ((...args: A): R => {
     try {
+      // The common call, from eager code with no tape recording, with the last call's argument
+      // types (tensors' dtypes, shapes and devices, JS values; no Variable or other object: see
+      // TraceCache.lastHit): the concrete function `lookup` would find, without its wrappers.
+      if (!isTracing() && recorders.length === 0) {
+        const inputs = cache.lastHit(args);
+        if (inputs !== null) {
+          const cf = cache.lastFunction;
+          return cf.structureOutputs(cf.callWithInputs(inputs)) as R;
+        }
+      }
       return call(args);
     } catch (e) {
       if (e instanceof CallDepthExceeded) throw recursion.callDepthError(e);
