@@ -14,7 +14,8 @@
 // each measures the work rather than the scheduler.
 // --cpu-time times calls by the process's CPU time (user + system, every thread) instead of the
 // wall clock: what the calls cost, without the time the scheduler gave other processes.
-// --cases=mlp,training,elementwise,tiny runs only those cases.
+// --cases=mlp,training,elementwise,tiny runs only those cases. The tiny case also times the
+// hand-built call with its result made a Stagecraft tensor: the least a staged call adds to a run.
 //   node --import tsx bench/onnx-engine.ts [rounds] [--threads=N] [--cpu-time] [--cases=...]
 import { loadavg } from "node:os";
 import * as sc from "../src/api/index.js";
@@ -44,12 +45,16 @@ function timeCalls(call: () => unknown, calls: number): number {
   return (performance.now() - t0) * 1000;
 }
 
-/** A hand-built model in a synchronous session; `weightsAsInputs` feeds the weights at every call. */
 /** The engine's name and the hand-built sessions' thread count (see --threads). */
 const config: { engine: string; threads?: number; cpuTime?: boolean } = { engine: "onnxruntime" };
 const installed = new Set<string>();
 
-function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [string, sc.Tensor][], weightsAsInputs: boolean): () => unknown {
+/**
+ * A hand-built model in a synchronous session; `weightsAsInputs` feeds the weights at every call;
+ * `wrap` makes each result a Stagecraft tensor (over the result's own data and dims: the least a
+ * staged function's call must add to the run).
+ */
+function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [string, sc.Tensor][], weightsAsInputs: boolean, wrap = false): () => unknown {
   const rt = syncRuntime()!;
   const info = (n: string, t: sc.Tensor) => onnx.makeValueInfo(n, t.dtype, [...t.shape]);
   const fed: [string, sc.Tensor][] = [["x", x], ...(weightsAsInputs ? weights : [])];
@@ -71,6 +76,12 @@ function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [str
   const feeds: Record<string, object> = {};
   for (const [n, t] of fed) feeds[n] = new T("float32", t.dataSync() as Float32Array, [...t.shape]);
   const options = {};
+  if (wrap) {
+    return () => {
+      const y = (s.run(feeds, fetches as never, options) as Record<string, { data: Float32Array; dims: number[] }>).y!;
+      return new sc.Tensor(y.data, y.dims, "float32");
+    };
+  }
   return () => (s.run(feeds, fetches as never, options) as Record<string, { data: unknown }>).y!.data;
 }
 
@@ -117,7 +128,7 @@ function checkSame(label: string, systems: System[], reference: ArrayLike<number
 }
 
 /** A staged function on the engine and on our executor, and hand-built models of `nodes`, on input x. */
-function forwardRows(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor, nodes: Record<string, unknown>[], weights: [string, sc.Tensor][], calls: number, rounds: number): RangedRow[] {
+function forwardRows(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor, nodes: Record<string, unknown>[], weights: [string, sc.Tensor][], calls: number, rounds: number, withFloor = false): RangedRow[] {
   const ours = sc.stage(f);
   const engine = sc.stage(f, { engine: config.engine });
   const systems: System[] = [
@@ -125,6 +136,7 @@ function forwardRows(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor
     { name: "our executor", call: () => ours(x) },
     { name: weights.length > 0 ? "hand-built ORT model (weights as initializers)" : "hand-built ORT model", call: handBuilt(nodes, x, weights, false) },
     ...(weights.length > 0 ? [{ name: "hand-built ORT model (weights as inputs)", call: handBuilt(nodes, x, weights, true) }] : []),
+    ...(withFloor ? [{ name: "hand-built ORT model, result as our Tensor", call: handBuilt(nodes, x, weights, false, true) }] : []),
   ];
   checkSame(label, systems, ours(x).dataSync());
   return measure(label, systems, calls, rounds);
@@ -203,7 +215,7 @@ export async function benchOnnxEngine(rounds = 15, threads?: number, cpuTime = f
   // 4. a tiny call (per-call overhead: staging's dispatch, feeds, run, results)
   if (cases.includes("tiny")) {
     const x = sc.tensor(randomValues(8, 10), "float32", [8]);
-    rows.push(...forwardRows("tiny tanh [8] (per-call overhead)", (x) => sc.tanh(x), x, [onnx.makeNode("Tanh", ["x"], ["y"])], [], 5000, rounds));
+    rows.push(...forwardRows("tiny tanh [8] (per-call overhead)", (x) => sc.tanh(x), x, [onnx.makeNode("Tanh", ["x"], ["y"])], [], 5000, rounds, true));
   }
   return rows;
 }
