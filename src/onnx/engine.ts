@@ -145,13 +145,17 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
   // looks nothing up)
   let lastGraph: Graph | null = null;
   let lastState: GraphState | null = null;
+  /** The previous call's graph's one session when it has nothing to bake (then no check is needed), else null. */
+  let lastPlain: Compiled | null = null;
+  const remember = (graph: Graph, st: GraphState): GraphState => {
+    lastGraph = graph;
+    lastPlain = st.bakeableInputs.length === 0 && st.bakeableVariables.length === 0 ? st.general : null;
+    return (lastState = st);
+  };
   const stateOf = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): GraphState => {
     if (graph === lastGraph) return lastState!;
     let st = states.get(graph);
-    if (st !== undefined) {
-      lastGraph = graph;
-      return (lastState = st);
-    }
+    if (st !== undefined) return remember(graph, st);
     // The general model first: it says which variables the graph reads and which it assigns.
     const model = exportGraphForEngine(graph, library);
     const assigned = new Set(model.updatedVariables.map((u) => u.variable));
@@ -163,8 +167,7 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     st = { bakeableInputs, bakeableVariables, specialized: null, general: null, last: [], unchanged: 0, rebakes: 0 };
     if (bakeableInputs.length === 0 && bakeableVariables.length === 0) st.general = compile(graph, library, model, [], []);
     states.set(graph, st);
-    lastGraph = graph;
-    return (lastState = st);
+    return remember(graph, st);
   };
   /** The session for this call: the specialized one while its baked values are the current ones. */
   const sessionFor = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): Compiled => {
@@ -189,7 +192,7 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     return (st.general ??= compile(graph, library, exportGraphForEngine(graph, library), [], []));
   };
   return (graph, inputs, library, numArgInputs = inputs.length) => {
-    const c = sessionFor(graph, library, inputs, numArgInputs);
+    const c = graph === lastGraph && lastPlain !== null ? lastPlain : sessionFor(graph, library, inputs, numArgInputs);
     const { model, feeds } = c;
     // (plain loops, no closures: this is the whole per-call cost besides onnxruntime's run)
     const names = model.inputNames;
