@@ -1,9 +1,22 @@
 /**
  * Timing workloads against peers: every system of a workload runs in rounds that alternate
- * between the systems (the starting system rotates), so a load change on the machine hits
- * every system alike. Each round runs one system's calls back to back for about `roundMs`
- * (as a training loop does) and yields one sample, milliseconds per call; a figure is the
- * median of the samples, with their range.
+ * between the systems, so a load change on the machine hits every system alike. Each round
+ * runs one system's calls back to back for about `roundMs` (as a training loop does) and
+ * yields one sample, milliseconds per call; a figure is the median of the samples, with their
+ * range.
+ *
+ * The order within rounds is balanced (see roundOrder): every system runs right after every
+ * other one equally often. With a plain rotation the order is cyclic and a system always
+ * follows the same one: in the AutoGraph workloads the converted program ran right after the
+ * eager one (whose garbage the next system's round collects) in 4 of 5 rounds, the
+ * hand-written one never.
+ *
+ * A workload with a reference (the hand-written graph code, one thread) is judged by its
+ * paired ratios, so it runs many short rounds (PAIRED): two samples taken within a few tens
+ * of ms see the same load. Each sample also records the process's CPU time (all threads);
+ * the note gives the same per-round ratio on CPU time, which a shared machine's load, taking
+ * the CPU away from the process, does not change (it still counts a waiting helper thread's
+ * spinning, and threads that share work count their sum).
  */
 
 export interface System {
@@ -46,6 +59,10 @@ export interface Figure {
   error?: string;
   /** Median over rounds of (the reference's ms / this system's ms) in the same round (> 1: faster). */
   vsReference?: { median: number; lo: number; hi: number };
+  /** Process CPU time (all threads) per call, ms: median, min, max of the samples. */
+  cpuMs?: { median: number; lo: number; hi: number };
+  /** As vsReference, on the samples' process CPU time. */
+  vsReferenceCpu?: { median: number; lo: number; hi: number };
 }
 
 export interface WorkloadResult {
@@ -71,6 +88,12 @@ const OUR_WARMUP_CALLS = 200;
 export const QUICK: MeasureOptions = { rounds: 5, roundMs: 120, warmupMs: 300 };
 export const FULL: MeasureOptions = { rounds: 9, roundMs: 300, warmupMs: 1500 };
 
+/**
+ * The rounds of a workload with a reference (unless it sets its own): five times as many
+ * rounds, a quarter as long (QUICK: 26 rounds of 30 ms per system instead of 5 of 120 ms).
+ */
+export const PAIRED = (run: MeasureOptions): MeasureOptions => ({ rounds: run.rounds * 5 + 1, roundMs: Math.max(25, run.roundMs / 4), warmupMs: run.warmupMs });
+
 let sink: unknown = null;
 const isPromise = (x: unknown): x is Promise<unknown> => typeof (x as { then?: unknown } | null)?.then === "function";
 
@@ -79,11 +102,35 @@ async function call(fn: () => unknown): Promise<void> {
   sink = isPromise(r) ? await r : r;
 }
 
-/** ms per call of `calls` consecutive calls. */
-async function timeCalls(fn: () => unknown, calls: number): Promise<number> {
-  const t = performance.now();
+interface Sample {
+  /** Wall ms per call. */
+  ms: number;
+  /** Process CPU ms (user + system, all threads) per call. */
+  cpuMs: number;
+}
+
+/** ms per call of `calls` consecutive calls, wall and process CPU time. */
+async function timeCalls(fn: () => unknown, calls: number): Promise<Sample> {
+  const c = process.cpuUsage(), t = performance.now();
   for (let i = 0; i < calls; i++) await call(fn);
-  return (performance.now() - t) / calls;
+  const ms = (performance.now() - t) / calls, cpu = process.cpuUsage(c);
+  return { ms, cpuMs: (cpu.user + cpu.system) / 1000 / calls };
+}
+
+/**
+ * The systems' order in round `r`, a Williams design: over n rounds (2n when n is odd, the
+ * second n the first reversed) every system runs right after every other one equally often,
+ * and in every position. Two systems: A B, B A (ABBA); four: 0 1 3 2, 1 2 0 3, 2 3 1 0,
+ * 3 0 2 1. What a system leaves behind (garbage to collect, a helper thread still spinning, a
+ * cache it filled) lands on each of the others alike instead of always on the same one.
+ */
+export function roundOrder<T>(systems: readonly T[], r: number): T[] {
+  const n = systems.length;
+  if (n === 0) return [];
+  const base = systems.map((_, j) => (j === 0 ? 0 : j % 2 === 1 ? (j + 1) / 2 : n - j / 2));
+  const cycle = n % 2 === 0 ? n : 2 * n, k = r % cycle, shift = k % n;
+  const order = base.map((b) => systems[(b + shift) % n]!);
+  return k >= n ? order.reverse() : order;
 }
 
 /**
@@ -115,11 +162,11 @@ const median = (x: number[]) => x.slice().sort((a, b) => a - b)[x.length >> 1]!;
 
 /** Measures every system of `w` in alternating rounds. A system that throws is reported with its error. */
 export async function measure(w: Workload, runOpts: MeasureOptions): Promise<WorkloadResult> {
-  const opts = w.rounds ? w.rounds(runOpts) : runOpts;
+  const opts = w.rounds ? w.rounds(runOpts) : w.reference !== undefined ? PAIRED(runOpts) : runOpts;
   const live = w.systems.filter((s) => s.skip === undefined);
   const figures = new Map<string, Figure>(w.systems.map((s) => [s.name, s.skip !== undefined ? { system: s.name, skip: s.skip } : { system: s.name }]));
   const calls = new Map<string, number>();
-  const samples = new Map<string, number[]>(live.map((s) => [s.name, []]));
+  const samples = new Map<string, Sample[]>(live.map((s) => [s.name, []]));
   const failed = new Set<string>();
   const guard = async (s: System, body: () => Promise<void>) => {
     if (failed.has(s.name)) return;
@@ -135,36 +182,42 @@ export async function measure(w: Workload, runOpts: MeasureOptions): Promise<Wor
     await guard(s, async () => {
       await s.enter?.();
       await warmUp(s.run, opts.warmupMs, isOurs(s.name) ? OUR_WARMUP_CALLS : 0);
-      const per = await timeCalls(s.run, 1);
+      const per = (await timeCalls(s.run, 1)).ms;
       calls.set(s.name, Math.max(1, Math.round(opts.roundMs / Math.max(per, 1e-3))));
     });
   }
   for (let r = 0; r < opts.rounds; r++) {
-    for (let i = 0; i < live.length; i++) {
-      const s = live[(i + r) % live.length]!;
+    for (const s of roundOrder(live, r)) {
       await guard(s, async () => {
         await s.enter?.();
         samples.get(s.name)!.push(await timeCalls(s.run, calls.get(s.name)!));
       });
     }
   }
+  const spread = (x: number[]) => ({ median: median(x), lo: Math.min(...x), hi: Math.max(...x) });
   for (const s of live) {
     const x = samples.get(s.name)!;
     if (failed.has(s.name) || x.length === 0) continue;
-    figures.set(s.name, { system: s.name, ms: { median: median(x), lo: Math.min(...x), hi: Math.max(...x), samples: x.length } });
+    const ms = x.map((v) => v.ms);
+    figures.set(s.name, { system: s.name, ms: { ...spread(ms), samples: x.length }, cpuMs: spread(x.map((v) => v.cpuMs)) });
   }
   const ref = w.reference !== undefined && !failed.has(w.reference) ? samples.get(w.reference) : undefined;
+  let note = w.note;
   if (ref !== undefined && ref.length > 0) {
     // paired by round: both systems ran within the same round, under the same load
+    const cpuRatios: string[] = [];
     for (const s of live) {
       const x = samples.get(s.name)!, f = figures.get(s.name)!;
       if (failed.has(s.name) || x.length !== ref.length) continue;
-      const r = x.map((v, i) => ref[i]! / v);
-      f.vsReference = { median: median(r), lo: Math.min(...r), hi: Math.max(...r) };
+      f.vsReference = spread(x.map((v, i) => ref[i]!.ms / v.ms));
+      f.vsReferenceCpu = spread(x.map((v, i) => ref[i]!.cpuMs / v.cpuMs));
+      if (s.name !== w.reference) cpuRatios.push(`${s.name} ${f.vsReferenceCpu.median.toFixed(3)}x (${f.vsReferenceCpu.lo.toFixed(2)}–${f.vsReferenceCpu.hi.toFixed(2)})`);
     }
+    const cpuNote = `Per round on process CPU time (all threads) instead of wall time, vs ${w.reference}: ${cpuRatios.join(", ")}; ${opts.rounds} rounds of ${opts.roundMs} ms.`;
+    note = note ? `${note} ${cpuNote}` : cpuNote;
   }
   if (sink === undefined) sink = null;
-  return { name: w.name, call: w.call, note: w.note, throughput: w.throughput, reference: w.reference, figures: w.systems.map((s) => figures.get(s.name)!) };
+  return { name: w.name, call: w.call, note, throughput: w.throughput, reference: w.reference, figures: w.systems.map((s) => figures.get(s.name)!) };
 }
 
 /** Throws unless |got - want| <= tol * (1 + |want|) elementwise: peers are checked before they are timed. */

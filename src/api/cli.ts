@@ -1,7 +1,8 @@
 /**
  * The `stagecraft` command line (bin/stagecraft.mjs):
  *   stagecraft onnx-conformance <dir> [--filter REGEX] [--verbose] [--json FILE]
- * runs ONNX backend node test cases and prints passed/failed/skipped, per op family, with reasons.
+ * runs ONNX backend node test cases and prints passed/failed/skipped, per op family, with reasons,
+ * and apart from them the cases of random draws checked without values (src/onnx/conformance-random.ts).
  */
 import { writeFileSync, existsSync } from "node:fs";
 import "./index.js";

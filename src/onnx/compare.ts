@@ -20,8 +20,8 @@ export const MODEL_TOLERANCE: Tolerance = { rtol: 1e-3, atol: 1e-5 };
 
 /** null when `actual` matches `expected`, else a sentence saying where and by how much it does not. */
 export function mismatch(actual: Tensor, expected: Tensor, tol: Tolerance = NODE_TEST_TOLERANCE): string | null {
-  if (actual.dtype !== expected.dtype) return `dtype ${actual.dtype}, expected ${expected.dtype}`;
-  if (actual.rank !== expected.rank || actual.shape.some((d, i) => d !== expected.shape[i])) return `shape ${fmtShape(actual.shape)}, expected ${fmtShape(expected.shape)}`;
+  const t = typeMismatch(actual, expected);
+  if (t !== null) return t;
   const a = actual.dataSync();
   const e = expected.dataSync();
   const float = isFloat(expected.dtype);
@@ -48,6 +48,13 @@ export function mismatch(actual: Tensor, expected: Tensor, tol: Tolerance = NODE
   if (bad === 0) return null;
   const detail = float && worst > 0 ? `, largest difference ${worst.toPrecision(3)}` : "";
   return `${bad} of ${e.length} elements differ (first at flat index ${first}: ${a[first]} vs expected ${e[first]}${detail})`;
+}
+
+/** null when `actual` has `expected`'s dtype and shape exactly, else a sentence saying how it differs. */
+export function typeMismatch(actual: Tensor, expected: Tensor): string | null {
+  if (actual.dtype !== expected.dtype) return `dtype ${actual.dtype}, expected ${expected.dtype}`;
+  if (actual.rank !== expected.rank || actual.shape.some((d, i) => d !== expected.shape[i])) return `shape ${fmtShape(actual.shape)}, expected ${fmtShape(expected.shape)}`;
+  return null;
 }
 
 /** Whether the tensors match within the tolerance. */

@@ -3,26 +3,30 @@
  * each case folder holds model.onnx and test_data_set_N/{input,output}_K.pb. A case passes
  * when every output matches (NODE_TEST_TOLERANCE for floats, exact otherwise); it is skipped
  * when the importer says it does not support something (an op, a dtype, an attribute), and
- * fails otherwise (a wrong value, or any other error), with the reason.
+ * fails otherwise (a wrong value, or any other error), with the reason. A case whose program
+ * draws random numbers cannot match one generator's stored draw: it is "checked" without values
+ * instead (dtype, shape and the op's contract, conformance-random.ts), and counted apart.
  */
 import { existsSync, path, readdirSync, readFileSync, statSync } from "../core/platform/node.js";
 import type { Tensor } from "../core/tensor.js";
 import { decode, type SequenceProto, type OptionalProto, type TypeProto } from "./protobuf.js";
 import { readTensorProto } from "./tensor-proto.js";
-import { mismatch, NODE_TEST_TOLERANCE, type Tolerance } from "./compare.js";
+import { mismatch, typeMismatch, NODE_TEST_TOLERANCE, type Tolerance } from "./compare.js";
+import { randomOpsIn, RANDOM_CONTRACTS } from "./conformance-random.js";
 import { OnnxUnsupportedError } from "./errors.js";
 import { load } from "./import/load.js";
 import { supportedOnnxOps } from "./import/op-table.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 
-export type CaseStatus = "passed" | "failed" | "skipped";
+/** "checked": the outputs are random draws, checked without values (conformance-random.ts). */
+export type CaseStatus = "passed" | "checked" | "failed" | "skipped";
 
 export interface CaseResult {
   name: string;
   /** The op family the case tests (its main op type). */
   family: string;
   status: CaseStatus;
-  /** Why it failed or was skipped, or (passed) the tolerance override it passed under. */
+  /** Why it failed or was skipped, (checked) what was checked, or (passed) the tolerance override it passed under. */
   reason?: string;
 }
 
@@ -65,6 +69,8 @@ export interface ConformanceReport {
   skipReasons: Map<string, number>;
   /** Passed cases that passed under a REFERENCE_TOLERANCE override, with its reason. */
   overrides: Map<string, string>;
+  /** Cases checked without values (random draws), with what was checked. */
+  checked: Map<string, string>;
 }
 
 /** The case folders of a directory (those holding model.onnx), sorted. */
@@ -122,17 +128,39 @@ export function runCase(caseDir: string, tolerance: Tolerance = NODE_TEST_TOLERA
     const types = new Map(graph.input.concat(graph.output).map((v) => [v.name, v.type]));
     const sets = readdirSync(caseDir).filter((d) => d.startsWith("test_data_set_") && statSync(path.join(caseDir, d)).isDirectory());
     if (sets.length === 0) return { name, family, status: "skipped", reason: "no test data" };
+    let checked: string | null = null;
     for (const set of sets.sort()) {
       const dir = path.join(caseDir, set);
       const inputs = model.inputs.map((info, k) => readValue(path.join(dir, `input_${k}.pb`), types.get(info.name)));
       const expected = model.outputs.map((info, k) => readValue(path.join(dir, `output_${k}.pb`), types.get(info.name)));
       const actual = model.run(Object.fromEntries(model.inputs.map((info, k) => [info.name, inputs[k] as Tensor])));
+      const concrete = model.concrete(...inputs);
+      const draws = randomOpsIn(concrete.graph, concrete.library);
+      if (draws.length > 0) {
+        const contract = RANDOM_CONTRACTS.get(family);
+        if (contract === undefined) return { name, family, status: "skipped", reason: `its outputs are random draws (${draws.join(", ")}) and no contract check is written for ${family}` };
+        const outputs: Tensor[] = [];
+        for (let k = 0; k < expected.length; k++) {
+          const o = model.outputs[k]!;
+          const a = actual[o.name];
+          const e = expected[k]!;
+          const m = a instanceof Object && !Array.isArray(a) && e !== null && !Array.isArray(e) ? typeMismatch(a as Tensor, e) : "a random case's outputs must be tensors";
+          if (m) return { name, family, status: "failed", reason: `${set}: output ${JSON.stringify(o.name)}: ${m}` };
+          outputs.push(a as Tensor);
+        }
+        const feeds = new Map(model.inputs.map((info, k) => [info.name, inputs[k] as Tensor]));
+        const m = contract.check({ graph, feeds, outputs });
+        if (m) return { name, family, status: "failed", reason: `${set}: ${m}` };
+        checked = `random draws (${draws.join(", ")}): dtype and shape exact, ${contract.what}`;
+        continue;
+      }
       for (let k = 0; k < expected.length; k++) {
         const o = model.outputs[k]!;
         const m = compareValue(actual[o.name], expected[k]!, tol, `output ${JSON.stringify(o.name)}`);
         if (m) return { name, family, status: "failed", reason: `${set}: ${m}` };
       }
     }
+    if (checked !== null) return { name, family, status: "checked", reason: checked };
     return override ? { name, family, status: "passed", reason: `tolerance atol ${tol.atol.toPrecision(3)}: ${override.why}` } : { name, family, status: "passed" };
   } catch (e) {
     const err = e as Error;
@@ -151,22 +179,24 @@ export function runConformance(dir: string, options: ConformanceOptions = {}): C
     results.push(r);
     options.onCase?.(r, i, cases.length);
   });
-  const counts: Record<CaseStatus, number> = { passed: 0, failed: 0, skipped: 0 };
+  const counts: Record<CaseStatus, number> = { passed: 0, checked: 0, failed: 0, skipped: 0 };
   const families = new Map<string, Record<CaseStatus, number>>();
   const skipReasons = new Map<string, number>();
   const overrides = new Map<string, string>();
+  const checked = new Map<string, string>();
   for (const r of results) {
     counts[r.status]++;
     if (r.status === "passed" && r.reason) overrides.set(r.name, r.reason);
+    if (r.status === "checked") checked.set(r.name, r.reason ?? "");
     let f = families.get(r.family);
-    if (!f) families.set(r.family, (f = { passed: 0, failed: 0, skipped: 0 }));
+    if (!f) families.set(r.family, (f = { passed: 0, checked: 0, failed: 0, skipped: 0 }));
     f[r.status]++;
     if (r.status === "skipped") {
       const reason = (r.reason ?? "").replace(/ \(at [^)]*\)$/, "").replace(/node "[^"]*"/g, "node").replace(/^OnnxUnsupportedError: onnx\.load: /, "");
       skipReasons.set(reason, (skipReasons.get(reason) ?? 0) + 1);
     }
   }
-  return { results, counts, families, skipReasons, overrides };
+  return { results, counts, families, skipReasons, overrides, checked };
 }
 
 /** The op family of a case: its op type, or for a small graph the op whose name the case's name starts with. */
@@ -190,18 +220,25 @@ export function formatReport(report: ConformanceReport, verbose = false): string
   const lines: string[] = [];
   const total = report.results.length;
   if (verbose) {
-    for (const r of report.results) if (r.status !== "passed") lines.push(`${r.status.toUpperCase().padEnd(7)} ${r.name}: ${r.reason}`);
+    for (const r of report.results) if (r.status !== "passed" && r.status !== "checked") lines.push(`${r.status.toUpperCase().padEnd(7)} ${r.name}: ${r.reason}`);
     lines.push("");
   }
   lines.push("By op family (passed/failed/skipped):");
-  for (const [f, c] of [...report.families].sort((a, b) => a[0].localeCompare(b[0]))) lines.push(`  ${f.padEnd(34)} ${c.passed}/${c.failed}/${c.skipped}`);
+  for (const [f, c] of [...report.families].sort((a, b) => a[0].localeCompare(b[0]))) {
+    lines.push(`  ${f.padEnd(34)} ${c.passed}/${c.failed}/${c.skipped}${c.checked > 0 ? `  + ${c.checked} checked without values` : ""}`);
+  }
   lines.push("", "Skip reasons:");
   for (const [reason, k] of [...report.skipReasons].sort((a, b) => b[1] - a[1])) lines.push(`  ${String(k).padStart(4)}  ${reason}`);
   if (report.overrides.size > 0) {
     lines.push("", "Passed under a documented tolerance override (the reference's rounding, see REFERENCE_TOLERANCE):");
     for (const [name, why] of report.overrides) lines.push(`  ${name}: ${why}`);
   }
-  const { passed, failed, skipped } = report.counts;
-  lines.push("", `${total} cases: ${passed} passed (${((100 * passed) / Math.max(total, 1)).toFixed(1)}%), ${failed} failed, ${skipped} skipped`);
+  if (report.checked.size > 0) {
+    lines.push("", "Checked without values (random draws: no generator reproduces the stored draw; see RANDOM_CONTRACTS):");
+    for (const [name, what] of report.checked) lines.push(`  ${name}: ${what}`);
+  }
+  const { passed, checked, failed, skipped } = report.counts;
+  const randomPart = checked > 0 ? `, ${checked} checked without values (random draws)` : "";
+  lines.push("", `${total} cases: ${passed} passed (${((100 * passed) / Math.max(total, 1)).toFixed(1)}%)${randomPart}, ${failed} failed, ${skipped} skipped`);
   return lines.join("\n");
 }

@@ -153,8 +153,12 @@ export function registerAssertion(makeError: () => unknown): number {
   return id;
 }
 
-/** Throws the registered error when its input (a bool scalar: "ok") is false. */
-export const assertOp = defineOp<{ fnId: number; message: string }>({
+/**
+ * Throws the registered error when its input (a bool scalar: "ok") is false. `guard` marks a
+ * check that Stagecraft adds to protect the process rather than one the program states (the
+ * iteration limit of an imported ONNX Loop): an exported model leaves it out, as its source had none.
+ */
+export const assertOp = defineOp<{ fnId: number; message: string; guard?: boolean }>({
   name: "assert",
   family: "host",
   inputs: ["ok"],

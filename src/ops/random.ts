@@ -17,6 +17,7 @@
 import { allocStorage, DEFAULT_FLOAT, isFloat, type DType } from "../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { checkShape, fmtShape, sizeOf } from "../core/shape.js";
+import { largestBelow } from "../core/float-steps.js";
 import { isTracing } from "../core/context.js";
 import { Tensor, type TensorLike } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
@@ -217,8 +218,8 @@ interface DrawAttrs {
   dtype: DType;
 }
 
-/** A random op of a key: element i is `sample(attrs, k0, k1, i, f64)`. */
-function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number, k1: number, i: number, f64: boolean) => number) {
+/** A random op of a key: element i is `sample(attrs, k0, k1, i, f64)`, then `finish(attrs)` (once per call) of it where given. */
+function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number, k1: number, i: number, f64: boolean) => number, finish?: (a: A) => (v: number) => number) {
   return defineOp<A>({
     name,
     family: "random",
@@ -232,7 +233,11 @@ function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number
       const out = allocStorage(a.dtype, n);
       const [k0, k1] = keyWords(inputs[0]!);
       const f64 = a.dtype === "float64";
-      for (let i = 0; i < n; i++) out[i] = sample(a, k0, k1, i, f64);
+      if (finish === undefined) for (let i = 0; i < n; i++) out[i] = sample(a, k0, k1, i, f64);
+      else {
+        const f = finish(a);
+        for (let i = 0; i < n; i++) out[i] = f(sample(a, k0, k1, i, f64));
+      }
       return [out];
     } },
   });
@@ -241,6 +246,12 @@ function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number
 export const randomUniformOp = defineDraw<DrawAttrs & { minval: number; maxval: number }>(
   "randomUniform",
   (a, k0, k1, i, f64) => a.minval + (a.maxval - a.minval) * uniform01(k0, k1, i, f64),
+  // u < 1, but minval + (maxval - minval) * u can still round to maxval in the dtype: keep below it
+  (a) => {
+    if (!(a.maxval > a.minval)) return (v) => v;
+    const top = largestBelow(a.maxval, a.dtype);
+    return (v) => (v > top ? top : v);
+  },
 );
 
 // Box-Muller on a pair of draws per output element (indices 2i and 2i + 1).

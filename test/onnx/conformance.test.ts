@@ -1,7 +1,9 @@
 /**
  * ONNX conformance in `npm test`: a representative subset of ONNX's backend node tests (one case
- * per op family the importer covers, test/fixtures/onnx-node) must all pass; the runner reports
- * unsupported features as skips with reasons; and the `stagecraft onnx-conformance` command runs.
+ * per op family the importer covers, test/fixtures/onnx-node) must all pass, the cases of random
+ * draws being "checked without values" (never "passed"); the runner reports unsupported features
+ * as skips with reasons, and random cases whose outputs break the op's contract as failures; and
+ * the `stagecraft onnx-conformance` command runs.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,21 +18,34 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const fixtures = path.join(root, "test/fixtures/onnx-node");
 const { onnx } = sc;
 
-test("every fixture case passes (one per op family)", () => {
+/** Fixture cases whose outputs are random draws: checked without values, not passed. */
+const RANDOM_FIXTURES = ["test_bernoulli_expanded", "test_bernoulli_seed", "test_training_dropout"];
+
+test("every fixture case passes (one per op family); the random draws are checked without values", () => {
   const report = onnx.runConformance(fixtures);
-  const bad = report.results.filter((r) => r.status !== "passed").map((r) => `${r.name}: ${r.status} (${r.reason})`);
+  const bad = report.results.filter((r) => r.status !== (RANDOM_FIXTURES.includes(r.name) ? "checked" : "passed")).map((r) => `${r.name}: ${r.status} (${r.reason})`);
   assert.deepEqual(bad, []);
+  assert.equal(report.counts.checked, RANDOM_FIXTURES.length);
+  // training mode with ratio 0 is exact: it passes by value
+  assert.equal(report.results.find((r) => r.name === "test_training_dropout_zero_ratio_mask")?.status, "passed");
   assert.ok(report.results.length >= 160, `only ${report.results.length} fixture cases`);
   assert.ok(report.families.size >= 150, `only ${report.families.size} op families`);
 });
 
 /** A one-node case folder written from builders (input x, output y). */
 function writeCase(dir: string, node: Record<string, unknown>, x: sc.Tensor, y: sc.Tensor, opsets: Record<string, number> = {}): void {
+  writeGraphCase(dir, [node], { x }, { y }, { opsets });
+}
+
+/** A case folder of a graph of `nodes`, its inputs and expected outputs by name. */
+function writeGraphCase(dir: string, nodes: Record<string, unknown>[], inputs: Record<string, sc.Tensor>, outputs: Record<string, sc.Tensor>, options: { opsets?: Record<string, number>; opset?: number } = {}): void {
   mkdirSync(path.join(dir, "test_data_set_0"), { recursive: true });
-  const graph = onnx.makeGraph([node], "g", [onnx.makeValueInfo("x", x.dtype, [...x.shape])], [onnx.makeValueInfo("y", y.dtype, [...y.shape])]);
-  writeFileSync(path.join(dir, "model.onnx"), onnx.modelBytes(onnx.makeModel(graph, { opsets })));
-  writeFileSync(path.join(dir, "test_data_set_0/input_0.pb"), onnx.encode("TensorProto", onnx.tensorToProto(x, "x")));
-  writeFileSync(path.join(dir, "test_data_set_0/output_0.pb"), onnx.encode("TensorProto", onnx.tensorToProto(y, "y")));
+  const info = (vs: Record<string, sc.Tensor>) => Object.entries(vs).map(([n, t]) => onnx.makeValueInfo(n, t.dtype, [...t.shape]));
+  const graph = onnx.makeGraph(nodes, "g", info(inputs), info(outputs));
+  writeFileSync(path.join(dir, "model.onnx"), onnx.modelBytes(onnx.makeModel(graph, options)));
+  for (const [kind, vs] of [["input", inputs], ["output", outputs]] as const) {
+    Object.entries(vs).forEach(([n, t], k) => writeFileSync(path.join(dir, `test_data_set_0/${kind}_${k}.pb`), onnx.encode("TensorProto", onnx.tensorToProto(t, n))));
+  }
 }
 
 test("an unsupported op is skipped with its reason; a wrong expected value fails with where it differs", () => {
@@ -46,7 +61,7 @@ test("an unsupported op is skipped with its reason; a wrong expected value fails
   assert.equal(by.test_neg_wrong!.status, "failed");
   assert.match(by.test_neg_wrong!.reason!, /1 of 3 elements differ \(first at flat index 2: -3 vs expected -4/);
   assert.equal(by.test_neg_right!.status, "passed");
-  assert.deepEqual(report.counts, { passed: 1, failed: 1, skipped: 1 });
+  assert.deepEqual(report.counts, { passed: 1, checked: 0, failed: 1, skipped: 1 });
   assert.match(onnx.formatReport(report), /3 cases: 1 passed \(33\.3%\), 1 failed, 1 skipped/);
 });
 
@@ -60,4 +75,43 @@ test("npx stagecraft onnx-conformance <dir> prints counts by op family", () => {
   const usage = spawnSync(process.execPath, [path.join(root, "bin/stagecraft.mjs"), "nonsense"], { encoding: "utf8" });
   assert.equal(usage.status, 2);
   assert.match(usage.stderr, /usage: stagecraft onnx-conformance <dir>/);
+});
+
+test("random cases are checked without values: dtype and shape exactly and the op's contract, which a wrong program fails", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "onnx-conf-random-"));
+  const x = sc.linspace(0.5, 2, 40, "float32");
+  const someDraw = sc.random.uniform([40], { seed: 1234 });
+  const training = { r: sc.scalar(0.5, "float32"), t: sc.scalar(true) };
+  // RandomUniformLike: any values of the right dtype and shape are another generator's draw
+  writeCase(path.join(dir, "test_random_uniform_like_other_draw"), onnx.makeNode("RandomUniformLike", ["x"], ["y"]), x, someDraw);
+  // ... but not of another dtype
+  writeCase(path.join(dir, "test_random_uniform_like_wrong_dtype"), onnx.makeNode("RandomUniformLike", ["x"], ["y"]), x, sc.cast(someDraw, "float64"));
+  // a program whose outputs leave [low, high) breaks the contract (the family is the op under test)
+  const shift = [onnx.makeNode("RandomUniformLike", ["x"], ["u"]), onnx.makeNode("Constant", [], ["five"], { value: sc.scalar(5, "float32") }), onnx.makeNode("Add", ["u", "five"], ["y"])];
+  writeGraphCase(path.join(dir, "test_random_uniform_like_shifted"), shift, { x }, { y: someDraw });
+  // Dropout in training mode: another mask is fine; output = input * mask * 2 is not
+  const dropout = onnx.makeNode("Dropout", ["x", "r", "t"], ["y", "z"]);
+  writeGraphCase(path.join(dir, "test_dropout_training_other_mask"), [dropout], { x, ...training }, { y: x, z: sc.fullLike(x, true, "bool") }, { opset: 13 });
+  const doubled = [onnx.makeNode("Dropout", ["x", "r", "t"], ["d"]), onnx.makeNode("Constant", [], ["two"], { value: sc.scalar(2, "float32") }), onnx.makeNode("Mul", ["d", "two"], ["y"])];
+  writeGraphCase(path.join(dir, "test_dropout_training_doubled"), doubled, { x, ...training }, { y: x }, { opset: 13 });
+  // inference mode draws nothing: compared by value, and a wrong value fails
+  writeGraphCase(path.join(dir, "test_dropout_inference"), [dropout], { x, r: training.r, t: sc.scalar(false) }, { y: x, z: sc.fullLike(x, true, "bool") }, { opset: 13 });
+  writeGraphCase(path.join(dir, "test_dropout_inference_wrong"), [dropout], { x, r: training.r, t: sc.scalar(false) }, { y: sc.mul(x, 2), z: sc.fullLike(x, true, "bool") }, { opset: 13 });
+
+  const report = onnx.runConformance(dir);
+  const by = Object.fromEntries(report.results.map((r) => [r.name, r]));
+  const status = (n: string) => `${by[n]!.status}: ${by[n]!.reason}`;
+  assert.match(status("test_random_uniform_like_other_draw"), /^checked: random draws \(randomUniform\): dtype and shape exact, every value in \[low, high\)/);
+  assert.match(status("test_random_uniform_like_wrong_dtype"), /^failed: test_data_set_0: output "y": dtype float32, expected float64/);
+  assert.match(status("test_random_uniform_like_shifted"), /^failed: test_data_set_0: output 0: element 0 is 5\.\d+, expected a value in \[0, 1\)/);
+  assert.equal(by.test_random_uniform_like_shifted!.family, "RandomUniformLike");
+  assert.match(status("test_dropout_training_other_mask"), /^checked: random draws \(randomBernoulli\): .*input \* mask \/ \(1 - ratio\)/);
+  assert.match(status("test_dropout_training_doubled"), /^failed: test_data_set_0: output 0: element \d+ is [\d.]+, expected 0 or input \/ \(1 - ratio\) \(scale 2\)/);
+  assert.equal(by.test_dropout_inference!.status, "passed");
+  assert.match(status("test_dropout_inference_wrong"), /^failed: .*elements differ/);
+  assert.deepEqual(report.counts, { passed: 1, checked: 2, failed: 4, skipped: 0 });
+  const text = onnx.formatReport(report);
+  assert.match(text, /^ {2}Dropout +1\/2\/0 {2}\+ 1 checked without values$/m);
+  assert.match(text, /Checked without values \(random draws[^\n]*\n {2}test_dropout_training_other_mask: random draws/);
+  assert.match(text, /7 cases: 1 passed \(14\.3%\), 2 checked without values \(random draws\), 4 failed, 0 skipped/);
 });

@@ -132,6 +132,27 @@ export function pos(a: unknown): unknown {
   return isWeak(a) ? markWeak(r) : r;
 }
 
+/**
+ * `++x` / `--x` (`by` is 1 or -1): a tensor becomes `x + 1` / `x - 1`, as one writes it by
+ * hand (one op; the constant is shared with the graph's other 1s); any other value gets
+ * JavaScript's own operator on a copy (ToNumeric: numbers, BigInt, objects by valueOf).
+ */
+export function increment(x: unknown, by: 1 | -1): unknown {
+  if (x instanceof Tensor) return by === 1 ? add(x, 1) : sub(x, 1);
+  let v = x as any;
+  return by === 1 ? ++v : --v;
+}
+
+/**
+ * The value `x++` evaluates to: a tensor itself (bool as int32, as `+x`: no op otherwise),
+ * any other value JavaScript's ToNumeric of it.
+ */
+export function toNumeric(x: unknown): unknown {
+  if (x instanceof Tensor) return pos(x);
+  let v = x as any;
+  return v++;
+}
+
 /** `a < b`. */
 export function lt(a: unknown, b: unknown): unknown {
   if (!(a instanceof Tensor) && !(b instanceof Tensor)) return (a as any) < (b as any);

@@ -4,7 +4,7 @@
  */
 import { ifStmt, ifExp, whileStmt, forOf, range, RangeObject, dispatchCondition, type LoopOptions } from "./control-flow.js";
 import { and, or, nullish, not, switchValue } from "./logical.js";
-import { add, sub, mul, div, mod, pow, neg, pos, lt, le, gt, ge, eq, ne, looseEq, looseNe } from "./arithmetic.js";
+import { add, sub, mul, div, mod, pow, neg, pos, increment, toNumeric, lt, le, gt, ge, eq, ne, looseEq, looseNe } from "./arithmetic.js";
 import { bitOr, bitAnd, bitXor, shl, shr, bitNot } from "./bitwise.js";
 import { getItem, setItem, slice, SliceSpec, dimSize } from "./indexing.js";
 import { call, callee, callMethod, registerConverted, getConverted, isConvertedTwin, setConverter, setLibraryCheck, passArgumentsThrough, resolveCallee, doNotConvert, markLibrary, type Converter } from "./calls.js";
@@ -35,6 +35,8 @@ export const ag = {
   pow,
   neg,
   pos,
+  increment,
+  toNumeric,
   lt,
   le,
   gt,

@@ -4,7 +4,7 @@
  * Every pass has the shape `(g: Graph, lib: FunctionLibrary) => Graph`: it rewrites `g` (and
  * its regions and library functions) in place and returns it. `optimize` runs
  *
- *   [bind constant inputs] -> ( inline -> simplify -> constantFold -> cse -> prune )*
+ *   [bind constant inputs] -> ( inline -> simplify -> constantFold -> cse -> prune -> ifConvert )*
  *   -> fusion
  *
  * repeating the bracketed group until nothing changes (at most `maxIterations` rounds), then
@@ -30,6 +30,7 @@ import { runCse } from "./cse.js";
 import { runFusion, type FusionOptions } from "./fusion.js";
 import { runInline, type InlineOptions } from "./inline.js";
 import { runPrune } from "./prune.js";
+import { runIfConvert } from "./if-convert.js";
 import { runSimplify, type SimplifyOptions } from "./simplify.js";
 import { cloneProgram } from "./util.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
@@ -38,6 +39,7 @@ export { constantOp, constantAttrsOf, type ConstantAttrs } from "../../ops/const
 export { constantFold, uniformValueOf, isConstantSource, DEFAULT_FOLD_LIMIT, type ConstantFoldOptions } from "./constant-fold.js";
 export { cse } from "./cse.js";
 export { prune } from "./prune.js";
+export { ifConvert, IF_CONVERT_MAX_NODES, IF_CONVERT_MAX_ELEMENTS } from "./if-convert.js";
 export { simplify, type SimplifyOptions } from "./simplify.js";
 export { inline, recursiveFunctions, DEFAULT_INLINE_THRESHOLD, type InlineOptions } from "./inline.js";
 export { fusedElementwiseOp } from "../../ops/fused.js";
@@ -47,7 +49,7 @@ export { bindConstantInputs } from "./bind-constants.js";
 export { cloneGraph, cloneProgram, refineTypes, EffectAnalysis } from "./util.js";
 
 export interface OptimizeOptions extends SimplifyOptions {
-  /** Rounds of inline -> simplify -> fold -> cse -> prune at most. Default 10. */
+  /** Rounds of inline -> simplify -> fold -> cse -> prune -> ifConvert at most. Default 10. */
   maxIterations?: number;
   /** Run fusion at the end. Default true. */
   fuse?: boolean;
@@ -97,6 +99,7 @@ export function optimize(g: Graph, lib: FunctionLibrary, options: OptimizeOption
   passes.push(["constantFold", (x, l) => runConstantFold(x, l, options.fold)]);
   passes.push(["cse", (x, l) => runCse(x, l)]);
   passes.push(["prune", (x, l) => runPrune(x, l)]);
+  passes.push(["ifConvert", (x, l) => runIfConvert(x, l)]);
 
   const rounds = options.maxIterations ?? 10;
   for (let round = 0; round < rounds; round++) {

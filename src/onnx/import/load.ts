@@ -19,6 +19,7 @@ import { fmtShape } from "../../core/shape.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { stage, type StagedFunction } from "../../staging/stage.js";
 import type { ConcreteFunction } from "../../staging/concrete-function.js";
+import { TensorSpec } from "../../staging/signature.js";
 import { decode, has, int64, type FunctionProto, type ModelProto, type TensorProto, type ValueInfoProto } from "../protobuf.js";
 import { OnnxError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
 import { dtypeOfElemType } from "../dtypes.js";
@@ -75,8 +76,8 @@ export interface OnnxModel {
   (...inputs: ModelInput[]): any;
   /** Runs the model on named inputs; returns the outputs by name. */
   run(feeds: Record<string, ModelInput>): Record<string, any>;
-  /** The concrete (traced) function for these inputs. */
-  concrete(...inputs: ModelInput[]): ConcreteFunction;
+  /** The concrete (traced) function for these inputs (tensors, or sc.spec for inputs that set no shapes). */
+  concrete(...inputs: (ModelInput | TensorSpec)[]): ConcreteFunction;
   readonly inputs: readonly OnnxValueInfo[];
   readonly outputs: readonly OnnxValueInfo[];
   /** Names of the inputs the model reads at trace time (their values key the trace). */
@@ -189,14 +190,28 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
   };
   const staged = stage(body, { autograph: false, name });
 
-  const prepare = (args: ModelInput[]): [ModelValue[], string] => {
+  // (`concrete` also takes sc.spec for the inputs that set no shapes, as staged functions do: an
+  // imported model is exported again for symbolic dims that way)
+  const prepare = (args: (ModelInput | TensorSpec)[], specsAllowed = false): [ModelValue[], string] => {
     if (args.length !== inputs.length) {
       throw new ValueError(`model ${name} takes ${inputs.length} inputs (${inputs.map((i) => i.name).join(", ")}), got ${args.length}`, "onnx model");
     }
     const tensors: ModelValue[] = [];
     const statics: Tensor[] = [];
-    args.forEach((a, i) => {
+    args.forEach((arg, i) => {
       const info = inputs[i]!;
+      if (arg instanceof TensorSpec) {
+        if (!specsAllowed || info.kind !== "tensor") {
+          throw new ValueError(`input ${JSON.stringify(info.name)} of model ${name}: ${arg.toString()} is a spec, which only concrete() (and so export) takes, for tensor inputs; a call needs a tensor`, "onnx model");
+        }
+        checkInput(arg, info, name);
+        if (staticIndex[i]) {
+          throw new OnnxUnsupportedError(`input ${JSON.stringify(info.name)} of model ${name} sets shapes or sizes in the model, so it must be a concrete tensor, not ${arg.toString()}`, "onnx model");
+        }
+        tensors.push(arg as unknown as Tensor); // (staged.concrete takes specs where it takes tensors)
+        return;
+      }
+      const a = arg;
       if (info.kind !== "tensor") {
         tensors.push(inputValue(a, info, name));
         return;
@@ -228,7 +243,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       const outs = staged(...prepare(inputs.map((i) => feeds[i.name]!)));
       return Object.fromEntries(outputs.map((o, i) => [o.name, outs[i]!]));
     },
-    concrete: (...args: ModelInput[]) => staged.concrete(...prepare(args)),
+    concrete: (...args: (ModelInput | TensorSpec)[]) => staged.concrete(...prepare(args, true)),
     inputs,
     outputs,
     staticInputs: inputs.filter((_, i) => staticIndex[i]).map((i) => i.name),
@@ -294,12 +309,12 @@ function fromSlot(s: Slot): ModelValue {
 }
 
 /** Checks a call-time input against its declared type (dtype, rank, fixed dims). */
-function checkInput(t: Tensor, info: OnnxValueInfo, model: string): void {
+function checkInput(t: { readonly dtype: DType; readonly shape: readonly number[] }, info: OnnxValueInfo, model: string): void {
   if (info.dtype !== null && t.dtype !== info.dtype) {
     throw new DtypeError(`input ${JSON.stringify(info.name)} of model ${model} must be ${info.dtype}, got ${t.dtype}`, "onnx model");
   }
   if (info.shape !== null) {
-    const ok = t.rank === info.shape.length && info.shape.every((d, i) => typeof d !== "number" || t.shape[i]! < 0 || t.shape[i] === d);
+    const ok = t.shape.length === info.shape.length && info.shape.every((d, i) => typeof d !== "number" || t.shape[i]! < 0 || t.shape[i] === d);
     if (!ok) {
       const declared = `[${info.shape.map((d) => (d === null ? "?" : String(d))).join(", ")}]`;
       throw new ShapeError(`input ${JSON.stringify(info.name)} of model ${model} must have shape ${declared}, got ${fmtShape(t.shape)}`, "onnx model");

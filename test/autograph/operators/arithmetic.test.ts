@@ -161,3 +161,30 @@ test("staged math and arithmetic agree with eager on random data", () => {
     near((e[4] as sc.Tensor).arraySync(), xv.map((v) => (v * 10) % 3), 1e-9);
   }
 });
+
+test("ag.increment and ag.toNumeric (x++ / x-- on objects): JavaScript's ++ on JS values; on tensors one add or sub of 1", () => {
+  const natives = { inc: (a: Any) => ++a, dec: (a: Any) => --a, old: (a: Any) => a++ };
+  const objects = [null, {}, [], [3], new Date(5), { valueOf: () => 7 }, { valueOf: () => 7n }, { valueOf: () => "2" }, { toString: () => "x" }, Object(1n), Object("4")];
+  for (const a of [...jsValues, ...objects]) {
+    sameOutcome(outcome(() => ag.increment(a, 1)), outcome(() => natives.inc(a)), `increment(${show(a)}, 1)`);
+    sameOutcome(outcome(() => ag.increment(a, -1)), outcome(() => natives.dec(a)), `increment(${show(a)}, -1)`);
+    sameOutcome(outcome(() => ag.toNumeric(a)), outcome(() => natives.old(a)), `toNumeric(${show(a)})`);
+  }
+  assert.equal(ag.increment({ valueOf: () => 7n }, 1), 8n, "BigInt-valued objects increment as ++ does (x - -1 would throw)");
+  const ints = sc.tensor([1, 2], "int32");
+  const up = ag.increment(ints, 1) as sc.Tensor, down = ag.increment(ints, -1) as sc.Tensor;
+  assert.deepEqual([up.dtype, up.arraySync(), down.dtype, down.arraySync()], ["int32", [2, 3], "int32", [0, 1]]);
+  assert.equal(ag.toNumeric(ints), ints, "a tensor's old value is the tensor itself (no op)");
+  assert.deepEqual((ag.increment(sc.tensor([true, false]), 1) as sc.Tensor).arraySync(), [2, 1]);
+  assert.deepEqual((ag.toNumeric(sc.tensor([true, false])) as sc.Tensor).arraySync(), [1, 0]);
+  const v = new sc.Variable(sc.tensor([1.5]));
+  assert.deepEqual((ag.increment(v, 1) as sc.Tensor).arraySync(), [2.5]);
+  assert.deepEqual(v.read().arraySync(), [1.5], "the variable is read, not assigned");
+  // staged: the loop counter (a JS number carried as an int32 tensor) steps by one add
+  const g = sc.stage((n: sc.Tensor) => {
+    let i: Any = 0, s: Any = 0;
+    ag.whileStmt(() => ag.lt(i, n), () => { s = ag.add(s, ag.toNumeric(i)); i = ag.increment(i, 1); }, () => [i, s], (st) => ([i, s] = st as Any[]), ["i", "s"], null);
+    return [i, s];
+  }, { autograph: false });
+  assert.deepEqual((g(sc.scalar(4, "int32")) as sc.Tensor[]).map((t) => [t.dtype, t.arraySync()]), [["int32", 4], ["int32", 6]]);
+});

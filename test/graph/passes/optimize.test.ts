@@ -16,7 +16,7 @@ import { optimize, optimizeCopy } from "../../../src/graph/passes/index.js";
 import { Rng } from "../../util/rng.js";
 import { type Pass, text, lines, assertIdentical, applyPasses, randomLike, ops } from "./helpers.js";
 
-test("optimize runs inline, simplify, fold, cse, prune to a fixed point, then fusion, verifying each pass", () => {
+test("optimize runs inline, simplify, fold, cse, prune, ifConvert to a fixed point, then fusion, verifying each pass", () => {
   const small = sc.stage((x: sc.Tensor) => x.mul(sc.ones([3])).add(sc.zeros([3])));
   const fn = (x: sc.Tensor, y: sc.Tensor) => {
     const a = x.add(y);
@@ -32,9 +32,9 @@ test("optimize runs inline, simplify, fold, cse, prune to a fixed point, then fu
   const passes: string[] = [];
   const { graph, library } = optimizeCopy(cf.graph, cf.library, { onPass: (p) => passes.push(p) });
   assert.equal(text(cf.graph, cf.library), original, "optimizeCopy leaves the concrete function alone");
-  assert.deepEqual(passes.slice(0, 5), ["inline", "simplify", "constantFold", "cse", "prune"]);
+  assert.deepEqual(passes.slice(0, 6), ["inline", "simplify", "constantFold", "cse", "prune", "ifConvert"]);
   assert.equal(passes[passes.length - 1], "fusion");
-  assert.equal(passes.length % 5, 1);
+  assert.equal(passes.length % 6, 1);
   assert.equal(
     text(graph, library),
     lines(

@@ -2,21 +2,21 @@
  * Assignments that read and write a variable or a property (elements are indexing.ts's):
  *   x += v  ->  x = ag.add(x, v')                 (-= *= /= %= **= likewise)
  *   o.p += v  ->  o.p = ag.add(o.p, v')           (a complex object is evaluated once: ($o = f()).p = ...)
- *   x++  ->  typeof x === "object" ? x = ag.sub(x, -1) : ++x     (see convertUpdate)
+ *   x++  ->  typeof x === "object" ? x = ag.increment(x, 1) : ++x     (see convertUpdate)
  */
 import * as t from "../build.js";
 import { withLoc } from "../ast.js";
 import type { ConvertContext } from "./context.js";
 import { ConverterPass } from "./pass.js";
-import { COMPOUND_OPS, isObject, isStable, nativeConditional, nativeMember, nativeUpdate, stepOf, updateValue } from "./common.js";
+import { COMPOUND_OPS, isObject, isStable, nativeConditional, nativeMember, nativeUpdate, incrementCall, numericCall, updateValue } from "./common.js";
 
 /**
  * `++`/`--`. A JS primitive takes the native operator (numbers, strings, BigInt: exactly
- * JavaScript's conversions); an object (a tensor) goes through `ag.sub(x, -1)`, which also
- * converts other objects to numbers as `++` does:
- *   x++        ->  typeof x === "object" ? x = ag.sub(x, -1) : ++x        (value unused)
- *   y = x++    ->  y = typeof x === "object" ? ($t = ag.sub(x, 0), x = ag.sub($t, -1), $t) : x++
- *   o.p++      ->  $o = o, $c = $o.p, $o.p = typeof $c === "object" ? ag.sub($c, -1) : ++$c
+ * JavaScript's conversions); an object goes through `ag.increment(x, +-1)`: a tensor becomes
+ * `x + 1` (one add, as hand-written graph code has it), another object gets `++` on a copy:
+ *   x++        ->  typeof x === "object" ? x = ag.increment(x, 1) : ++x        (value unused)
+ *   y = x++    ->  y = typeof x === "object" ? ($t = ag.toNumeric(x), x = ag.increment($t, 1), $t) : x++
+ *   o.p++      ->  $o = o, $c = $o.p, $o.p = typeof $c === "object" ? ag.increment($c, 1) : ++$c
  */
 export function convertUpdate(ctx: ConvertContext, e: t.UpdateExpression, valueUsed: boolean): t.Expression | undefined {
   const arg = e.argument;
@@ -25,14 +25,13 @@ export function convertUpdate(ctx: ConvertContext, e: t.UpdateExpression, valueU
     if (postfixValue && !ctx.tempsAllowed) return e;
     ctx.feature("operator");
     const x = () => t.identifier(arg.name);
-    const step = stepOf(e);
     let tensorPath: t.Expression;
-    if (!postfixValue) tensorPath = t.assignmentExpression("=", x(), ctx.agCall("sub", [x(), step], e));
+    if (!postfixValue) tensorPath = t.assignmentExpression("=", x(), incrementCall(ctx, e, x()));
     else {
       const old = ctx.temp("$t");
       tensorPath = t.sequenceExpression([
-        t.assignmentExpression("=", t.identifier(old), ctx.agCall("sub", [x(), t.numericLiteral(0)], e)),
-        t.assignmentExpression("=", x(), ctx.agCall("sub", [t.identifier(old), step], e)),
+        t.assignmentExpression("=", t.identifier(old), numericCall(ctx, e, x())),
+        t.assignmentExpression("=", x(), incrementCall(ctx, e, t.identifier(old))),
         t.identifier(old),
       ]);
     }

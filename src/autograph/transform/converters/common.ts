@@ -34,12 +34,17 @@ export function nativeMember(ctx: ConvertContext, m: t.MemberExpression): t.Memb
   return m;
 }
 
-/** `ag.sub` step: -1 for ++, 1 for --. */
-export function stepOf(e: t.UpdateExpression): t.Expression {
-  return t.numericLiteral(e.operator === "++" ? -1 : 1);
+/** `ag.increment(v, 1)` for ++, `ag.increment(v, -1)` for --: a tensor takes one add or sub, as written by hand. */
+export function incrementCall(ctx: ConvertContext, e: t.UpdateExpression, v: t.Expression): t.Expression {
+  return ctx.agCall("increment", [v, t.numericLiteral(e.operator === "++" ? 1 : -1)], e);
 }
 
-/** `typeof v === "object"` (tensors; null too, which ag.sub converts as ++ does). */
+/** `ag.toNumeric(v)`: the value a postfix update evaluates to (a tensor as it is). */
+export function numericCall(ctx: ConvertContext, e: t.UpdateExpression, v: t.Expression): t.Expression {
+  return ctx.agCall("toNumeric", [v], e);
+}
+
+/** `typeof v === "object"` (tensors; null too, which ag.increment converts as ++ does). */
 export function isObject(v: t.Expression): t.Expression {
   return native(t.binaryExpression("===", t.unaryExpression("typeof", v), t.stringLiteral("object")));
 }
@@ -60,15 +65,14 @@ export function nativeConditional(test: t.Expression, a: t.Expression, b: t.Expr
  */
 export function updateValue(ctx: ConvertContext, e: t.UpdateExpression, c: string, postfixValue: boolean): { before: t.Expression[]; next: t.Expression; result: t.Expression | null } {
   const cur = () => t.identifier(c);
-  const step = stepOf(e);
   if (!postfixValue) {
-    const next = nativeConditional(isObject(cur()), ctx.agCall("sub", [cur(), step], e), nativeUpdate(e, cur(), true));
+    const next = nativeConditional(isObject(cur()), incrementCall(ctx, e, cur()), nativeUpdate(e, cur(), true));
     return { before: [], next, result: null };
   }
-  // $old = typeof $c === "object" ? ag.sub($c, 0) : $c++   (a primitive $c is now the new value)
+  // $old = typeof $c === "object" ? ag.toNumeric($c) : $c++   (a primitive $c is now the new value)
   const old = ctx.temp("$t");
-  const before = [t.assignmentExpression("=", t.identifier(old), nativeConditional(isObject(cur()), ctx.agCall("sub", [cur(), t.numericLiteral(0)], e), nativeUpdate(e, cur(), false)))];
-  const next = nativeConditional(isObject(cur()), ctx.agCall("sub", [t.identifier(old), step], e), cur());
+  const before = [t.assignmentExpression("=", t.identifier(old), nativeConditional(isObject(cur()), numericCall(ctx, e, cur()), nativeUpdate(e, cur(), false)))];
+  const next = nativeConditional(isObject(cur()), incrementCall(ctx, e, t.identifier(old)), cur());
   return { before, next, result: t.identifier(old) };
 }
 

@@ -7,7 +7,7 @@
  *   x[i][j] = v   ->  x = ag.setItem(x, $k = i', ag.setItem(ag.getItem(x, $k), j', v'))
  *   o.a[i] = v    ->  ($c = o.a, $r = ag.setItem($c, i', v'), $r !== $c && (o.a = $r))
  *   x[i] += v     ->  x = ag.setItem(x, $k = i', ag.add(ag.getItem(x, $k), v'))
- *   x[i]++        ->  $k = i', $c = ag.getItem(x, $k), x = ag.setItem(x, $k, typeof $c === "object" ? ag.sub($c, -1) : ++$c)
+ *   x[i]++        ->  $k = i', $c = ag.getItem(x, $k), x = ag.setItem(x, $k, typeof $c === "object" ? ag.increment($c, 1) : ++$c)
  * Each subexpression is evaluated once, in JavaScript's order. Where the container is not a
  * rebindable local variable, the new value is written back only when it differs (so arrays and
  * objects see exactly the native assignment).

@@ -6,6 +6,7 @@
  * Bernoulli draw compares the CPU's 53-bit uniform with p exactly, in integers.
  */
 import type { DType } from "../../../core/dtype.js";
+import { largestBelow } from "../../../core/float-steps.js";
 import type { KernelDevice } from "../device.js";
 import { allocArray, bindings, grid, launch, lazy, linearMain, Params, REPORT, SCALAR_HELPERS, sizeOf, storageType, WG, type GpuArray } from "./common.js";
 
@@ -58,10 +59,11 @@ function drawSource(kind: "uniform" | "normal", s: string): string {
     ["key", "r", "i32"],
     ["y", "w", s],
   ]);
-  const params = new Params().u32("n", 0).f32("a", 0).f32("b", 0);
+  const params = new Params().u32("n", 0).f32("a", 0).f32("b", 0).f32("top", 0);
+  // (a uniform draw stays below b: p.top, the largest value of the dtype below it; see core/float-steps.ts)
   const body =
     kind === "uniform"
-      ? `  if (i >= p.n) { return; }\n${KEY}  y[i] = p.a + (p.b - p.a) * uniform24(k0, k1, i, 0u);`
+      ? `  if (i >= p.n) { return; }\n${KEY}  y[i] = min(p.a + (p.b - p.a) * uniform24(k0, k1, i, 0u), p.top);`
       : `  if (i >= p.n) { return; }
 ${KEY}  // Box-Muller on draws 2i and 2i + 1 (64-bit indices: 2i may pass 2^32)
   let lo1 = i * 2u; let hi1 = i >> 31u;
@@ -77,7 +79,8 @@ export function draw(dev: KernelDevice, kind: "uniform" | "normal", shape: reado
   const out = allocArray(dev, shape, dtype);
   const n = sizeOf(shape);
   if (n === 0) return out;
-  const params = new Params().u32("n", n).f32("a", a).f32("b", b);
+  const top = kind === "uniform" && b > a ? largestBelow(b, dtype === "float16" ? "float16" : "float32") : b;
+  const params = new Params().u32("n", n).f32("a", a).f32("b", b).f32("top", top);
   launch(dev, lazy(`draw|${kind}|${s}`, () => ({ source: drawSource(kind, s), layout: "rwu", label: `random_${kind}` })), [key.id, out.id], params, grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension));
   return out;
 }

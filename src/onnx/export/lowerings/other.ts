@@ -54,6 +54,9 @@ export const otherLowerings: Table = {
   },
   // the forward of a custom gradient is the values it was given
   customGradient: (b, ins, n) => ins.slice(n.attrs.numInputs).map((x) => b.op1("Identity", [x])),
+  // A guard Stagecraft added (an imported Loop's iteration limit) is no part of the program: it
+  // exports as nothing. An assertion the program states has no ONNX form.
+  assert: (b, _ins, n) => (n.attrs.guard === true ? [] : b.unsupported(refusals.assert!)),
 };
 
 const RANDOM = "ONNX's random ops draw from onnxruntime's own generator, so an exported draw could not give the values Stagecraft's keyed generator gives";

@@ -12,6 +12,8 @@ import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { Slot } from "../scope.js";
 import { OnnxLimitError } from "../../errors.js";
+import { applyOp } from "../../../ops/registry.js";
+import { assertOp, registerAssertion } from "../../../ops/host.js";
 import { axisOf } from "./shape.js";
 import type { GraphProto } from "../../protobuf.js";
 import { staticInputNames } from "../static-inputs.js";
@@ -134,9 +136,13 @@ onnxOp("Loop", {
     if (knownTrips !== null && Number(knownTrips.dataSync()[0]) > n.maxLoopIterations) {
       throw new OnnxLimitError(`${n.label}: the trip count ${Number(knownTrips.dataSync()[0])} is more than the limit of ${n.maxLoopIterations} (the maxLoopIterations load option)`, "onnx.load");
     }
+    // A count decided at run time (or none: the condition alone) could run forever: a guard stops
+    // such a loop with a typed error after maxLoopIterations, as unrolling does while tracing.
+    const guard = knownTrips === null ? iterationGuard(n) : null;
     const outs = whileLoop(
       (i, c) => (limit === null ? c! : ops.logicalAnd(ops.less(i!, limit), c!)),
       (i, c, ...rest) => {
+        guard?.(i!);
         const r = runBody(i!, c!, rest.slice(0, numCarried));
         const stacks = rest.slice(numCarried).map((s, k) => ops.stackPush(s, r[1 + numCarried + k]!));
         return [ops.add(i!, 1), scalarOf(r[0]!), ...r.slice(1, 1 + numCarried), ...stacks];
@@ -147,6 +153,18 @@ onnxOp("Loop", {
     return outs.slice(2);
   },
 });
+
+/**
+ * Stages a check, at the start of each iteration i of a Loop whose trip count is not known while
+ * tracing, that i < maxLoopIterations, raising OnnxLimitError (naming the node and the option)
+ * when the model's loop runs longer. It is a guard (ops/host.ts): export leaves it out.
+ */
+function iterationGuard(n: NodeContext): (i: Tensor) => void {
+  const max = n.maxLoopIterations, label = n.label;
+  const fnId = registerAssertion(() => new OnnxLimitError(`${label}: the loop ran more than ${max} iterations (the maxLoopIterations load option); its trip count and condition are decided at run time`, "Loop"));
+  const message = `${label}: more than ${max} iterations`;
+  return (i) => void applyOp(assertOp, [ops.less(i, ops.scalar(max, "int64"))], { fnId, message, guard: true });
+}
 
 /**
  * The Scan loop: the body over rows i = 0 .. length-1 of `xs` (scan axis first, directions

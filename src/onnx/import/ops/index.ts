@@ -18,3 +18,4 @@ import "./training.js";
 import "./tfidf.js";
 import "./deform.js";
 import "./det.js";
+import "./random.js";

@@ -1,6 +1,6 @@
 /**
  * ONNX neural-network ops: MatMul, Gemm, Conv, ConvTranspose, pooling, normalizations,
- * Softmax/LogSoftmax/Hardmax, Dropout (inference), LRN, TopK, Einsum. Convolution and pooling
+ * Softmax/LogSoftmax/Hardmax, LRN, TopK, Einsum. Convolution and pooling
  * are two-dimensional in the registry: 1-D ones run as 2-D with a height of 1.
  */
 import type { Tensor } from "../../../core/tensor.js";
@@ -431,17 +431,6 @@ onnxOp("Hardmax", {
       const positions = ops.reshape(ops.arange(0, x.shape[a]!, 1, "int32"), shape);
       return ops.cast(ops.equal(i, positions), x.dtype);
     }),
-});
-
-onnxOp("Dropout", {
-  constInputs: [1, 2],
-  run(n) {
-    const x = n.input(0);
-    const training = n.hasInput(2) ? n.known(2, "training_mode").dataSync()[0] !== 0 : false;
-    const ratio = n.hasInput(1) ? Number(n.known(1, "ratio").dataSync()[0]) : n.float("ratio", 0.5);
-    if (training && ratio > 0) throw n.unsupported("training-mode dropout draws random masks, which are not reproduced");
-    return [ops.identity(x), ops.fullLike(x, true, "bool")];
-  },
 });
 
 onnxOp("TopK", {

@@ -26,14 +26,14 @@ test("while, do-while (body once, then as while), for with break, for-of with co
   );
   assert.equal(
     gen("function f(n) { let i = 0; do { i++; } while (i < n); return i; }"),
-    'function f(n) { let i = 0; { typeof i === "object" ? i = ag.sub(i, -1) : ++i; } ag.whileStmt(() => ag.lt(i, n), () => { typeof i === "object" ? i = ag.sub(i, -1) : ++i; }, () => [i], $s => { [i] = $s; }, ["i"], "t.js:1:28"); return i; }',
+    'function f(n) { let i = 0; { typeof i === "object" ? i = ag.increment(i, 1) : ++i; } ag.whileStmt(() => ag.lt(i, n), () => { typeof i === "object" ? i = ag.increment(i, 1) : ++i; }, () => [i], $s => { [i] = $s; }, ["i"], "t.js:1:28"); return i; }',
   );
   assert.equal(
     gen("function f(n) { let s = 0; for (let i = 0; i < n; i++) { if (i === 3) break; s += i; } return s; }"),
     "function f(n) { let s = 0; { let i = 0; let $brk = false; " +
       "ag.whileStmt(() => ag.and(() => ag.not($brk), () => ag.lt(i, n)), () => { " +
       'ag.ifStmt(ag.eq(i, 3), () => { $brk = true; }, () => { s = ag.add(s, i); }, () => [s, $brk], $s => { [s, $brk] = $s; }, ["s", "$brk"], "t.js:1:58"); ' +
-      'ag.ifStmt(ag.not($brk), () => { typeof i === "object" ? i = ag.sub(i, -1) : ++i; }, null, () => [i], $s => { [i] = $s; }, ["i"], "t.js:1:51"); ' +
+      'ag.ifStmt(ag.not($brk), () => { typeof i === "object" ? i = ag.increment(i, 1) : ++i; }, null, () => [i], $s => { [i] = $s; }, ["i"], "t.js:1:51"); ' +
       '}, () => [s, i, $brk], $s => { [s, i, $brk] = $s; }, ["s", "i", "$brk"], "t.js:1:28"); } return s; }',
   );
   assert.equal(

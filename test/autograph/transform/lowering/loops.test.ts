@@ -22,7 +22,7 @@ test("per-iteration copies of loop-head let bindings captured by closures", () =
     gen("function f() { const fs = []; for (let i = 0; i < 2; i++) fs.push(() => i); return fs; }"),
     // (fs, pushed to, becomes let: a staged loop would make it a tensor list and rebind it.)
     "function f() { let fs = []; { let i = 0; ag.whileStmt(() => ag.lt(i, 2), () => { " +
-      'let $i = i; { let i = $i; ag.callMethod(fs, "push", [() => i]); $i = i; } i = $i; typeof i === "object" ? i = ag.sub(i, -1) : ++i; ' +
+      'let $i = i; { let i = $i; ag.callMethod(fs, "push", [() => i]); $i = i; } i = $i; typeof i === "object" ? i = ag.increment(i, 1) : ++i; ' +
       '}, () => [fs, i], $s => { [fs, i] = $s; }, ["fs", "i"], "t.js:1:31"); } return fs; }',
   );
   // Without a closure capturing i there is no copy.
