@@ -7,11 +7,12 @@
  * stay the same, and fed to a general session while they change (GraphState below).
  */
 import type { Tensor } from "../core/tensor.js";
+import { sizeOf } from "../core/shape.js";
 import type { Variable } from "../core/variable.js";
 import type { FunctionLibrary, Graph } from "../graph/ir.js";
 import { exportGraphForEngine, type ExportedModel } from "./export/export.js";
 import { syncRuntime } from "./sync-session.js";
-import { fromOrtTensor, toOrtTensor } from "./ort.js";
+import { fromOrtResult, toOrtTensor } from "./ort.js";
 import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { ValueError } from "../core/errors.js";
@@ -28,6 +29,13 @@ interface Compiled {
   fetches: Record<string, null>;
   /** The feeds object, refilled at every call (runs are synchronous and never nest). */
   feeds: Record<string, object>;
+  /**
+   * Per feed (the model's inputs, then its variable inputs): a small tensor fed at an earlier
+   * call and the onnxruntime tensor made for it, reused while that (immutable) tensor is fed
+   * again (the same input, a variable's unchanged value); null before one is kept (see fed).
+   */
+  fedTensors: (Tensor | null)[];
+  fedOrt: object[];
   /** Baked capture inputs and variables, each with the tensor its initializer holds. */
   bakedInputs: [index: number, value: Tensor][];
   bakedVariables: [variable: Variable, value: Tensor][];
@@ -116,7 +124,12 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     const fetches: Record<string, null> = {};
     for (const n of model.outputNames) fetches[n] = null;
     for (const u of model.updatedVariables) fetches[u.output] = null;
-    return { model, session, T: rt.Tensor, fetches, feeds: {}, bakedInputs, bakedVariables };
+    const feeds: Record<string, object> = {};
+    const numFeeds = model.inputNames.length + model.variableInputs.length;
+    for (const n of model.inputNames) feeds[n] = NO_FEED;
+    for (const v of model.variableInputs) feeds[v.input] = NO_FEED;
+    const fedTensors = new Array<Tensor | null>(numFeeds).fill(null);
+    return { model, session, T: rt.Tensor, fetches, feeds, fedTensors, fedOrt: new Array<object>(numFeeds).fill(NO_FEED), bakedInputs, bakedVariables };
   };
   /** The session specialized on the bakeable values `current` (the general one's export shows what they are). */
   const specialize = (graph: Graph, library: FunctionLibrary, st: GraphState, current: Tensor[]): Compiled => {
@@ -128,9 +141,21 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     st.specialized?.session.dispose();
     return (st.specialized = compile(graph, library, model, bakedInputs, bakedVariables));
   };
+  // (the graph of the previous call and its state: a staged function called again and again
+  // looks nothing up)
+  let lastGraph: Graph | null = null;
+  let lastState: GraphState | null = null;
+  /** The previous call's graph's one session when it has nothing to bake (then no check is needed), else null. */
+  let lastPlain: Compiled | null = null;
+  const remember = (graph: Graph, st: GraphState): GraphState => {
+    lastGraph = graph;
+    lastPlain = st.bakeableInputs.length === 0 && st.bakeableVariables.length === 0 ? st.general : null;
+    return (lastState = st);
+  };
   const stateOf = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): GraphState => {
+    if (graph === lastGraph) return lastState!;
     let st = states.get(graph);
-    if (st !== undefined) return st;
+    if (st !== undefined) return remember(graph, st);
     // The general model first: it says which variables the graph reads and which it assigns.
     const model = exportGraphForEngine(graph, library);
     const assigned = new Set(model.updatedVariables.map((u) => u.variable));
@@ -142,7 +167,7 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     st = { bakeableInputs, bakeableVariables, specialized: null, general: null, last: [], unchanged: 0, rebakes: 0 };
     if (bakeableInputs.length === 0 && bakeableVariables.length === 0) st.general = compile(graph, library, model, [], []);
     states.set(graph, st);
-    return st;
+    return remember(graph, st);
   };
   /** The session for this call: the specialized one while its baked values are the current ones. */
   const sessionFor = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): Compiled => {
@@ -167,41 +192,68 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): (graph: Graph,
     return (st.general ??= compile(graph, library, exportGraphForEngine(graph, library), [], []));
   };
   return (graph, inputs, library, numArgInputs = inputs.length) => {
-    const c = sessionFor(graph, library, inputs, numArgInputs);
-    const { model, feeds, T } = c;
+    const c = graph === lastGraph && lastPlain !== null ? lastPlain : sessionFor(graph, library, inputs, numArgInputs);
+    const { model, feeds } = c;
     // (plain loops, no closures: this is the whole per-call cost besides onnxruntime's run)
     const names = model.inputNames;
     const indices = model.inputIndices;
-    for (let k = 0; k < names.length; k++) feeds[names[k]!] = ortTensor(T, inputs[indices[k]!]!);
+    const n = names.length;
+    for (let k = 0; k < n; k++) feeds[names[k]!] = fed(c, k, inputs[indices[k]!]!);
     const vars = model.variableInputs;
-    for (let k = 0; k < vars.length; k++) feeds[vars[k]!.input] = ortTensor(T, vars[k]!.variable.storedValue);
+    for (let k = 0; k < vars.length; k++) feeds[vars[k]!.input] = fed(c, n + k, vars[k]!.variable.storedValue);
     engineStats.runs++;
     let out: Record<string, OrtResult>;
     try {
-      out = c.session.run(feeds, c.fetches, {}) as Record<string, OrtResult>;
+      out = c.session.run(feeds, c.fetches, RUN_OPTIONS) as Record<string, OrtResult>;
     } catch (e) {
       throw new OnnxError(`onnxruntime failed running ${graph.name}: ${(e as Error).message}`, "onnxruntime");
     } finally {
-      // (the feeds object is kept for the next call, the caller's input storage is not)
-      for (const k in feeds) feeds[k] = NO_FEED;
+      // (the feeds object is kept for the next call; the inputs are held by fedTensors alone)
+      for (let k = 0; k < n; k++) feeds[names[k]!] = NO_FEED;
+      for (let k = 0; k < vars.length; k++) feeds[vars[k]!.input] = NO_FEED;
     }
     const updates = model.updatedVariables;
-    for (let k = 0; k < updates.length; k++) updates[k]!.variable.setStoredValue(fromOrtTensor(out[updates[k]!.output]!));
+    for (let k = 0; k < updates.length; k++) updates[k]!.variable.setStoredValue(fromOrtResult(out[updates[k]!.output]!));
     const outNames = model.outputNames;
+    if (outNames.length === 1) return [fromOrtResult(out[outNames[0]!]!)];
     const results: Tensor[] = new Array(outNames.length);
-    for (let k = 0; k < outNames.length; k++) results[k] = fromOrtTensor(out[outNames[k]!]!);
+    for (let k = 0; k < outNames.length; k++) results[k] = fromOrtResult(out[outNames[k]!]!);
     return results;
   };
 }
 
-type OrtResult = Parameters<typeof fromOrtTensor>[0];
+/**
+ * The onnxruntime tensor of feed `k` holding tensor `t`: the one made at an earlier call when `t`
+ * is the tensor kept then (tensors are immutable: the same tensor, the same values), else a new
+ * one. Only small tensors are kept for the next call: keeping one holds its storage alive, which
+ * for a large tensor costs memory to save a constructor call (~40 ns) that is nothing beside its run.
+ */
+function fed(c: Compiled, k: number, t: Tensor): object {
+  if (c.fedTensors[k] === t) return c.fedOrt[k]!;
+  const o = ortTensor(c.T, t);
+  if (sizeOf(t.shape) <= KEEP_FED_ELEMENTS) {
+    c.fedTensors[k] = t;
+    c.fedOrt[k] = o;
+  }
+  return o;
+}
+
+/** (the largest tensor, in elements, whose onnxruntime tensor is kept for the next call: 16 KiB of float32) */
+const KEEP_FED_ELEMENTS = 4096;
+
+/** (one options object for every run: onnxruntime reads it, never keeps it) */
+const RUN_OPTIONS = Object.freeze({});
+
+type OrtResult = Parameters<typeof fromOrtResult>[0];
 
 const NO_FEED = Object.freeze({});
 
 /** Whether every value baked into `c` is still the current one (the same immutable tensor). */
 function bakedAreCurrent(c: Compiled, inputs: Tensor[]): boolean {
-  for (const [i, t] of c.bakedInputs) if (inputs[i] !== t) return false;
-  for (const [v, t] of c.bakedVariables) if (v.storedValue !== t) return false;
+  const bi = c.bakedInputs;
+  for (let k = 0; k < bi.length; k++) if (inputs[bi[k]![0]] !== bi[k]![1]) return false;
+  const bv = c.bakedVariables;
+  for (let k = 0; k < bv.length; k++) if (bv[k]![0].storedValue !== bv[k]![1]) return false;
   return true;
 }
 

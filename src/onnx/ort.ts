@@ -102,18 +102,39 @@ export function toOrtTensor(t: Tensor): OrtTensor {
 /** Our dtype of each onnxruntime tensor type, with the array class our storage of it uses. */
 const FROM_ORT = new Map(Object.entries(ORT_TYPE).map(([d, o]) => [o, { dtype: d as DType, storage: allocStorage(d as DType, 0).constructor }]));
 
-/** An ort.Tensor as our tensor. */
+/**
+ * An ort.Tensor as our tensor. Its data array is adopted where our tensors use that array type;
+ * its dims are copied (a caller's ort.Tensor may share its dims array with others).
+ */
 export function fromOrtTensor(t: OrtTensor): Tensor {
+  return fromOrt(t, [...t.dims]);
+}
+
+/**
+ * A result onnxruntime's binding returned (run's outputs) as our tensor, adopting its dims array
+ * too: the binding made it for this result, and nothing else holds it once the result is wrapped.
+ */
+export function fromOrtResult(t: OrtTensor): Tensor {
+  // (the common cases without reading the type's name, a new string at every run: the binding
+  // returns float32, float64 and int32 data, and only those, in these arrays, which our tensors use)
+  const c = (t.data as object).constructor;
+  if (c === Float32Array) return new Tensor(t.data as Float32Array, t.dims as number[], "float32");
+  if (c === Float64Array) return new Tensor(t.data as Float64Array, t.dims as number[], "float64");
+  if (c === Int32Array) return new Tensor(t.data as Int32Array, t.dims as number[], "int32");
+  return fromOrt(t, t.dims as number[]);
+}
+
+function fromOrt(t: OrtTensor, dims: readonly number[]): Tensor {
   const known = FROM_ORT.get(t.type);
   if (known === undefined) throw new OnnxError(`onnxruntime returned a ${t.type} tensor, which Stagecraft has no dtype for`, "onnxruntime");
   const { dtype, storage } = known;
   const src = t.data as ArrayLike<number | bigint>;
   // (storage of the very array type our tensors use is adopted: onnxruntime made it for this result)
-  if (dtype !== "float16" && dtype !== "bool" && src.constructor === storage) return new Tensor(src as Float32Array, [...t.dims], dtype);
+  if (dtype !== "float16" && dtype !== "bool" && src.constructor === storage) return new Tensor(src as Float32Array, dims, dtype);
   const out = allocStorage(dtype, src.length);
   if (dtype === "float16") for (let i = 0; i < src.length; i++) out[i] = halfToFloat(Number(src[i]));
   else for (let i = 0; i < src.length; i++) out[i] = Number(src[i]);
-  return new Tensor(out, [...t.dims], dtype);
+  return new Tensor(out, dims, dtype);
 }
 
 /** Runs a session on named inputs; returns the outputs by name as our tensors. */
@@ -127,7 +148,7 @@ export async function runSession(session: OrtSession, feeds: Record<string, Tens
     throw new OnnxError(`onnxruntime could not run the model: ${(e as Error).message}`, "onnxruntime");
   }
   const result: Record<string, Tensor> = {};
-  for (const [k, v] of Object.entries(out)) result[k] = fromOrtTensor(v as OrtTensor);
+  for (const [k, v] of Object.entries(out)) result[k] = fromOrtResult(v as OrtTensor);
   return result;
 }
 

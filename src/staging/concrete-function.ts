@@ -39,9 +39,13 @@ export interface FunctionBundle {
 /** What runs graph functions: the package entry installs it (api/wiring.ts); staging knows no executor. */
 let defaultExecutor: Executor | null = null;
 
+/** Bumped whenever an executor or engine is installed: concrete functions resolve theirs again. */
+let installations = 0;
+
 /** @internal Installs the executor staged functions run on. */
 export function setDefaultExecutor(e: Executor): void {
   defaultExecutor = e;
+  installations++;
 }
 
 /** Writes a concrete function as ONNX model bytes (installed by the package entry: src/onnx exports). */
@@ -65,6 +69,7 @@ const engines = new Map<string, Executor>();
 /** @internal Installs an engine staged functions may ask for by name. */
 export function setEngine(name: string, e: Executor): void {
   engines.set(name, e);
+  installations++;
 }
 
 /** The names of the installed engines. */
@@ -86,9 +91,18 @@ export function installedExecutor(): Executor {
   return defaultExecutor;
 }
 
+/** A capture's value for a call: a variable's current value, or the captured tensor. */
+function captureValue(c: Capture): Tensor {
+  return c.variable ? c.variable.storedValue : c.tensor;
+}
+
 export class ConcreteFunction {
-  /** The engine that runs the graph when the function is called (null: the default executor). */
-  engine: string | null = null;
+  private engineName: string | null = null;
+  /** The executor calls run on, and the installations it was resolved at (-1: not yet). */
+  private resolved: Executor | null = null;
+  private resolvedAt = -1;
+  /** The graph output the function returns when it returns one tensor (its output template is that leaf), else -1. */
+  private readonly soleOutput: number;
 
   constructor(
     readonly graph: Graph,
@@ -97,25 +111,67 @@ export class ConcreteFunction {
     readonly outputTemplate: OutputTemplate,
     /** Number of graph inputs that are the caller's tensor arguments (captures follow). */
     readonly numArgInputs: number,
-  ) {}
+  ) {
+    this.soleOutput = outputTemplate instanceof OutputLeaf ? outputTemplate.index : -1;
+  }
+
+  /** The engine that runs the graph when the function is called (null: the default executor). */
+  get engine(): string | null {
+    return this.engineName;
+  }
+  set engine(name: string | null) {
+    this.engineName = name;
+    this.resolvedAt = -1;
+  }
 
   get name(): string {
     return this.graph.name;
   }
 
+  /** The executor or engine a call runs on (looked up again after any is installed). */
+  executor(): Executor {
+    if (this.resolvedAt !== installations) {
+      this.resolved = this.engineName === null ? installedExecutor() : engineExecutor(this.engineName);
+      this.resolvedAt = installations;
+    }
+    return this.resolved!;
+  }
+
   /** Runs the graph on the caller's tensor arguments; returns the flat outputs. */
-  callFlat(args: Tensor[], executor: Executor = this.engine === null ? installedExecutor() : engineExecutor(this.engine)): Tensor[] {
-    const inputs = args.concat(this.captureValues());
-    return executor(this.graph, inputs, this.library, this.numArgInputs);
+  callFlat(args: Tensor[], executor: Executor = this.executor()): Tensor[] {
+    return executor(this.graph, this.inputsFor(args), this.library, this.numArgInputs);
+  }
+
+  /**
+   * @internal Runs the graph on `inputs`: the caller's tensor arguments in its first
+   * numArgInputs entries, then room for the captures, whose current values are written there.
+   */
+  callWithInputs(inputs: Tensor[]): Tensor[] {
+    this.writeCaptures(inputs, this.numArgInputs);
+    return this.executor()(this.graph, inputs, this.library, this.numArgInputs);
+  }
+
+  /** The graph's inputs for a call: the arguments, then the captures' current values. */
+  private inputsFor(args: Tensor[]): Tensor[] {
+    const inputs: Tensor[] = new Array(args.length + this.captures.length);
+    for (let i = 0; i < args.length; i++) inputs[i] = args[i]!;
+    this.writeCaptures(inputs, args.length);
+    return inputs;
+  }
+
+  private writeCaptures(inputs: Tensor[], n: number): void {
+    const captures = this.captures;
+    for (let i = 0; i < captures.length; i++) inputs[n + i] = captureValue(captures[i]!);
   }
 
   /** The current values of the captured inputs (a variable input reads its value now). */
   captureValues(): Tensor[] {
-    return this.captures.map((c) => (c.variable ? c.variable.storedValue : c.tensor));
+    return this.captures.map(captureValue);
   }
 
   /** Rebuilds the function's return structure from flat outputs. */
   structureOutputs(flat: Tensor[]): any {
+    if (this.soleOutput >= 0) return flat[this.soleOutput];
     return mapStructure(this.outputTemplate, (leaf) => (leaf instanceof OutputLeaf ? flat[leaf.index] : leaf.value));
   }
 

@@ -6,7 +6,7 @@
  * from staged code (a call node), from eager code under a tape (the call's gradient rule), or
  * plainly (the executor runs the graph).
  */
-import { currentHandler, recorders, withCallbackConversion } from "../core/context.js";
+import { currentHandler, isTracing, recorders, withCallbackConversion } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
@@ -118,6 +118,16 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   const staged = ((...args: A): R => {
     try {
+      // The common call, from eager code with no tape recording, with the last call's argument
+      // types (tensors' dtypes, shapes and devices, JS values; no Variable or other object: see
+      // TraceCache.lastHit): the concrete function `lookup` would find, without its wrappers.
+      if (!isTracing() && recorders.length === 0) {
+        const inputs = cache.lastHit(args);
+        if (inputs !== null) {
+          const cf = cache.lastFunction;
+          return cf.structureOutputs(cf.callWithInputs(inputs)) as R;
+        }
+      }
       return call(args);
     } catch (e) {
       if (e instanceof CallDepthExceeded) throw recursion.callDepthError(e);

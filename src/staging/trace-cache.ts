@@ -18,8 +18,11 @@ export class TraceCache {
   private readonly bySignature = new Map<string, ConcreteFunction>();
   /** reduceRetracing: per argument structure (ranks only), the shapes generalized so far. */
   private readonly relaxed = new Map<string, number[][]>();
-  /** The last hit, for the common case of a call with the same flat argument types. */
-  private last: { args: readonly unknown[]; sig: Signature; cf: ConcreteFunction } | null = null;
+  /**
+   * The last hit, for the common case of a call with the same flat argument types: kept only when
+   * every leaf is a tensor or a JS value (a Variable or another object is looked up by `lookup`).
+   */
+  private last: { args: readonly unknown[]; sig: Signature; cf: ConcreteFunction; numTensors: number; numInputs: number } | null = null;
   private lastLeaves: LeafInfo[] | null = null;
   private warned = false;
 
@@ -43,13 +46,13 @@ export class TraceCache {
     specs?: readonly unknown[],
   ): Lookup<P> {
     const fast = specs === undefined ? this.sameAsLast(args) : null;
-    if (fast !== null && this.last !== null) return { sig: { key: this.last.sig.key, tensors: fast, leaves: this.last.sig.leaves }, cf: this.last.cf };
+    if (fast !== null) return { sig: { key: this.last!.sig.key, tensors: fast, leaves: this.last!.sig.leaves }, cf: this.last!.cf };
     let sig = signatureOf(args, this.name, specs ?? this.inputSignature);
     let cf = this.bySignature.get(sig.key);
     if (cf) {
       if (specs !== undefined) return { sig, cf };
       // (arrays are copied: the caller may refill the same array before the next call)
-      if (!sig.leaves.some((l) => l.kind === "object")) this.last = { args: snapshotArrays(args), sig, cf };
+      if (sig.leaves.every((l) => l.kind === "tensor" || l.kind === "value")) this.last = { args: snapshotArrays(args), sig, cf, numTensors: sig.tensors.length, numInputs: sig.tensors.length + cf.captures.length };
       return { sig, cf };
     }
     const p = pending(sig.key);
@@ -84,11 +87,28 @@ export class TraceCache {
     return this.bySignature.get(signatureOf(args, this.name, this.inputSignature).key);
   }
 
+  /**
+   * The fast path of a plain eager call: when `args` have the last hit's signature, the graph's
+   * inputs for them (the tensor arguments, then room for the captures' values: see
+   * ConcreteFunction.callWithInputs) and the function is `lastFunction`; else null (then `lookup`).
+   */
+  lastHit(args: readonly unknown[]): Tensor[] | null {
+    const last = this.last;
+    if (last === null) return null;
+    const inputs: Tensor[] = new Array(last.numInputs);
+    return sameLeaves(args, last.args, inputs, 0) === last.numTensors ? inputs : null;
+  }
+
+  /** The concrete function of the last hit (after lastHit found it). */
+  get lastFunction(): ConcreteFunction {
+    return this.last!.cf;
+  }
+
   /** Same flat signature as the last call (tensors by dtype/shape/device, JS values by value)? */
   private sameAsLast(args: readonly unknown[]): Tensor[] | null {
     if (this.last === null) return null;
-    const tensors: Tensor[] = [];
-    return sameLeaves(args, this.last.args, tensors) ? tensors : null;
+    const tensors: Tensor[] = new Array(this.last.numTensors);
+    return sameLeaves(args, this.last.args, tensors, 0) === this.last.numTensors ? tensors : null;
   }
 }
 
@@ -98,25 +118,31 @@ function structureKey(sig: Signature): string {
 }
 
 /**
- * Whether `args` has the signature `prev` had: tensors of the same dtypes, shapes and devices,
- * equal JS values, arrays of such (in the order signatureOf flattens them). Collects the tensors.
+ * Whether `args` has the signature `prev` (the last hit's arguments: tensors and JS values, in
+ * arrays) had: tensors of the same dtypes, shapes and devices, equal JS values, arrays of such, in
+ * the order signatureOf flattens them. Writes the tensors into `tensors` from index `at`; returns
+ * the index after the last one written, or -1 when the signature differs.
  */
-function sameLeaves(args: readonly unknown[], prev: readonly unknown[], tensors: Tensor[]): boolean {
-  if (args.length !== prev.length) return false;
+function sameLeaves(args: readonly unknown[], prev: readonly unknown[], tensors: Tensor[], at: number): number {
+  if (args.length !== prev.length) return -1;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     const b = prev[i];
     if (a instanceof Tensor) {
-      if (!(b instanceof Tensor) || a instanceof Variable || b instanceof Variable || a.isSymbolic || a.dtype !== b.dtype || a.device !== b.device) return false;
-      const sa = a.shape;
-      const sb = b.shape;
-      if (sa.length !== sb.length) return false;
-      for (let d = 0; d < sa.length; d++) if (sa[d] !== sb[d]) return false;
-      tensors.push(a);
+      // (the very tensor of the last hit has its type, and is no Variable: prev holds none)
+      if (a !== b && (!(b instanceof Tensor) || a instanceof Variable || a.dtype !== b.dtype || a.device !== b.device || !sameShape(a.shape, b.shape))) return -1;
+      if (a.isSymbolic) return -1;
+      tensors[at++] = a;
     } else if (Array.isArray(a)) {
-      if (!Array.isArray(b) || !sameLeaves(a, b, tensors)) return false;
-    } else if (a === null || typeof a !== "object" ? !Object.is(a, b) : true) return false;
+      if (!Array.isArray(b) || (at = sameLeaves(a, b, tensors, at)) < 0) return -1;
+    } else if (a === null || typeof a !== "object" ? !Object.is(a, b) : true) return -1;
   }
+  return at;
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let d = 0; d < a.length; d++) if (a[d] !== b[d]) return false;
   return true;
 }
 
