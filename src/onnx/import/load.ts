@@ -47,8 +47,9 @@ export interface LoadOptions {
   /** Make floating-point initializers trainable Variables (default true). */
   trainable?: boolean;
   /**
-   * Largest trip count of a Loop whose count is known when the model is traced (default 2^24);
-   * a Loop whose count is computed at run time runs while its condition holds.
+   * Most iterations of any Loop (default 2^24): a trip count known when the model is traced is
+   * refused above it; a Loop whose count is decided at run time raises OnnxLimitError when an
+   * iteration passes it (a staged guard, which export leaves out).
    */
   maxLoopIterations?: number;
 }
