@@ -15,6 +15,7 @@
 import type { Tensor } from "../core/tensor.js";
 import type { Graph, FunctionLibrary } from "../graph/ir.js";
 import { lookupOp } from "../ops/registry.js";
+import { allGraphs } from "../graph/passes/util.js";
 import type { GraphProto, NodeProto } from "./protobuf.js";
 import { has } from "./protobuf.js";
 import { readTensorProto } from "./tensor-proto.js";
@@ -26,17 +27,9 @@ const KEY_OPS = new Set(["randomKey", "randomSplit", "randomFoldIn", "randomNext
 /** The registry's random draws (family "random", key ops aside) a traced program holds, in its regions and called functions too. */
 export function randomOpsIn(graph: Graph, library: FunctionLibrary): string[] {
   const found = new Set<string>();
-  const seen = new Set<Graph>();
-  const walk = (g: Graph): void => {
-    if (seen.has(g)) return;
-    seen.add(g);
-    for (const node of g.nodes) {
-      if (lookupOp(node.op)?.family === "random" && !KEY_OPS.has(node.op)) found.add(node.op);
-      node.regions.forEach(walk);
-    }
-  };
-  walk(graph);
-  for (const f of library.functions.values()) walk(f);
+  for (const g of allGraphs(graph, library)) {
+    for (const node of g.nodes) if (lookupOp(node.op)?.family === "random" && !KEY_OPS.has(node.op)) found.add(node.op);
+  }
   return [...found].sort();
 }
 

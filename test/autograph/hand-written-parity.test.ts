@@ -42,6 +42,13 @@ function tracedLoopCounts(fn: AnyFn, args: sc.Tensor[], autograph: boolean): Rec
   return Object.fromEntries(Object.entries(all).filter(([k]) => k.includes("/")));
 }
 
+/** The converted function executes and traces (in its loops) the hand-written one's ops, and gives its values. */
+function assertParity(conv: AnyFn, byHand: AnyFn, args: sc.Tensor[]): void {
+  assert.deepEqual(executedCounts(conv, args, true), executedCounts(byHand, args, false));
+  assert.deepEqual(tracedLoopCounts(conv, args, true), tracedLoopCounts(byHand, args, false));
+  assertSameValues((sc.stage(conv) as AnyFn)(...args), byHand(...args));
+}
+
 function assertSameValues(a: sc.Tensor[] | sc.Tensor, b: sc.Tensor[] | sc.Tensor): void {
   const x = [a].flat(), y = [b].flat();
   assert.equal(x.length, y.length);
@@ -57,9 +64,7 @@ test("for (let i = 0; i < n; i++) over a tensor bound stages to the hand-written
   const byHand = (n: sc.Tensor, x: sc.Tensor) => sc.whileLoop((i) => sc.less(i!, n), (i, s) => [sc.add(i!, 1), sc.mul(s!, 1.5)], [sc.scalar(0, "int32"), x])[1]!;
   const conv: AnyFn = sc.autograph(converted, { scope: { sc } });
   const args = [sc.scalar(4, "int32"), sc.tensor([1, 2, 3])];
-  assert.deepEqual(executedCounts(conv, args, true), executedCounts(byHand, args, false));
-  assert.deepEqual(tracedLoopCounts(conv, args, true), tracedLoopCounts(byHand, args, false));
-  assertSameValues((sc.stage(conv) as AnyFn)(...args), byHand(args[0]!, args[1]!));
+  assertParity(conv, byHand, args);
 });
 
 test("x--, and x++ whose old value is used, stage to one sub / one add (no sub(x, 0) for the old value)", () => {
@@ -83,9 +88,7 @@ test("x--, and x++ whose old value is used, stage to one sub / one add (no sub(x
   };
   const conv: AnyFn = sc.autograph(converted, { scope: { sc } });
   const args = [sc.scalar(3, "int32"), sc.tensor([1, 2, 3])];
-  assert.deepEqual(executedCounts(conv, args, true), executedCounts(byHand, args, false));
-  assert.deepEqual(tracedLoopCounts(conv, args, true), tracedLoopCounts(byHand, args, false));
-  assertSameValues((sc.stage(conv) as AnyFn)(...args), byHand(args[0]!, args[1]!));
+  assertParity(conv, byHand, args);
 });
 
 test("a loop test `k < n && norm(w) > tol` (a cond: && does not evaluate its right side when the left is false) executes as the hand-written logicalAnd", () => {
