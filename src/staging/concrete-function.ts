@@ -27,8 +27,17 @@ export type OutputTemplate = Structure<OutputLeaf | ConstantLeaf>;
  * Runs a graph on its inputs. `numArgInputs`, where the caller knows it, says how many inputs are
  * the caller's arguments: the rest are captures (captured tensors and variables' current values,
  * which are immutable tensors: an engine may specialize on them while they stay the same).
+ *
+ * An executor may also `prepare` the runs of one graph: a concrete function asks once per
+ * installation and its eager calls then run the prepared function, which keeps what the
+ * executor would look up at every call (an engine's session and feeds) in its closure.
  */
-export type Executor = (graph: Graph, inputs: Tensor[], library: FunctionLibrary, numArgInputs?: number) => Tensor[];
+export type Executor = ((graph: Graph, inputs: Tensor[], library: FunctionLibrary, numArgInputs?: number) => Tensor[]) & {
+  prepare?: (graph: Graph, library: FunctionLibrary, numArgInputs: number) => PreparedRun;
+};
+
+/** One graph's runs as an executor prepared them: the graph's inputs to its outputs. */
+export type PreparedRun = (inputs: Tensor[]) => Tensor[];
 
 /** A function graph plus the library holding everything it calls. */
 export interface FunctionBundle {
@@ -101,6 +110,8 @@ export class ConcreteFunction {
   /** The executor calls run on, and the installations it was resolved at (-1: not yet). */
   private resolved: Executor | null = null;
   private resolvedAt = -1;
+  /** An eager call's work after its signature check (callPrepared), made when the executor is resolved. */
+  private eagerCall: ((inputs: Tensor[]) => unknown) | null = null;
   /** The graph output the function returns when it returns one tensor (its output template is that leaf), else -1. */
   private readonly soleOutput: number;
 
@@ -130,11 +141,24 @@ export class ConcreteFunction {
 
   /** The executor or engine a call runs on (looked up again after any is installed). */
   executor(): Executor {
-    if (this.resolvedAt !== installations) {
-      this.resolved = this.engineName === null ? installedExecutor() : engineExecutor(this.engineName);
-      this.resolvedAt = installations;
-    }
+    if (this.resolvedAt !== installations) this.resolve();
     return this.resolved!;
+  }
+
+  private resolve(): void {
+    const executor = this.engineName === null ? installedExecutor() : engineExecutor(this.engineName);
+    const { graph, library, numArgInputs, soleOutput } = this;
+    const run = executor.prepare?.(graph, library, numArgInputs) ?? ((inputs: Tensor[]) => executor(graph, inputs, library, numArgInputs));
+    // (the common call, one tensor returned and nothing captured, is one closure over the run)
+    this.eagerCall =
+      this.captures.length === 0 && soleOutput >= 0
+        ? (inputs) => run(inputs)[soleOutput]
+        : (inputs) => {
+            this.writeCaptures(inputs, numArgInputs);
+            return this.structureOutputs(run(inputs));
+          };
+    this.resolved = executor;
+    this.resolvedAt = installations;
   }
 
   /** Runs the graph on the caller's tensor arguments; returns the flat outputs. */
@@ -143,12 +167,13 @@ export class ConcreteFunction {
   }
 
   /**
-   * @internal Runs the graph on `inputs`: the caller's tensor arguments in its first
-   * numArgInputs entries, then room for the captures, whose current values are written there.
+   * @internal An eager call (no trace or tape about it) on `inputs`: the caller's tensor arguments
+   * in its first numArgInputs entries, then room for the captures, whose current values are
+   * written there. Runs the executor's prepared run; returns the function's output structure.
    */
-  callWithInputs(inputs: Tensor[]): Tensor[] {
-    this.writeCaptures(inputs, this.numArgInputs);
-    return this.executor()(this.graph, inputs, this.library, this.numArgInputs);
+  callPrepared(inputs: Tensor[]): unknown {
+    if (this.resolvedAt !== installations) this.resolve();
+    return this.eagerCall!(inputs);
   }
 
   /** The graph's inputs for a call: the arguments, then the captures' current values. */

@@ -124,8 +124,7 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
       if (!isTracing() && recorders.length === 0) {
         const inputs = cache.lastHit(args);
         if (inputs !== null) {
-          const cf = cache.lastFunction;
-          return cf.structureOutputs(cf.callWithInputs(inputs)) as R;
+          return cache.lastFunction.callPrepared(inputs) as R;
         }
       }
       return call(args);

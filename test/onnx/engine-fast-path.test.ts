@@ -1,7 +1,8 @@
 /**
  * The engine's per-call shortcuts (engine.ts): a small input's onnxruntime tensor is kept while the
  * very same tensor is fed again, the previous call's graph state is remembered, and run's results
- * are wrapped without copying their dims. Each test warms a shortcut, then makes the one change
+ * are wrapped without copying their dims, and a concrete function's prepared run holds the
+ * session of a graph with nothing to bake. Each test warms a shortcut, then makes the one change
  * it must notice: a shortcut that ignored it would give a stale answer, silently.
  */
 import { test } from "node:test";
@@ -81,5 +82,25 @@ test("a training step on the engine after fast-path calls keeps updating its var
   for (let i = 1; i <= 3; i++) {
     step(x);
     assert.deepEqual([...w.storedValue.dataSync()], [1 - 0.5 * i, 1 - 1 * i], `step ${i}`);
+  }
+});
+
+test("an onnxruntime error in a call is an OnnxError, and the calls after it get their own results", () => {
+  // x's values index x itself (Gather checks its indices when it runs). One function has no
+  // captures (its prepared run holds its session); the other captures a table (fed or baked).
+  const table = sc.tensor([10, 20, 30], "float32");
+  const plain = sc.stage((x: sc.Tensor) => sc.gather(x, sc.cast(x, "int32")), { engine: "onnxruntime" });
+  const captured = sc.stage((x: sc.Tensor) => sc.gather(table, sc.cast(x, "int32")), { engine: "onnxruntime" });
+  const ok = sc.tensor([2, 0, 1], "float32");
+  const other = sc.tensor([1, 1, 0], "float32");
+  const bad = sc.tensor([7, 0, 1], "float32");
+  for (const [f, want, wantOther] of [
+    [plain, [1, 2, 0], [1, 1, 1]],
+    [captured, [30, 10, 20], [20, 20, 10]],
+  ] as const) {
+    for (let i = 0; i < 3; i++) assert.deepEqual([...f(ok).dataSync()], want);
+    assert.throws(() => f(bad), (e: Error) => e instanceof sc.onnx.OnnxError && /onnxruntime failed running .*Gather.*out of data bounds/s.test(e.message));
+    assert.deepEqual([...f(ok).dataSync()], want, "the kept input again");
+    assert.deepEqual([...f(other).dataSync()], wantOther, "another input");
   }
 });

@@ -165,3 +165,18 @@ test("a staged function returning a structure or one tensor gives it back from f
   assert.deepEqual((r.b[0] as sc.Tensor).arraySync(), [2, 3]);
   assert.equal(r.b[1], 7);
 });
+
+test("a concrete function's engine set between fast-path calls is the one the next fast-path call runs on", () => {
+  const f = sc.stage((x: sc.Tensor) => x.add(1));
+  const x = sc.tensor([1, 2]);
+  assert.deepEqual(warm(f, x).arraySync(), [2, 3]);
+  const cf = f.concrete(x);
+  const runs = sc.onnx.engineStats.runs;
+  cf.engine = "onnxruntime";
+  assert.deepEqual(f(x).arraySync(), [2, 3]);
+  assert.deepEqual(f(x).arraySync(), [2, 3]);
+  assert.equal(sc.onnx.engineStats.runs, runs + 2);
+  cf.engine = null;
+  assert.deepEqual(f(x).arraySync(), [2, 3]);
+  assert.equal(sc.onnx.engineStats.runs, runs + 2);
+});
