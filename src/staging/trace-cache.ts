@@ -22,7 +22,15 @@ export class TraceCache {
    * The last hit, for the common case of a call with the same flat argument types: kept only when
    * every leaf is a tensor or a JS value (a Variable or another object is looked up by `lookup`).
    */
-  private last: { args: readonly unknown[]; sig: Signature; cf: ConcreteFunction; numTensors: number; numInputs: number } | null = null;
+  private last: {
+    args: readonly unknown[];
+    sig: Signature;
+    cf: ConcreteFunction;
+    numTensors: number;
+    numInputs: number;
+    /** Every argument is a tensor and the function captures nothing: a call's arguments are the graph's inputs. */
+    argsAreInputs: boolean;
+  } | null = null;
   private lastLeaves: LeafInfo[] | null = null;
   private warned = false;
 
@@ -52,7 +60,10 @@ export class TraceCache {
     if (cf) {
       if (specs !== undefined) return { sig, cf };
       // (arrays are copied: the caller may refill the same array before the next call)
-      if (sig.leaves.every((l) => l.kind === "tensor" || l.kind === "value")) this.last = { args: snapshotArrays(args), sig, cf, numTensors: sig.tensors.length, numInputs: sig.tensors.length + cf.captures.length };
+      if (sig.leaves.every((l) => l.kind === "tensor" || l.kind === "value")) {
+        const argsAreInputs = cf.captures.length === 0 && args.every((a) => a instanceof Tensor);
+        this.last = { args: snapshotArrays(args), sig, cf, numTensors: sig.tensors.length, numInputs: sig.tensors.length + cf.captures.length, argsAreInputs };
+      }
       return { sig, cf };
     }
     const p = pending(sig.key);
@@ -90,11 +101,13 @@ export class TraceCache {
   /**
    * The fast path of a plain eager call: when `args` have the last hit's signature, the graph's
    * inputs for them (the tensor arguments, then room for the captures' values: see
-   * ConcreteFunction.callWithInputs) and the function is `lastFunction`; else null (then `lookup`).
+   * ConcreteFunction.callPrepared) and the function is `lastFunction`; else null (then `lookup`).
    */
   lastHit(args: readonly unknown[]): Tensor[] | null {
     const last = this.last;
     if (last === null) return null;
+    // (the arguments array, made for this call, serves as the inputs when they are the same list)
+    if (last.argsAreInputs) return sameTensors(args, last.args) ? (args as Tensor[]) : null;
     const inputs: Tensor[] = new Array(last.numInputs);
     return sameLeaves(args, last.args, inputs, 0) === last.numTensors ? inputs : null;
   }
@@ -138,6 +151,19 @@ function sameLeaves(args: readonly unknown[], prev: readonly unknown[], tensors:
     } else if (a === null || typeof a !== "object" ? !Object.is(a, b) : true) return -1;
   }
   return at;
+}
+
+/** sameLeaves for a last hit whose arguments were all tensors: `args` are tensors of their types. */
+function sameTensors(args: readonly unknown[], prev: readonly unknown[]): boolean {
+  if (args.length !== prev.length) return false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as Tensor;
+    const b = prev[i] as Tensor;
+    // (the very tensor of the last hit has its type, and is no Variable: prev holds none)
+    if (a !== b && (!(a instanceof Tensor) || a instanceof Variable || a.dtype !== b.dtype || a.device !== b.device || !sameShape(a.shape, b.shape))) return false;
+    if (a.isSymbolic) return false;
+  }
+  return true;
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {

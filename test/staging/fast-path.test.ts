@@ -166,6 +166,29 @@ test("a staged function returning a structure or one tensor gives it back from f
   assert.equal(r.b[1], 7);
 });
 
+test("after fast-path calls on tensor arguments only, a JS value, an array or a missing argument in their place takes the full path", () => {
+  // (a call whose arguments were all tensors hands its arguments array to the executor as the
+  // graph's inputs: anything else in that list must not get there)
+  const f = sc.stage((a: sc.Tensor, b?: unknown) => {
+    if (b === undefined) return a.neg();
+    if (b instanceof sc.Tensor) return a.add(b);
+    if (Array.isArray(b)) return a.add(b[0] as sc.Tensor).mul(10);
+    return a.mul(b as number);
+  });
+  const a = sc.tensor([1, 2]);
+  const b = sc.tensor([10, 20]);
+  assert.deepEqual(warm(f, a, b).arraySync(), [11, 22]);
+  assert.deepEqual(f(a, 3).arraySync(), [3, 6]);
+  assert.deepEqual(warm(f, a, b).arraySync(), [11, 22]);
+  assert.deepEqual(f(a, [b]).arraySync(), [110, 220]);
+  assert.deepEqual(warm(f, a, b).arraySync(), [11, 22]);
+  assert.deepEqual(f(a).arraySync(), [-1, -2]);
+  assert.deepEqual(warm(f, a, b).arraySync(), [11, 22]);
+  assert.deepEqual(f(b, a).arraySync(), [11, 22], "the same types in the other order");
+  assert.deepEqual(f(sc.tensor([5, 6]), b).arraySync(), [15, 26], "another tensor of the same type");
+  assert.equal(f.traceCount, 4);
+});
+
 test("a concrete function's engine set between fast-path calls is the one the next fast-path call runs on", () => {
   const f = sc.stage((x: sc.Tensor) => x.add(1));
   const x = sc.tensor([1, 2]);
