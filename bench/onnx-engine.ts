@@ -15,7 +15,10 @@
 // --cpu-time times calls by the process's CPU time (user + system, every thread) instead of the
 // wall clock: what the calls cost, without the time the scheduler gave other processes.
 // --cases=mlp,training,elementwise,tiny runs only those cases. The tiny case also times the
-// hand-built call with its result made a Stagecraft tensor: the least a staged call adds to a run.
+// hand-built call with its result made a Stagecraft tensor, and that call without a run options
+// object (the binding then runs with the session's default ones, as the engine does; the public
+// InferenceSession.run always passes one, as the hand-built rows do): the least a staged call
+// adds to a run.
 //   node --import tsx bench/onnx-engine.ts [rounds] [--threads=N] [--cpu-time] [--cases=...]
 import { loadavg } from "node:os";
 import * as sc from "../src/api/index.js";
@@ -52,9 +55,9 @@ const installed = new Set<string>();
 /**
  * A hand-built model in a synchronous session; `weightsAsInputs` feeds the weights at every call;
  * `wrap` makes each result a Stagecraft tensor (over the result's own data and dims: the least a
- * staged function's call must add to the run).
+ * staged function's call must add to the run); `runOptions` false runs it without a run options object.
  */
-function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [string, sc.Tensor][], weightsAsInputs: boolean, wrap = false): () => unknown {
+function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [string, sc.Tensor][], weightsAsInputs: boolean, wrap = false, runOptions = true): () => unknown {
   const rt = syncRuntime()!;
   const info = (n: string, t: sc.Tensor) => onnx.makeValueInfo(n, t.dtype, [...t.shape]);
   const fed: [string, sc.Tensor][] = [["x", x], ...(weightsAsInputs ? weights : [])];
@@ -76,6 +79,12 @@ function handBuilt(nodes: Record<string, unknown>[], x: sc.Tensor, weights: [str
   const feeds: Record<string, object> = {};
   for (const [n, t] of fed) feeds[n] = new T("float32", t.dataSync() as Float32Array, [...t.shape]);
   const options = {};
+  if (wrap && !runOptions) {
+    return () => {
+      const y = (s.run(feeds, fetches as never) as Record<string, { data: Float32Array; dims: number[] }>).y!;
+      return new sc.Tensor(y.data, y.dims, "float32");
+    };
+  }
   if (wrap) {
     return () => {
       const y = (s.run(feeds, fetches as never, options) as Record<string, { data: Float32Array; dims: number[] }>).y!;
@@ -136,7 +145,12 @@ function forwardRows(label: string, f: (x: sc.Tensor) => sc.Tensor, x: sc.Tensor
     { name: "our executor", call: () => ours(x) },
     { name: weights.length > 0 ? "hand-built ORT model (weights as initializers)" : "hand-built ORT model", call: handBuilt(nodes, x, weights, false) },
     ...(weights.length > 0 ? [{ name: "hand-built ORT model (weights as inputs)", call: handBuilt(nodes, x, weights, true) }] : []),
-    ...(withFloor ? [{ name: "hand-built ORT model, result as our Tensor", call: handBuilt(nodes, x, weights, false, true) }] : []),
+    ...(withFloor
+      ? [
+          { name: "hand-built ORT model, result as our Tensor", call: handBuilt(nodes, x, weights, false, true) },
+          { name: "the same, no run options (the binding's least)", call: handBuilt(nodes, x, weights, false, true, false) },
+        ]
+      : []),
   ];
   checkSame(label, systems, ours(x).dataSync());
   return measure(label, systems, calls, rounds);

@@ -222,7 +222,7 @@ function run(c: Compiled, graph: Graph, inputs: Tensor[]): Tensor[] {
   engineStats.runs++;
   let out: Record<string, OrtResult>;
   try {
-    out = c.session.run(feeds, c.fetches, RUN_OPTIONS) as Record<string, OrtResult>;
+    out = c.session.run(feeds, c.fetches) as Record<string, OrtResult>;
   } catch (e) {
     throw runFailed(graph, e);
   } finally {
@@ -260,7 +260,7 @@ function runOneToOne(c: Compiled, graph: Graph): PreparedRun {
     engineStats.runs++;
     let out: Record<string, OrtResult>;
     try {
-      out = session.run(feeds, fetches, RUN_OPTIONS) as Record<string, OrtResult>;
+      out = session.run(feeds, fetches) as Record<string, OrtResult>;
     } catch (e) {
       throw runFailed(graph, e);
     } finally {
@@ -293,8 +293,6 @@ function fed(c: Compiled, k: number, t: Tensor): object {
 /** (the largest tensor, in elements, whose onnxruntime tensor is kept for the next call: 16 KiB of float32) */
 const KEEP_FED_ELEMENTS = 4096;
 
-/** (one options object for every run: onnxruntime reads it, never keeps it) */
-const RUN_OPTIONS = Object.freeze({});
 
 type OrtResult = Parameters<typeof fromOrtResult>[0];
 

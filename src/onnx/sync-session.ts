@@ -16,7 +16,12 @@ interface OrtTensorCtor {
 }
 interface BindingSession {
   loadModel(buffer: ArrayBufferLike, byteOffset: number, byteLength: number, options: object): void;
-  run(feeds: Record<string, object>, fetches: Record<string, object | null>, options: object): Record<string, { data: unknown }>;
+  /**
+   * Runs the model. Without `options` the session's default run options serve (made once when it
+   * was loaded); with them, the binding makes and fills new ones at every call (~0.2 us, measured
+   * on a tiny model: the public InferenceSession.run always passes an object).
+   */
+  run(feeds: Record<string, object>, fetches: Record<string, object | null>, options?: object): Record<string, { data: unknown }>;
   dispose(): void;
 }
 interface SyncRuntime {
@@ -77,7 +82,7 @@ export class SyncSession {
       const [d, dims] = outputs[k]!;
       fetches[k] = new T(d instanceof Float64Array ? "float64" : "float32", d, dims);
     }
-    this.s.run(feeds, fetches, {});
+    this.s.run(feeds, fetches);
   }
 }
 
