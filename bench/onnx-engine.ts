@@ -1,8 +1,9 @@
 // The onnxruntime engine (`sc.stage(fn, { engine: "onnxruntime" })`) against our compiled
 // executor and against onnxruntime running a model built by hand (sc.onnx.makeNode/makeGraph)
 // for the same computation, through the same synchronous native session with the engine's
-// session options. The hand-built call is what a user of onnxruntime-node writes: an ort.Tensor
-// over the input's data, run, the output's data (no conversion to our tensors).
+// session options. The hand-built call is the binding's synchronous run that onnxruntime-node's
+// public `await session.run(feeds)` makes (without that API's Promise and setImmediate): an
+// ort.Tensor over the input's data made once, run, the output's data (no conversion to our tensors).
 //
 // Rounds are interleaved: within a round every system makes its calls in slices taken in turn
 // (A B C A B C ..., starting with a different system each round, odd rounds backwards), so that
