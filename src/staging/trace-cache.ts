@@ -142,9 +142,7 @@ function sameLeaves(args: readonly unknown[], prev: readonly unknown[], tensors:
     const a = args[i];
     const b = prev[i];
     if (a instanceof Tensor) {
-      // (the very tensor of the last hit has its type, and is no Variable: prev holds none)
-      if (a !== b && (!(b instanceof Tensor) || a instanceof Variable || a.dtype !== b.dtype || a.device !== b.device || !sameShape(a.shape, b.shape))) return -1;
-      if (a.isSymbolic) return -1;
+      if (!sameTensorType(a, b)) return -1;
       tensors[at++] = a;
     } else if (Array.isArray(a)) {
       if (!Array.isArray(b) || (at = sameLeaves(a, b, tensors, at)) < 0) return -1;
@@ -157,13 +155,20 @@ function sameLeaves(args: readonly unknown[], prev: readonly unknown[], tensors:
 function sameTensors(args: readonly unknown[], prev: readonly unknown[]): boolean {
   if (args.length !== prev.length) return false;
   for (let i = 0; i < args.length; i++) {
-    const a = args[i] as Tensor;
-    const b = prev[i] as Tensor;
-    // (the very tensor of the last hit has its type, and is no Variable: prev holds none)
-    if (a !== b && (!(a instanceof Tensor) || a instanceof Variable || a.dtype !== b.dtype || a.device !== b.device || !sameShape(a.shape, b.shape))) return false;
-    if (a.isSymbolic) return false;
+    const a = args[i];
+    if (!(a instanceof Tensor) || !sameTensorType(a, prev[i])) return false;
   }
   return true;
+}
+
+/**
+ * Whether tensor `a` may stand where `b`, a leaf of the last hit, stood: `b` itself (the last hit's
+ * tensors have their types and none is a Variable) or a tensor of its dtype, device and shape that
+ * is no Variable; never a symbolic tensor.
+ */
+function sameTensorType(a: Tensor, b: unknown): boolean {
+  if (a !== b && (!(b instanceof Tensor) || a instanceof Variable || a.dtype !== b.dtype || a.device !== b.device || !sameShape(a.shape, b.shape))) return false;
+  return !a.isSymbolic;
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
