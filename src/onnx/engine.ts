@@ -16,7 +16,7 @@ import { fromOrtResult, toOrtTensor } from "./ort.js";
 import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { ValueError } from "../core/errors.js";
-import { engineNames, setEngine, type Executor, type PreparedRun } from "../staging/concrete-function.js";
+import { engineNames, setEngine, type Executor } from "../staging/concrete-function.js";
 
 type Session = InstanceType<NonNullable<ReturnType<typeof syncRuntime>>["Session"]>;
 type OrtTensorCtor = NonNullable<ReturnType<typeof syncRuntime>>["Tensor"];
@@ -146,21 +146,9 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
     st.specialized?.session.dispose();
     return (st.specialized = compile(graph, library, model, bakedInputs, bakedVariables));
   };
-  // (the graph of the previous call and its state: a staged function called again and again
-  // looks nothing up)
-  let lastGraph: Graph | null = null;
-  let lastState: GraphState | null = null;
-  /** The previous call's graph's one session when it has nothing to bake (then no check is needed), else null. */
-  let lastPlain: Compiled | null = null;
-  const remember = (graph: Graph, st: GraphState): GraphState => {
-    lastGraph = graph;
-    lastPlain = nothingToBake(st) ? st.general : null;
-    return (lastState = st);
-  };
   const stateOf = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): GraphState => {
-    if (graph === lastGraph) return lastState!;
     let st = states.get(graph);
-    if (st !== undefined) return remember(graph, st);
+    if (st !== undefined) return st;
     // The general model first: it says which variables the graph reads and which it assigns.
     const model = exportGraphForEngine(graph, library);
     const assigned = new Set(model.updatedVariables.map((u) => u.variable));
@@ -172,11 +160,10 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
     st = { bakeableInputs, bakeableVariables, specialized: null, general: null, last: [], unchanged: 0, rebakes: 0 };
     if (nothingToBake(st)) st.general = compile(graph, library, model, [], []);
     states.set(graph, st);
-    return remember(graph, st);
+    return st;
   };
   /** The session for this call: the specialized one while its baked values are the current ones. */
-  const sessionFor = (graph: Graph, library: FunctionLibrary, inputs: Tensor[], numArgInputs: number): Compiled => {
-    const st = stateOf(graph, library, inputs, numArgInputs);
+  const sessionFor = (st: GraphState, graph: Graph, library: FunctionLibrary, inputs: Tensor[]): Compiled => {
     const sp = st.specialized;
     if (sp !== null && bakedAreCurrent(sp, inputs)) return sp;
     if (nothingToBake(st)) return st.general!;
@@ -197,14 +184,18 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
     return (st.general ??= compile(graph, library, exportGraphForEngine(graph, library), [], []));
   };
   const execute: Executor = (graph, inputs, library, numArgInputs = inputs.length) =>
-    run(graph === lastGraph && lastPlain !== null ? lastPlain : sessionFor(graph, library, inputs, numArgInputs), graph, inputs);
+    run(sessionFor(stateOf(graph, library, inputs, numArgInputs), graph, library, inputs), graph, inputs);
   // A concrete function's prepared run. A graph without captures is looked up now: when it has
-  // nothing to bake, its one session serves every call, and the prepared run holds it.
+  // nothing to bake, its one session serves every call and the run holds it; else the run holds
+  // the graph's state from its first call on.
   execute.prepare = (graph, library, numArgInputs) => {
-    const st = numArgInputs === graph.inputs.length ? stateOf(graph, library, [], numArgInputs) : null;
-    const plain = st !== null && nothingToBake(st) ? st.general! : null;
-    if (plain !== null) return oneInOneOut(plain) ? runOneToOne(plain, graph) : (inputs) => run(plain, graph, inputs);
-    return (inputs) => run(sessionFor(graph, library, inputs, numArgInputs), graph, inputs);
+    if (numArgInputs === graph.inputs.length) {
+      const st = stateOf(graph, library, [], numArgInputs);
+      const plain = nothingToBake(st) ? st.general! : null;
+      if (plain !== null) return (inputs) => run(plain, graph, inputs);
+    }
+    let st: GraphState | null = null;
+    return (inputs) => run(sessionFor((st ??= stateOf(graph, library, inputs, numArgInputs)), graph, library, inputs), graph, inputs);
   };
   return execute;
 }
@@ -224,7 +215,7 @@ function run(c: Compiled, graph: Graph, inputs: Tensor[]): Tensor[] {
   try {
     out = c.session.run(feeds, c.fetches) as Record<string, OrtResult>;
   } catch (e) {
-    throw runFailed(graph, e);
+    throw new OnnxError(`onnxruntime failed running ${graph.name}: ${(e as Error).message}`, "onnxruntime");
   } finally {
     // (the feeds object is kept for the next call; the inputs are held by fedTensors alone)
     for (let k = 0; k < n; k++) feeds[names[k]!] = NO_FEED;
@@ -237,41 +228,6 @@ function run(c: Compiled, graph: Graph, inputs: Tensor[]): Tensor[] {
   const results: Tensor[] = new Array(outNames.length);
   for (let k = 0; k < outNames.length; k++) results[k] = fromOrtResult(out[outNames[k]!]!);
   return results;
-}
-
-/** Whether `c`'s model feeds one input, returns one output, and reads and writes no variables. */
-function oneInOneOut(c: Compiled): boolean {
-  const m = c.model;
-  return m.inputNames.length === 1 && m.outputNames.length === 1 && m.variableInputs.length === 0 && m.updatedVariables.length === 0;
-}
-
-/**
- * `run` for a model of one input and one output and no variables (oneInOneOut), with its names
- * and session held in the closure: a small model's inference call, where the engine's own work
- * is most of what a call adds to onnxruntime's (one object fewer to reach is measurable there).
- */
-function runOneToOne(c: Compiled, graph: Graph): PreparedRun {
-  const { session, feeds, fetches } = c;
-  const input = c.model.inputNames[0]!;
-  const index = c.model.inputIndices[0]!;
-  const output = c.model.outputNames[0]!;
-  return (inputs) => {
-    feeds[input] = fed(c, 0, inputs[index]!);
-    engineStats.runs++;
-    let out: Record<string, OrtResult>;
-    try {
-      out = session.run(feeds, fetches) as Record<string, OrtResult>;
-    } catch (e) {
-      throw runFailed(graph, e);
-    } finally {
-      feeds[input] = NO_FEED;
-    }
-    return [fromOrtResult(out[output]!)];
-  };
-}
-
-function runFailed(graph: Graph, e: unknown): OnnxError {
-  return new OnnxError(`onnxruntime failed running ${graph.name}: ${(e as Error).message}`, "onnxruntime");
 }
 
 /**

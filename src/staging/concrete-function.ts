@@ -110,7 +110,8 @@ export class ConcreteFunction {
   /** The executor calls run on, and the installations it was resolved at (-1: not yet). */
   private resolved: Executor | null = null;
   private resolvedAt = -1;
-  /** An eager call's work after its signature check (callPrepared), made when the executor is resolved. */
+  /** The executor's prepared run of the graph, and an eager call's work around it (callPrepared), made when the executor is resolved. */
+  private run: PreparedRun | null = null;
   private eagerCall: ((inputs: Tensor[]) => unknown) | null = null;
   /** The graph output the function returns when it returns one tensor (its output template is that leaf), else -1. */
   private readonly soleOutput: number;
@@ -148,7 +149,7 @@ export class ConcreteFunction {
   private resolve(): void {
     const executor = this.engineName === null ? installedExecutor() : engineExecutor(this.engineName);
     const { graph, library, numArgInputs, soleOutput } = this;
-    const run = executor.prepare?.(graph, library, numArgInputs) ?? ((inputs: Tensor[]) => executor(graph, inputs, library, numArgInputs));
+    const run = (this.run = executor.prepare?.(graph, library, numArgInputs) ?? ((inputs: Tensor[]) => executor(graph, inputs, library, numArgInputs)));
     // (the common call, one tensor returned and nothing captured, is one closure over the run)
     this.eagerCall =
       this.captures.length === 0 && soleOutput >= 0
@@ -161,9 +162,11 @@ export class ConcreteFunction {
     this.resolvedAt = installations;
   }
 
-  /** Runs the graph on the caller's tensor arguments; returns the flat outputs. */
-  callFlat(args: Tensor[], executor: Executor = this.executor()): Tensor[] {
-    return executor(this.graph, this.inputsFor(args), this.library, this.numArgInputs);
+  /** Runs the graph on the caller's tensor arguments (on `executor` where given); returns the flat outputs. */
+  callFlat(args: Tensor[], executor?: Executor): Tensor[] {
+    if (executor !== undefined) return executor(this.graph, this.inputsFor(args), this.library, this.numArgInputs);
+    if (this.resolvedAt !== installations) this.resolve();
+    return this.run!(this.inputsFor(args));
   }
 
   /**
