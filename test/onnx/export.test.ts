@@ -122,6 +122,48 @@ test("a whole training step (forward, graph-AD backward through a GRU loop, Adam
   }
 });
 
+test("a training step whose model calls a staged function exports (its gradient's residual record is the names it keeps): the same loss and weights", async () => {
+  // (the gradient of a staged call packs what its backward keeps into one record; export inlines
+  // both halves, so the record is only the names of those values)
+  const W = new sc.Variable(seq(12, [4, 3]), { name: "W" });
+  const layer = sc.stage((x: sc.Tensor) => sc.tanh(sc.matmul(x, W)));
+  const x = seq(8, [2, 4]);
+  const y = sc.tensor([0, 2], "int32");
+  const opt = new sc.optim.SGD({ learningRate: 0.1 });
+  const step = sc.stage((x: sc.Tensor, y: sc.Tensor) => opt.minimize(() => nn.softmaxCrossEntropy(layer(x), y), () => [W]));
+  for (let round = 0; round < 2; round++) {
+    const m = sc.onnx.exportModel(step, [x, y]);
+    const got = await sc.onnx.runOnnxRuntime(m.bytes, { arg0: x, arg1: y });
+    const loss = step(x, y);
+    assert.ok(maxRelDiff(got[m.outputNames[0]!]!, loss) < 1e-5);
+    const w = m.updatedVariables.find((u) => u.variable === W)!;
+    assert.ok(maxRelDiff(got[w.output]!, W.storedValue) < 1e-5, `round ${round}: W`);
+  }
+  // second order through the staged call, and the call in an unrolled loop
+  const g = sc.stage((v: sc.Tensor) => sc.tanh(v.mul(v)));
+  const second = sc.stage((v: sc.Tensor) => sc.grad((u: sc.Tensor) => sc.sum(sc.grad((w: sc.Tensor) => sc.sum(g(w)))(u)))(v));
+  const thrice = sc.stage((v: sc.Tensor) =>
+    sc.grad((u: sc.Tensor) => {
+      let a = u;
+      for (let i = 0; i < 3; i++) a = g(a);
+      return sc.sum(a);
+    })(v),
+  );
+  for (const f of [second, thrice]) {
+    const r = await sc.onnx.runOnnxRuntime(sc.onnx.exportFunction(f, x), { arg0: x });
+    assert.ok(maxRelDiff(Object.values(r)[0]!, f(x)) < 1e-4);
+  }
+});
+
+test("a staged call's residual record that would leave a branch is refused, naming the user's line", () => {
+  const g = sc.stage((v: sc.Tensor) => sc.tanh(v.mul(v)));
+  const f = sc.stage((v: sc.Tensor) => sc.grad((u: sc.Tensor) => sc.sum(sc.cond(sc.greater(sc.sum(u), 0), () => g(u), () => u.mul(2))))(v)); // the cond line
+  assert.throws(
+    () => sc.onnx.exportFunction(f, seq(4, [4])),
+    (e: Error) => e instanceof sc.onnx.OnnxUnsupportedError && /residual record/.test(e.message) && e.message.includes(`export.test.ts:${lineOf("// the cond line")}:`),
+  );
+});
+
 test("an in-graph training loop (a staged for over steps) exports as one Loop that computes the same weights", async () => {
   const model = new nn.Sequential(new nn.Linear(8, { seed: 5 }), new nn.ReLU(), new nn.Linear(3, { seed: 6 }));
   const x = seq(6 * 4, [6, 4]);

@@ -9,6 +9,7 @@ import type { SourceLocation } from "../../core/errors.js";
 import { makeNode, type AttributeValue } from "../builders.js";
 import { elemTypeOfDtype } from "../dtypes.js";
 import { OnnxUnsupportedError } from "../errors.js";
+import { ResidualRecords } from "./residual-records.js";
 
 /** Value names shared by a model's graph and all its subgraphs (ONNX wants them unique). */
 export class NameSource {
@@ -34,11 +35,15 @@ export class OnnxBuilder {
   /** The registry op being lowered (errors name it). */
   opName = "";
 
-  constructor(readonly names: NameSource) {}
+  constructor(
+    readonly names: NameSource,
+    /** The model's residual records (residual-records.ts), shared with its subgraphs. */
+    readonly records: ResidualRecords = new ResidualRecords(),
+  ) {}
 
-  /** A builder for a subgraph (an If branch, a Loop body), sharing the model's names. */
+  /** A builder for a subgraph (an If branch, a Loop body), sharing the model's names and records. */
   child(): OnnxBuilder {
-    const b = new OnnxBuilder(this.names);
+    const b = new OnnxBuilder(this.names, this.records);
     b.loc = this.loc;
     b.opName = this.opName;
     return b;
@@ -51,6 +56,7 @@ export class OnnxBuilder {
   /** Emits a node; returns its output names. */
   op(opType: string, inputs: string[], attrs: Record<string, AttributeValue> = {}, numOutputs = 1): string[] {
     const outs = Array.from({ length: numOutputs }, () => this.fresh(opType.toLowerCase()));
+    this.records.checkInputs(opType, inputs);
     this.nodes.push(makeNode(opType, inputs, outs, attrs));
     return outs;
   }
@@ -62,6 +68,7 @@ export class OnnxBuilder {
 
   /** Emits a node writing to given output names. */
   opTo(opType: string, inputs: string[], outputs: string[], attrs: Record<string, AttributeValue> = {}): void {
+    this.records.checkInputs(opType, inputs);
     this.nodes.push(makeNode(opType, inputs, outputs, attrs));
   }
 

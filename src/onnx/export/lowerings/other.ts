@@ -1,4 +1,4 @@
-/** ONNX lowerings of the bitwise ops, fused elementwise groups and the custom-gradient op; the refusals. */
+/** ONNX lowerings of the bitwise ops, fused elementwise groups, the custom-gradient op and residual records; the refusals. */
 import type { DType } from "../../../core/dtype.js";
 import type { ElementwiseGroup } from "../../../core/expr.js";
 import { getOp } from "../../../ops/registry.js";
@@ -54,6 +54,11 @@ export const otherLowerings: Table = {
   },
   // the forward of a custom gradient is the values it was given
   customGradient: (b, ins, n) => ins.slice(n.attrs.numInputs).map((x) => b.op1("Identity", [x])),
+  // A residual record is the list of the names it packs (export/residual-records.ts)
+  packResiduals: (b, ins) => [b.records.pack(b.fresh("residuals"), ins, b.loc)],
+  unpackResiduals: (b, ins, n) =>
+    b.records.unpack(ins[0]!, n.outputTypes.length) ??
+    b.unsupported("the value it unpacks is no residual record made in the exported model (a zero cotangent of one, in a higher-order gradient, has no ONNX form)"),
   // A guard Stagecraft added (an imported Loop's iteration limit) is no part of the program: it
   // exports as nothing. An assertion the program states has no ONNX form.
   assert: (b, _ins, n) => (n.attrs.guard === true ? [] : b.unsupported(refusals.assert!)),
@@ -66,8 +71,6 @@ export const refusals: Record<string, string> = {
   hostCall: "it calls a JavaScript function, which an ONNX model cannot hold",
   print: "printing calls into JavaScript, which an ONNX model cannot hold",
   assert: "an assertion calls into JavaScript, which an ONNX model cannot hold",
-  packResiduals: "residual handles are JavaScript objects of the gradient tape",
-  unpackResiduals: "residual handles are JavaScript objects of the gradient tape",
   bitcast: "ONNX has no bit-reinterpreting cast",
   randomKey: RANDOM,
   randomSplit: RANDOM,
