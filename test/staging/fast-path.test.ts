@@ -203,3 +203,43 @@ test("a concrete function's engine set between fast-path calls is the one the ne
   assert.deepEqual(f(x).arraySync(), [2, 3]);
   assert.equal(sc.onnx.engineStats.runs, runs + 2);
 });
+
+test("a host callback inside a staged function calls staged functions on their fast path, itself included, and every call gets its own answer", () => {
+  // (a fast-path call hands its arguments array to the executor: calls nested inside a run must
+  // not see another call's inputs)
+  const inner = sc.stage((t: sc.Tensor) => t.mul(10));
+  let depth = 0;
+  const outer = sc.stage((x: sc.Tensor): sc.Tensor => {
+    const y = sc.hostCall(
+      (t: sc.Tensor) => {
+        depth++;
+        // the outer function again, on another tensor of its type, from inside its own run
+        const nested = depth === 1 ? outer(t.add(100)) : t;
+        depth--;
+        return inner(t).add(inner(sc.tensor([1, 1], "float32"))).add(nested.sub(nested));
+      },
+      sc.spec([2], "float32"),
+      x,
+    ) as sc.Tensor;
+    return y.add(x);
+  });
+  const a = sc.tensor([1, 2], "float32");
+  const b = sc.tensor([3, 4], "float32");
+  for (let i = 0; i < 3; i++) {
+    assert.deepEqual([...outer(a).dataSync()], [21, 32], `call ${i} on a`);
+    assert.deepEqual([...outer(b).dataSync()], [43, 54], `call ${i} on b`);
+  }
+  assert.deepEqual([...inner(a).dataSync()], [10, 20]);
+});
+
+test("after fast-path calls, an op as the function's last op and its input returned as it is come back right", () => {
+  const last = sc.stage((x: sc.Tensor) => sc.tanh(x));
+  const same = sc.stage((x: sc.Tensor) => x);
+  const x = sc.tensor([0.5, -1], "float64");
+  for (let i = 0; i < 3; i++) {
+    assert.deepEqual([...last(x).dataSync()], [Math.tanh(0.5), Math.tanh(-1)]);
+    assert.deepEqual([...same(x).dataSync()], [0.5, -1]);
+  }
+  const y = sc.tensor([2, 3], "float64");
+  assert.deepEqual([...same(y).dataSync()], [2, 3]);
+});
