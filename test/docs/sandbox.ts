@@ -8,14 +8,14 @@
  * The examples of one document share one folder and run in order, as a reader following the page
  * would: a file one example writes (an exported model) is there for the next one.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CodeBlock } from "./markdown-blocks.js";
+import { appFolder, REPO } from "../util/app-folder.js";
 import { spawnCollect } from "../util/fresh-process.js";
 
-export const REPO = fileURLToPath(new URL("../../", import.meta.url));
+export { REPO };
 const TSX = import.meta.resolve("tsx");
 const RECORDER = new URL("./record-console.mjs", import.meta.url).href;
 
@@ -50,11 +50,7 @@ export class Sandbox {
   private count = 0;
 
   constructor(label: string) {
-    this.dir = mkdtempSync(join(tmpdir(), `stagecraft-docs-${label.replace(/[^\w.-]/g, "_")}-`));
-    writeFileSync(join(this.dir, "package.json"), JSON.stringify({ name: "docs-example", private: true, type: "module" }));
-    mkdirSync(join(this.dir, "node_modules", ".bin"), { recursive: true });
-    symlinkSync(REPO, join(this.dir, "node_modules", "stagecraft"), "dir");
-    symlinkSync(join(REPO, "bin", "stagecraft.mjs"), join(this.dir, "node_modules", ".bin", "stagecraft"));
+    this.dir = appFolder(`docs-${label}`);
   }
 
   /** Runs one example; never rejects on the example's failure (the result says it). */
