@@ -6,14 +6,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import * as vm from "node:vm";
 import * as esbuild from "esbuild";
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+import { appFolder } from "../util/app-folder.js";
 
 // (TypeScript: the plugins strip types in the same pass)
 const APP = `
@@ -42,14 +39,8 @@ try {
 (globalThis as Record<string, unknown>).result = out;
 `;
 
-function appFolder(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), "stagecraft-plugin-"));
-  mkdirSync(path.join(dir, "node_modules"));
-  symlinkSync(ROOT, path.join(dir, "node_modules", "stagecraft"), "dir");
-  writeFileSync(path.join(dir, "app.ts"), APP);
-  writeFileSync(path.join(dir, "index.html"), '<!doctype html><script type="module" src="./app.ts"></script>\n');
-  return dir;
-}
+/** An app folder that imports the package by name, with a page that loads the app. */
+const appWithPage = () => appFolder("plugin", { "app.ts": APP, "index.html": '<!doctype html><script type="module" src="./app.ts"></script>\n' });
 
 function runInPageLikeContext(code: string): Record<string, unknown> {
   const g: Record<string, unknown> = { console, TextEncoder, TextDecoder, atob, btoa, URL, performance, setTimeout, clearTimeout, queueMicrotask };
@@ -62,7 +53,7 @@ function runInPageLikeContext(code: string): Record<string, unknown> {
 const expected = { positive: [9, 18], negative: [9, 18], ops: ["while", "cond"] };
 
 test("stagecraft/esbuild: a bundled closure's while, if and tensor operators are staged as control flow; without the plugin they are not", async () => {
-  const dir = appFolder();
+  const dir = appWithPage();
   try {
     const { default: autograph } = (await import("stagecraft/esbuild")) as typeof import("../../src/autograph/esbuild-plugin.js");
     const bundle = async (plugins: esbuild.Plugin[]) => {
@@ -81,7 +72,7 @@ test("stagecraft/esbuild: a bundled closure's while, if and tensor operators are
 });
 
 test("stagecraft/vite: vite build converts the same closure, and the built page script stages it as control flow", async () => {
-  const dir = appFolder();
+  const dir = appWithPage();
   try {
     const { build } = await import("vite");
     const { default: autograph } = (await import("stagecraft/vite")) as typeof import("../../src/autograph/vite-plugin.js");

@@ -6,14 +6,11 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import * as path from "node:path";
-import { fileURLToPath } from "node:url";
 import * as vm from "node:vm";
 import * as esbuild from "esbuild";
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+import { appFolder } from "../util/app-folder.js";
 
 const APP = `
 import * as sc from "stagecraft";
@@ -35,15 +32,8 @@ out.devices = sc.listDevices().map((d) => d.name);
 globalThis.result = out;
 `;
 
-/** An app folder that imports the package by name (node_modules/stagecraft -> this repository). */
-function appFolder(): string {
-  const dir = mkdtempSync(path.join(tmpdir(), "stagecraft-bundle-"));
-  mkdirSync(path.join(dir, "node_modules"));
-  symlinkSync(ROOT, path.join(dir, "node_modules", "stagecraft"), "dir");
-  writeFileSync(path.join(dir, "app.js"), APP);
-  writeFileSync(path.join(dir, "index.html"), '<!doctype html><script type="module" src="./app.js"></script>\n');
-  return dir;
-}
+/** An app folder that imports the package by name, with a page that loads the app. */
+const appWithPage = () => appFolder("bundle", { "app.js": APP, "index.html": '<!doctype html><script type="module" src="./app.js"></script>\n' });
 
 /** What a page has and Node adds: no process, Buffer, require, or Node modules. */
 function browserLikeGlobals(): Record<string, unknown> {
@@ -54,7 +44,7 @@ function browserLikeGlobals(): Record<string, unknown> {
 }
 
 test("esbuild --platform=browser bundles the package with no errors and no Node module, and the bundle runs without Node's globals", async () => {
-  const dir = appFolder();
+  const dir = appWithPage();
   try {
     const r = await esbuild.build({ entryPoints: [path.join(dir, "app.js")], bundle: true, platform: "browser", format: "iife", write: false, metafile: true, logLevel: "silent" });
     assert.deepEqual(r.errors, []);
@@ -81,7 +71,7 @@ test("esbuild --platform=browser bundles the package with no errors and no Node 
 });
 
 test("Vite builds an app importing the package with no warning (no Node module externalized for the browser)", async () => {
-  const dir = appFolder();
+  const dir = appWithPage();
   try {
     const { build } = await import("vite");
     const said: string[] = [];

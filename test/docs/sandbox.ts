@@ -8,16 +8,27 @@
  * The examples of one document share one folder and run in order, as a reader following the page
  * would: a file one example writes (an exported model) is there for the next one.
  */
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CodeBlock } from "./markdown-blocks.js";
+import { appFolder, REPO } from "../util/app-folder.js";
+import { spawnCollect } from "../util/fresh-process.js";
 
-export const REPO = fileURLToPath(new URL("../../", import.meta.url));
+export { REPO };
 const TSX = import.meta.resolve("tsx");
 const RECORDER = new URL("./record-console.mjs", import.meta.url).href;
+
+/**
+ * The PATH an example's commands get: the sandbox project's node_modules/.bin first (as npm
+ * scripts and npx would have it), then this process's PATH without any node_modules/.bin folder
+ * (`npm test` puts the repository's there): tools the repository has installed for itself (tsx,
+ * esbuild, tsc) are not a new user's, so an example that needs one must install it.
+ */
+export function examplePath(sandboxDir: string, path = process.env.PATH ?? ""): string {
+  const inherited = path.split(delimiter).filter((p) => p !== "" && !/(^|[\\/])node_modules[\\/]\.bin[\\/]?$/.test(p));
+  return [join(sandboxDir, "node_modules", ".bin"), ...inherited].join(delimiter);
+}
 
 export interface Print {
   /** The example's line (1-based, within the block) that called console.log. */
@@ -39,15 +50,11 @@ export class Sandbox {
   private count = 0;
 
   constructor(label: string) {
-    this.dir = mkdtempSync(join(tmpdir(), `stagecraft-docs-${label.replace(/[^\w.-]/g, "_")}-`));
-    writeFileSync(join(this.dir, "package.json"), JSON.stringify({ name: "docs-example", private: true, type: "module" }));
-    mkdirSync(join(this.dir, "node_modules", ".bin"), { recursive: true });
-    symlinkSync(REPO, join(this.dir, "node_modules", "stagecraft"), "dir");
-    symlinkSync(join(REPO, "bin", "stagecraft.mjs"), join(this.dir, "node_modules", ".bin", "stagecraft"));
+    this.dir = appFolder(`docs-${label}`);
   }
 
   /** Runs one example; never rejects on the example's failure (the result says it). */
-  run(block: CodeBlock, timeoutMs: number): Promise<RunResult> {
+  async run(block: CodeBlock, timeoutMs: number): Promise<RunResult> {
     const n = ++this.count;
     const ext = block.kind === "commands" ? "sh" : block.lang === "ts" || block.lang === "typescript" ? "ts" : "js";
     const file = join(this.dir, `example-${n}.${ext}`);
@@ -57,7 +64,7 @@ export class Sandbox {
       ...process.env,
       DOCS_EXAMPLE_FILE: file,
       DOCS_EXAMPLE_RECORD: record,
-      PATH: `${join(this.dir, "node_modules", ".bin")}:${join(REPO, "node_modules", ".bin")}:${process.env.PATH ?? ""}`,
+      PATH: examplePath(this.dir),
     };
     delete env.NODE_TEST_CONTEXT; // the example is a program of its own, not a test file of this run
     delete env.NODE_OPTIONS;
@@ -66,32 +73,18 @@ export class Sandbox {
         ? ["bash", ["-eo", "pipefail", file]]
         : [process.execPath, [...(ext === "ts" ? ["--import", TSX] : []), "--import", RECORDER, file]];
     const started = performance.now();
-    return new Promise((resolve, reject) => {
-      const child = spawn(cmd, args, { cwd: this.dir, env, stdio: ["ignore", "pipe", "pipe"] });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d: Buffer) => (stdout += d));
-      child.stderr.on("data", (d: Buffer) => (stderr += d));
-      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
-      child.on("error", (e) => {
-        clearTimeout(timer);
-        reject(e);
-      });
-      child.on("close", (code, signal) => {
-        clearTimeout(timer);
-        const prints = existsSync(record)
-          ? readFileSync(record, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as Print)
-          : [];
-        resolve({ code, signal, stdout, stderr, prints, seconds: (performance.now() - started) / 1000 });
-      });
-    });
+    const { code, signal, stdout, stderr } = await spawnCollect(cmd, args, { cwd: this.dir, env, timeoutMs });
+    const prints = existsSync(record)
+      ? readFileSync(record, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l) as Print)
+      : [];
+    return { code, signal, stdout, stderr, prints, seconds: (performance.now() - started) / 1000 };
   }
 
   /**
    * Type-checks TypeScript examples as a user's strict NodeNext project would (tsc against the
    * package's .d.ts files, found through node_modules/stagecraft): one file per example, one tsc run.
    */
-  typecheck(blocks: CodeBlock[]): Promise<{ code: number | null; output: string; files: Map<string, CodeBlock> }> {
+  async typecheck(blocks: CodeBlock[]): Promise<{ code: number | null; output: string; files: Map<string, CodeBlock> }> {
     const files = new Map<string, CodeBlock>();
     const dir = join(this.dir, "typecheck");
     mkdirSync(dir);
@@ -106,14 +99,8 @@ export class Sandbox {
     };
     writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions, include: ["*.ts"] }));
     const tsc = fileURLToPath(import.meta.resolve("typescript/bin/tsc"));
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [tsc, "-p", dir, "--pretty", "false"], { cwd: this.dir, stdio: ["ignore", "pipe", "pipe"] });
-      let output = "";
-      child.stdout.on("data", (d: Buffer) => (output += d));
-      child.stderr.on("data", (d: Buffer) => (output += d));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, output, files }));
-    });
+    const { code, stdout, stderr } = await spawnCollect(process.execPath, [tsc, "-p", dir, "--pretty", "false"], { cwd: this.dir });
+    return { code, output: stdout + stderr, files };
   }
 
   dispose(): void {

@@ -1,22 +1,92 @@
-/** Runs a test script in a fresh Node process (TypeScript through tsx); resolves with the JSON it prints. */
+/** Runs programs in fresh processes for tests, and collects what they print. */
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-export function freshProcessJson<T>(script: URL, args: string[] = []): Promise<T> {
+export interface Collected {
+  /** The program's exit code, null when a signal ended it. */
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Whether timeoutMs ran out (the program and everything it started were then killed). */
+  timedOut: boolean;
+}
+
+export interface SpawnOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** After this long the program's whole process group is killed (SIGKILL). None: no limit. */
+  timeoutMs?: number;
+}
+
+/**
+ * Runs `cmd args` and resolves when it has ended and its output is closed; rejects only when it
+ * cannot be started.
+ *
+ * The program runs in a process group of its own (detached), so what it starts (a shell's
+ * commands, a background job) can be ended with it: on timeout the whole group is killed, and when
+ * the program exits, what it left running in its group is killed too. Killing only the program
+ * would leave its children holding the output pipes open (so no "close", no result) and running in
+ * a folder the caller is about to delete.
+ */
+export function spawnCollect(cmd: string, args: string[], options: SpawnOptions = {}): Promise<Collected> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(script), ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d));
-    child.stderr.on("data", (d: Buffer) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      if (code !== 0) return reject(new Error(`the fresh process exited with ${code}: ${err.slice(-2000)}`));
+    const child = spawn(cmd, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let stdout = "";
+    let stderr = "";
+    let timedOut = false;
+    child.stdout.on("data", (d: Buffer) => (stdout += d));
+    child.stderr.on("data", (d: Buffer) => (stderr += d));
+    const killGroup = () => {
       try {
-        resolve(JSON.parse(out) as T);
-      } catch (e) {
-        reject(new Error(`the fresh process printed no JSON (${(e as Error).message}): ${err.slice(-2000)}`));
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // (ESRCH: the group has ended already)
       }
+    };
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            killGroup();
+          }, options.timeoutMs);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on("exit", killGroup);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, timedOut });
     });
   });
+}
+
+/** Runs a test script in a fresh Node process (TypeScript through tsx); resolves with the JSON it prints. */
+export async function freshProcessJson<T>(script: URL, args: string[] = []): Promise<T> {
+  const { code, stdout, stderr } = await spawnCollect(process.execPath, ["--import", "tsx", fileURLToPath(script), ...args]);
+  if (code !== 0) throw new Error(`the fresh process exited with ${code}: ${stderr.slice(-2000)}`);
+  try {
+    return JSON.parse(stdout) as T;
+  } catch (e) {
+    throw new Error(`the fresh process printed no JSON (${(e as Error).message}): ${stderr.slice(-2000)}`);
+  }
+}
+
+/** Whether process `pid` is running: it exists and has not ended (a zombie, ended but not yet reaped, is not running). */
+export function processRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    // Linux: the state is the field after the parenthesised command name ("Z": zombie, "X": dead).
+    const state = /\)\s+(\S)/.exec(readFileSync(`/proc/${pid}/stat`, "utf8"))?.[1];
+    return state !== "Z" && state !== "X";
+  } catch {
+    return process.platform !== "linux";
+  }
 }
