@@ -82,8 +82,7 @@ export function nativeMatmulWins(m: number, n: number, k: number): boolean {
 
 /**
  * Runs `run(threads)` under the thread policy and times it for the policy (class `key`: the
- * kernel and the exact shape, jobClass); false when `run`
- * returned false (the library cannot express that shape: nothing ran, nothing is recorded).
+ * kernel and the shape's size classes, jobClass); false when `run` returned false (the library cannot express that shape: nothing ran, nothing is recorded).
  */
 function timed(key: string, flops: number, run: (threads: number) => boolean | void): boolean {
   const max = Math.min(configuredThreads(), threadCap);
@@ -101,10 +100,12 @@ export function tryNativeMatmul(a: Float32Array, aOffsets: ArrayLike<number>, b:
                                 m: number, k: number, n: number, transA: boolean, transB: boolean): boolean {
   const nk = nativeKernels();
   if (nk === null || !nk.matmulWins(m, n, k)) return false;
-  return timed(jobClass("matmul", m, k, n, +transA, +transB, aOffsets.length), 2 * m * n * k * aOffsets.length, (t) => nk.matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, t));
+  return timed(jobClass("matmul", [m, n, k, aOffsets.length], transA, transB), 2 * m * n * k * aOffsets.length, (t) => nk.matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, t));
 }
 
-const convClass = (kernel: string, p: Conv2dParams) => jobClass(kernel, ...Object.values(p));
+/** (padding is not listed: it shows in the output's size) */
+const convClass = (kernel: string, p: Conv2dParams) =>
+  jobClass(kernel, [p.batch, p.inC, p.inH, p.inW, p.outC, p.outH, p.outW, p.kH, p.kW, p.strideH, p.strideW, p.dilationH, p.dilationW, p.groups]);
 const convFlops = (p: Conv2dParams) => 2 * p.batch * p.outC * p.outH * p.outW * (p.inC / p.groups) * p.kH * p.kW;
 
 /** The convolution natively when it wins there; false (nothing written) otherwise. */

@@ -2,13 +2,13 @@
  * When to use a second thread: measured, not assumed. On a machine whose other core is busy
  * (another process, the garbage collector), a helper thread makes progress only when the
  * scheduler gives it time: a job then waits for the task the helper is on, and a woken helper
- * can take the main thread's own core. So each class of job (one kernel on one shape: jobs of
- * different shapes cost different amounts per flop, and a class mixing them compared one
- * shape's timings with another's) keeps what its recent runs with one and with more threads
- * cost, as the wall time of the whole job (dispatch, work and the wait for the helpers: what the
- * caller pays), and uses the cheaper. Now and then it runs the other way (a probe) to notice
- * when the machine changes: probes are spaced so that their expected extra cost stays under
- * `probeBudget` of the class's time (a probe of threads that cost 3x on a busy machine comes
+ * can take the main thread's own core. So each class of job (one kernel on shapes whose every
+ * dimension has the same power of two, jobClass: jobs of very different shapes cost different
+ * amounts per flop, and a class mixing them compared one shape's timings with another's) keeps
+ * what its recent runs with one and with more threads cost, as the wall time of the whole job
+ * (dispatch, work and the wait for the helpers: what the caller pays), and uses the cheaper.
+ * Now and then it runs the other way (a probe) to notice when the machine changes: probes are
+ * spaced so that their expected extra cost stays under `probeBudget` of the class's time (a probe of threads that cost 3x on a busy machine comes
  * about every 70 jobs, one that costs nothing extra every `minGap` jobs), and at most `maxGap`
  * jobs apart (4096: a threaded probe of a 65 us native product on a busy core cost 2-4 ms, its
  * helper waiting for the core, so at 256 jobs apart the probes alone took 12% of the staged RNN
@@ -235,10 +235,23 @@ export class ThreadPolicy {
 }
 
 /**
- * A job-class key: the kernel and the job's shape (dimensions, transposes, batch), exactly.
- * Jobs of one size but different shapes cost different amounts per flop (a product with k = 32
- * runs at 0.8x the rate of one with k = 256): one class per shape compares like with like.
+ * A dimension's size class: its power of two (1 -> 0, 2-3 -> 1, 32-63 -> 5; 0 -> -1), at most 31.
+ * A job class buckets each dimension so: jobs of one size but different shapes cost different
+ * amounts per flop (a product with k = 32 runs at 0.8x the rate of one with k = 256: classes 5
+ * and 8), while shapes within a factor of two cost about the same per flop. Keyed by the exact
+ * shape instead, every new shape (a last partial batch, another sequence length) started a class
+ * afresh (of its first 6 jobs, 3 run threaded) and the classes grew without bound.
  */
-export function jobClass(kernel: string, ...shape: number[]): string {
-  return `${kernel}:${shape.join("x")}`;
+export function sizeClass(d: number): number {
+  return 31 - Math.clz32(d);
+}
+
+/**
+ * A job-class key: the kernel, each of the job's dimensions by its size class (sizeClass) and
+ * whether A and B are transposed. At most 33 classes per dimension: the classes stay few.
+ */
+export function jobClass(kernel: string, dims: readonly number[], transA = false, transB = false): string {
+  let key = kernel + (transA ? ":T" : ":N") + (transB ? "T" : "N");
+  for (let i = 0; i < dims.length; i++) key += ":" + sizeClass(dims[i]!);
+  return key;
 }

@@ -6,7 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { jobClass, ThreadPolicy } from "../../../src/backends/cpu/thread-policy.js";
 import { matmul } from "../../../src/backends/cpu/matmul.js";
-import { poolStats, setThreadLimit } from "../../../src/backends/cpu/worker-pool.js";
+import { poolStats, rowsClass, setThreadLimit } from "../../../src/backends/cpu/worker-pool.js";
 import { configuredThreads } from "../../../src/backends/cpu/wasm-runtime.js";
 import { installNativeKernels, nativeKernels, nativePolicy, nativeStats, useNativeKernels } from "../../../src/backends/cpu/native.js";
 import { loadOrtNativeKernels } from "../../../src/onnx/native-kernels.js";
@@ -33,7 +33,7 @@ function drive(p: ThreadPolicy, key: string, jobs: number, one: number, many: nu
 
 test("thread policy: threads while they pay, one thread while the other core is busy, threads again when it frees", () => {
   const p = new ThreadPolicy();
-  const key = jobClass("sgemm", 2 ** 30);
+  const key = jobClass("sgemm", [512, 1024, 1024, 1]);
   // free second core: two threads take 0.55 of the time
   const free = drive(p, key, 200, 1.0, 0.55);
   assert.ok(free.threaded >= 190, `free core: ${free.threaded} of 200 jobs threaded`);
@@ -49,7 +49,7 @@ test("thread policy: threads while they pay, one thread while the other core is 
 
 test("thread policy: forget() drops what a busy phase taught, so the next jobs measure both ways afresh", () => {
   const p = new ThreadPolicy();
-  const key = jobClass("sgemm", 2 ** 30);
+  const key = jobClass("sgemm", [512, 1024, 1024, 1]);
   drive(p, key, 100, 1.0, 1.9); // busy second core: one thread preferred
   assert.ok(p.estimates(key).many > p.estimates(key).one);
   // without forget(), a freed core is seen only through probes: the first jobs stay on one thread
@@ -122,8 +122,24 @@ test("thread policy: classes are separate, the first jobs measure both ways, and
   p.force(null);
   assert.equal(p.useThreads("a"), false, "measured choice again");
   // one class per kernel and shape: products of one size but different shapes are apart
-  assert.notEqual(jobClass("matmul", 32, 256, 256, 0, 1, 1), jobClass("matmul", 256, 32, 256, 1, 0, 1));
-  assert.equal(jobClass("matmul", 32, 256, 256, 0, 1, 1), jobClass("matmul", 32, 256, 256, 0, 1, 1));
+  assert.notEqual(jobClass("matmul", [32, 256, 256, 1], false, true), jobClass("matmul", [256, 256, 32, 1], true, false));
+  assert.equal(jobClass("matmul", [32, 256, 256, 1], false, true), jobClass("matmul", [32, 256, 256, 1], false, true));
+});
+
+test("thread policy: a job class buckets each dimension by its power of two: few classes for many shapes, k = 32 apart from k = 256", () => {
+  // keyed by the exact shape, every new batch size or sequence length started a class afresh
+  // (half its first jobs threaded) and the classes grew without bound
+  const ms = Array.from({ length: 4096 }, (_, i) => i + 1);
+  assert.equal(new Set(ms.map((m) => jobClass("sgemm", [m, 256, 256, 1]))).size, 13, "m = 1..4096: 13 classes");
+  assert.equal(jobClass("sgemm", [40, 256, 256, 3]), jobClass("sgemm", [63, 300, 511, 2]));
+  // equal flops, different rates per flop: apart
+  assert.notEqual(jobClass("sgemm", [256, 256, 32, 1]), jobClass("sgemm", [32, 256, 256, 1]));
+  assert.notEqual(jobClass("sgemm", [64, 64, 64, 1], true, false), jobClass("sgemm", [64, 64, 64, 1]));
+  assert.notEqual(jobClass("sgemm", [64, 64, 64, 1], false, true), jobClass("sgemm", [64, 64, 64, 1], true, false));
+  // the row-shared products' numeric classes: the same buckets
+  assert.equal(rowsClass(40, 256, 256), rowsClass(63, 300, 511));
+  assert.notEqual(rowsClass(256, 256, 32), rowsClass(32, 256, 256));
+  assert.equal(new Set(ms.map((m) => rowsClass(m, 70000, 3))).size, 13);
 });
 
 /**
@@ -225,11 +241,11 @@ test("native kernels: one and several threads give the same bits", { skip: nativ
   assert.deepEqual(new Uint32Array(got.buffer), new Uint32Array(one.buffer));
 });
 
-test("native kernels: each product shape is its own class of the thread policy, though their sizes match", { skip: nativeKernels() === null ? "onnxruntime-node not loaded" : configuredThreads() < 2 ? "one thread configured" : false }, () => {
+test("native kernels: products of one size but different shapes are different classes of the thread policy", { skip: nativeKernels() === null ? "onnxruntime-node not loaded" : configuredThreads() < 2 ? "one thread configured" : false }, () => {
   // the staged RNN step's three products are all 2^22 flops: 32x256 by 256x256 (forward, and
   // backward with B transposed) and 256x32 by 32x256 (the weight gradient, 0.8x the rate per
   // flop); one class for all three compared one shape's timings with another's
-  const a = jobClass("matmul", 32, 256, 256, 0, 0, 1), b = jobClass("matmul", 256, 32, 256, 1, 0, 1);
+  const a = jobClass("matmul", [32, 256, 256, 1]), b = jobClass("matmul", [256, 256, 32, 1], true, false);
   const jobs = (key: string) => nativePolicy.estimates(key).jobs;
   const before = [jobs(a), jobs(b)];
   const rand = mulberry32(5);
@@ -238,4 +254,16 @@ test("native kernels: each product shape is its own class of the thread policy, 
   assert.deepEqual([jobs(a), jobs(b)], [before[0]! + 3, before[1]], "the forward product's class");
   for (let i = 0; i < 2; i++) matmul("float32", x, [0], x, [0], new Float32Array(256 * 256), 256, 32, 256, true, false);
   assert.deepEqual([jobs(a), jobs(b)], [before[0]! + 3, before[1]! + 2], "the weight gradient's class");
+});
+
+test("native kernels: products whose shapes differ within a power of two (a last partial batch) share a class", { skip: nativeKernels() === null ? "onnxruntime-node not loaded" : configuredThreads() < 2 ? "one thread configured" : false }, () => {
+  const key = jobClass("matmul", [32, 256, 256, 1]);
+  const before = nativePolicy.estimates(key).jobs;
+  const rand = mulberry32(9);
+  const w = Float32Array.from({ length: 256 * 256 }, () => rand() - 0.5);
+  for (const m of [32, 40, 47, 63, 33]) {
+    const x = Float32Array.from({ length: m * 256 }, () => rand() - 0.5);
+    matmul("float32", x, [0], w, [0], new Float32Array(m * 256), m, 256, 256, false, false);
+  }
+  assert.equal(nativePolicy.estimates(key).jobs, before + 5);
 });
