@@ -398,12 +398,12 @@ export function registerExtraKernel(module: object, memory: object, name: string
 }
 
 /**
- * The policy's class of a row-shared product: jobClass's size classes of m, n and k, packed 5
- * bits each into a number (these calls can be a few microseconds: no
+ * The policy's class of a row-shared product: jobClass's size classes of m, n and k and whether A
+ * is transposed, packed 5 bits each into a number (these calls can be a few microseconds: no
  * string built per call). Exported for tests.
  */
-export function rowsClass(m: number, n: number, k: number): number {
-  return (sizeClass(m) & 31) | ((sizeClass(n) & 31) << 5) | ((sizeClass(k) & 31) << 10);
+export function rowsClass(m: number, n: number, k: number, transA: boolean): number {
+  return (sizeClass(m) & 31) | ((sizeClass(n) & 31) << 5) | ((sizeClass(k) & 31) << 10) | (transA ? 1 << 15 : 0);
 }
 
 /**
@@ -420,7 +420,8 @@ export function runRowChunks(id: number, fn: ExtraKernel, args: readonly number[
   const m = args[3]!, flops = 2 * m * args[4]! * args[5]!;
   // (the compiled executor sends products from config.splitMinFlops up: the policy measures them)
   const may = !!p && threadLimit >= 2 && p.size >= 2 && m >= 2 * chunk;
-  const key = rowsClass(m, args[4]!, args[5]!);
+  // (A transposed: its stride along k, args[7], is m rather than 1: exec/compiled/codegen.ts)
+  const key = rowsClass(m, args[4]!, args[5]!, args[7]! !== 1);
   if (!may || !poolPolicy.useThreads(key)) {
     fn(args[0]!, args[1]!, args[2]!, m, args[4]!, args[5]!, args[6]!, args[7]!, args[8]!);
     if (may) poolPolicy.record(key, false, (performance.now() - t0) / 1000, flops);

@@ -6,7 +6,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { jobClass, ThreadPolicy } from "../../../src/backends/cpu/thread-policy.js";
 import { matmul } from "../../../src/backends/cpu/matmul.js";
-import { poolStats, rowsClass, setThreadLimit } from "../../../src/backends/cpu/worker-pool.js";
+import { poolPolicy, poolStats, rowsClass, setThreadLimit } from "../../../src/backends/cpu/worker-pool.js";
+import { gemmInstance } from "../../../src/backends/cpu/wasm/gemm.js";
 import { configuredThreads } from "../../../src/backends/cpu/wasm-runtime.js";
 import { installNativeKernels, nativeKernels, nativePolicy, nativeStats, useNativeKernels } from "../../../src/backends/cpu/native.js";
 import { loadOrtNativeKernels } from "../../../src/onnx/native-kernels.js";
@@ -136,10 +137,11 @@ test("thread policy: a job class buckets each dimension by its power of two: few
   assert.notEqual(jobClass("sgemm", [256, 256, 32, 1]), jobClass("sgemm", [32, 256, 256, 1]));
   assert.notEqual(jobClass("sgemm", [64, 64, 64, 1], true, false), jobClass("sgemm", [64, 64, 64, 1]));
   assert.notEqual(jobClass("sgemm", [64, 64, 64, 1], false, true), jobClass("sgemm", [64, 64, 64, 1], true, false));
-  // the row-shared products' numeric classes: the same buckets
-  assert.equal(rowsClass(40, 256, 256), rowsClass(63, 300, 511));
-  assert.notEqual(rowsClass(256, 256, 32), rowsClass(32, 256, 256));
-  assert.equal(new Set(ms.map((m) => rowsClass(m, 70000, 3))).size, 13);
+  // the row-shared products' numeric classes: the same buckets, and A transposed apart
+  assert.equal(rowsClass(40, 256, 256, false), rowsClass(63, 300, 511, false));
+  assert.notEqual(rowsClass(256, 256, 32, false), rowsClass(32, 256, 256, false));
+  assert.notEqual(rowsClass(64, 64, 64, true), rowsClass(64, 64, 64, false));
+  assert.equal(new Set(ms.flatMap((m) => [rowsClass(m, 70000, 3, false), rowsClass(m, 70000, 3, true)])).size, 26);
 });
 
 /**
@@ -266,4 +268,22 @@ test("native kernels: products whose shapes differ within a power of two (a last
     matmul("float32", x, [0], w, [0], new Float32Array(m * 256), m, 256, 256, false, false);
   }
   assert.equal(nativePolicy.estimates(key).jobs, before + 5);
+});
+
+test("worker pool: a row-shared product with A transposed is its own class of the thread policy", { skip: configuredThreads() < 2 ? "one thread configured" : false }, () => {
+  const m = 64, n = 64, k = 64;
+  const wg = gemmInstance(4 * 4 * m * k, true);
+  const f32 = new Float32Array(wg.memory.buffer);
+  const rand = mulberry32(3);
+  for (let i = 0; i < 2 * m * k; i++) f32[i] = rand() - 0.5;
+  const A = 0, B = 4 * m * k, C = 8 * m * k, C1 = 12 * m * k;
+  const jobs = (transA: boolean) => poolPolicy.estimates(rowsClass(m, n, k, transA)).jobs;
+  const before = [jobs(false), jobs(true)];
+  // A stored k x m (transposed): its stride along a row of op(A) is 1, along k it is m
+  for (let i = 0; i < 3; i++) wg.split(A, B, C, m, n, k, 1, m, 0);
+  wg.gemm(A, B, C1, m, n, k, 1, m, 0);
+  assert.deepEqual(new Uint32Array(wg.memory.buffer, C, m * n), new Uint32Array(wg.memory.buffer, C1, m * n), "the one-thread bits");
+  assert.deepEqual([jobs(false), jobs(true)], [before[0], before[1]! + 3], "the transposed class");
+  wg.split(A, B, C, m, n, k, k, 1, 0);
+  assert.deepEqual([jobs(false), jobs(true)], [before[0]! + 1, before[1]! + 3], "the plain class");
 });
