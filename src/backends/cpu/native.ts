@@ -81,11 +81,14 @@ export function nativeMatmulWins(m: number, n: number, k: number): boolean {
 }
 
 /**
- * Runs `run(threads)` under the thread policy and times it for the policy (class `key`: the
- * kernel and the shape's size classes, jobClass); false when `run` returned false (the library cannot express that shape: nothing ran, nothing is recorded).
+ * Runs `run(threads)` under the thread policy and times it for the policy (its class
+ * `classOf()`: the kernel and the shape's size classes, jobClass, made only where several
+ * threads may run); false when `run` returned false (the library cannot express that shape:
+ * nothing ran, nothing is recorded).
  */
-function timed(key: string, flops: number, run: (threads: number) => boolean | void): boolean {
+function timed(classOf: () => string, flops: number, run: (threads: number) => boolean | void): boolean {
   const max = Math.min(configuredThreads(), threadCap);
+  const key = max > 1 ? classOf() : "";
   const many = max > 1 && nativePolicy.useThreads(key);
   const t0 = performance.now();
   if (run(many ? max : 1) === false) return false;
@@ -100,11 +103,12 @@ export function tryNativeMatmul(a: Float32Array, aOffsets: ArrayLike<number>, b:
                                 m: number, k: number, n: number, transA: boolean, transB: boolean): boolean {
   const nk = nativeKernels();
   if (nk === null || !nk.matmulWins(m, n, k)) return false;
-  return timed(jobClass("matmul", [m, n, k, aOffsets.length], transA, transB), 2 * m * n * k * aOffsets.length, (t) => nk.matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, t));
+  const batch = aOffsets.length;
+  return timed(() => jobClass("matmul", [m, n, k, batch], transA, transB), 2 * m * n * k * batch, (t) => nk.matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, t));
 }
 
-/** (padding is not listed: it shows in the output's size) */
-const convClass = (kernel: string, p: Conv2dParams) =>
+/** A convolution's class maker (padding is not listed: it shows in the output's size). */
+const convClass = (kernel: string, p: Conv2dParams) => () =>
   jobClass(kernel, [p.batch, p.inC, p.inH, p.inW, p.outC, p.outH, p.outW, p.kH, p.kW, p.strideH, p.strideW, p.dilationH, p.dilationW, p.groups]);
 const convFlops = (p: Conv2dParams) => 2 * p.batch * p.outC * p.outH * p.outW * (p.inC / p.groups) * p.kH * p.kW;
 

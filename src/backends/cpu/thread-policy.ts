@@ -59,6 +59,10 @@ interface ClassState {
   many: number[];
   /** The last paired ratios, threaded over one-thread seconds per flop (newest last). */
   ratios: number[];
+  /** The medians of `one`, `many` and `ratios` (NaN for none), kept as each list changes. */
+  oneMedian: number;
+  manyMedian: number;
+  ratioMedian: number;
   /** Whether a job of each way has run (the first pays one-time costs and is not recorded). */
   ranOne: boolean;
   ranMany: boolean;
@@ -91,6 +95,13 @@ function median(x: number[]): number {
     sorted[j] = v;
   }
   return n % 2 === 1 ? sorted[n >> 1]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+}
+
+/** Appends `v` to `list`, dropping its oldest beyond `cap`; returns the list's new median. */
+function push(list: number[], v: number, cap: number): number {
+  list.push(v);
+  if (list.length > cap) list.shift();
+  return median(list);
 }
 
 function mean(x: number[]): number {
@@ -126,7 +137,7 @@ export class ThreadPolicy {
   private state(key: string | number): ClassState {
     let s = this.classes.get(key);
     if (s === undefined) {
-      s = { one: [], many: [], ratios: [], ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
+      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
       this.classes.set(key, s);
     }
     return s;
@@ -138,7 +149,7 @@ export class ThreadPolicy {
 
   /** Whether threads are the cheaper way by what has been measured: both measures must say so. */
   private prefers(s: ClassState): boolean {
-    return median(s.ratios) * this.margin < 1 && median(s.many) * this.margin < median(s.one);
+    return s.ratioMedian * this.margin < 1 && s.manyMedian * this.margin < s.oneMedian;
   }
 
   /** Whether the next job of class `key` should use several threads. */
@@ -180,14 +191,12 @@ export class ThreadPolicy {
     }
     s.flops = Math.max(1, flops);
     let perFlop = seconds / s.flops;
-    if (threaded && helperIdle && s.one.length > 0) perFlop = Math.max(perFlop, median(s.one));
-    const other = threaded ? s.one : s.many;
+    if (threaded && helperIdle && s.one.length > 0) perFlop = Math.max(perFlop, s.oneMedian);
     // a probe (or a starting job) against the other way's timings of just before
-    if ((s.probing || this.starting(s)) && other.length > 0) {
+    if ((s.probing || this.starting(s)) && (threaded ? s.one : s.many).length > 0) {
       const before = this.prefers(s);
-      const ratio = threaded ? perFlop / median(other) : median(other) / perFlop;
-      s.ratios.push(ratio);
-      if (s.ratios.length > this.ratioWindow) s.ratios.shift();
+      const ratio = threaded ? perFlop / s.oneMedian : s.manyMedian / perFlop;
+      s.ratioMedian = push(s.ratios, ratio, this.ratioWindow);
       // a probe that says the other way is cheaper is confirmed soon by another, as many times
       // as it takes to flip the median (a machine that changed is followed within a few jobs)
       if (s.probing) {
@@ -195,9 +204,8 @@ export class ThreadPolicy {
         s.gap = s.disagreed > 0 && s.disagreed <= this.ratioWindow >> 1 ? this.confirmGap : this.minGap;
       }
     }
-    const list = threaded ? s.many : s.one;
-    list.push(perFlop);
-    if (list.length > this.window) list.shift();
+    if (threaded) s.manyMedian = push(s.many, perFlop, this.window);
+    else s.oneMedian = push(s.one, perFlop, this.window);
     if (s.probing) {
       s.sinceProbe = 0;
       s.spentSinceProbe = 0;
@@ -230,7 +238,7 @@ export class ThreadPolicy {
    */
   estimates(key: string | number): { one: number; many: number; ratio: number; jobs: number } {
     const s = this.state(key);
-    return { one: median(s.one), many: median(s.many), ratio: median(s.ratios), jobs: s.jobs };
+    return { one: s.oneMedian, many: s.manyMedian, ratio: s.ratioMedian, jobs: s.jobs };
   }
 }
 
