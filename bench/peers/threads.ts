@@ -13,7 +13,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import * as sc from "../../src/api/index.js";
 import { poolPolicy, poolStats, setThreadLimit } from "../../src/backends/cpu/worker-pool.js";
-import { forgetNativeThreadTimings, nativeStats } from "../../src/backends/cpu/native.js";
+import { nativePolicy, nativeStats } from "../../src/backends/cpu/native.js";
 import { isMainModule, randomValues } from "../common.js";
 import { FULL, QUICK, measure, type Workload } from "./harness.js";
 import { consoleTables } from "./report.js";
@@ -119,7 +119,7 @@ export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<W
     rounds: (run) => ({ rounds: run.rounds * 5 + 1, roundMs: Math.max(40, run.roundMs / 3), warmupMs: run.warmupMs }),
     // the policy's timings of a core kept busy on purpose would hold the next workloads to one
     // thread until its probes noticed the core free again (tens of jobs per class)
-    done: () => { spinner?.kill(); poolPolicy.forget(); forgetNativeThreadTimings(); scDefaults(); },
+    done: () => { spinner?.kill(); poolPolicy.forget(); nativePolicy.forget(); scDefaults(); },
   };
 }
 

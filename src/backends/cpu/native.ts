@@ -65,11 +65,6 @@ export function setNativeThreadLimit(n: number): void {
   threadCap = Math.max(1, Math.floor(n));
 }
 
-/** Forgets the native kernels' thread timings (ThreadPolicy.forget): the machine changed under them. */
-export function forgetNativeThreadTimings(): void {
-  nativePolicy.forget();
-}
-
 /** Counters for tests and benchmarks: native calls, and those that ran on several threads. */
 export function nativeStats(): { kernels: string | null; calls: number; threaded: number } {
   return { kernels: nativeKernels()?.name ?? null, ...stats };
