@@ -15,17 +15,20 @@ import { mulberry32 } from "../../util/mulberry32.js";
 
 installNativeKernels(loadOrtNativeKernels());
 
+type Cost = number | ((i: number) => number);
+
 /**
  * Runs `jobs` jobs of class key on a simulated machine where a job takes `one` s on one thread
- * and `many` s with threads (a number, or a function of the job's index: noise, a stall);
- * returns how many used threads and the seconds they all took.
+ * and `many` s with threads (each a number, or a function of the job's index: noise, a stall,
+ * the machine's load); returns how many used threads and the seconds they all took.
  */
-function drive(p: ThreadPolicy, key: string, jobs: number, one: number, many: number | ((i: number) => number), helperIdle = false): { threaded: number; seconds: number } {
+function drive(p: ThreadPolicy, key: string, jobs: number, one: Cost, many: Cost, helperIdle = false): { threaded: number; seconds: number } {
   let threaded = 0, seconds = 0;
+  const cost = (c: Cost, i: number) => (typeof c === "number" ? c : c(i));
   for (let i = 0; i < jobs; i++) {
     const t = p.useThreads(key);
     if (t) threaded++;
-    const s = t ? (typeof many === "number" ? many : many(i)) : one;
+    const s = cost(t ? many : one, i);
     seconds += s;
     p.record(key, t, s, 1e6, t && helperIdle);
   }
@@ -59,7 +62,7 @@ test("thread policy: forget() drops what a busy phase taught, so the next jobs m
   assert.equal(drive(kept, key, 4, 1.0, 0.55).threaded, 0);
   p.forget();
   assert.ok(Number.isNaN(p.estimates(key).one) && Number.isNaN(p.estimates(key).many));
-  // threads first, alternating until both ways have two timings, then threads while they pay
+  // threads first, alternating until three paired ratios are measured, then threads while they pay
   const after = drive(p, key, 20, 1.0, 0.55);
   assert.ok(after.threaded >= 17, `after forget: ${after.threaded} of 20 jobs threaded`);
 });
@@ -164,19 +167,12 @@ function loadedMachine(seed: number, jobs: number, pBurst: number): number[] {
 function onLoadedMachine(seeds: number, pBurst: number, threads: (i: number, seed: number) => number): { threadedShare: number; overBest: number } {
   let threaded = 0, seconds = 0, best = 0, jobs = 0;
   for (let seed = 1; seed <= seeds; seed++) {
-    const p = new ThreadPolicy();
     const load = loadedMachine(seed, 2000, pBurst);
-    let one = 0, many = 0;
-    load.forEach((l, i) => {
-      const t = p.useThreads("k");
-      const s = (t ? threads(i, seed) : 1) * l;
-      one += l;
-      many += threads(i, seed) * l;
-      if (t) threaded++;
-      seconds += s;
-      p.record("k", t, s, 1);
-    });
-    best += Math.min(one, many);
+    const many = (i: number) => threads(i, seed) * load[i]!;
+    const r = drive(new ThreadPolicy(), "k", load.length, (i) => load[i]!, many);
+    threaded += r.threaded;
+    seconds += r.seconds;
+    best += Math.min(load.reduce((a, l) => a + l, 0), load.reduce((a, _, i) => a + many(i), 0));
     jobs += load.length;
   }
   return { threadedShare: threaded / jobs, overBest: seconds / best };
