@@ -336,7 +336,7 @@ export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cP
   const batch = aPtrs.length;
   const flops = 2 * m * n * k * batch;
   const max = Math.min(threadsFor(rt, flops), rt.maxThreads);
-  const key = jobClass("sgemm", [m, n, k, batch], transA, transB);
+  const key = max > 1 ? jobClass("sgemm", [m, n, k, batch], transA, transB) : ""; // (only where threads may run)
   const T = max > 1 && poolPolicy.useThreads(key) ? max : 1;
   // pieces per product: enough tasks for T threads to balance, none much under TASK_FLOPS
   const wanted = T === 1 ? 1 : forcedPieces ?? Math.max(1, Math.min(Math.ceil((T * TASKS_PER_THREAD) / batch), Math.floor(flops / batch / TASK_FLOPS)));
