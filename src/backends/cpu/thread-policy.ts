@@ -1,19 +1,19 @@
 /**
  * When to use a second thread: measured, not assumed. On a machine whose other core is busy
- * (another process, the garbage collector), a helper thread makes progress only when the
- * scheduler gives it time: a job then waits for the task the helper is on, and a woken helper
- * can take the main thread's own core. So each class of job (one kernel on shapes whose every
- * dimension has the same power of two, jobClass: jobs of very different shapes cost different
- * amounts per flop, and a class mixing them compared one shape's timings with another's) keeps
- * what its recent runs with one and with more threads cost, as the wall time of the whole job
- * (dispatch, work and the wait for the helpers: what the caller pays), and uses the cheaper.
- * Now and then it runs the other way (a probe) to notice when the machine changes: probes are
- * spaced so that their expected extra cost stays under `probeBudget` of the class's time (a probe of threads that cost 3x on a busy machine comes
- * about every 70 jobs, one that costs nothing extra every `minGap` jobs), and at most `maxGap`
- * jobs apart (4096: a threaded probe of a 65 us native product on a busy core cost 2-4 ms, its
- * helper waiting for the core, so at 256 jobs apart the probes alone took 12% of the staged RNN
- * step; the budget spaces them by the class's time instead, about every 85 ms of it there),
- * and a probe that disagrees with the current choice is confirmed by another one
+ * (another process, the garbage collector), a helper thread makes progress only when the scheduler
+ * gives it time: a job then waits for the task the helper is on, and a woken helper can take the
+ * main thread's own core. So each class of job (one kernel on shapes whose every dimension has the
+ * same power of two, jobClass: jobs of very different shapes cost different amounts per flop, and
+ * a class mixing them compared one shape's timings with another's) keeps what its recent runs with
+ * one and with more threads cost, as the wall time of the whole job (dispatch, work and the wait
+ * for the helpers: what the caller pays), and uses the cheaper. Now and then it runs the other way
+ * (a probe) to notice when the machine changes: probes are spaced so that their expected extra
+ * cost stays under `probeBudget` of the class's time (a probe of threads that cost 3x on a busy
+ * machine comes about every 70 jobs, one that costs nothing extra every `minGap` jobs), and at
+ * most `maxGap` jobs apart (4096: a threaded probe of a 65 us native product on a busy core cost
+ * 2-4 ms, its helper waiting for the core, so at 256 jobs apart the probes alone took 12% of the
+ * staged RNN step; the budget spaces them by the class's time instead, about every 85 ms of it
+ * there), and a probe that disagrees with the current choice is confirmed by another one
  * `confirmGap` jobs later, so that a change of the machine is followed within a few probes.
  *
  * Threads are used only when two measures agree that they pay:
