@@ -10,26 +10,23 @@
  * Prints, per run, the per-round ratios (wall and process CPU time) of every Stagecraft staged
  * system to the reference: median (range).
  */
-import { QUICK, measure, type Workload } from "./harness.js";
+import { QUICK, loadWorkload, measure } from "./harness.js";
+import { fmtRatio } from "./report.js";
 
 const stagedOnly = process.argv.includes("--staged-only");
 const [file, runsArg] = process.argv.slice(2).filter((a) => !a.startsWith("--"));
 if (file === undefined) throw new Error("usage: node --import tsx bench/peers/control.ts <workload file> [runs]");
-const mod = (await import(`./${file}.js`)) as Record<string, unknown>;
-const make = Object.values(mod).find((f): f is () => Promise<Workload> => typeof f === "function" && f.name.endsWith("Workload"));
-if (make === undefined) throw new Error(`bench/peers/${file}.ts exports no ...Workload function`);
-const w = await make();
+const w = await (await loadWorkload(file))();
 const ref = w.systems.find((s) => s.name === w.reference);
 if (ref === undefined) throw new Error(`${file}: the workload has no reference system`);
 const control = `${ref.name} again (A/A control)`;
 w.systems.push({ ...ref, name: control });
 if (stagedOnly) w.systems = w.systems.filter((s) => s.name === control || /^stagecraft staged/.test(s.name));
-const fmt = (v?: { median: number; lo: number; hi: number }) => (v ? `${v.median.toFixed(3)}x (${v.lo.toFixed(2)}–${v.hi.toFixed(2)})` : "–");
 for (let run = 1; run <= Number(runsArg ?? 1); run++) {
   const r = await measure(w, QUICK);
   for (const f of r.figures) {
     if (f.vsReference === undefined || f.system === w.reference || !/staged|control/.test(f.system)) continue;
-    console.log(`${file} run ${run}: ${f.system.padEnd(50)} wall ${fmt(f.vsReference)}  cpu ${fmt(f.vsReferenceCpu)}  (${f.ms!.median.toPrecision(3)} ms, cpu ${f.cpuMs!.median.toPrecision(3)} ms per call)`);
+    console.log(`${file} run ${run}: ${f.system.padEnd(50)} wall ${fmtRatio(f.vsReference)}  cpu ${fmtRatio(f.vsReferenceCpu)}  (${f.ms!.median.toPrecision(3)} ms, cpu ${f.cpuMs!.median.toPrecision(3)} ms per call)`);
   }
 }
 w.done?.();

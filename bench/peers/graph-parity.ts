@@ -12,7 +12,7 @@ import { prepareForExecution } from "../../src/exec/prepare.js";
 import type { FunctionLibrary, Graph } from "../../src/graph/ir.js";
 import { programOpCounts } from "../../src/graph/op-counts.js";
 import type { TensorType } from "../../src/ops/registry.js";
-import type { Workload } from "./harness.js";
+import { loadWorkload } from "./harness.js";
 
 const seen = new Map<string, { graph: Graph; library: FunctionLibrary; types: TensorType[] }>();
 const executor = installedExecutor();
@@ -21,15 +21,12 @@ setDefaultExecutor((g, inputs, lib, n) => {
   return executor(g, inputs, lib, n);
 });
 
-const programCounts = programOpCounts;
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
 
 const names = process.argv.slice(2);
 for (const file of names.length > 0 ? names : ["maml", "lbfgs", "beam-search", "seq2seq"]) {
   seen.clear();
-  const mod = (await import(`./${file}.js`)) as Record<string, unknown>;
-  const make = Object.values(mod).find((f): f is () => Promise<Workload> => typeof f === "function" && f.name.endsWith("Workload"))!;
-  (await make()).done?.();
+  (await (await loadWorkload(file))()).done?.();
   for (const hand of [...seen.keys()].filter((k) => k.endsWith("_by_hand"))) {
     const a = seen.get(hand.slice(0, -"_by_hand".length)), b = seen.get(hand)!;
     if (a === undefined) continue;
@@ -38,7 +35,7 @@ for (const file of names.length > 0 ? names : ["maml", "lbfgs", "beam-search", "
       ["executed", prepareForExecution(a.graph, a.library, a.types), prepareForExecution(b.graph, b.library, b.types)],
     ] as const;
     for (const [label, x, y] of programs) {
-      const cx = programCounts(x.graph, x.library), cy = programCounts(y.graph, y.library);
+      const cx = programOpCounts(x.graph, x.library), cy = programOpCounts(y.graph, y.library);
       const diff = [...new Set([...cx.keys(), ...cy.keys()])].sort().filter((k) => cx.get(k) !== cy.get(k)).map((k) => `${k} ${cx.get(k) ?? 0} vs ${cy.get(k) ?? 0}`);
       console.log(`${file} ${label}: converted ${total(cx)} nodes, hand-written ${total(cy)}; differences: ${diff.join(", ") || "none"}`);
     }

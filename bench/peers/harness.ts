@@ -14,10 +14,11 @@
  * A workload with a reference (the hand-written graph code, one thread) is judged by its
  * paired ratios, so it runs many short rounds (PAIRED): two samples taken within a few tens
  * of ms see the same load. Each sample also records the process's CPU time (all threads);
- * the note gives the same per-round ratio on CPU time, which a shared machine's load, taking
+ * the note gives each system's CPU time per call and the same per-round ratio on CPU time, which a shared machine's load, taking
  * the CPU away from the process, does not change (it still counts a waiting helper thread's
  * spinning, and threads that share work count their sum).
  */
+import { fmtRatio } from "./report.js";
 
 export interface System {
   /** e.g. "stagecraft staged", "tfjs-wasm". */
@@ -89,10 +90,28 @@ export const QUICK: MeasureOptions = { rounds: 5, roundMs: 120, warmupMs: 300 };
 export const FULL: MeasureOptions = { rounds: 9, roundMs: 300, warmupMs: 1500 };
 
 /**
+ * Rounds for paired ratios: five times as many as the run's, each `shorter` times as short
+ * (at least `minMs`), so that the two samples of a round see the same load.
+ */
+export const paired = (shorter: number, minMs: number) => (run: MeasureOptions): MeasureOptions =>
+  ({ rounds: run.rounds * 5 + 1, roundMs: Math.max(minMs, run.roundMs / shorter), warmupMs: run.warmupMs });
+
+/**
  * The rounds of a workload with a reference (unless it sets its own): five times as many
  * rounds, a quarter as long (QUICK: 26 rounds of 30 ms per system instead of 5 of 120 ms).
  */
-export const PAIRED = (run: MeasureOptions): MeasureOptions => ({ rounds: run.rounds * 5 + 1, roundMs: Math.max(25, run.roundMs / 4), warmupMs: run.warmupMs });
+export const PAIRED = paired(4, 25);
+
+/**
+ * The workload function exported by bench/peers/<file>.ts (the first export whose name ends in
+ * "Workload"): for the scripts that run one workload by its file's name.
+ */
+export async function loadWorkload(file: string): Promise<(...args: unknown[]) => Promise<Workload>> {
+  const mod = (await import(`./${file}.js`)) as Record<string, unknown>;
+  const make = Object.values(mod).find((f): f is (...a: unknown[]) => Promise<Workload> => typeof f === "function" && f.name.endsWith("Workload"));
+  if (make === undefined) throw new Error(`bench/peers/${file}.ts exports no ...Workload function`);
+  return make;
+}
 
 let sink: unknown = null;
 const isPromise = (x: unknown): x is Promise<unknown> => typeof (x as { then?: unknown } | null)?.then === "function";
@@ -205,15 +224,18 @@ export async function measure(w: Workload, runOpts: MeasureOptions): Promise<Wor
   let note = w.note;
   if (ref !== undefined && ref.length > 0) {
     // paired by round: both systems ran within the same round, under the same load
-    const cpuRatios: string[] = [];
+    const cpuRatios: string[] = [], cpuMs: string[] = [];
     for (const s of live) {
       const x = samples.get(s.name)!, f = figures.get(s.name)!;
       if (failed.has(s.name) || x.length !== ref.length) continue;
       f.vsReference = spread(x.map((v, i) => ref[i]!.ms / v.ms));
       f.vsReferenceCpu = spread(x.map((v, i) => ref[i]!.cpuMs / v.cpuMs));
-      if (s.name !== w.reference) cpuRatios.push(`${s.name} ${f.vsReferenceCpu.median.toFixed(3)}x (${f.vsReferenceCpu.lo.toFixed(2)}–${f.vsReferenceCpu.hi.toFixed(2)})`);
+      cpuMs.push(`${s.name} ${f.cpuMs!.median.toPrecision(3)} ms`);
+      if (s.name !== w.reference) cpuRatios.push(`${s.name} ${fmtRatio(f.vsReferenceCpu)}`);
     }
-    const cpuNote = `Per round on process CPU time (all threads) instead of wall time, vs ${w.reference}: ${cpuRatios.join(", ")}; ${opts.rounds} rounds of ${opts.roundMs} ms.`;
+    const cpuNote =
+      `Process CPU time per call (all threads; median of rounds): ${cpuMs.join(", ")}. ` +
+      `Per round on process CPU time instead of wall time, vs ${w.reference}: ${cpuRatios.join(", ")}; ${opts.rounds} rounds of ${opts.roundMs} ms.`;
     note = note ? `${note} ${cpuNote}` : cpuNote;
   }
   if (sink === undefined) sink = null;

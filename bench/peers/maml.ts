@@ -67,8 +67,7 @@ function tasks(seed: number): sc.Tensor[] {
   return [sc.tensor(x, "float32", [TASKS, SHOTS, 1]), sc.tensor(y, "float32", [TASKS, SHOTS, 1])];
 }
 
-/** The workload's arguments and its three programs: eager (converted, run eagerly), staged after conversion, staged by hand. */
-export function mamlPrograms() {
+export async function mamlWorkload(): Promise<Workload> {
   const shapes = [[1, HIDDEN], [HIDDEN], [HIDDEN, HIDDEN], [HIDDEN], [HIDDEN, 1], [1]];
   const params = shapes.map((s, i) => sc.tensor(randomValues(s.reduce((a, b) => a * b, 1), 700 + i, s.length === 1 ? 0 : Math.sqrt(3 / s[0]!)), "float32", s));
   const [xs, ys] = tasks(710), [xq, yq] = tasks(720);
@@ -78,11 +77,6 @@ export function mamlPrograms() {
   const eager: Fn = sc.autograph(metaGrad, { scope: { sc, sgd, innerGrad, mse, TASKS } });
   const converted: Fn = sc.stage(eager, { name: "maml_meta_gradient" });
   const byHand: Fn = sc.stage(metaGradByHand as Fn, { name: "maml_meta_gradient_by_hand", autograph: false });
-  return { args, eager, converted, byHand };
-}
-
-export async function mamlWorkload(): Promise<Workload> {
-  const { args, eager, converted, byHand } = mamlPrograms();
   scDefaults();
   const want = (eager(...args) as sc.Tensor[]).map((g) => g.dataSync());
   for (const [name, fn] of [["converted", converted], ["by hand", byHand]] as const) {

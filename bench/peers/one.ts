@@ -5,15 +5,13 @@
  * Without arguments a workload gets `true` (its --quick form where it has one). `--full` times
  * with the full run's rounds.
  */
-import { FULL, QUICK, measure, type Workload } from "./harness.js";
+import { FULL, QUICK, loadWorkload, measure } from "./harness.js";
 import { consoleTables } from "./report.js";
 
 const args = process.argv.slice(2).filter((a) => a !== "--full");
 const name = args[0];
 if (name === undefined) throw new Error("usage: node --import tsx bench/peers/one.ts <workload file> [arguments]");
-const mod = (await import(`./${name}.js`)) as Record<string, unknown>;
-const make = Object.values(mod).find((f): f is (...a: unknown[]) => Promise<Workload> => typeof f === "function" && f.name.endsWith("Workload"));
-if (make === undefined) throw new Error(`bench/peers/${name}.ts exports no ...Workload function`);
+const make = await loadWorkload(name);
 const t = performance.now();
 const w = await make(...(args.length > 1 ? args.slice(1).map(Number) : [true]));
 const r = await measure(w, process.argv.includes("--full") ? FULL : QUICK);

@@ -6,6 +6,9 @@ import { compile, type TopLevelSpec } from "vega-lite";
 import { parse, View } from "vega";
 import { isOurs, type Figure, type WorkloadResult } from "./harness.js";
 
+/** A ratio with its range, "1.023x (0.95–1.10)"; "–" for none. */
+export const fmtRatio = (v?: { median: number; lo: number; hi: number }): string => (v ? `${v.median.toFixed(3)}x (${v.lo.toFixed(2)}–${v.hi.toFixed(2)})` : "–");
+
 const fmt = (x: number): string => (x >= 1000 ? x.toFixed(0) : x >= 100 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toPrecision(3));
 
 /** The best (lowest median ms) peer figure of a workload, if any peer ran. */
@@ -41,8 +44,7 @@ export function markdownTables(results: WorkloadResult[]): string {
       }
       const r = ratioToBest(w, f);
       const range = w.throughput ? `${value(w, f.ms.hi)}–${value(w, f.ms.lo)}` : `${fmt(f.ms.lo)}–${fmt(f.ms.hi)}`;
-      const v = f.vsReference;
-      const refCell = w.reference ? ` ${v ? `${v.median.toFixed(3)}x (${v.lo.toFixed(2)}–${v.hi.toFixed(2)})` : "–"} |` : "";
+      const refCell = w.reference ? ` ${fmtRatio(f.vsReference)} |` : "";
       out.push(`| ${f.system} | ${value(w, f.ms.median)} | ${range} | ${r === undefined ? "–" : r.toFixed(2) + "x"} |${refCell}`);
     }
     out.push("");

@@ -13,9 +13,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import * as sc from "../../src/api/index.js";
 import { poolPolicy, poolStats, setThreadLimit } from "../../src/backends/cpu/worker-pool.js";
-import { forgetNativeThreadTimings, nativeStats } from "../../src/backends/cpu/native.js";
+import { nativePolicy, nativeStats } from "../../src/backends/cpu/native.js";
 import { isMainModule, randomValues } from "../common.js";
-import { FULL, QUICK, measure, type Workload } from "./harness.js";
+import { FULL, QUICK, measure, paired, type Workload } from "./harness.js";
 import { consoleTables } from "./report.js";
 import { scDefaults } from "./systems.js";
 
@@ -63,42 +63,52 @@ function job(name: ThreadJob): { title: string; call: string; run: () => unknown
   return { title: `eager matmul ${n}^3`, call: "one product", run: () => sc.matmul(A, B) };
 }
 
-/** CPU time of the measured calls, and how many of their native calls and pool jobs ran threaded. */
-interface CpuTally { us: number; calls: number; enters: number; native: number; nativeThreaded: number; poolThreaded: number }
-const tally = (): CpuTally => ({ us: 0, calls: 0, enters: 0, native: 0, nativeThreaded: 0, poolThreaded: 0 });
+/** How many of a system's measured calls' native calls and worker-pool jobs ran threaded. */
+interface Tally { calls: number; enters: number; native: number; nativeThreaded: number; poolThreaded: number }
+const tally = (): Tally => ({ calls: 0, enters: 0, native: 0, nativeThreaded: 0, poolThreaded: 0 });
 
 /**
- * The system `name` whose `run` also adds its process CPU time (every thread's, user and
- * system) to `into`, from its first measured round on: the harness enters a system once before
- * its warm-up (JIT and compiler threads, a graph's first compile) and once before each round.
+ * Counts of the systems' threaded jobs, taken once per round, not per call: `enter` (the
+ * harness calls it once before a system's warm-up and once before each of its rounds) adds
+ * what ran since the previous one to the system entered then, and `settle` adds the last
+ * round's. A system's counts start with its first measured round (its second enter).
  */
-function cpuTimed(name: string, enter: () => void, run: () => unknown, into: CpuTally): { name: string; enter: () => void; run: () => unknown } {
-  const counted = () => {
-    const n0 = nativeStats(), p0 = poolStats();
-    const c0 = process.cpuUsage();
-    const r = run();
-    const c = process.cpuUsage(c0);
+function roundCounter() {
+  let current: Tally | null = null;
+  let n0 = nativeStats(), p0 = poolStats();
+  const settle = () => {
     const n1 = nativeStats(), p1 = poolStats();
-    into.us += c.user + c.system;
-    into.calls++;
-    into.native += n1.calls - n0.calls;
-    into.nativeThreaded += n1.threaded - n0.threaded;
-    into.poolThreaded += p1.parallelJobs - p0.parallelJobs + p1.splitCalls - p0.splitCalls;
-    return r;
+    if (current !== null) {
+      current.native += n1.calls - n0.calls;
+      current.nativeThreaded += n1.threaded - n0.threaded;
+      current.poolThreaded += p1.parallelJobs - p0.parallelJobs + p1.splitCalls - p0.splitCalls;
+    }
+    n0 = n1;
+    p0 = p1;
   };
-  const reset = () => Object.assign(into, { ...tally(), enters: into.enters });
-  return { name, run: counted, enter: () => { if (++into.enters === 2) reset(); enter(); } };
+  /** The system `name`, its counts kept in `into`. */
+  const counted = (name: string, enter: () => void, run: () => unknown, into: Tally) => ({
+    name,
+    run: () => { into.calls++; return run(); },
+    enter: () => {
+      settle();
+      if (++into.enters === 2) Object.assign(into, { ...tally(), enters: 2 });
+      current = into;
+      enter();
+    },
+  });
+  return { counted, settle };
 }
 
 export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<Workload> {
   const { title, call, run } = job(name);
   const spinner = busy ? competitor() : null;
-  // CPU time per call, what the job takes from the machine: a helper thread that spins, or
-  // waits on a busy core, shows here even where the wall time hides it
-  const cpu = { dflt: tally(), one: tally() };
-  const perCall = (x: CpuTally) => (x.us / 1000 / Math.max(1, x.calls)).toPrecision(3);
+  // (the harness's note gives each system's process CPU time per call, what the job takes from
+  // the machine: a helper thread that spins, or waits on a busy core, shows there even where the
+  // wall time hides it)
+  const dflt = tally(), counter = roundCounter();
   // (counts, not timings: which of the default's jobs ran on several threads)
-  const threaded = (x: CpuTally) => `${x.nativeThreaded} of ${x.native} native calls and ${x.poolThreaded} worker-pool jobs threaded in ${x.calls} calls`;
+  const threaded = (x: Tally) => `${x.nativeThreaded} of ${x.native} native calls and ${x.poolThreaded} worker-pool jobs threaded in ${x.calls} calls`;
   const goal = "Goal: the default never slower than one thread when a core is busy; faster when the cores are free. " +
     "The ratio column is the default's speed over one thread's, round by round (the machine's other load hits both alike)." +
     (name === "small-ops" ? " No job here is large enough to split: both systems run the same code, so this ratio's spread is the run's noise floor." : "");
@@ -106,20 +116,21 @@ export async function threadsWorkload(name: ThreadJob, busy: boolean): Promise<W
     name: `Threads, ${title}, ${busy ? "one core kept busy by a competing process" : "no competing process of ours"}`,
     call,
     reference: ONE,
-    // (read when the measurement ends: the CPU times of the measured rounds' calls)
+    // (read when the measurement ends: the counts of the measured rounds)
     get note() {
-      return `${goal} Process CPU time per call (all threads): default ${perCall(cpu.dflt)} ms, one thread ${perCall(cpu.one)} ms. Default: ${threaded(cpu.dflt)}.`;
+      counter.settle();
+      return `${goal} Default: ${threaded(dflt)}.`;
     },
     systems: [
-      cpuTimed("stagecraft, default thread policy", scDefaults, run, cpu.dflt),
-      cpuTimed(ONE, () => { scDefaults(); setThreadLimit(1); }, run, cpu.one),
+      counter.counted("stagecraft, default thread policy", scDefaults, run, dflt),
+      counter.counted(ONE, () => { scDefaults(); setThreadLimit(1); }, run, tally()),
     ],
     // many short rounds: each round's ratio pairs two samples taken within ~0.1 s, so the other
     // load of a shared machine, which changes over seconds, disturbs the median of ratios less
-    rounds: (run) => ({ rounds: run.rounds * 5 + 1, roundMs: Math.max(40, run.roundMs / 3), warmupMs: run.warmupMs }),
+    rounds: paired(3, 40),
     // the policy's timings of a core kept busy on purpose would hold the next workloads to one
     // thread until its probes noticed the core free again (tens of jobs per class)
-    done: () => { spinner?.kill(); poolPolicy.forget(); forgetNativeThreadTimings(); scDefaults(); },
+    done: () => { spinner?.kill(); poolPolicy.forget(); nativePolicy.forget(); scDefaults(); },
   };
 }
 

@@ -65,11 +65,6 @@ export function setNativeThreadLimit(n: number): void {
   threadCap = Math.max(1, Math.floor(n));
 }
 
-/** Forgets the native kernels' thread timings (ThreadPolicy.forget): the machine changed under them. */
-export function forgetNativeThreadTimings(): void {
-  nativePolicy.forget();
-}
-
 /** Counters for tests and benchmarks: native calls, and those that ran on several threads. */
 export function nativeStats(): { kernels: string | null; calls: number; threaded: number } {
   return { kernels: nativeKernels()?.name ?? null, ...stats };
@@ -81,12 +76,14 @@ export function nativeMatmulWins(m: number, n: number, k: number): boolean {
 }
 
 /**
- * Runs `run(threads)` under the thread policy and times it for the policy (class `key`: the
- * kernel and the exact shape, jobClass); false when `run`
- * returned false (the library cannot express that shape: nothing ran, nothing is recorded).
+ * Runs `run(threads)` under the thread policy and times it for the policy (its class
+ * `classOf()`: the kernel and the shape's size classes, jobClass, made only where several
+ * threads may run); false when `run` returned false (the library cannot express that shape:
+ * nothing ran, nothing is recorded).
  */
-function timed(key: string, flops: number, run: (threads: number) => boolean | void): boolean {
+function timed(classOf: () => string, flops: number, run: (threads: number) => boolean | void): boolean {
   const max = Math.min(configuredThreads(), threadCap);
+  const key = max > 1 ? classOf() : "";
   const many = max > 1 && nativePolicy.useThreads(key);
   const t0 = performance.now();
   if (run(many ? max : 1) === false) return false;
@@ -101,10 +98,13 @@ export function tryNativeMatmul(a: Float32Array, aOffsets: ArrayLike<number>, b:
                                 m: number, k: number, n: number, transA: boolean, transB: boolean): boolean {
   const nk = nativeKernels();
   if (nk === null || !nk.matmulWins(m, n, k)) return false;
-  return timed(jobClass("matmul", m, k, n, +transA, +transB, aOffsets.length), 2 * m * n * k * aOffsets.length, (t) => nk.matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, t));
+  const batch = aOffsets.length;
+  return timed(() => jobClass("matmul", [m, n, k, batch], transA, transB), 2 * m * n * k * batch, (t) => nk.matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, t));
 }
 
-const convClass = (kernel: string, p: Conv2dParams) => jobClass(kernel, ...Object.values(p));
+/** A convolution's class maker (padding is not listed: it shows in the output's size). */
+const convClass = (kernel: string, p: Conv2dParams) => () =>
+  jobClass(kernel, [p.batch, p.inC, p.inH, p.inW, p.outC, p.outH, p.outW, p.kH, p.kW, p.strideH, p.strideW, p.dilationH, p.dilationW, p.groups]);
 const convFlops = (p: Conv2dParams) => 2 * p.batch * p.outC * p.outH * p.outW * (p.inC / p.groups) * p.kH * p.kW;
 
 /** The convolution natively when it wins there; false (nothing written) otherwise. */

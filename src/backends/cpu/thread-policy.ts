@@ -1,19 +1,19 @@
 /**
  * When to use a second thread: measured, not assumed. On a machine whose other core is busy
- * (another process, the garbage collector), a helper thread makes progress only when the
- * scheduler gives it time: a job then waits for the task the helper is on, and a woken helper
- * can take the main thread's own core. So each class of job (one kernel on one shape: jobs of
- * different shapes cost different amounts per flop, and a class mixing them compared one
- * shape's timings with another's) keeps what its recent runs with one and with more threads
- * cost, as the wall time of the whole job (dispatch, work and the wait for the helpers: what the
- * caller pays), and uses the cheaper. Now and then it runs the other way (a probe) to notice
- * when the machine changes: probes are spaced so that their expected extra cost stays under
- * `probeBudget` of the class's time (a probe of threads that cost 3x on a busy machine comes
- * about every 70 jobs, one that costs nothing extra every `minGap` jobs), and at most `maxGap`
- * jobs apart (4096: a threaded probe of a 65 us native product on a busy core cost 2-4 ms, its
- * helper waiting for the core, so at 256 jobs apart the probes alone took 12% of the staged RNN
- * step; the budget spaces them by the class's time instead, about every 85 ms of it there),
- * and a probe that disagrees with the current choice is confirmed by another one
+ * (another process, the garbage collector), a helper thread makes progress only when the scheduler
+ * gives it time: a job then waits for the task the helper is on, and a woken helper can take the
+ * main thread's own core. So each class of job (one kernel on shapes whose every dimension has the
+ * same power of two, jobClass: jobs of very different shapes cost different amounts per flop, and
+ * a class mixing them compared one shape's timings with another's) keeps what its recent runs with
+ * one and with more threads cost, as the wall time of the whole job (dispatch, work and the wait
+ * for the helpers: what the caller pays), and uses the cheaper. Now and then it runs the other way
+ * (a probe) to notice when the machine changes: probes are spaced so that their expected extra
+ * cost stays under `probeBudget` of the class's time (a probe of threads that cost 3x on a busy
+ * machine comes about every 70 jobs, one that costs nothing extra every `minGap` jobs), and at
+ * most `maxGap` jobs apart (4096: a threaded probe of a 65 us native product on a busy core cost
+ * 2-4 ms, its helper waiting for the core, so at 256 jobs apart the probes alone took 12% of the
+ * staged RNN step; the budget spaces them by the class's time instead, about every 85 ms of it
+ * there), and a probe that disagrees with the current choice is confirmed by another one
  * `confirmGap` jobs later, so that a change of the machine is followed within a few probes.
  *
  * Threads are used only when two measures agree that they pay:
@@ -59,6 +59,10 @@ interface ClassState {
   many: number[];
   /** The last paired ratios, threaded over one-thread seconds per flop (newest last). */
   ratios: number[];
+  /** The medians of `one`, `many` and `ratios` (NaN for none), kept as each list changes. */
+  oneMedian: number;
+  manyMedian: number;
+  ratioMedian: number;
   /** Whether a job of each way has run (the first pays one-time costs and is not recorded). */
   ranOne: boolean;
   ranMany: boolean;
@@ -91,6 +95,13 @@ function median(x: number[]): number {
     sorted[j] = v;
   }
   return n % 2 === 1 ? sorted[n >> 1]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+}
+
+/** Appends `v` to `list`, dropping its oldest beyond `cap`; returns the list's new median. */
+function push(list: number[], v: number, cap: number): number {
+  list.push(v);
+  if (list.length > cap) list.shift();
+  return median(list);
 }
 
 function mean(x: number[]): number {
@@ -126,7 +137,7 @@ export class ThreadPolicy {
   private state(key: string | number): ClassState {
     let s = this.classes.get(key);
     if (s === undefined) {
-      s = { one: [], many: [], ratios: [], ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
+      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
       this.classes.set(key, s);
     }
     return s;
@@ -138,7 +149,7 @@ export class ThreadPolicy {
 
   /** Whether threads are the cheaper way by what has been measured: both measures must say so. */
   private prefers(s: ClassState): boolean {
-    return median(s.ratios) * this.margin < 1 && median(s.many) * this.margin < median(s.one);
+    return s.ratioMedian * this.margin < 1 && s.manyMedian * this.margin < s.oneMedian;
   }
 
   /** Whether the next job of class `key` should use several threads. */
@@ -180,14 +191,12 @@ export class ThreadPolicy {
     }
     s.flops = Math.max(1, flops);
     let perFlop = seconds / s.flops;
-    if (threaded && helperIdle && s.one.length > 0) perFlop = Math.max(perFlop, median(s.one));
-    const other = threaded ? s.one : s.many;
+    if (threaded && helperIdle && s.one.length > 0) perFlop = Math.max(perFlop, s.oneMedian);
     // a probe (or a starting job) against the other way's timings of just before
-    if ((s.probing || this.starting(s)) && other.length > 0) {
+    if ((s.probing || this.starting(s)) && (threaded ? s.one : s.many).length > 0) {
       const before = this.prefers(s);
-      const ratio = threaded ? perFlop / median(other) : median(other) / perFlop;
-      s.ratios.push(ratio);
-      if (s.ratios.length > this.ratioWindow) s.ratios.shift();
+      const ratio = threaded ? perFlop / s.oneMedian : s.manyMedian / perFlop;
+      s.ratioMedian = push(s.ratios, ratio, this.ratioWindow);
       // a probe that says the other way is cheaper is confirmed soon by another, as many times
       // as it takes to flip the median (a machine that changed is followed within a few jobs)
       if (s.probing) {
@@ -195,9 +204,8 @@ export class ThreadPolicy {
         s.gap = s.disagreed > 0 && s.disagreed <= this.ratioWindow >> 1 ? this.confirmGap : this.minGap;
       }
     }
-    const list = threaded ? s.many : s.one;
-    list.push(perFlop);
-    if (list.length > this.window) list.shift();
+    if (threaded) s.manyMedian = push(s.many, perFlop, this.window);
+    else s.oneMedian = push(s.one, perFlop, this.window);
     if (s.probing) {
       s.sinceProbe = 0;
       s.spentSinceProbe = 0;
@@ -230,15 +238,28 @@ export class ThreadPolicy {
    */
   estimates(key: string | number): { one: number; many: number; ratio: number; jobs: number } {
     const s = this.state(key);
-    return { one: median(s.one), many: median(s.many), ratio: median(s.ratios), jobs: s.jobs };
+    return { one: s.oneMedian, many: s.manyMedian, ratio: s.ratioMedian, jobs: s.jobs };
   }
 }
 
 /**
- * A job-class key: the kernel and the job's shape (dimensions, transposes, batch), exactly.
- * Jobs of one size but different shapes cost different amounts per flop (a product with k = 32
- * runs at 0.8x the rate of one with k = 256): one class per shape compares like with like.
+ * A dimension's size class: its power of two (1 -> 0, 2-3 -> 1, 32-63 -> 5; 0 -> -1), at most 31.
+ * A job class buckets each dimension so: jobs of one size but different shapes cost different
+ * amounts per flop (a product with k = 32 runs at 0.8x the rate of one with k = 256: classes 5
+ * and 8), while shapes within a factor of two cost about the same per flop. Keyed by the exact
+ * shape instead, every new shape (a last partial batch, another sequence length) started a class
+ * afresh (of its first 6 jobs, 3 run threaded) and the classes grew without bound.
  */
-export function jobClass(kernel: string, ...shape: number[]): string {
-  return `${kernel}:${shape.join("x")}`;
+export function sizeClass(d: number): number {
+  return 31 - Math.clz32(d);
+}
+
+/**
+ * A job-class key: the kernel, each of the job's dimensions by its size class (sizeClass) and
+ * whether A and B are transposed. At most 33 classes per dimension: the classes stay few.
+ */
+export function jobClass(kernel: string, dims: readonly number[], transA = false, transB = false): string {
+  let key = kernel + (transA ? ":T" : ":N") + (transB ? "T" : "N");
+  for (let i = 0; i < dims.length; i++) key += ":" + sizeClass(dims[i]!);
+  return key;
 }

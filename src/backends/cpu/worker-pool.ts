@@ -29,7 +29,7 @@
 import { SYNC_WORKER_MESSAGES, startKernelWorker } from "../../core/platform/node.js";
 import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
 import { setNativeThreadLimit } from "./native.js";
-import { jobClass, ThreadPolicy } from "./thread-policy.js";
+import { jobClass, sizeClass, ThreadPolicy } from "./thread-policy.js";
 
 export const TASK_WORDS = 12;
 const BLOCK = 8; // words per thread block in ctl
@@ -336,7 +336,7 @@ export function sgemmBatch(rt: WasmRuntime, aPtrs: number[], bPtrs: number[], cP
   const batch = aPtrs.length;
   const flops = 2 * m * n * k * batch;
   const max = Math.min(threadsFor(rt, flops), rt.maxThreads);
-  const key = jobClass("sgemm", m, n, k, batch, +transA, +transB);
+  const key = max > 1 ? jobClass("sgemm", [m, n, k, batch], transA, transB) : ""; // (only where threads may run)
   const T = max > 1 && poolPolicy.useThreads(key) ? max : 1;
   // pieces per product: enough tasks for T threads to balance, none much under TASK_FLOPS
   const wanted = T === 1 ? 1 : forcedPieces ?? Math.max(1, Math.min(Math.ceil((T * TASKS_PER_THREAD) / batch), Math.floor(flops / batch / TASK_FLOPS)));
@@ -398,11 +398,12 @@ export function registerExtraKernel(module: object, memory: object, name: string
 }
 
 /**
- * The policy's class of a row-shared product of this shape: a number where the dimensions fit
- * 16 bits (these calls can be a few microseconds: no string built per call), else jobClass's.
+ * The policy's class of a row-shared product: jobClass's size classes of m, n and k and whether A
+ * is transposed, packed 5 bits each into a number (these calls can be a few microseconds: no
+ * string built per call). Exported for tests.
  */
-function rowsClass(m: number, n: number, k: number): string | number {
-  return m < 65536 && n < 65536 && k < 65536 ? (m * 65536 + n) * 65536 + k : jobClass("gemm-rows", m, n, k);
+export function rowsClass(m: number, n: number, k: number, transA: boolean): number {
+  return (sizeClass(m) & 31) | ((sizeClass(n) & 31) << 5) | ((sizeClass(k) & 31) << 10) | (transA ? 1 << 15 : 0);
 }
 
 /**
@@ -419,7 +420,8 @@ export function runRowChunks(id: number, fn: ExtraKernel, args: readonly number[
   const m = args[3]!, flops = 2 * m * args[4]! * args[5]!;
   // (the compiled executor sends products from config.splitMinFlops up: the policy measures them)
   const may = !!p && threadLimit >= 2 && p.size >= 2 && m >= 2 * chunk;
-  const key = rowsClass(m, args[4]!, args[5]!);
+  // (A transposed: its stride along k, args[7], is m rather than 1: exec/compiled/codegen.ts)
+  const key = rowsClass(m, args[4]!, args[5]!, args[7]! !== 1);
   if (!may || !poolPolicy.useThreads(key)) {
     fn(args[0]!, args[1]!, args[2]!, m, args[4]!, args[5]!, args[6]!, args[7]!, args[8]!);
     if (may) poolPolicy.record(key, false, (performance.now() - t0) / 1000, flops);
