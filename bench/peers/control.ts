@@ -10,8 +10,7 @@
  * Prints, per run, the per-round ratios (wall and process CPU time) of every Stagecraft staged
  * system to the reference: median (range).
  */
-import { QUICK, loadWorkload, measure } from "./harness.js";
-import { fmtRatio } from "./report.js";
+import { QUICK, fmtRatio, loadWorkload, measure } from "./harness.js";
 
 const stagedOnly = process.argv.includes("--staged-only");
 const [file, runsArg] = process.argv.slice(2).filter((a) => !a.startsWith("--"));

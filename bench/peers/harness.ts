@@ -18,7 +18,8 @@
  * the CPU away from the process, does not change (it still counts a waiting helper thread's
  * spinning, and threads that share work count their sum).
  */
-import { fmtRatio } from "./report.js";
+/** A ratio with its range, "1.023x (0.95–1.10)"; "–" for none. */
+export const fmtRatio = (v?: { median: number; lo: number; hi: number }): string => (v ? `${v.median.toFixed(3)}x (${v.lo.toFixed(2)}–${v.hi.toFixed(2)})` : "–");
 
 export interface System {
   /** e.g. "stagecraft staged", "tfjs-wasm". */

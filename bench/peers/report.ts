@@ -4,10 +4,7 @@
  */
 import { compile, type TopLevelSpec } from "vega-lite";
 import { parse, View } from "vega";
-import { isOurs, type Figure, type WorkloadResult } from "./harness.js";
-
-/** A ratio with its range, "1.023x (0.95–1.10)"; "–" for none. */
-export const fmtRatio = (v?: { median: number; lo: number; hi: number }): string => (v ? `${v.median.toFixed(3)}x (${v.lo.toFixed(2)}–${v.hi.toFixed(2)})` : "–");
+import { fmtRatio, isOurs, type Figure, type WorkloadResult } from "./harness.js";
 
 const fmt = (x: number): string => (x >= 1000 ? x.toFixed(0) : x >= 100 ? x.toFixed(1) : x >= 1 ? x.toFixed(2) : x.toPrecision(3));
 
