@@ -25,6 +25,9 @@ import { checkOptions, optionKeys } from "../core/options.js";
 import { applyOp, applyOp1, defineOp, type TensorType } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { broadcastTo } from "./shape.js";
+import { div, mul } from "./binary.js";
+import { cast } from "./cast.js";
+import { fullLike } from "./creation.js";
 import { checkKey, checkKeyType, key as seedKeyTensor, keyWords } from "./random-keys.js";
 import "./variable-updates.js";
 import { seedKey, splitKey, uniform01 } from "../backends/cpu/counter-rng.js";
@@ -377,4 +380,21 @@ export function categorical(logits: TensorLike, numSamples = 1, options: Omit<Dr
   if (!Number.isInteger(numSamples) || numSamples < 0) throw new ValueError(`numSamples must be a non-negative integer, got ${numSamples}`, "random.categorical");
   const l = toTensor(logits, "random.categorical");
   return applyOp1(randomCategoricalOp, [l, resolveKey("random.categorical", options)], { numSamples });
+}
+
+/**
+ * Dropout (Srivastava et al.) of a float tensor: each element is dropped (zeroed) with
+ * probability `rate` and the kept ones are scaled by 1 / (1 - rate). Returns [output, mask], the
+ * mask bool and true where an element is kept. The keep probability 1 - rate is held in float64
+ * for a float64 x, else in float32 (which every backend has). Rate 0 is the exact identity and
+ * draws nothing. nn.Dropout and ONNX's training-mode Dropout are this function.
+ */
+export function dropout(x: Tensor, rate: number, options: Omit<DrawOptions, "dtype"> = {}): [Tensor, Tensor] {
+  checkOptions("random.dropout", options, SAMPLE_OPTIONS);
+  if (typeof rate !== "number" || !(rate >= 0 && rate < 1)) throw new ValueError(`rate must be in [0, 1), got ${String(rate)}`, "random.dropout");
+  if (!(x instanceof Tensor)) throw new ValueError(`x must be a tensor, got ${x === null ? "null" : typeof x}`, "random.dropout");
+  if (!isFloat(x.dtype)) throw new DtypeError(`drops elements of float tensors, got ${x.dtype}`, "random.dropout");
+  if (rate === 0) return [x, fullLike(x, true, "bool")];
+  const keep = bernoulli(fullLike(x, 1 - rate, x.dtype === "float64" ? "float64" : "float32"), undefined, options);
+  return [mul(x, div(cast(keep, x.dtype), 1 - rate)), keep];
 }

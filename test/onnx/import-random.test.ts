@@ -204,6 +204,16 @@ test("inference-mode Dropout ignores a ratio computed at run time; training mode
   );
 });
 
+test("a seeded ONNX Dropout and nn.Dropout of the same seed drop the same elements, call by call (one dropout function)", () => {
+  const m = dropoutModel([6, 7], { seed: 6 });
+  const layer = new sc.nn.Dropout(0.3, { seed: 6 });
+  const x = sc.add(sc.random.uniform([6, 7], { seed: 3 }), 1);
+  for (let call = 0; call < 3; call++) {
+    const [y] = m(x, sc.scalar(0.3, "float32"), sc.scalar(true)) as sc.Tensor[];
+    assert.deepEqual(values(y!), values(layer.call(x) as sc.Tensor), `call ${call}`);
+  }
+});
+
 test("training-mode Dropout differentiates as mask / (1 - ratio): tape and graph AD agree with the drawn mask", () => {
   const m = dropoutModel([50]);
   const x = sc.random.uniform([50], { seed: 2, dtype: "float32" });

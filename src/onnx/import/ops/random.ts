@@ -164,9 +164,7 @@ onnxOp("Dropout", {
     if (!isFloat(x.dtype)) throw n.fail(`drops elements of float tensors, got ${x.dtype}`);
     if (ratio === 0) return [ops.identity(x), ops.fullLike(x, true, "bool")];
     const generator = generatorOf(n, "int");
-    const keep = ops.random.bernoulli(1 - ratio, [...x.shape], generator ? { generator } : {});
-    const y = ops.mul(ops.mul(x, ops.cast(keep, x.dtype)), 1 / (1 - ratio));
-    return [y, keep];
+    return ops.random.dropout(x, ratio, generator ? { generator } : {});
   },
 });
 
