@@ -12,14 +12,14 @@
  * its traced function holds a random op of the registry, so a Dropout in inference mode or with
  * ratio 0 (an exact identity, drawing nothing) is compared by value as any other case.
  */
-import type { Tensor } from "../core/tensor.js";
+import { makeTensor, type Tensor } from "../core/tensor.js";
 import type { Graph, FunctionLibrary } from "../graph/ir.js";
 import { lookupOp } from "../ops/registry.js";
 import { allGraphs } from "../graph/passes/util.js";
 import type { GraphProto, NodeProto } from "./protobuf.js";
 import { has } from "./protobuf.js";
 import { readTensorProto } from "./tensor-proto.js";
-import { NODE_TEST_TOLERANCE } from "./compare.js";
+import { floatMatches, mismatch, typeMismatch, type Tolerance } from "./compare.js";
 
 /** Random-family ops that make or advance keys: they draw nothing themselves. */
 const KEY_OPS = new Set(["randomKey", "randomSplit", "randomFoldIn", "randomNextKey"]);
@@ -40,6 +40,8 @@ export interface RandomCaseData {
   feeds: ReadonlyMap<string, Tensor>;
   /** The model's outputs in the graph's order (tensors: a contract refuses anything else). */
   outputs: readonly Tensor[];
+  /** The tolerance of the case (the runner's, with REFERENCE_TOLERANCE's override) for values a contract computes. */
+  tolerance: Tolerance;
 }
 
 export interface RandomContract {
@@ -76,10 +78,6 @@ function firstBad(t: Tensor, what: string, ok: (v: number, i: number) => boolean
     if (!ok(v, i)) return `${what}: element ${i} is ${v}, expected ${expectation}`;
   }
   return null;
-}
-
-function close(actual: number, expected: number): boolean {
-  return Math.abs(actual - expected) <= NODE_TEST_TOLERANCE.atol + NODE_TEST_TOLERANCE.rtol * Math.abs(expected);
 }
 
 function everyOutput(data: RandomCaseData, check: (t: Tensor, what: string) => string | null): string | null {
@@ -138,12 +136,17 @@ const dropout: RandomContract = {
     const scale = 1 / (1 - ratio);
     const xs = x.dataSync();
     const [y, mask] = data.outputs as [Tensor, Tensor | undefined];
+    const shapes = typeMismatch(y, x);
+    if (shapes !== null) return `output 0 against the Dropout's input: ${shapes}`;
     if (mask !== undefined) {
       if (mask.dtype !== "bool") return `the mask is ${mask.dtype}, expected bool`;
+      // The output the mask returned makes: input * mask / (1 - ratio), in double, then y's dtype.
       const m = mask.dataSync();
-      return firstBad(y, "output 0", (v, i) => (m[i] ? close(v, Number(xs[i]) * scale) : v === 0), "input * mask / (1 - ratio) for the mask returned");
+      const expected = makeTensor("onnx.conformance", Float64Array.from(xs, (v, i) => (m[i] ? Number(v) * scale : 0)), [...y.shape], y.dtype);
+      const d = mismatch(y, expected, data.tolerance);
+      return d === null ? null : `output 0: ${d} (input * mask / (1 - ratio) for the mask returned, scale ${scale})`;
     }
-    return firstBad(y, "output 0", (v, i) => v === 0 || close(v, Number(xs[i]) * scale), `0 or input / (1 - ratio) (scale ${scale})`);
+    return firstBad(y, "output 0", (v, i) => v === 0 || floatMatches(v, Number(xs[i]) * scale, data.tolerance), `0 or input / (1 - ratio) (scale ${scale})`);
   },
 };
 

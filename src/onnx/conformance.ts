@@ -149,7 +149,7 @@ export function runCase(caseDir: string, tolerance: Tolerance = NODE_TEST_TOLERA
           outputs.push(a as Tensor);
         }
         const feeds = new Map(model.inputs.map((info, k) => [info.name, inputs[k] as Tensor]));
-        const m = contract.check({ graph, feeds, outputs });
+        const m = contract.check({ graph, feeds, outputs, tolerance: tol });
         if (m) return { name, family, status: "failed", reason: `${set}: ${m}` };
         checked = `random draws (${draws.join(", ")}): dtype and shape exact, ${contract.what}`;
         continue;

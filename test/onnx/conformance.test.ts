@@ -115,3 +115,32 @@ test("random cases are checked without values: dtype and shape exactly and the o
   assert.match(text, /Checked without values \(random draws[^\n]*\n {2}test_dropout_training_other_mask: random draws/);
   assert.match(text, /7 cases: 1 passed \(14\.3%\), 2 checked without values \(random draws\), 4 failed, 0 skipped/);
 });
+
+test("a random case is checked under the run's tolerance (a caller's, or the default), as a case compared by value is", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "onnx-conf-random-tol-"));
+  const x = sc.linspace(0.5, 2, 40, "float32");
+  const inputs = { x, r: sc.scalar(0.5, "float32"), t: sc.scalar(true) };
+  // y = Dropout(x) * k: off by a relative k - 1 from input * mask / (1 - ratio) where kept
+  const scaled = (k: number, withMask: boolean) => [
+    onnx.makeNode("Dropout", ["x", "r", "t"], withMask ? ["d", "z"] : ["d"]),
+    onnx.makeNode("Constant", [], ["k"], { value: sc.scalar(k, "float32") }),
+    onnx.makeNode("Mul", ["d", "k"], ["y"]),
+  ];
+  for (const withMask of [false, true]) {
+    const outputs: Record<string, sc.Tensor> = withMask ? { y: x, z: sc.fullLike(x, true, "bool") } : { y: x };
+    writeGraphCase(path.join(dir, `test_dropout_off_1e-4${withMask ? "_mask" : ""}`), scaled(1 + 1e-4, withMask), inputs, outputs, { opset: 13 });
+    writeGraphCase(path.join(dir, `test_dropout_off_1e-2${withMask ? "_mask" : ""}`), scaled(1.01, withMask), inputs, outputs, { opset: 13 });
+  }
+  const statuses = (tolerance?: { rtol: number; atol: number }) =>
+    Object.fromEntries(onnx.runConformance(dir, tolerance ? { tolerance } : {}).results.map((r) => [r.name, `${r.status}${r.status === "failed" ? `: ${r.reason}` : ""}`]));
+  // the default (rtol 1e-3) covers 1e-4, not 1e-2
+  const byDefault = statuses();
+  for (const name of ["test_dropout_off_1e-4", "test_dropout_off_1e-4_mask"]) assert.equal(byDefault[name], "checked", name);
+  assert.match(byDefault["test_dropout_off_1e-2"]!, /^failed: test_data_set_0: output 0: element \d+ is [\d.]+, expected 0 or input \/ \(1 - ratio\) \(scale 2\)/);
+  assert.match(byDefault["test_dropout_off_1e-2_mask"]!, /^failed: test_data_set_0: output 0: \d+ of 40 elements differ .*\(input \* mask \/ \(1 - ratio\) for the mask returned, scale 2\)/);
+  // a caller's tolerance reaches the random check: tighter fails 1e-4, looser passes 1e-2
+  const tight = statuses({ rtol: 1e-6, atol: 0 });
+  for (const name of ["test_dropout_off_1e-4", "test_dropout_off_1e-4_mask"]) assert.match(tight[name]!, /^failed: /, name);
+  const loose = statuses({ rtol: 0.1, atol: 0 });
+  for (const name of Object.keys(loose)) assert.equal(loose[name], "checked", name);
+});
