@@ -144,3 +144,29 @@ test("a random case is checked under the run's tolerance (a caller's, or the def
   const loose = statuses({ rtol: 0.1, atol: 0 });
   for (const name of Object.keys(loose)) assert.equal(loose[name], "checked", name);
 });
+
+test("a random case's sequence output is walked as a value case's is: each element's dtype and shape, then the contract of each", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "onnx-conf-random-seq-"));
+  const x = sc.linspace(0.5, 2, 8, "float32");
+  /** A case y = SequenceConstruct(RandomUniformLike(x), then `last`(x)) whose stored sequence is [x, `stored`]. */
+  const write = (name: string, last: Record<string, unknown>, stored: sc.Tensor) => {
+    const caseDir = path.join(dir, name);
+    mkdirSync(path.join(caseDir, "test_data_set_0"), { recursive: true });
+    const nodes = [onnx.makeNode("RandomUniformLike", ["x"], ["a"]), last, onnx.makeNode("SequenceConstruct", ["a", "b"], ["y"])];
+    const seqType = { sequence_type: { elem_type: { tensor_type: { elem_type: 1, shape: { dim: [{ dim_value: 8 }] } } } } };
+    const graph = onnx.makeGraph(nodes, "g", [onnx.makeValueInfo("x", "float32", [8])], [{ name: "y", type: seqType }]);
+    writeFileSync(path.join(caseDir, "model.onnx"), onnx.modelBytes(onnx.makeModel(graph)));
+    writeFileSync(path.join(caseDir, "test_data_set_0/input_0.pb"), onnx.encode("TensorProto", onnx.tensorToProto(x, "x")));
+    const seq = { name: "y", elem_type: 1, tensor_values: [onnx.tensorToProto(x, ""), onnx.tensorToProto(stored, "")] };
+    writeFileSync(path.join(caseDir, "test_data_set_0/output_0.pb"), onnx.encode("SequenceProto", seq));
+  };
+  write("test_randomuniformlike_seq", onnx.makeNode("RandomUniformLike", ["x"], ["b"]), x);
+  // the second element leaves [0, 1): the contract fails it, naming the element
+  write("test_randomuniformlike_seq_shifted", onnx.makeNode("Add", ["x", "x"], ["b"]), x);
+  // the second element's stored shape differs: the walk fails it
+  write("test_randomuniformlike_seq_shape", onnx.makeNode("RandomUniformLike", ["x"], ["b"]), sc.zeros([2, 4]));
+  const by = Object.fromEntries(onnx.runConformance(dir).results.map((r) => [r.name, `${r.status}: ${r.reason}`]));
+  assert.match(by.test_randomuniformlike_seq!, /^checked: random draws \(randomUniform\): dtype and shape exact, every value in \[low, high\)/);
+  assert.match(by.test_randomuniformlike_seq_shifted!, /^failed: test_data_set_0: output 0\[1\]: element 0 is 1, expected a value in \[0, 1\)/);
+  assert.match(by.test_randomuniformlike_seq_shape!, /^failed: test_data_set_0: output "y"\[1\]: shape \[8\], expected \[2, 4\]/);
+});
