@@ -221,8 +221,11 @@ interface DrawAttrs {
   dtype: DType;
 }
 
-/** A random op of a key: element i is `sample(attrs, k0, k1, i, f64)`, then `finish(attrs)` (once per call) of it where given. */
-function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number, k1: number, i: number, f64: boolean) => number, finish?: (a: A) => (v: number) => number) {
+/** Element i of a draw from key (k0, k1); f64: whether the draw is float64. */
+type Sample = (k0: number, k1: number, i: number, f64: boolean) => number;
+
+/** A random op of a key: element i is `sampler(attrs)(k0, k1, i, f64)`, the sampler made once per call from the op's attributes. */
+function defineDraw<A extends DrawAttrs>(name: string, sampler: (a: A) => Sample) {
   return defineOp<A>({
     name,
     family: "random",
@@ -236,32 +239,29 @@ function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number
       const out = allocStorage(a.dtype, n);
       const [k0, k1] = keyWords(inputs[0]!);
       const f64 = a.dtype === "float64";
-      if (finish === undefined) for (let i = 0; i < n; i++) out[i] = sample(a, k0, k1, i, f64);
-      else {
-        const f = finish(a);
-        for (let i = 0; i < n; i++) out[i] = f(sample(a, k0, k1, i, f64));
-      }
+      const sample = sampler(a);
+      for (let i = 0; i < n; i++) out[i] = sample(k0, k1, i, f64);
       return [out];
     } },
   });
 }
 
-export const randomUniformOp = defineDraw<DrawAttrs & { minval: number; maxval: number }>(
-  "randomUniform",
-  (a, k0, k1, i, f64) => a.minval + (a.maxval - a.minval) * uniform01(k0, k1, i, f64),
-  // u < 1, but minval + (maxval - minval) * u can still round to maxval in the dtype: keep below it
-  (a) => {
-    if (!(a.maxval > a.minval)) return (v) => v;
-    const top = largestBelow(a.maxval, a.dtype);
-    return (v) => (v > top ? top : v);
-  },
-);
+export const randomUniformOp = defineDraw<DrawAttrs & { minval: number; maxval: number }>("randomUniform", (a) => {
+  const { minval } = a;
+  const span = a.maxval - minval;
+  // u < 1, but minval + span * u can still round to maxval in the dtype: keep below it (an empty range is minval)
+  const top = a.maxval > minval ? largestBelow(a.maxval, a.dtype) : minval;
+  return (k0, k1, i, f64) => {
+    const v = minval + span * uniform01(k0, k1, i, f64);
+    return v > top ? top : v;
+  };
+});
 
 // Box-Muller on a pair of draws per output element (indices 2i and 2i + 1).
-export const randomNormalOp = defineDraw<DrawAttrs & { mean: number; stddev: number }>("randomNormal", (a, k0, k1, i, f64) => {
+export const randomNormalOp = defineDraw<DrawAttrs & { mean: number; stddev: number }>("randomNormal", ({ mean, stddev }) => (k0, k1, i, f64) => {
   const u1 = uniform01(k0, k1, 2 * i, f64);
   const u2 = uniform01(k0, k1, 2 * i + 1, f64);
-  return a.mean + a.stddev * Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
+  return mean + stddev * Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
 });
 
 export const randomBernoulliOp = defineOp<Record<string, never>>({
