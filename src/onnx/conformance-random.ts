@@ -15,15 +15,13 @@
 import { makeTensor, Tensor } from "../core/tensor.js";
 import type { Graph, FunctionLibrary } from "../graph/ir.js";
 import { lookupOp } from "../ops/registry.js";
+import { KEY_OPS } from "../ops/random-keys.js";
 import { allGraphs } from "../graph/passes/util.js";
 import type { GraphProto, NodeProto } from "./protobuf.js";
 import { has } from "./protobuf.js";
 import { readTensorProto } from "./tensor-proto.js";
 import { floatMatches, mismatch, typeMismatch, type Tolerance } from "./compare.js";
 import type { ModelValue } from "./import/load.js";
-
-/** Random-family ops that make or advance keys: they draw nothing themselves. */
-const KEY_OPS = new Set(["randomKey", "randomSplit", "randomFoldIn", "randomNextKey"]);
 
 /** The registry's random draws (family "random", key ops aside) a traced program holds, in its regions and called functions too. */
 export function randomOpsIn(graph: Graph, library: FunctionLibrary): string[] {

@@ -22,53 +22,21 @@ import { isTracing } from "../core/context.js";
 import { Tensor, type TensorLike } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { checkOptions, optionKeys } from "../core/options.js";
-import { applyOp, applyOp1, defineOp, type TensorType } from "./registry.js";
+import { applyOp, applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { broadcastTo } from "./shape.js";
 import { div, mul } from "./binary.js";
 import { cast } from "./cast.js";
 import { fullLike } from "./creation.js";
-import { checkKey, checkKeyType, key as seedKeyTensor, keyWords } from "./random-keys.js";
+import { checkKey, checkKeyType, key as seedKeyTensor, keyWords, randomNextKeyOp } from "./random-keys.js";
 import "./variable-updates.js";
-import { seedKey, splitKey, uniform01 } from "../backends/cpu/counter-rng.js";
+import { seedKey, uniform01 } from "../backends/cpu/counter-rng.js";
 import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
 
 export { key, split, foldIn } from "./random-keys.js";
 
 // ---------------------------------------------------------------------------------------------
 // generators
-
-const STATE_TYPE: TensorType = { dtype: "int32", shape: [4] };
-/** Keys a generator may take (2^52: its n-th key is split index n of its key, below 2^53). */
-const MAX_COUNTER = 2 ** 52;
-
-/**
- * A generator's state (int32[4]: its key's two words, then the counter's low and high words)
- * to (the next state, the key for this draw): the key is split key `counter` of the
- * generator's key, so a generator made from key K hands out split(K, n)'s keys in order.
- */
-export const randomNextKeyOp = defineOp<Record<string, never>>({
-  name: "randomNextKey",
-  family: "random",
-  inputs: ["state"],
-  infer(inputs) {
-    const s = inputs[0]!;
-    if (s.dtype !== "int32" || s.shape.length !== 1 || (s.shape[0] !== 4 && s.shape[0]! >= 0)) {
-      throw new ShapeError(`a generator state is an int32 tensor of shape [4], got ${s.dtype}${fmtShape(s.shape)}`, "random.Generator");
-    }
-    return [STATE_TYPE, { dtype: "int32", shape: [2] }];
-  },
-  kernels: {
-    webgpu: mathGpu.randomNextKey,
-    cpu(inputs) {
-      const s = inputs[0]!.concrete();
-      const counter = (s[2]! >>> 0) + (s[3]! >>> 0) * 4294967296;
-      if (counter >= MAX_COUNTER) throw new ValueError(`the generator has handed out all of its 2^52 keys; make a new one`, "random.Generator");
-      const next = counter + 1;
-      return [Int32Array.of(s[0]!, s[1]!, next >>> 0, Math.floor(next / 4294967296)), Int32Array.from(splitKey(s[0]!, s[1]!, counter))];
-    },
-  },
-});
 
 function initialState(words: readonly [number, number]): Tensor {
   return new Tensor(Int32Array.of(words[0], words[1], 0, 0), [4], "int32");

@@ -13,6 +13,8 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
+import { randomOpsIn } from "../../src/onnx/conformance-random.js";
+import { KEY_OPS } from "../../src/ops/random-keys.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const fixtures = path.join(root, "test/fixtures/onnx-node");
@@ -169,4 +171,19 @@ test("a random case's sequence output is walked as a value case's is: each eleme
   assert.match(by.test_randomuniformlike_seq!, /^checked: random draws \(randomUniform\): dtype and shape exact, every value in \[low, high\)/);
   assert.match(by.test_randomuniformlike_seq_shifted!, /^failed: test_data_set_0: output 0\[1\]: element 0 is 1, expected a value in \[0, 1\)/);
   assert.match(by.test_randomuniformlike_seq_shape!, /^failed: test_data_set_0: output "y"\[1\]: shape \[8\], expected \[2, 4\]/);
+});
+
+test("a program is random by its draws: the ops that only make or advance keys (KEY_OPS) draw nothing", () => {
+  const g = new sc.random.Generator({ seed: 1 });
+  const keys = (seed: sc.Tensor) => {
+    const [a] = sc.random.split(sc.random.foldIn(sc.random.key(seed), 3));
+    return sc.add(a!, g.nextKey());
+  };
+  const draws = (seed: sc.Tensor) => sc.random.uniform([2], { key: keys(seed) });
+  const seed = sc.scalar(7, "int32");
+  const keysOnly = sc.stage(keys, { autograph: false }).concrete(seed);
+  assert.deepEqual([...new Set(keysOnly.graph.nodes.map((n) => n.op))].filter((op) => KEY_OPS.has(op)).sort(), [...KEY_OPS].sort(), "the program holds every key op");
+  assert.deepEqual(randomOpsIn(keysOnly.graph, keysOnly.library), []);
+  const drawing = sc.stage(draws, { autograph: false }).concrete(seed);
+  assert.deepEqual(randomOpsIn(drawing.graph, drawing.library), ["randomUniform"]);
 });
