@@ -31,23 +31,21 @@ export function mismatch(actual: Tensor, expected: Tensor, tol: Tolerance = NODE
   for (let i = 0; i < e.length; i++) {
     const x = a[i]!;
     const y = e[i]!;
-    let ok: boolean;
-    if (!float) ok = x === y;
-    else if (Number.isNaN(y)) ok = Number.isNaN(x);
-    else if (!Number.isFinite(y)) ok = x === y;
-    else {
-      const d = Math.abs(x - y);
-      ok = d <= tol.atol + tol.rtol * Math.abs(y);
-      if (!ok && d > worst) worst = d;
-    }
-    if (!ok) {
-      bad++;
-      if (first < 0) first = i;
-    }
+    if (float ? floatMatches(x, y, tol) : x === y) continue;
+    bad++;
+    if (first < 0) first = i;
+    if (float && Number.isFinite(y) && Math.abs(x - y) > worst) worst = Math.abs(x - y);
   }
   if (bad === 0) return null;
   const detail = float && worst > 0 ? `, largest difference ${worst.toPrecision(3)}` : "";
   return `${bad} of ${e.length} elements differ (first at flat index ${first}: ${a[first]} vs expected ${e[first]}${detail})`;
+}
+
+/** Whether float `actual` matches `expected`: within atol + rtol * |expected|; NaN matches NaN, an infinity only itself. */
+export function floatMatches(actual: number, expected: number, tol: Tolerance): boolean {
+  if (Number.isNaN(expected)) return Number.isNaN(actual);
+  if (!Number.isFinite(expected)) return actual === expected;
+  return Math.abs(actual - expected) <= tol.atol + tol.rtol * Math.abs(expected);
 }
 
 /** null when `actual` has `expected`'s dtype and shape exactly, else a sentence saying how it differs. */

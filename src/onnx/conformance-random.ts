@@ -12,17 +12,16 @@
  * its traced function holds a random op of the registry, so a Dropout in inference mode or with
  * ratio 0 (an exact identity, drawing nothing) is compared by value as any other case.
  */
-import type { Tensor } from "../core/tensor.js";
+import { makeTensor, Tensor } from "../core/tensor.js";
 import type { Graph, FunctionLibrary } from "../graph/ir.js";
 import { lookupOp } from "../ops/registry.js";
+import { KEY_OPS } from "../ops/random-keys.js";
 import { allGraphs } from "../graph/passes/util.js";
 import type { GraphProto, NodeProto } from "./protobuf.js";
 import { has } from "./protobuf.js";
 import { readTensorProto } from "./tensor-proto.js";
-import { NODE_TEST_TOLERANCE } from "./compare.js";
-
-/** Random-family ops that make or advance keys: they draw nothing themselves. */
-const KEY_OPS = new Set(["randomKey", "randomSplit", "randomFoldIn", "randomNextKey"]);
+import { floatMatches, mismatch, typeMismatch, type Tolerance } from "./compare.js";
+import type { ModelValue } from "./import/load.js";
 
 /** The registry's random draws (family "random", key ops aside) a traced program holds, in its regions and called functions too. */
 export function randomOpsIn(graph: Graph, library: FunctionLibrary): string[] {
@@ -36,10 +35,12 @@ export function randomOpsIn(graph: Graph, library: FunctionLibrary): string[] {
 /** What a contract sees of one test data set. */
 export interface RandomCaseData {
   graph: GraphProto;
-  /** The case's inputs by graph input name. */
-  feeds: ReadonlyMap<string, Tensor>;
-  /** The model's outputs in the graph's order (tensors: a contract refuses anything else). */
-  outputs: readonly Tensor[];
+  /** The case's inputs by graph input name (as the model ran on them). */
+  feeds: Readonly<Record<string, ModelValue>>;
+  /** The model's outputs in the graph's order, each of its expected value's dtype and shape (sequences of them for sequences). */
+  outputs: readonly ModelValue[];
+  /** The tolerance of the case (the runner's, with REFERENCE_TOLERANCE's override) for values a contract computes. */
+  tolerance: Tolerance;
 }
 
 export interface RandomContract {
@@ -59,11 +60,13 @@ function floatAttr(node: NodeProto | undefined, name: string, def: number): numb
   return a !== undefined && has(a, "f") ? a.f : def;
 }
 
-/** A node input's value: a case input, or an initializer; null when it is omitted or computed. */
+/** A node input's value: a case input, or an initializer; null when it is omitted or computed (or not a tensor). */
 function valueOf(data: RandomCaseData, name: string | undefined): Tensor | null {
   if (name === undefined || name === "") return null;
-  const fed = data.feeds.get(name);
-  if (fed !== undefined) return fed;
+  if (Object.hasOwn(data.feeds, name)) {
+    const fed = data.feeds[name];
+    return fed instanceof Tensor ? fed : null;
+  }
   const init = data.graph.initializer.find((t) => t.name === name);
   return init === undefined ? null : readTensorProto(init, `initializer ${JSON.stringify(name)}`);
 }
@@ -78,13 +81,20 @@ function firstBad(t: Tensor, what: string, ok: (v: number, i: number) => boolean
   return null;
 }
 
-function close(actual: number, expected: number): boolean {
-  return Math.abs(actual - expected) <= NODE_TEST_TOLERANCE.atol + NODE_TEST_TOLERANCE.rtol * Math.abs(expected);
-}
-
+/** `check` of every output tensor (each element of a sequence output too; an empty optional has none). */
 function everyOutput(data: RandomCaseData, check: (t: Tensor, what: string) => string | null): string | null {
+  const walk = (v: ModelValue | undefined, what: string): string | null => {
+    if (v instanceof Tensor) return check(v, what);
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const m = walk(v[i], `${what}[${i}]`);
+        if (m) return m;
+      }
+    }
+    return null;
+  };
   for (let k = 0; k < data.outputs.length; k++) {
-    const m = check(data.outputs[k]!, `output ${k}`);
+    const m = walk(data.outputs[k], `output ${k}`);
     if (m) return m;
   }
   return null;
@@ -137,13 +147,19 @@ const dropout: RandomContract = {
     const ratio = r === null ? 0.5 : Number(r.dataSync()[0]);
     const scale = 1 / (1 - ratio);
     const xs = x.dataSync();
-    const [y, mask] = data.outputs as [Tensor, Tensor | undefined];
+    const [y, mask] = data.outputs;
+    if (!(y instanceof Tensor) || !(mask === undefined || mask instanceof Tensor)) return "the outputs of a Dropout case must be tensors";
+    const shapes = typeMismatch(y, x);
+    if (shapes !== null) return `output 0 against the Dropout's input: ${shapes}`;
     if (mask !== undefined) {
       if (mask.dtype !== "bool") return `the mask is ${mask.dtype}, expected bool`;
+      // The output the mask returned makes: input * mask / (1 - ratio), in double, then y's dtype.
       const m = mask.dataSync();
-      return firstBad(y, "output 0", (v, i) => (m[i] ? close(v, Number(xs[i]) * scale) : v === 0), "input * mask / (1 - ratio) for the mask returned");
+      const expected = makeTensor("onnx.conformance", Float64Array.from(xs, (v, i) => (m[i] ? Number(v) * scale : 0)), [...y.shape], y.dtype);
+      const d = mismatch(y, expected, data.tolerance);
+      return d === null ? null : `output 0: ${d} (input * mask / (1 - ratio) for the mask returned, scale ${scale})`;
     }
-    return firstBad(y, "output 0", (v, i) => v === 0 || close(v, Number(xs[i]) * scale), `0 or input / (1 - ratio) (scale ${scale})`);
+    return firstBad(y, "output 0", (v, i) => v === 0 || floatMatches(v, Number(xs[i]) * scale, data.tolerance), `0 or input / (1 - ratio) (scale ${scale})`);
   },
 };
 

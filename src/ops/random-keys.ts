@@ -2,7 +2,9 @@
  * PRNG keys as tensors (as JAX's): a key is an int32 tensor of shape [2] (two 32-bit words), so
  * a key can be an argument of a staged function (a new key is new data, not a new trace), and
  * `split` / `foldIn` are ops that work on symbolic keys as well as concrete ones. Keys derived
- * from a key are the counter-based generator's bits of it (backends/cpu/counter-rng.ts).
+ * from a key are the counter-based generator's bits of it (backends/cpu/counter-rng.ts). The op
+ * by which a Generator (random.ts) takes its next key from its state is here too: KEY_OPS lists
+ * the ops that handle keys, and draw nothing.
  */
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
@@ -102,6 +104,47 @@ export const randomFoldInOp = defineOp<Record<string, never>>({
     },
   },
 });
+
+// ---------------------------------------------------------------------------------------------
+// a generator's next key (ops/random.ts: Generator)
+
+const STATE_TYPE: TensorType = { dtype: "int32", shape: [4] };
+/** Keys a generator may take (2^52: its n-th key is split index n of its key, below 2^53). */
+const MAX_COUNTER = 2 ** 52;
+
+/**
+ * A generator's state (int32[4]: its key's two words, then the counter's low and high words)
+ * to (the next state, the key for this draw): the key is split key `counter` of the
+ * generator's key, so a generator made from key K hands out split(K, n)'s keys in order.
+ */
+export const randomNextKeyOp = defineOp<Record<string, never>>({
+  name: "randomNextKey",
+  family: "random",
+  inputs: ["state"],
+  infer(inputs) {
+    const s = inputs[0]!;
+    if (s.dtype !== "int32" || s.shape.length !== 1 || (s.shape[0] !== 4 && s.shape[0]! >= 0)) {
+      throw new ShapeError(`a generator state is an int32 tensor of shape [4], got ${s.dtype}${fmtShape(s.shape)}`, "random.Generator");
+    }
+    return [STATE_TYPE, { dtype: "int32", shape: [2] }];
+  },
+  kernels: {
+    webgpu: mathGpu.randomNextKey,
+    cpu(inputs) {
+      const s = inputs[0]!.concrete();
+      const counter = (s[2]! >>> 0) + (s[3]! >>> 0) * 4294967296;
+      if (counter >= MAX_COUNTER) throw new ValueError(`the generator has handed out all of its 2^52 keys; make a new one`, "random.Generator");
+      const next = counter + 1;
+      return [Int32Array.of(s[0]!, s[1]!, next >>> 0, Math.floor(next / 4294967296)), Int32Array.from(splitKey(s[0]!, s[1]!, counter))];
+    },
+  },
+});
+
+/**
+ * The random-family ops that make or advance keys: they draw no numbers themselves (the
+ * conformance runner tells programs that draw from those that only handle keys by these).
+ */
+export const KEY_OPS: ReadonlySet<string> = new Set([randomKeyOp, randomSplitOp, randomFoldInOp, randomNextKeyOp].map((op) => op.name));
 
 /**
  * The key of a seed: an int32 tensor of shape [2]. A JS integer gives a concrete key (a

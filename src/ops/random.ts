@@ -22,50 +22,21 @@ import { isTracing } from "../core/context.js";
 import { Tensor, type TensorLike } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { checkOptions, optionKeys } from "../core/options.js";
-import { applyOp, applyOp1, defineOp, type TensorType } from "./registry.js";
+import { applyOp, applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { broadcastTo } from "./shape.js";
-import { checkKey, checkKeyType, key as seedKeyTensor, keyWords } from "./random-keys.js";
+import { div, mul } from "./binary.js";
+import { cast } from "./cast.js";
+import { fullLike } from "./creation.js";
+import { checkKey, checkKeyType, key as seedKeyTensor, keyWords, randomNextKeyOp } from "./random-keys.js";
 import "./variable-updates.js";
-import { seedKey, splitKey, uniform01 } from "../backends/cpu/counter-rng.js";
+import { seedKey, uniform01 } from "../backends/cpu/counter-rng.js";
 import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
 
 export { key, split, foldIn } from "./random-keys.js";
 
 // ---------------------------------------------------------------------------------------------
 // generators
-
-const STATE_TYPE: TensorType = { dtype: "int32", shape: [4] };
-/** Keys a generator may take (2^52: its n-th key is split index n of its key, below 2^53). */
-const MAX_COUNTER = 2 ** 52;
-
-/**
- * A generator's state (int32[4]: its key's two words, then the counter's low and high words)
- * to (the next state, the key for this draw): the key is split key `counter` of the
- * generator's key, so a generator made from key K hands out split(K, n)'s keys in order.
- */
-export const randomNextKeyOp = defineOp<Record<string, never>>({
-  name: "randomNextKey",
-  family: "random",
-  inputs: ["state"],
-  infer(inputs) {
-    const s = inputs[0]!;
-    if (s.dtype !== "int32" || s.shape.length !== 1 || (s.shape[0] !== 4 && s.shape[0]! >= 0)) {
-      throw new ShapeError(`a generator state is an int32 tensor of shape [4], got ${s.dtype}${fmtShape(s.shape)}`, "random.Generator");
-    }
-    return [STATE_TYPE, { dtype: "int32", shape: [2] }];
-  },
-  kernels: {
-    webgpu: mathGpu.randomNextKey,
-    cpu(inputs) {
-      const s = inputs[0]!.concrete();
-      const counter = (s[2]! >>> 0) + (s[3]! >>> 0) * 4294967296;
-      if (counter >= MAX_COUNTER) throw new ValueError(`the generator has handed out all of its 2^52 keys; make a new one`, "random.Generator");
-      const next = counter + 1;
-      return [Int32Array.of(s[0]!, s[1]!, next >>> 0, Math.floor(next / 4294967296)), Int32Array.from(splitKey(s[0]!, s[1]!, counter))];
-    },
-  },
-});
 
 function initialState(words: readonly [number, number]): Tensor {
   return new Tensor(Int32Array.of(words[0], words[1], 0, 0), [4], "int32");
@@ -218,8 +189,11 @@ interface DrawAttrs {
   dtype: DType;
 }
 
-/** A random op of a key: element i is `sample(attrs, k0, k1, i, f64)`, then `finish(attrs)` (once per call) of it where given. */
-function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number, k1: number, i: number, f64: boolean) => number, finish?: (a: A) => (v: number) => number) {
+/** Element i of a draw from key (k0, k1); f64: whether the draw is float64. */
+type Sample = (k0: number, k1: number, i: number, f64: boolean) => number;
+
+/** A random op of a key: element i is `sampler(attrs)(k0, k1, i, f64)`, the sampler made once per call from the op's attributes. */
+function defineDraw<A extends DrawAttrs>(name: string, sampler: (a: A) => Sample) {
   return defineOp<A>({
     name,
     family: "random",
@@ -233,32 +207,29 @@ function defineDraw<A extends DrawAttrs>(name: string, sample: (a: A, k0: number
       const out = allocStorage(a.dtype, n);
       const [k0, k1] = keyWords(inputs[0]!);
       const f64 = a.dtype === "float64";
-      if (finish === undefined) for (let i = 0; i < n; i++) out[i] = sample(a, k0, k1, i, f64);
-      else {
-        const f = finish(a);
-        for (let i = 0; i < n; i++) out[i] = f(sample(a, k0, k1, i, f64));
-      }
+      const sample = sampler(a);
+      for (let i = 0; i < n; i++) out[i] = sample(k0, k1, i, f64);
       return [out];
     } },
   });
 }
 
-export const randomUniformOp = defineDraw<DrawAttrs & { minval: number; maxval: number }>(
-  "randomUniform",
-  (a, k0, k1, i, f64) => a.minval + (a.maxval - a.minval) * uniform01(k0, k1, i, f64),
-  // u < 1, but minval + (maxval - minval) * u can still round to maxval in the dtype: keep below it
-  (a) => {
-    if (!(a.maxval > a.minval)) return (v) => v;
-    const top = largestBelow(a.maxval, a.dtype);
-    return (v) => (v > top ? top : v);
-  },
-);
+export const randomUniformOp = defineDraw<DrawAttrs & { minval: number; maxval: number }>("randomUniform", (a) => {
+  const { minval } = a;
+  const span = a.maxval - minval;
+  // u < 1, but minval + span * u can still round to maxval in the dtype: keep below it (an empty range is minval)
+  const top = a.maxval > minval ? largestBelow(a.maxval, a.dtype) : minval;
+  return (k0, k1, i, f64) => {
+    const v = minval + span * uniform01(k0, k1, i, f64);
+    return v > top ? top : v;
+  };
+});
 
 // Box-Muller on a pair of draws per output element (indices 2i and 2i + 1).
-export const randomNormalOp = defineDraw<DrawAttrs & { mean: number; stddev: number }>("randomNormal", (a, k0, k1, i, f64) => {
+export const randomNormalOp = defineDraw<DrawAttrs & { mean: number; stddev: number }>("randomNormal", ({ mean, stddev }) => (k0, k1, i, f64) => {
   const u1 = uniform01(k0, k1, 2 * i, f64);
   const u2 = uniform01(k0, k1, 2 * i + 1, f64);
-  return a.mean + a.stddev * Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
+  return mean + stddev * Math.sqrt(-2 * Math.log(1 - u1)) * Math.cos(2 * Math.PI * u2);
 });
 
 export const randomBernoulliOp = defineOp<Record<string, never>>({
@@ -377,4 +348,21 @@ export function categorical(logits: TensorLike, numSamples = 1, options: Omit<Dr
   if (!Number.isInteger(numSamples) || numSamples < 0) throw new ValueError(`numSamples must be a non-negative integer, got ${numSamples}`, "random.categorical");
   const l = toTensor(logits, "random.categorical");
   return applyOp1(randomCategoricalOp, [l, resolveKey("random.categorical", options)], { numSamples });
+}
+
+/**
+ * Dropout (Srivastava et al.) of a float tensor: each element is dropped (zeroed) with
+ * probability `rate` and the kept ones are scaled by 1 / (1 - rate). Returns [output, mask], the
+ * mask bool and true where an element is kept. The keep probability 1 - rate is held in float64
+ * for a float64 x, else in float32 (which every backend has). Rate 0 is the exact identity and
+ * draws nothing. nn.Dropout and ONNX's training-mode Dropout are this function.
+ */
+export function dropout(x: Tensor, rate: number, options: Omit<DrawOptions, "dtype"> = {}): [Tensor, Tensor] {
+  checkOptions("random.dropout", options, SAMPLE_OPTIONS);
+  if (typeof rate !== "number" || !(rate >= 0 && rate < 1)) throw new ValueError(`rate must be in [0, 1), got ${String(rate)}`, "random.dropout");
+  if (!(x instanceof Tensor)) throw new ValueError(`x must be a tensor, got ${x === null ? "null" : typeof x}`, "random.dropout");
+  if (!isFloat(x.dtype)) throw new DtypeError(`drops elements of float tensors, got ${x.dtype}`, "random.dropout");
+  if (rate === 0) return [x, fullLike(x, true, "bool")];
+  const keep = bernoulli(fullLike(x, 1 - rate, x.dtype === "float64" ? "float64" : "float32"), undefined, options);
+  return [mul(x, div(cast(keep, x.dtype), 1 - rate)), keep];
 }

@@ -13,6 +13,8 @@ import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
+import { randomOpsIn } from "../../src/onnx/conformance-random.js";
+import { KEY_OPS } from "../../src/ops/random-keys.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const fixtures = path.join(root, "test/fixtures/onnx-node");
@@ -114,4 +116,74 @@ test("random cases are checked without values: dtype and shape exactly and the o
   assert.match(text, /^ {2}Dropout +1\/2\/0 {2}\+ 1 checked without values$/m);
   assert.match(text, /Checked without values \(random draws[^\n]*\n {2}test_dropout_training_other_mask: random draws/);
   assert.match(text, /7 cases: 1 passed \(14\.3%\), 2 checked without values \(random draws\), 4 failed, 0 skipped/);
+});
+
+test("a random case is checked under the run's tolerance (a caller's, or the default), as a case compared by value is", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "onnx-conf-random-tol-"));
+  const x = sc.linspace(0.5, 2, 40, "float32");
+  const inputs = { x, r: sc.scalar(0.5, "float32"), t: sc.scalar(true) };
+  // y = Dropout(x) * k: off by a relative k - 1 from input * mask / (1 - ratio) where kept
+  const scaled = (k: number, withMask: boolean) => [
+    onnx.makeNode("Dropout", ["x", "r", "t"], withMask ? ["d", "z"] : ["d"]),
+    onnx.makeNode("Constant", [], ["k"], { value: sc.scalar(k, "float32") }),
+    onnx.makeNode("Mul", ["d", "k"], ["y"]),
+  ];
+  for (const withMask of [false, true]) {
+    const outputs: Record<string, sc.Tensor> = withMask ? { y: x, z: sc.fullLike(x, true, "bool") } : { y: x };
+    writeGraphCase(path.join(dir, `test_dropout_off_1e-4${withMask ? "_mask" : ""}`), scaled(1 + 1e-4, withMask), inputs, outputs, { opset: 13 });
+    writeGraphCase(path.join(dir, `test_dropout_off_1e-2${withMask ? "_mask" : ""}`), scaled(1.01, withMask), inputs, outputs, { opset: 13 });
+  }
+  const statuses = (tolerance?: { rtol: number; atol: number }) =>
+    Object.fromEntries(onnx.runConformance(dir, tolerance ? { tolerance } : {}).results.map((r) => [r.name, `${r.status}${r.status === "failed" ? `: ${r.reason}` : ""}`]));
+  // the default (rtol 1e-3) covers 1e-4, not 1e-2
+  const byDefault = statuses();
+  for (const name of ["test_dropout_off_1e-4", "test_dropout_off_1e-4_mask"]) assert.equal(byDefault[name], "checked", name);
+  assert.match(byDefault["test_dropout_off_1e-2"]!, /^failed: test_data_set_0: output 0: element \d+ is [\d.]+, expected 0 or input \/ \(1 - ratio\) \(scale 2\)/);
+  assert.match(byDefault["test_dropout_off_1e-2_mask"]!, /^failed: test_data_set_0: output 0: \d+ of 40 elements differ .*\(input \* mask \/ \(1 - ratio\) for the mask returned, scale 2\)/);
+  // a caller's tolerance reaches the random check: tighter fails 1e-4, looser passes 1e-2
+  const tight = statuses({ rtol: 1e-6, atol: 0 });
+  for (const name of ["test_dropout_off_1e-4", "test_dropout_off_1e-4_mask"]) assert.match(tight[name]!, /^failed: /, name);
+  const loose = statuses({ rtol: 0.1, atol: 0 });
+  for (const name of Object.keys(loose)) assert.equal(loose[name], "checked", name);
+});
+
+test("a random case's sequence output is walked as a value case's is: each element's dtype and shape, then the contract of each", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "onnx-conf-random-seq-"));
+  const x = sc.linspace(0.5, 2, 8, "float32");
+  /** A case y = SequenceConstruct(RandomUniformLike(x), then `last`(x)) whose stored sequence is [x, `stored`]. */
+  const write = (name: string, last: Record<string, unknown>, stored: sc.Tensor) => {
+    const caseDir = path.join(dir, name);
+    mkdirSync(path.join(caseDir, "test_data_set_0"), { recursive: true });
+    const nodes = [onnx.makeNode("RandomUniformLike", ["x"], ["a"]), last, onnx.makeNode("SequenceConstruct", ["a", "b"], ["y"])];
+    const seqType = { sequence_type: { elem_type: { tensor_type: { elem_type: 1, shape: { dim: [{ dim_value: 8 }] } } } } };
+    const graph = onnx.makeGraph(nodes, "g", [onnx.makeValueInfo("x", "float32", [8])], [{ name: "y", type: seqType }]);
+    writeFileSync(path.join(caseDir, "model.onnx"), onnx.modelBytes(onnx.makeModel(graph)));
+    writeFileSync(path.join(caseDir, "test_data_set_0/input_0.pb"), onnx.encode("TensorProto", onnx.tensorToProto(x, "x")));
+    const seq = { name: "y", elem_type: 1, tensor_values: [onnx.tensorToProto(x, ""), onnx.tensorToProto(stored, "")] };
+    writeFileSync(path.join(caseDir, "test_data_set_0/output_0.pb"), onnx.encode("SequenceProto", seq));
+  };
+  write("test_randomuniformlike_seq", onnx.makeNode("RandomUniformLike", ["x"], ["b"]), x);
+  // the second element leaves [0, 1): the contract fails it, naming the element
+  write("test_randomuniformlike_seq_shifted", onnx.makeNode("Add", ["x", "x"], ["b"]), x);
+  // the second element's stored shape differs: the walk fails it
+  write("test_randomuniformlike_seq_shape", onnx.makeNode("RandomUniformLike", ["x"], ["b"]), sc.zeros([2, 4]));
+  const by = Object.fromEntries(onnx.runConformance(dir).results.map((r) => [r.name, `${r.status}: ${r.reason}`]));
+  assert.match(by.test_randomuniformlike_seq!, /^checked: random draws \(randomUniform\): dtype and shape exact, every value in \[low, high\)/);
+  assert.match(by.test_randomuniformlike_seq_shifted!, /^failed: test_data_set_0: output 0\[1\]: element 0 is 1, expected a value in \[0, 1\)/);
+  assert.match(by.test_randomuniformlike_seq_shape!, /^failed: test_data_set_0: output "y"\[1\]: shape \[8\], expected \[2, 4\]/);
+});
+
+test("a program is random by its draws: the ops that only make or advance keys (KEY_OPS) draw nothing", () => {
+  const g = new sc.random.Generator({ seed: 1 });
+  const keys = (seed: sc.Tensor) => {
+    const [a] = sc.random.split(sc.random.foldIn(sc.random.key(seed), 3));
+    return sc.add(a!, g.nextKey());
+  };
+  const draws = (seed: sc.Tensor) => sc.random.uniform([2], { key: keys(seed) });
+  const seed = sc.scalar(7, "int32");
+  const keysOnly = sc.stage(keys, { autograph: false }).concrete(seed);
+  assert.deepEqual([...new Set(keysOnly.graph.nodes.map((n) => n.op))].filter((op) => KEY_OPS.has(op)).sort(), [...KEY_OPS].sort(), "the program holds every key op");
+  assert.deepEqual(randomOpsIn(keysOnly.graph, keysOnly.library), []);
+  const drawing = sc.stage(draws, { autograph: false }).concrete(seed);
+  assert.deepEqual(randomOpsIn(drawing.graph, drawing.library), ["randomUniform"]);
 });

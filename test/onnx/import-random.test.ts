@@ -183,6 +183,37 @@ test("Dropout is the exact identity in inference mode, with ratio 0, and before 
   }
 });
 
+test("inference-mode Dropout ignores a ratio computed at run time; training mode needs it known when traced", () => {
+  // ratio = a draw (never known at trace time); training_mode a static input
+  const m = load(
+    [
+      onnx.makeNode("Constant", [], ["c"], { value: sc.scalar(0, "float32") }),
+      onnx.makeNode("RandomUniformLike", ["c"], ["r"], { high: f(0.5) }),
+      onnx.makeNode("Dropout", ["x", "r", "t"], ["y", "mask"]),
+    ],
+    [vi("x", "float32", [4]), vi("t", "bool", [])],
+    [vi("y", "float32", [4]), vi("mask", "bool", [4])],
+  );
+  const x = sc.tensor([1.5, -2, 0, 3.25], "float32");
+  const [y, mask] = m(x, sc.scalar(false)) as sc.Tensor[];
+  assert.deepEqual(values(y!), [1.5, -2, 0, 3.25]);
+  assert.deepEqual([mask!.dtype, values(mask!)], ["bool", [1, 1, 1, 1]]);
+  assert.throws(
+    () => m(x, sc.scalar(true)),
+    (e: Error) => e instanceof OnnxUnsupportedError && /Dropout: ratio must be known when the model is traced/.test(e.message),
+  );
+});
+
+test("a seeded ONNX Dropout and nn.Dropout of the same seed drop the same elements, call by call (one dropout function)", () => {
+  const m = dropoutModel([6, 7], { seed: 6 });
+  const layer = new sc.nn.Dropout(0.3, { seed: 6 });
+  const x = sc.add(sc.random.uniform([6, 7], { seed: 3 }), 1);
+  for (let call = 0; call < 3; call++) {
+    const [y] = m(x, sc.scalar(0.3, "float32"), sc.scalar(true)) as sc.Tensor[];
+    assert.deepEqual(values(y!), values(layer.call(x) as sc.Tensor), `call ${call}`);
+  }
+});
+
 test("training-mode Dropout differentiates as mask / (1 - ratio): tape and graph AD agree with the drawn mask", () => {
   const m = dropoutModel([50]);
   const x = sc.random.uniform([50], { seed: 2, dtype: "float32" });

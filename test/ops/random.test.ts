@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
+import { dropout } from "../../src/ops/random.js";
 
 function moments(t: sc.Tensor): [number, number] {
   const d = t.dataSync();
@@ -216,4 +217,37 @@ test("uniform draws stay below maxval in every float dtype, though minval + (max
     // where the dtype is coarse, the largest value below maxval is drawn (the clamp's value, or rounding's)
     if (top !== null) assert.equal(hi, top, `${dtype}: the largest draw`);
   }
+});
+
+test("dropout: output = x * mask / (1 - rate) with a bool mask kept with probability 1 - rate; rate 0 draws nothing; bad input is a typed error", () => {
+  for (const dtype of ["float32", "float64"] as const) {
+    const x = sc.add(sc.random.uniform([100, 100], { seed: 5, dtype }), 1);
+    const [y, mask] = dropout(x, 0.25, { seed: 9 });
+    assert.deepEqual([y.dtype, y.shape, mask.dtype, mask.shape], [dtype, [100, 100], "bool", [100, 100]]);
+    const xs = x.dataSync();
+    const ys = y.dataSync();
+    const ms = mask.dataSync();
+    let kept = 0;
+    for (let i = 0; i < xs.length; i++) {
+      if (ms[i]) kept++;
+      const want = ms[i] ? xs[i]! / 0.75 : 0;
+      assert.ok(Math.abs(ys[i]! - want) <= 1e-6 * want, `${dtype} element ${i}: ${ys[i]} vs ${want}`);
+    }
+    assert.ok(Math.abs(kept / xs.length - 0.75) < 0.02, `${dtype}: kept fraction ${kept / xs.length}`);
+    // the same key, the same mask
+    assert.deepEqual(dropout(x, 0.25, { seed: 9 })[1].dataSync(), ms);
+  }
+  // rate 0: the input itself and an all-true mask, and the global stream does not move
+  sc.random.setSeed(2);
+  const before = sc.random.uniform([3]).arraySync();
+  sc.random.setSeed(2);
+  const x = sc.tensor([1, -2, 3]);
+  const [y, mask] = dropout(x, 0);
+  assert.equal(y, x);
+  assert.deepEqual(mask.arraySync(), [true, true, true]);
+  assert.deepEqual(sc.random.uniform([3]).arraySync(), before);
+  assert.throws(() => dropout(x, 1), (e: Error) => e instanceof sc.ValueError && /random\.dropout.*rate must be in \[0, 1\), got 1/s.test(e.message));
+  assert.throws(() => dropout(x, Number.NaN), sc.ValueError);
+  assert.throws(() => dropout(sc.tensor([1, 2], "int32"), 0.5), (e: Error) => e instanceof sc.DtypeError && /float tensors, got int32/.test(e.message));
+  assert.throws(() => dropout(x, 0.5, { seed: 1, key: sc.random.key(1) }), (e: Error) => e instanceof sc.ValueError && /at most one of key, seed and generator/.test(e.message));
 });

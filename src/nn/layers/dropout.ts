@@ -10,10 +10,7 @@
 import type { Tensor } from "../../core/tensor.js";
 import type { Variable } from "../../core/variable.js";
 import { ValueError } from "../../core/errors.js";
-import { div, mul } from "../../ops/binary.js";
-import { cast } from "../../ops/cast.js";
-import { fullLike } from "../../ops/creation.js";
-import { Generator } from "../../ops/random.js";
+import { dropout, Generator } from "../../ops/random.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { Module } from "../module.js";
 
@@ -40,7 +37,6 @@ export class Dropout extends Module {
 
   forward(x: Tensor): Tensor {
     if (!this.training || this.rate === 0) return x;
-    const keep = this.generator.bernoulli(fullLike(x, 1 - this.rate, x.dtype === "float64" ? "float64" : "float32"));
-    return mul(x, div(cast(keep, x.dtype), 1 - this.rate));
+    return dropout(x, this.rate, { generator: this.generator })[0];
   }
 }

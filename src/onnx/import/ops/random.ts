@@ -140,9 +140,10 @@ onnxOp("Multinomial", {
  * Dropout. Opsets 7 to 11 have no training mode: the output is the input, the mask all ones
  * (of the data's type before opset 10, bool after). From opset 12, `training_mode` (input 2,
  * default false) with `ratio` (input 1, default 0.5) drops each element with probability ratio
- * and scales the kept ones by 1 / (1 - ratio): output = data * mask / (1 - ratio). Both inputs set
- * how the model is traced, so they must be known when it is (constants, initializers, or static
- * inputs); ratio 0 or inference mode is the exact identity and draws nothing.
+ * and scales the kept ones by 1 / (1 - ratio): output = data * mask / (1 - ratio). training_mode
+ * sets how the model is traced, and so does ratio in training mode: they must be known when it is
+ * (constants, initializers, or static inputs); inference mode reads no ratio (it may be computed
+ * at run time). Ratio 0 or inference mode is the exact identity and draws nothing.
  */
 onnxOp("Dropout", {
   constInputs: [1, 2],
@@ -154,21 +155,27 @@ onnxOp("Dropout", {
       return [ops.identity(x), n.opset < 10 ? ops.onesLike(x) : ops.fullLike(x, true, "bool")];
     }
     const training = n.hasInput(2) ? scalarOf(n, 2, "training_mode") !== 0 : false;
-    const ratio = n.hasInput(1) ? scalarOf(n, 1, "ratio") : 0.5;
+    // Inference mode ignores ratio's value: read it (it must be known at trace time) only in
+    // training mode; its shape is checked either way.
+    if (n.hasInput(1)) checkScalar(n, n.input(1).shape, "ratio");
     if (!training) return [ops.identity(x), ops.fullLike(x, true, "bool")];
+    const ratio = n.hasInput(1) ? scalarOf(n, 1, "ratio") : 0.5;
     if (!(ratio >= 0 && ratio < 1)) throw n.fail(`ratio must be in [0, 1) in training mode, got ${ratio}`);
     if (!isFloat(x.dtype)) throw n.fail(`drops elements of float tensors, got ${x.dtype}`);
     if (ratio === 0) return [ops.identity(x), ops.fullLike(x, true, "bool")];
     const generator = generatorOf(n, "int");
-    const keep = ops.random.bernoulli(1 - ratio, [...x.shape], generator ? { generator } : {});
-    const y = ops.mul(ops.mul(x, ops.cast(keep, x.dtype)), 1 / (1 - ratio));
-    return [y, keep];
+    return ops.random.dropout(x, ratio, generator ? { generator } : {});
   },
 });
 
 /** The single value of known input i (ratio, training_mode). */
 function scalarOf(n: NodeContext, i: number, what: string): number {
   const t = n.known(i, what);
-  if (t.size !== 1) throw n.fail(`${what} must be a scalar, got shape [${t.shape.join(", ")}]`);
+  checkScalar(n, t.shape, what);
   return Number(t.dataSync()[0]);
+}
+
+/** Refuses a shape holding more than one element (a dimension not yet known passes). */
+function checkScalar(n: NodeContext, shape: readonly number[], what: string): void {
+  if (shape.some((d) => d >= 0 && d !== 1)) throw n.fail(`${what} must be a scalar, got shape [${shape.join(", ")}]`);
 }
