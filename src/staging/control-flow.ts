@@ -175,11 +175,16 @@ export function probeTracer(ctx: TraceContext): RegionTracer {
 export interface WhileOptions {
   /** Stop after this many iterations even if the condition still holds. */
   maxIterations?: number;
+  /**
+   * maxIterations protects the process rather than being the program's own count (an imported
+   * ONNX Loop's maxLoopIterations): the loop stops there all the same, but export leaves it out.
+   */
+  maxIterationsIsGuard?: boolean;
   /** Per loop variable: shapes allowed to change across iterations (null dims = any). */
   shapeInvariants?: (readonly (number | null)[] | null)[];
 }
 
-const WHILE_OPTIONS = optionKeys<WhileOptions>()("maxIterations", "shapeInvariants");
+const WHILE_OPTIONS = optionKeys<WhileOptions>()("maxIterations", "maxIterationsIsGuard", "shapeInvariants");
 
 /**
  * whileLoop(condFn, bodyFn, loopVars): while condFn(...vars) is true, vars = bodyFn(...vars).
@@ -206,7 +211,7 @@ export function whileLoop(condition: (...vars: Tensor[]) => Tensor | boolean, bo
   });
   // Traced plainly: while tapes record, the gradient rule splits the body afterwards.
   const traced = withoutRecorders(null, () => traceLoop(ctx, types, condFn, bodyFn, options));
-  const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max } : {}) };
+  const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max, ...(options.maxIterationsIsGuard ? { maxIterationsIsGuard: true } : {}) } : {}) };
   if (recorders.length === 0) {
     return ctx.addStructural(whileOp.name, [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
   }

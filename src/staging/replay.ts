@@ -65,7 +65,7 @@ function replayNode(node: Node, args: Tensor[], library: FunctionLibrary): Tenso
         (...vars) => replay(bodyG, library, [...vars, ...inv]),
         args.slice(0, n),
         {
-          ...(max === undefined ? {} : { maxIterations: max }),
+          ...(max === undefined ? {} : { maxIterations: max, maxIterationsIsGuard: node.attrs.maxIterationsIsGuard === true }),
           // The node's declared loop types (unknown dims stay unknown, e.g. gradient stacks).
           shapeInvariants: node.outputs.map((v) => v.type.shape.map((d) => (d < 0 ? null : d))),
         },
