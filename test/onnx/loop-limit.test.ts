@@ -127,3 +127,16 @@ test("a guarded Loop with a run-time count exports the model's own count only: o
   assert.equal(Object.values(got)[0]!.dataSync()[0], 300);
   assert.throws(() => fn(sc.scalar(150, "int64"), sc.scalar(0), sc.scalar(2)), onnx.OnnxLimitError);
 });
+
+test("whileLoop's maxIterationsIsGuard: the loop stops at maxIterations when staged, and export writes no trip count for it", async () => {
+  const countTo = (guard: boolean) =>
+    sc.stage((x: sc.Tensor) => sc.whileLoop((s) => sc.less(s!, 100), (s) => [sc.add(s!, 1)], [x], { maxIterations: 5, ...(guard ? { maxIterationsIsGuard: true } : {}) })[0]!);
+  for (const guard of [false, true]) {
+    assert.equal((countTo(guard)(sc.scalar(0)) as sc.Tensor).dataSync()[0], 5, "staged, both stop at 5");
+    const exported = onnx.exportFunction(countTo(guard), sc.spec([], "float32", "x"));
+    const loop = onnx.decode("ModelProto", exported).graph!.node.find((n) => n.op_type === "Loop")!;
+    assert.equal(loop.input[0] === "", guard, "only the program's own bound is the Loop's trip count");
+    const got = await onnx.runOnnxRuntime(exported, { x: sc.scalar(0) });
+    assert.equal(Object.values(got)[0]!.dataSync()[0], guard ? 100 : 5);
+  }
+});
