@@ -9,6 +9,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
+import { guardedWhileLoop } from "../../src/staging/control-flow.js";
+import { replay } from "../../src/staging/replay.js";
 
 const { onnx } = sc;
 const vi = onnx.makeValueInfo;
@@ -128,9 +130,8 @@ test("a guarded Loop with a run-time count exports the model's own count only: o
   assert.throws(() => fn(sc.scalar(150, "int64"), sc.scalar(0), sc.scalar(2)), onnx.OnnxLimitError);
 });
 
-test("whileLoop's maxIterationsIsGuard: the loop stops at maxIterations when staged, and export writes no trip count for it", async () => {
-  const countTo = (guard: boolean) =>
-    sc.stage((x: sc.Tensor) => sc.whileLoop((s) => sc.less(s!, 100), (s) => [sc.add(s!, 1)], [x], { maxIterations: 5, ...(guard ? { maxIterationsIsGuard: true } : {}) })[0]!);
+test("a guarded whileLoop stops at maxIterations when staged, and export writes no trip count for it", async () => {
+  const countTo = (guard: boolean) => sc.stage((x: sc.Tensor) => (guard ? guardedWhileLoop : sc.whileLoop)((s) => sc.less(s!, 100), (s) => [sc.add(s!, 1)], [x], { maxIterations: 5 })[0]!);
   for (const guard of [false, true]) {
     assert.equal((countTo(guard)(sc.scalar(0)) as sc.Tensor).dataSync()[0], 5, "staged, both stop at 5");
     const exported = onnx.exportFunction(countTo(guard), sc.spec([], "float32", "x"));
@@ -139,4 +140,9 @@ test("whileLoop's maxIterationsIsGuard: the loop stops at maxIterations when sta
     const got = await onnx.runOnnxRuntime(exported, { x: sc.scalar(0) });
     assert.equal(Object.values(got)[0]!.dataSync()[0], guard ? 100 : 5);
   }
+  // a replay of the graph (as gradients make) keeps the loop a guarded one
+  const cf = countTo(true).concrete(sc.scalar(0));
+  const replayed = sc.stage((x: sc.Tensor) => replay(cf.graph, cf.library, [x])[0]!).concrete(sc.scalar(0));
+  const replayedWhile = [...allNodes(replayed.graph)].find((n) => n.op === "while")!;
+  assert.deepEqual([replayedWhile.attrs.maxIterations, replayedWhile.attrs.maxIterationsIsGuard], [5, true]);
 });

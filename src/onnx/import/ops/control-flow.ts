@@ -6,7 +6,7 @@
  */
 import type { Tensor } from "../../../core/tensor.js";
 import * as ops from "../../../ops/index.js";
-import { cond, whileLoop } from "../../../staging/control-flow.js";
+import { cond, guardedWhileLoop, whileLoop } from "../../../staging/control-flow.js";
 import { stage } from "../../../staging/stage.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
@@ -141,19 +141,16 @@ onnxOp("Loop", {
     // one check after it raises OnnxLimitError when the model's loop wanted to go on.
     const guarded = knownTrips === null;
     const loopCond = (i: Tensor, c: Tensor): Tensor => (limit === null ? c : ops.logicalAnd(ops.less(i, limit), c));
-    const outs = whileLoop(
-      (i, c) => loopCond(i!, c!),
-      (i, c, ...rest) => {
-        const r = runBody(i!, c!, rest.slice(0, numCarried));
-        const stacks = rest.slice(numCarried).map((s, k) => ops.stackPush(s, r[1 + numCarried + k]!));
-        return [ops.add(i!, 1), scalarOf(r[0]!), ...r.slice(1, 1 + numCarried), ...stacks];
-      },
-      [i0, c0, ...carried0, ...stacks0],
-      {
-        ...(guarded ? { maxIterations: n.maxLoopIterations, maxIterationsIsGuard: true } : {}),
-        shapeInvariants: invariants.some((v) => v !== null) ? invariants : undefined,
-      },
-    );
+    const step = (i?: Tensor, c?: Tensor, ...rest: Tensor[]): Tensor[] => {
+      const r = runBody(i!, c!, rest.slice(0, numCarried));
+      const stacks = rest.slice(numCarried).map((s, k) => ops.stackPush(s, r[1 + numCarried + k]!));
+      return [ops.add(i!, 1), scalarOf(r[0]!), ...r.slice(1, 1 + numCarried), ...stacks];
+    };
+    const vars0 = [i0, c0, ...carried0, ...stacks0];
+    const shapeInvariants = invariants.some((v) => v !== null) ? invariants : undefined;
+    const outs = guarded
+      ? guardedWhileLoop((i, c) => loopCond(i!, c!), step, vars0, { maxIterations: n.maxLoopIterations, shapeInvariants })
+      : whileLoop((i, c) => loopCond(i!, c!), step, vars0, { shapeInvariants });
     if (guarded) checkIterationLimit(n, outs[0]!, loopCond(outs[0]!, outs[1]!));
     return outs.slice(2);
   },
