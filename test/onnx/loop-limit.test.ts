@@ -146,3 +146,14 @@ test("a guarded whileLoop stops at maxIterations when staged, and export writes 
   const replayedWhile = [...allNodes(replayed.graph)].find((n) => n.op === "while")!;
   assert.deepEqual([replayedWhile.attrs.maxIterations, replayedWhile.attrs.maxIterationsIsGuard], [5, true]);
 });
+
+test("maxLoopIterations must be a non-negative integer, or Infinity for no limit (the Loop then carries no guard)", () => {
+  for (const bad of [-1, 1.5, Number.NaN]) {
+    assert.throws(() => loopModel(["", "t", "s0"], [vi("s0", "float32", []), vi("x", "float32", [])], belowTen, bad), (e: unknown) => e instanceof sc.ValueError && /maxLoopIterations must be a non-negative integer/.test((e as Error).message));
+  }
+  const { fn } = loopModel(["", "t", "s0"], [vi("s0", "float32", []), vi("x", "float32", [])], belowTen, Infinity);
+  assert.equal((fn(sc.scalar(0.5), sc.scalar(1.5)) as sc.Tensor).dataSync()[0], 11);
+  const nodes = [...allNodes(fn.concrete(sc.spec([], "float32", "s0"), sc.spec([], "float32", "x")).graph)];
+  assert.equal(nodes.filter((n) => n.op === "assert").length, 0);
+  assert.equal(nodes.find((n) => n.op === "while")!.attrs.maxIterations, undefined);
+});

@@ -139,7 +139,7 @@ onnxOp("Loop", {
     // A count decided at run time (or none: the condition alone) could run forever: the staged
     // loop stops after maxLoopIterations (a guard of the process, which export leaves out), and
     // one check after it raises OnnxLimitError when the model's loop wanted to go on.
-    const guarded = knownTrips === null;
+    const guarded = knownTrips === null && Number.isFinite(n.maxLoopIterations);
     const loopCond = (i: Tensor, c: Tensor): Tensor => (limit === null ? c : ops.logicalAnd(ops.less(i, limit), c));
     const step = (i?: Tensor, c?: Tensor, ...rest: Tensor[]): Tensor[] => {
       const r = runBody(i!, c!, rest.slice(0, numCarried));
