@@ -77,6 +77,8 @@ export interface WhileAttrs {
   /** The first numLoopVars inputs are loop variables (the node's outputs); the rest are loop invariants. */
   numLoopVars: number;
   maxIterations?: number;
+  /** maxIterations is a guard of the process, not the program's own count: export leaves it out. */
+  maxIterationsIsGuard?: boolean;
 }
 
 /** while(...loopVars, ...invariants) { cond } { body }: body maps the loop variables while cond holds. */
@@ -91,12 +93,15 @@ export const whileOp = defineStructuralOp<WhileAttrs>({
     droppableFrom: (attrs) => attrs.numLoopVars,
     inheritsEffects: true,
     check(n) {
-      const { numLoopVars, maxIterations } = n.attrs;
+      const { numLoopVars, maxIterations, maxIterationsIsGuard } = n.attrs;
       if (typeof numLoopVars !== "number" || !Number.isInteger(numLoopVars) || numLoopVars < 0 || numLoopVars > n.inputs.length) {
         fail(`attrs.numLoopVars must be an integer in [0, ${n.inputs.length}], got ${JSON.stringify(numLoopVars)}`);
       }
       if (maxIterations !== undefined && !(typeof maxIterations === "number" && maxIterations >= 0 && (Number.isInteger(maxIterations) || maxIterations === Infinity))) {
         fail(`attrs.maxIterations must be a non-negative integer, got ${JSON.stringify(maxIterations)}`);
+      }
+      if (maxIterationsIsGuard !== undefined && (maxIterationsIsGuard !== true || maxIterations === undefined)) {
+        fail(`attrs.maxIterationsIsGuard must be true (with a maxIterations), got ${JSON.stringify(maxIterationsIsGuard)}`);
       }
       const [condR, bodyR] = n.regions as [RegionSignature, RegionSignature];
       checkRegionInputs(n, condR, 0, "cond");

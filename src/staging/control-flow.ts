@@ -187,6 +187,24 @@ const WHILE_OPTIONS = optionKeys<WhileOptions>()("maxIterations", "shapeInvarian
  * shapes (unless relaxed by shapeInvariants).
  */
 export function whileLoop(condition: (...vars: Tensor[]) => Tensor | boolean, body: (...vars: Tensor[]) => Tensor[], loopVars: Tensor[], options: WhileOptions = {}): Tensor[] {
+  return whileLoopOf(condition, body, loopVars, options, false);
+}
+
+/**
+ * whileLoop whose maxIterations guards the process rather than being the program's own count (an
+ * imported ONNX Loop's maxLoopIterations): the loop stops there all the same, but its while node
+ * says so (`maxIterationsIsGuard`), and export writes no trip count for it.
+ */
+export function guardedWhileLoop(
+  condition: (...vars: Tensor[]) => Tensor | boolean,
+  body: (...vars: Tensor[]) => Tensor[],
+  loopVars: Tensor[],
+  options: WhileOptions & { maxIterations: number },
+): Tensor[] {
+  return whileLoopOf(condition, body, loopVars, options, true);
+}
+
+function whileLoopOf(condition: (...vars: Tensor[]) => Tensor | boolean, body: (...vars: Tensor[]) => Tensor[], loopVars: Tensor[], options: WhileOptions, guard: boolean): Tensor[] {
   checkOptions("whileLoop", options, WHILE_OPTIONS);
   if (!Array.isArray(loopVars)) throw new ValueError(`loopVars must be an array of tensors, got ${describeArg(loopVars)}`, "whileLoop");
   const condFn = traceCallback(condition);
@@ -206,7 +224,7 @@ export function whileLoop(condition: (...vars: Tensor[]) => Tensor | boolean, bo
   });
   // Traced plainly: while tapes record, the gradient rule splits the body afterwards.
   const traced = withoutRecorders(null, () => traceLoop(ctx, types, condFn, bodyFn, options));
-  const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max } : {}) };
+  const attrs = { numLoopVars: init.length, ...(Number.isFinite(max) ? { maxIterations: max, ...(guard ? { maxIterationsIsGuard: true } : {}) } : {}) };
   if (recorders.length === 0) {
     return ctx.addStructural(whileOp.name, [...init, ...traced.invariants], attrs, types, [traced.condG, traced.bodyG]);
   }

@@ -11,7 +11,7 @@ import { applyOp, getOp } from "../ops/registry.js";
 import { assignVariableOp, callOp, condOp, readVariableOp, whileOp } from "../ops/structural.js";
 import { calleeOf } from "../graph/declarations.js";
 import type { FunctionLibrary, Graph, Node } from "../graph/ir.js";
-import { cond, whileLoop } from "./control-flow.js";
+import { cond, guardedWhileLoop, whileLoop } from "./control-flow.js";
 import { currentHandler } from "../core/context.js";
 import { TraceContext } from "./trace-context.js";
 import { emitCall } from "./call.js";
@@ -60,16 +60,14 @@ function replayNode(node: Node, args: Tensor[], library: FunctionLibrary): Tenso
       const inv = args.slice(n);
       const [condG, bodyG] = node.regions as [Graph, Graph];
       const max = node.attrs.maxIterations as number | undefined;
-      outs = whileLoop(
-        (...vars) => replay(condG, library, [...vars, ...inv])[0]!,
-        (...vars) => replay(bodyG, library, [...vars, ...inv]),
-        args.slice(0, n),
-        {
-          ...(max === undefined ? {} : { maxIterations: max }),
-          // The node's declared loop types (unknown dims stay unknown, e.g. gradient stacks).
-          shapeInvariants: node.outputs.map((v) => v.type.shape.map((d) => (d < 0 ? null : d))),
-        },
-      );
+      const condFn = (...vars: Tensor[]) => replay(condG, library, [...vars, ...inv])[0]!;
+      const bodyFn = (...vars: Tensor[]) => replay(bodyG, library, [...vars, ...inv]);
+      // The node's declared loop types (unknown dims stay unknown, e.g. gradient stacks).
+      const shapeInvariants = node.outputs.map((v) => v.type.shape.map((d) => (d < 0 ? null : d)));
+      outs =
+        max === undefined
+          ? whileLoop(condFn, bodyFn, args.slice(0, n), { shapeInvariants })
+          : (node.attrs.maxIterationsIsGuard === true ? guardedWhileLoop : whileLoop)(condFn, bodyFn, args.slice(0, n), { maxIterations: max, shapeInvariants });
       break;
     }
     default:

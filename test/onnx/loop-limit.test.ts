@@ -9,6 +9,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
+import { guardedWhileLoop } from "../../src/staging/control-flow.js";
+import { replay } from "../../src/staging/replay.js";
 
 const { onnx } = sc;
 const vi = onnx.makeValueInfo;
@@ -63,6 +65,7 @@ test("a condition-driven Loop within the limit gives its result, differentiates,
   const opTypes = JSON.stringify(proto.graph, (k, v) => (k === "rawData" ? undefined : v));
   assert.match(opTypes, /"op_type":"Loop"/);
   assert.doesNotMatch(opTypes, /assert/i, "the guard is not exported");
+  assert.equal(proto.graph!.node.find((n) => n.op_type === "Loop")!.input[0], "", "nor is its limit: the model's Loop has no trip count");
   const got = await onnx.runOnnxRuntime(exported, { s0: sc.scalar(0.5), x: sc.scalar(1.5) });
   assert.equal(Object.values(got)[0]!.dataSync()[0], 11);
 });
@@ -73,4 +76,84 @@ test("an assertion the program states is still refused by export: only guards ar
     return sc.mul(x, 2);
   });
   assert.throws(() => onnx.exportFunction(f, sc.spec([2], "float32", "x")), (e: unknown) => e instanceof onnx.OnnxUnsupportedError && /cannot export op assert/.test((e as Error).message));
+});
+
+test("a Loop that ends by itself at exactly maxLoopIterations runs and gives its value; one iteration more is refused", { timeout: 60_000 }, () => {
+  // condition-driven: 0.5 + 1.5 k < 10 holds for k = 1 .. 6, so the loop runs exactly 7 iterations
+  const exact = loopModel(["", "t", "s0"], [vi("s0", "float32", []), vi("x", "float32", [])], belowTen, 7).fn;
+  assert.equal((exact(sc.scalar(0.5), sc.scalar(1.5)) as sc.Tensor).dataSync()[0], 11);
+  const short = loopModel(["", "t", "s0"], [vi("s0", "float32", []), vi("x", "float32", [])], belowTen, 6).fn;
+  assert.throws(() => short(sc.scalar(0.5), sc.scalar(1.5)), (e: unknown) => e instanceof onnx.OnnxLimitError && /the_loop/.test((e as Error).message) && /more than 6 iterations/.test((e as Error).message));
+  // a run-time count and a condition: whichever ends the loop at the limit, it passes
+  const both = loopModel(["M", "t", "s0"], [vi("M", "int64", []), vi("s0", "float32", []), vi("x", "float32", [])], belowTen, 7).fn;
+  assert.equal((both(sc.scalar(7, "int64"), sc.scalar(0.5), sc.scalar(1.5)) as sc.Tensor).dataSync()[0], 11); // count and condition end together
+  assert.equal((both(sc.scalar(8, "int64"), sc.scalar(0.5), sc.scalar(1.5)) as sc.Tensor).dataSync()[0], 11); // the condition ends it at the limit
+  assert.equal((both(sc.scalar(7, "int64"), sc.scalar(0.5), sc.scalar(1)) as sc.Tensor).dataSync()[0], 7.5); // the count ends it at the limit
+  assert.throws(() => both(sc.scalar(8, "int64"), sc.scalar(0.5), sc.scalar(1)), onnx.OnnxLimitError); // both still want an 8th
+  // the gradient of a loop that passes the limit is refused too (the tape's loop keeps the guard)
+  assert.throws(() => sc.grad((a: sc.Tensor) => short(a, sc.scalar(1.5)) as sc.Tensor)(sc.scalar(0.5)), onnx.OnnxLimitError);
+});
+
+/** Every node of a graph and of its regions, with whether it sits in a region. */
+function* allNodes(g: { nodes: readonly { op: string; attrs: Record<string, unknown>; regions: readonly unknown[] }[] }, inRegion = false): Generator<{ op: string; attrs: Record<string, unknown>; inRegion: boolean }> {
+  for (const node of g.nodes) {
+    yield { op: node.op, attrs: node.attrs, inRegion };
+    for (const r of node.regions) yield* allNodes(r as Parameters<typeof allNodes>[0], true);
+  }
+}
+
+test("the guarded Loop stages its limit as the while's maxIterations and one check after it, with one assertion however often it is traced", () => {
+  const load = () => loopModel(["M", "t", "s0"], [vi("M", "int64", []), vi("s0", "float32", []), vi("x", "float32", [])], belowTen, 100).fn;
+  const specs = [sc.spec([], "int64", "M"), sc.spec([], "float32", "s0"), sc.spec([], "float32", "x")];
+  const graphOf = (fn: ReturnType<typeof load>) => [...allNodes(fn.concrete(...specs).graph)];
+  const nodes = graphOf(load());
+  const whiles = nodes.filter((n) => n.op === "while");
+  assert.equal(whiles.length, 1);
+  assert.equal(whiles[0]!.attrs.maxIterations, 100);
+  assert.equal(whiles[0]!.attrs.maxIterationsIsGuard, true);
+  const asserts = nodes.filter((n) => n.op === "assert");
+  assert.equal(asserts.length, 1, "one check for the loop");
+  assert.equal(asserts[0]!.inRegion, false, "the check is after the loop, not in its iterations");
+  // a second load of the same model (another trace) reuses the node's assertion: none is added per trace
+  const again = graphOf(load()).filter((n) => n.op === "assert");
+  assert.equal(again[0]!.attrs.fnId, asserts[0]!.attrs.fnId);
+});
+
+test("a guarded Loop with a run-time count exports the model's own count only: onnxruntime runs past Stagecraft's limit", async () => {
+  const { fn } = loopModel(["M", "t", "s0"], [vi("M", "int64", []), vi("s0", "float32", []), vi("x", "float32", [])], forever, 100);
+  const exported = onnx.exportFunction(fn, sc.spec([], "int64", "M"), sc.spec([], "float32", "s0"), sc.spec([], "float32", "x"));
+  const loops = onnx.decode("ModelProto", exported).graph!.node.filter((n) => n.op_type === "Loop");
+  assert.equal(loops.length, 1);
+  assert.equal(loops[0]!.input[0], "", "no trip count: the limit lives in the exported condition, as the model's M");
+  const got = await onnx.runOnnxRuntime(exported, { M: sc.scalar(150, "int64"), s0: sc.scalar(0), x: sc.scalar(2) });
+  assert.equal(Object.values(got)[0]!.dataSync()[0], 300);
+  assert.throws(() => fn(sc.scalar(150, "int64"), sc.scalar(0), sc.scalar(2)), onnx.OnnxLimitError);
+});
+
+test("a guarded whileLoop stops at maxIterations when staged, and export writes no trip count for it", async () => {
+  const countTo = (guard: boolean) => sc.stage((x: sc.Tensor) => (guard ? guardedWhileLoop : sc.whileLoop)((s) => sc.less(s!, 100), (s) => [sc.add(s!, 1)], [x], { maxIterations: 5 })[0]!);
+  for (const guard of [false, true]) {
+    assert.equal((countTo(guard)(sc.scalar(0)) as sc.Tensor).dataSync()[0], 5, "staged, both stop at 5");
+    const exported = onnx.exportFunction(countTo(guard), sc.spec([], "float32", "x"));
+    const loop = onnx.decode("ModelProto", exported).graph!.node.find((n) => n.op_type === "Loop")!;
+    assert.equal(loop.input[0] === "", guard, "only the program's own bound is the Loop's trip count");
+    const got = await onnx.runOnnxRuntime(exported, { x: sc.scalar(0) });
+    assert.equal(Object.values(got)[0]!.dataSync()[0], guard ? 100 : 5);
+  }
+  // a replay of the graph (as gradients make) keeps the loop a guarded one
+  const cf = countTo(true).concrete(sc.scalar(0));
+  const replayed = sc.stage((x: sc.Tensor) => replay(cf.graph, cf.library, [x])[0]!).concrete(sc.scalar(0));
+  const replayedWhile = [...allNodes(replayed.graph)].find((n) => n.op === "while")!;
+  assert.deepEqual([replayedWhile.attrs.maxIterations, replayedWhile.attrs.maxIterationsIsGuard], [5, true]);
+});
+
+test("maxLoopIterations must be a non-negative integer, or Infinity for no limit (the Loop then carries no guard)", () => {
+  for (const bad of [-1, 1.5, Number.NaN]) {
+    assert.throws(() => loopModel(["", "t", "s0"], [vi("s0", "float32", []), vi("x", "float32", [])], belowTen, bad), (e: unknown) => e instanceof sc.ValueError && /maxLoopIterations must be a non-negative integer/.test((e as Error).message));
+  }
+  const { fn } = loopModel(["", "t", "s0"], [vi("s0", "float32", []), vi("x", "float32", [])], belowTen, Infinity);
+  assert.equal((fn(sc.scalar(0.5), sc.scalar(1.5)) as sc.Tensor).dataSync()[0], 11);
+  const nodes = [...allNodes(fn.concrete(sc.spec([], "float32", "s0"), sc.spec([], "float32", "x")).graph)];
+  assert.equal(nodes.filter((n) => n.op === "assert").length, 0);
+  assert.equal(nodes.find((n) => n.op === "while")!.attrs.maxIterations, undefined);
 });

@@ -14,7 +14,7 @@ import { checkOptions, optionKeys } from "../../core/options.js";
 import { ValueError } from "../../core/errors.js";
 import type { FunctionLibrary, Graph, Node, Value } from "../../graph/ir.js";
 import { lookupOp, type OpDef } from "../../ops/registry.js";
-import { condOp, whileOp, callOp, readVariableOp, assignVariableOp } from "../../ops/structural.js";
+import { condOp, whileOp, callOp, readVariableOp, assignVariableOp, type WhileAttrs } from "../../ops/structural.js";
 import { ConcreteFunction } from "../../staging/concrete-function.js";
 import { makeGraph, makeModel, makeValueInfo, modelBytes } from "../builders.js";
 import { tensorToProto } from "../tensor-proto.js";
@@ -384,7 +384,7 @@ class Exporter {
 
   private lowerWhile(b: OnnxBuilder, node: Node, ins: string[], library: FunctionLibrary, stack: string[]): string[] {
     const [condR, bodyR] = node.regions as [Graph, Graph];
-    const { numLoopVars, maxIterations } = node.attrs as { numLoopVars: number; maxIterations?: number };
+    const { numLoopVars, maxIterations, maxIterationsIsGuard } = node.attrs as unknown as WhileAttrs;
     const loc = node.loc;
     const invariants = ins.slice(numLoopVars);
     // the condition on the initial values, in the enclosing graph
@@ -426,7 +426,8 @@ class Exporter {
       [makeValueInfo(iterName, "int64", []), makeValueInfo(condIn, "bool", []), ...carried.map((n, i) => makeValueInfo(n, dtypes[i]!, null))],
       [makeValueInfo(outputs[0]!, "bool", []), ...outputs.slice(1).map((n, i) => makeValueInfo(n, dtypes[i]!, null))],
     );
-    const trip = maxIterations !== undefined && Number.isFinite(maxIterations) ? b.constant([maxIterations], "int64", []) : "";
+    // (a guard's limit is Stagecraft's, not the program's: the model's loop has no such count)
+    const trip = maxIterations !== undefined && Number.isFinite(maxIterations) && !maxIterationsIsGuard ? b.constant([maxIterations], "int64", []) : "";
     if (carried.length === 0) {
       // (nothing is carried: the loop computes nothing a model could return)
       return [];

@@ -48,8 +48,8 @@ export interface LoadOptions {
   trainable?: boolean;
   /**
    * Most iterations of any Loop (default 2^24): a trip count known when the model is traced is
-   * refused above it; a Loop whose count is decided at run time raises OnnxLimitError when an
-   * iteration passes it (a staged guard, which export leaves out).
+   * refused above it; a Loop whose count is decided at run time stops there and raises
+   * OnnxLimitError if it would go on (a staged guard, which export leaves out). Infinity: no limit.
    */
   maxLoopIterations?: number;
 }
@@ -101,6 +101,10 @@ export interface OnnxModel {
 /** Loads an ONNX model from bytes or a file path. */
 export function load(source: Uint8Array | string, options: LoadOptions = {}): OnnxModel {
   checkOptions("onnx.load", options, LOAD_OPTIONS);
+  const maxLoop = options.maxLoopIterations;
+  if (maxLoop !== undefined && !(maxLoop === Infinity || (Number.isSafeInteger(maxLoop) && maxLoop >= 0))) {
+    throw new ValueError(`maxLoopIterations must be a non-negative integer (or Infinity: no limit), got ${String(maxLoop)}`, "onnx.load");
+  }
   let bytes: Uint8Array;
   let baseDir = options.baseDir ?? null;
   let what = "the model bytes";

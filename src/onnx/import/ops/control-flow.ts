@@ -6,7 +6,7 @@
  */
 import type { Tensor } from "../../../core/tensor.js";
 import * as ops from "../../../ops/index.js";
-import { cond, whileLoop } from "../../../staging/control-flow.js";
+import { cond, guardedWhileLoop, whileLoop } from "../../../staging/control-flow.js";
 import { stage } from "../../../staging/stage.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
@@ -136,34 +136,46 @@ onnxOp("Loop", {
     if (knownTrips !== null && Number(knownTrips.dataSync()[0]) > n.maxLoopIterations) {
       throw new OnnxLimitError(`${n.label}: the trip count ${Number(knownTrips.dataSync()[0])} is more than the limit of ${n.maxLoopIterations} (the maxLoopIterations load option)`, "onnx.load");
     }
-    // A count decided at run time (or none: the condition alone) could run forever: a guard stops
-    // such a loop with a typed error after maxLoopIterations, as unrolling does while tracing.
-    const guard = knownTrips === null ? iterationGuard(n) : null;
-    const outs = whileLoop(
-      (i, c) => (limit === null ? c! : ops.logicalAnd(ops.less(i!, limit), c!)),
-      (i, c, ...rest) => {
-        guard?.(i!);
-        const r = runBody(i!, c!, rest.slice(0, numCarried));
-        const stacks = rest.slice(numCarried).map((s, k) => ops.stackPush(s, r[1 + numCarried + k]!));
-        return [ops.add(i!, 1), scalarOf(r[0]!), ...r.slice(1, 1 + numCarried), ...stacks];
-      },
-      [i0, c0, ...carried0, ...stacks0],
-      { shapeInvariants: invariants.some((v) => v !== null) ? invariants : undefined },
-    );
+    // A count decided at run time (or none: the condition alone) could run forever: the staged
+    // loop stops after maxLoopIterations (a guard of the process, which export leaves out), and
+    // one check after it raises OnnxLimitError when the model's loop wanted to go on.
+    const guarded = knownTrips === null && Number.isFinite(n.maxLoopIterations);
+    const loopCond = (i: Tensor, c: Tensor): Tensor => (limit === null ? c : ops.logicalAnd(ops.less(i, limit), c));
+    const step = (i?: Tensor, c?: Tensor, ...rest: Tensor[]): Tensor[] => {
+      const r = runBody(i!, c!, rest.slice(0, numCarried));
+      const stacks = rest.slice(numCarried).map((s, k) => ops.stackPush(s, r[1 + numCarried + k]!));
+      return [ops.add(i!, 1), scalarOf(r[0]!), ...r.slice(1, 1 + numCarried), ...stacks];
+    };
+    const vars0 = [i0, c0, ...carried0, ...stacks0];
+    const shapeInvariants = invariants.some((v) => v !== null) ? invariants : undefined;
+    const outs = guarded
+      ? guardedWhileLoop((i, c) => loopCond(i!, c!), step, vars0, { maxIterations: n.maxLoopIterations, shapeInvariants })
+      : whileLoop((i, c) => loopCond(i!, c!), step, vars0, { shapeInvariants });
+    if (guarded) checkIterationLimit(n, outs[0]!, loopCond(outs[0]!, outs[1]!));
     return outs.slice(2);
   },
 });
 
+/** One assertion per distinct message (a node under a limit), however often models are traced. */
+const limitAssertions = new Map<string, number>();
+
 /**
- * Stages a check, at the start of each iteration i of a Loop whose trip count is not known while
- * tracing, that i < maxLoopIterations, raising OnnxLimitError (naming the node and the option)
- * when the model's loop runs longer. It is a guard (ops/host.ts): export leaves it out.
+ * Stages the check after a guarded Loop (one whose trip count is not known while tracing): the
+ * loop stopped at maxLoopIterations while its condition, on the values it ended with, still
+ * held, so the model's loop runs longer than the limit: OnnxLimitError naming the node and the
+ * option. A loop that ends by itself at exactly the limit has a false condition there and
+ * passes. The assert is a guard (ops/host.ts): export leaves it out.
  */
-function iterationGuard(n: NodeContext): (i: Tensor) => void {
+function checkIterationLimit(n: NodeContext, iterations: Tensor, wantsMore: Tensor): void {
   const max = n.maxLoopIterations, label = n.label;
-  const fnId = registerAssertion(() => new OnnxLimitError(`${label}: the loop ran more than ${max} iterations (the maxLoopIterations load option); its trip count and condition are decided at run time`, "Loop"));
-  const message = `${label}: more than ${max} iterations`;
-  return (i) => void applyOp(assertOp, [ops.less(i, ops.scalar(max, "int64"))], { fnId, message, guard: true });
+  const message = `${label}: the loop ran more than ${max} iterations (the maxLoopIterations load option); its trip count and condition are decided at run time`;
+  let fnId = limitAssertions.get(message);
+  if (fnId === undefined) {
+    fnId = registerAssertion(() => new OnnxLimitError(message, "Loop"));
+    limitAssertions.set(message, fnId);
+  }
+  const ok = ops.logicalOr(ops.less(iterations, ops.scalar(max, "int64")), ops.logicalNot(wantsMore));
+  applyOp(assertOp, [ok], { fnId, message, guard: true });
 }
 
 /**
