@@ -14,11 +14,14 @@
  * when: it has at most MAX_NODES nodes, none with regions or effects; every node is an
  * elementwise op (integer ones only the kinds that cannot trap: no integer division or
  * remainder), a reduction, a fill, a cast (not to a 64-bit integer) or a reshaping view; every value it makes has a
- * fully known type of at most MAX_ELEMENTS elements (none empty). The results are exactly
- * the taken branch's (a select picks values, it computes none).
+ * fully known type of at most MAX_ELEMENTS elements (none empty). Each result the two branches
+ * give differently is selected, so it too must be known and small, also where a branch only
+ * passes an operand through (AutoGraph's `if (p) y = a; else y = b;`: a select of two large
+ * operands would read and write them every run, where the cond only dispatched). The results
+ * are exactly the taken branch's (a select picks values, it computes none).
  */
 import { isInteger } from "../../core/dtype.js";
-import type { FunctionLibrary, Graph, Node, Value } from "../ir.js";
+import type { FunctionLibrary, Graph, Node, Value, ValueType } from "../ir.js";
 import { condOp } from "../../ops/structural.js";
 import { logicalAndOp, logicalOrOp } from "../../ops/compare.js";
 import { whereOp } from "../../ops/where.js";
@@ -36,15 +39,18 @@ export const IF_CONVERT_MAX_ELEMENTS = 1024;
 /** Integer elementwise ops that cannot trap (no division or remainder), besides comparisons. */
 const SAFE_INTEGER_OPS = new Set([addOp, subOp, mulOp, maximumOp, minimumOp, negOp, absOp, signOp, squareOp, reluOp].map((d) => d.name));
 
+/** Whether a value of type `t` is known to be small enough to compute or select needlessly (and not empty). */
+function smallKnown(t: ValueType): boolean {
+  if (!isFullyKnown(t)) return false;
+  const size = sizeOfType(t);
+  return size > 0 && size <= IF_CONVERT_MAX_ELEMENTS;
+}
+
 /** Whether running `n` when its result is not needed is safe (no effect, no failure) and cheap. */
 function speculatable(n: Node): boolean {
   const def = isPureRegistryNode(n);
   if (def === null || def.readsVariables || def.writesVariables) return false;
-  for (const v of [...n.inputs, ...n.outputs]) {
-    if (!isFullyKnown(v.type)) return false;
-    const size = sizeOfType(v.type);
-    if (size === 0 || size > IF_CONVERT_MAX_ELEMENTS) return false;
-  }
+  if (![...n.inputs, ...n.outputs].every((v) => smallKnown(v.type))) return false;
   if (def.elementwise !== undefined) {
     const integral = [...n.inputs, ...n.outputs].some((v) => isInteger(v.type.dtype));
     return !integral || def.family === "compare" || SAFE_INTEGER_OPS.has(def.name);
@@ -56,6 +62,12 @@ function speculatable(n: Node): boolean {
 
 function branchQualifies(r: Graph): boolean {
   return r.nodes.length <= IF_CONVERT_MAX_NODES && r.nodes.every(speculatable);
+}
+
+/** What `v`, a value of region `r`, stands for in the host: the operand bound to it where it is one of r's inputs. */
+function hostValue(r: Graph, v: Value, operands: readonly Value[]): Value {
+  const j = r.inputs.indexOf(v);
+  return j < 0 ? v : operands[j]!;
 }
 
 /** If-converts the small safe conds of `g`, its regions and library functions. Mutates; returns g. */
@@ -82,6 +94,10 @@ function convertGraph(g: Graph): number {
     const typesMatch = node.outputs.every((v, k) => sameType(thenR.outputs[k]!.type, v.type) && sameType(elseR.outputs[k]!.type, v.type));
     if (!typesMatch) continue;
     const p = node.inputs[0]!, operands = node.inputs.slice(1);
+    // The results the branches give differently are selected: each must be small (a branch's
+    // own values were checked above; an operand passed through was not).
+    const selected = node.outputs.filter((_, k) => hostValue(thenR, thenR.outputs[k]!, operands) !== hostValue(elseR, elseR.outputs[k]!, operands));
+    if (!selected.every((v) => smallKnown(v.type))) continue;
     const before = g.nodes.length;
     const t = spliceGraph(g, i, thenR, operands);
     const e = spliceGraph(g, i + (g.nodes.length - before), elseR, operands);
