@@ -29,7 +29,8 @@ import { castOp } from "../../ops/cast.js";
 import { fillOp } from "../../ops/fill.js";
 import { addOp, maximumOp, minimumOp, mulOp, subOp } from "../../ops/binary.js";
 import { absOp, negOp, reluOp, signOp, squareOp } from "../../ops/unary.js";
-import { allGraphs, isFullyKnown, isPureRegistryNode, makeNode, replaceUses, sameType, sizeOfType, spliceGraph } from "./util.js";
+import { structuralOf } from "../declarations.js";
+import { allGraphs, inlineCopy, isFullyKnown, isPureRegistryNode, makeNode, replaceUses, sameType, sizeOfType } from "./util.js";
 
 /** Most nodes a branch may have. */
 export const IF_CONVERT_MAX_NODES = 12;
@@ -64,12 +65,6 @@ function branchQualifies(r: Graph): boolean {
   return r.nodes.length <= IF_CONVERT_MAX_NODES && r.nodes.every(speculatable);
 }
 
-/** What `v`, a value of region `r`, stands for in the host: the operand bound to it where it is one of r's inputs. */
-function hostValue(r: Graph, v: Value, operands: readonly Value[]): Value {
-  const j = r.inputs.indexOf(v);
-  return j < 0 ? v : operands[j]!;
-}
-
 /** If-converts the small safe conds of `g`, its regions and library functions. Mutates; returns g. */
 export function ifConvert(g: Graph, lib?: FunctionLibrary): Graph {
   runIfConvert(g, lib);
@@ -93,32 +88,29 @@ function convertGraph(g: Graph): number {
     if (!branchQualifies(thenR) || !branchQualifies(elseR)) continue;
     const typesMatch = node.outputs.every((v, k) => sameType(thenR.outputs[k]!.type, v.type) && sameType(elseR.outputs[k]!.type, v.type));
     if (!typesMatch) continue;
-    const p = node.inputs[0]!, operands = node.inputs.slice(1);
-    // The results the branches give differently are selected: each must be small (a branch's
+    const p = node.inputs[0]!, operands = node.inputs.slice(structuralOf(node)!.regionOperandsFrom);
+    const t = inlineCopy(thenR, operands), e = inlineCopy(elseR, operands);
+    // Each result the branches give differently is selected, so it must be small too (a branch's
     // own values were checked above; an operand passed through was not).
-    const selected = node.outputs.filter((_, k) => hostValue(thenR, thenR.outputs[k]!, operands) !== hostValue(elseR, elseR.outputs[k]!, operands));
-    if (!selected.every((v) => smallKnown(v.type))) continue;
-    const before = g.nodes.length;
-    const t = spliceGraph(g, i, thenR, operands);
-    const e = spliceGraph(g, i + (g.nodes.length - before), elseR, operands);
-    let at = i + (g.nodes.length - before); // the cond node's position now
-    g.nodes.splice(at, 1);
+    if (node.outputs.some((v, k) => t.results[k] !== e.results[k] && !smallKnown(v.type))) continue;
+    const selects: Node[] = [];
     node.outputs.forEach((out, k) => {
-      const a = t[k]!, b = e[k]!;
-      let r: Value;
-      if (a === b) r = a;
-      else {
-        const bool = out.type.dtype === "bool" && out.type.shape.length === 0;
-        const sel = bool && b === p ? makeNode(logicalAndOp.name, [p, a], {}, [out.type], [], node.loc)
-          : bool && a === p ? makeNode(logicalOrOp.name, [p, b], {}, [out.type], [], node.loc)
-          : makeNode(whereOp.name, [p, a, b], {}, [out.type], [], node.loc);
-        g.nodes.splice(at++, 0, sel);
-        r = sel.outputs[0]!;
+      const a = t.results[k]!, b = e.results[k]!;
+      if (a === b) {
+        replace.set(out, a);
+        return;
       }
-      replace.set(out, r);
+      const bool = out.type.dtype === "bool" && out.type.shape.length === 0;
+      const sel = bool && b === p ? makeNode(logicalAndOp.name, [p, a], {}, [out.type], [], node.loc)
+        : bool && a === p ? makeNode(logicalOrOp.name, [p, b], {}, [out.type], [], node.loc)
+        : makeNode(whereOp.name, [p, a, b], {}, [out.type], [], node.loc);
+      selects.push(sel);
+      replace.set(out, sel.outputs[0]!);
     });
+    const inserted = [...t.nodes, ...e.nodes, ...selects];
+    g.nodes.splice(i, 1, ...inserted);
+    i += inserted.length - 1; // past the inserted nodes (the branches hold no conds to convert here)
     changes++;
-    i = at - 1;
   }
   replaceUses(g, replace);
   return changes;
