@@ -10,11 +10,12 @@ import assert from "node:assert/strict";
 import * as sc from "../../../src/api/index.js";
 import { ag } from "../../../src/autograph/operators/index.js";
 import { cloneProgram, ifConvert, optimizeCopy, prune } from "../../../src/graph/passes/index.js";
+import { graphsWithin } from "../../../src/graph/passes/util.js";
 import type { Graph } from "../../../src/graph/ir.js";
 import { applyPasses, ops } from "./helpers.js";
 
 /** The ops of `g` and of its regions. */
-const allOps = (g: Graph): string[] => g.nodes.flatMap((n) => [n.op, ...n.regions.flatMap(allOps)]);
+const allOps = (g: Graph): string[] => graphsWithin(g).flatMap(ops);
 
 const bothBranches = 8;
 
