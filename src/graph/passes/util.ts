@@ -254,11 +254,17 @@ export function cloneProgram(g: Graph, lib: FunctionLibrary): { graph: Graph; li
  * with body.inputs bound to `args`; returns the values standing for body's outputs.
  */
 export function spliceGraph(host: Graph, at: number, body: Graph, args: readonly Value[]): Value[] {
+  const { nodes, results } = inlineCopy(body, args);
+  host.nodes.splice(at, 0, ...nodes);
+  return results;
+}
+
+/** `body`'s nodes cloned with body.inputs bound to `args` (in no graph yet), and the values standing for body's outputs. */
+export function inlineCopy(body: Graph, args: readonly Value[]): { nodes: Node[]; results: Value[] } {
   const map = new Map<Value, Value>();
   body.inputs.forEach((v, i) => map.set(v, args[i]!));
   const nodes = cloneNodes(body, map);
-  host.nodes.splice(at, 0, ...nodes);
-  return body.outputs.map((v) => map.get(v)!);
+  return { nodes, results: body.outputs.map((v) => map.get(v)!) };
 }
 
 // ---------------------------------------------------------------------------------------------

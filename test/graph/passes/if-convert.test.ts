@@ -9,12 +9,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../../src/api/index.js";
 import { ag } from "../../../src/autograph/operators/index.js";
-import { ifConvert, optimizeCopy, prune } from "../../../src/graph/passes/index.js";
+import { cloneProgram, ifConvert, optimizeCopy, prune } from "../../../src/graph/passes/index.js";
+import { graphsWithin } from "../../../src/graph/passes/util.js";
 import type { Graph } from "../../../src/graph/ir.js";
 import { applyPasses, ops } from "./helpers.js";
 
 /** The ops of `g` and of its regions. */
-const allOps = (g: Graph): string[] => g.nodes.flatMap((n) => [n.op, ...n.regions.flatMap(allOps)]);
+const allOps = (g: Graph): string[] => graphsWithin(g).flatMap(ops);
 
 const bothBranches = 8;
 
@@ -77,6 +78,40 @@ test("conds are kept where running the other branch could fail, do something, or
   // (in range here, so that the original runs on random inputs; the branch not taken could have an index out of range)
   kept("a gather (an index out of range fails)", (x) => sc.cond(p(x), () => sc.gather(x, sc.cast(sc.less(sc.max(x), 0), "int32"), 0), () => sc.sum(x)), [sc.ones([2])]);
   kept("many ops", (x) => sc.cond(p(x), () => { let v = x; for (let k = 0; k < 20; k++) v = sc.sin(v); return v; }, () => x), [sc.ones([2])]);
+});
+
+test("two large operands passed through are not converted (AutoGraph's `if (p) y = a; else y = b;`): a select would read and write them every run", () => {
+  const p = (x: sc.Tensor) => sc.greater(sc.sum(x), 0);
+  const big = sc.ones([512, 512]);
+  for (const [name, fn] of [
+    ["one result", (x: sc.Tensor, a: sc.Tensor, b: sc.Tensor) => sc.cond(p(x), () => a, () => b)],
+    ["beside a small computed result", (x: sc.Tensor, a: sc.Tensor, b: sc.Tensor) => sc.cond(p(x), () => [sc.neg(x), a], () => [sc.square(x), b])],
+  ] as const) {
+    const r = applyPasses(fn, [sc.ones([2]), big, big], [ifConvert, prune], 2);
+    assert.ok(allOps(r.graph).includes("cond"), `${name}: ${r.after}`);
+  }
+  // small operands passed through are converted, and a large one both branches pass through needs no select
+  const small = applyPasses((x: sc.Tensor, a: sc.Tensor, b: sc.Tensor) => sc.cond(p(x), () => a, () => b), [sc.ones([2]), sc.ones([4, 3]), sc.ones([4, 3])], [ifConvert, prune], bothBranches);
+  assert.deepEqual(allOps(small.graph).filter((o) => o === "cond" || o === "where"), ["where"], small.after);
+  const shared = applyPasses((x: sc.Tensor, a: sc.Tensor) => sc.cond(p(x), () => [sc.neg(x), a], () => [sc.square(x), a]), [sc.ones([2]), big], [ifConvert, prune], 2);
+  assert.ok(!allOps(shared.graph).includes("cond"), shared.after);
+});
+
+test("operands of unknown shape passed through are not converted (their size is not known to be small)", () => {
+  const f = sc.stage((x: sc.Tensor, a: sc.Tensor, b: sc.Tensor) => sc.cond(sc.greater(sc.sum(x), 0), () => a, () => b), {
+    autograph: false,
+    inputSignature: [sc.spec([2]), sc.spec([null, 3]), sc.spec([null, 3])],
+  });
+  const cf = f.concrete(sc.ones([2]), sc.ones([4, 3]), sc.ones([4, 3]));
+  const { graph, library } = cloneProgram(cf.graph, cf.library);
+  ifConvert(graph, library);
+  assert.ok(allOps(graph).includes("cond"), sc.printGraph(graph));
+  // and it still runs, taking each branch
+  for (const [x, want] of [[sc.ones([2]), 1], [sc.neg(sc.ones([2])), 2]] as const) {
+    const out = f(x, sc.ones([5, 3]), sc.full([5, 3], 2)) as sc.Tensor;
+    assert.deepEqual(out.shape, [5, 3]);
+    assert.deepEqual([...out.dataSync()], new Array(15).fill(want));
+  }
 });
 
 test("a staged function with a converted cond computes what the original computes on the compiled executor (both predicate values), its gradient too", () => {
