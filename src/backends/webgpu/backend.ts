@@ -111,6 +111,10 @@ export class WebGpuBackend implements Backend<GpuStorage> {
       return this.runOnHost(cpu, inputs, attrs, outs);
     }
     if (onHost) throw new DtypeError(hostDtypeMessage(onHost, e.op), e.op);
+    if (staysOnHost(inputs, outs)) {
+      const cpu = this.options.cpuKernel(e.op);
+      if (cpu) return this.runOnHost(cpu, inputs, attrs, outs);
+    }
     if (!e.gpu) throw new DtypeError(`op ${e.op} has no WebGPU kernel`, e.op);
     const arrays = inputs.map((t) => this.array(t, e.op));
     const results = e.gpu(this.dev, arrays, attrs, outs);
@@ -166,6 +170,27 @@ export class WebGpuBackend implements Backend<GpuStorage> {
       elementwise(this.dev, arrays, group.steps, group.outputs, outShape, "fusedElementwise", into);
     };
   }
+}
+
+/**
+ * Whether an op computes a one-element integer or boolean value from inputs that are all on the
+ * host: then its CPU kernel computes it there and the value stays on the host (as TensorFlow keeps
+ * int32 tensors in host memory on GPU devices). Integer arithmetic is exact, so the bits are those
+ * the GPU kernel would give; what it saves is a read-back: a step counter (an optimizer's
+ * `iterations`) or a shape computed on the GPU would have to be read back for the float64 or int64
+ * op that reads it next, and on a browser's main thread a synchronous read cannot be made at all.
+ */
+function staysOnHost(inputs: readonly Tensor[], outs: readonly TensorType[]): boolean {
+  if (outs.length === 0) return false;
+  for (const o of outs) {
+    if (o.dtype === "float32" || o.shape.length > 0 && sizeOf(o.shape) !== 1) return false;
+  }
+  for (const t of inputs) {
+    if (t._data !== null) continue;
+    const b = t._buffer;
+    if (!(b instanceof TensorHold) || b.released || b.storage.host === null) return false;
+  }
+  return true;
 }
 
 function sizeOf(shape: readonly number[]): number {

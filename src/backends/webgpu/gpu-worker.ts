@@ -44,7 +44,7 @@ if (typeof opened === "string") {
     );
   };
 
-  port.on("message", (m: { k: "batch"; batch: EncodedBatch } | { k: "close" }) => {
+  port.on("message", (m: { k: "batch"; batch: EncodedBatch } | { k: "close"; closed?: SharedArrayBuffer }) => {
     if (m.k === "close") {
       // the program's work is done (transport.ts closeAtExit): finish, destroy the device, end
       // this thread before the process exits, so nothing of Dawn's runs while Node tears down
@@ -52,6 +52,12 @@ if (typeof opened === "string") {
         try {
           runtime.destroy();
         } finally {
+          // (the main thread may be blocked in its "exit" handler, waiting for this)
+          if (m.closed) {
+            const closed = new Int32Array(m.closed);
+            Atomics.store(closed, 0, 1);
+            Atomics.notify(closed, 0);
+          }
           process.exit(0);
         }
       });

@@ -103,6 +103,8 @@ interface WorkerLike {
 
 const SYNC_TIMEOUT_MS = 120_000;
 const BATCH_COMMANDS = 512;
+/** How long the process's exit waits for the worker to destroy the device. */
+const CLOSE_AT_EXIT_MS = 5_000;
 
 export class WorkerTransport implements Transport {
   readonly canReadSync = true;
@@ -140,7 +142,22 @@ export class WorkerTransport implements Transport {
     // before the process exits. Left to be terminated at exit, a worker still running a batch
     // (frees posted last) made Dawn throw into a JavaScript environment being torn down, which
     // Node turns into "FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw" (an abort).
-    (globalThis as { process?: { once(ev: "beforeExit", f: () => void): unknown } }).process?.once("beforeExit", () => this.closeAtExit());
+    // An uncaught exception (or process.exit) ends the program without "beforeExit": then the
+    // "exit" handler, which may only run synchronously, asks the worker to close and blocks until
+    // it has destroyed the device (or CLOSE_AT_EXIT_MS passed), for the same reason.
+    const proc = (globalThis as { process?: { once(ev: "beforeExit" | "exit", f: () => void): unknown } }).process;
+    proc?.once("beforeExit", () => this.closeAtExit());
+    proc?.once("exit", () => this.closeAtExitSync());
+  }
+
+  /** At the process's "exit": the worker closes the device while this thread waits (bounded). */
+  private closeAtExitSync(): void {
+    if (this.dead || this.closing) return;
+    this.flush();
+    this.closing = true;
+    const closed = new Int32Array(new SharedArrayBuffer(4));
+    this.worker.postMessage({ k: "close", closed: closed.buffer });
+    Atomics.wait(closed, 0, 0, CLOSE_AT_EXIT_MS);
   }
 
   /** Asks the worker to finish and close, and keeps the process alive until it has. */

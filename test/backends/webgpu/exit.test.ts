@@ -18,3 +18,16 @@ test("a program ending right after posting GPU work and frees exits cleanly (5 r
     assert.equal(r.status, 0, `run ${run}: exit code ${r.status}: ${r.stderr.slice(-400)}`);
   }
 });
+
+const uncaught = fileURLToPath(new URL("./fixtures/exit-on-uncaught.ts", import.meta.url));
+
+test("an uncaught exception ending a program that holds the device exits with the error, not a napi abort (5 runs)", { skip: gpuSkip }, () => {
+  // (before the "exit" handler closed the device: SIGABRT with "FATAL ERROR: ... napi_throw" in 3 of 3 runs)
+  for (let run = 0; run < 5; run++) {
+    const r = spawnSync(process.execPath, ["--import", "tsx", uncaught], { encoding: "utf8", timeout: 60_000 });
+    assert.ok(!/FATAL ERROR/.test(r.stderr), `run ${run}: ${r.stderr.slice(-400)}`);
+    assert.equal(r.signal, null, `run ${run}: killed by ${r.signal}`);
+    assert.equal(r.status, 1, `run ${run}: exit code ${r.status}: ${r.stderr.slice(-400)}`);
+    assert.match(r.stderr, /uncaught on purpose/);
+  }
+});
