@@ -16,6 +16,7 @@ import { Variable, variable } from "../core/variable.js";
 import type { DType } from "../core/dtype.js";
 import { ValueError } from "../core/errors.js";
 import { isPlainObject } from "../core/objects.js";
+import { checkOptions } from "../core/options.js";
 import { initScope } from "../staging/host.js";
 import { traceKey } from "../staging/signature.js";
 import { Trackable } from "../io/trackable.js";
@@ -152,6 +153,7 @@ export abstract class Module extends Trackable {
 
   /** The number of elements in `parameters()` (or in every variable with `{ all: true }`). */
   parameterCount(options: { all?: boolean } = {}): number {
+    checkOptions("Module.parameterCount", options, ["all"]);
     return (options.all ? this.variables() : this.parameters()).reduce((n, v) => n + v.size, 0);
   }
 

@@ -207,6 +207,8 @@ export interface SequenceOptions extends RecurrentOptions {
   returnSequences?: boolean;
 }
 
+const SEQUENCE_KEYS = [...RECURRENT_KEYS, "returnSequences"];
+
 /** A cell run over a [batch, time, features] sequence. */
 abstract class SequenceLayer<C extends GatedCell> extends Module {
   readonly returnSequences: boolean;
@@ -242,6 +244,7 @@ abstract class SequenceLayer<C extends GatedCell> extends Module {
 /** An LSTM over a [batch, time, features] sequence. `run(x)` also gives the final [h, c]. */
 export class LSTM extends SequenceLayer<LSTMCell> {
   constructor(hidden: number, options: SequenceOptions = {}) {
+    checkOptions("LSTM", options, SEQUENCE_KEYS);
     const { returnSequences, ...cellOptions } = options;
     super(new LSTMCell(hidden, cellOptions), returnSequences ?? true);
   }
@@ -256,6 +259,7 @@ export class LSTM extends SequenceLayer<LSTMCell> {
 /** A GRU over a [batch, time, features] sequence. `run(x)` also gives the final [h]. */
 export class GRU extends SequenceLayer<GRUCell> {
   constructor(hidden: number, options: SequenceOptions = {}) {
+    checkOptions("GRU", options, SEQUENCE_KEYS);
     const { returnSequences, ...cellOptions } = options;
     super(new GRUCell(hidden, cellOptions), returnSequences ?? true);
   }
