@@ -64,7 +64,7 @@ export class Flatten extends Module {
 export class Activation extends Module {
   constructor(
     readonly fn: (x: Tensor) => Tensor,
-    readonly label: string,
+    readonly label: string = fn.name || "Activation",
   ) {
     super();
   }
