@@ -7,8 +7,6 @@ import { cliProgress, stdoutIsTTY } from "../core/platform/node.js";
 import { ValueError } from "../core/errors.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 
-/** The values of `mode` (and of fit's `progress`). */
-export const PROGRESS_MODES = ["auto", "bar", "lines", "off"] as const;
 
 export interface ProgressOptions {
   /** Label before the bar or at the start of each line ("epoch 1/3", "eager"). */
@@ -16,12 +14,15 @@ export interface ProgressOptions {
   /** Total steps (the bar's length; lines show "step i/total"). */
   total: number;
   /** "auto" (default): a bar when stdout is a TTY, lines otherwise. */
-  mode?: (typeof PROGRESS_MODES)[number];
+  mode?: "auto" | "bar" | "lines" | "off";
   /** Lines mode: print every `every` steps (and the last). Default: about 10 lines. */
   every?: number;
   /** Where lines go (default console.log). */
   write?: (line: string) => void;
 }
+
+/** The values of `mode` (and of fit's `progress`). */
+export const PROGRESS_MODES: readonly NonNullable<ProgressOptions["mode"]>[] = ["auto", "bar", "lines", "off"];
 
 const PROGRESS_KEYS = optionKeys<ProgressOptions>()("label", "total", "mode", "every", "write");
 

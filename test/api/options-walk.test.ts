@@ -154,3 +154,44 @@ test("every options argument of the public API refuses a misspelt key, naming th
   }
   assert.deepEqual(failures, []);
 });
+
+test("every enum option of the public API refuses a value outside its choices, naming the API (fit's progress: \"none\")", async () => {
+  const failures: string[] = [];
+  let checked = 0;
+  for (const site of optionsSites()) {
+    const [api, call] = TABLE[site.path]!;
+    for (const { key } of site.choices) {
+      checked++;
+      let error: unknown = null;
+      try {
+        const r = call({ [key]: "none-such" });
+        if (r && typeof (r as Promise<unknown>).then === "function") await r;
+      } catch (e) {
+        error = e;
+      }
+      // dtypes are refused as DtypeErrors, other enums as ValueErrors
+      const typed = error instanceof sc.ValueError || (key === "dtype" && error instanceof sc.DtypeError);
+      const ok = typed && (error as Error).message.startsWith(`${api}: `) && (error as Error).message.includes("none-such");
+      if (!ok) failures.push(`${site.path} { ${key}: "none-such" }: ${error === null ? "accepted" : `${(error as Error).constructor.name}: ${(error as Error).message}`}`);
+    }
+  }
+  assert.ok(checked >= 10, `only ${checked} enum options found`);
+  assert.deepEqual(failures, []);
+});
+
+test("the options issue 24 found ignored are refused, with the key meant", () => {
+  const slip = (api: string, f: () => unknown, key: string, meant: string) =>
+    assert.throws(f, (e: Error) => e instanceof sc.ValueError && e.message.startsWith(`${api}: unknown option "${key}"`) && e.message.includes(meant), `${api} { ${key} }`);
+  slip("Dataset.batch", () => dataset().batch(2, { dropRemaining: true } as any), "dropRemaining", "dropRemainder");
+  slip("softmaxCrossEntropy", () => sc.nn.softmaxCrossEntropy(sc.zeros([2, 3]), sc.tensor([0, 1], "int32"), { label_smoothing: 0.1 } as any), "label_smoothing", "labelSmoothing");
+  slip("cosineDecay", () => sc.optim.cosineDecay({ initial: 0.1, decaySteps: 10, warmup: 5 } as any), "warmup", "warmupSteps");
+  slip("Dataset.shuffle", () => dataset().shuffle(3, { sed: 1 } as any), "sed", "seed");
+  slip("fit: callbacks", () => fitWith({ callbacks: { onEpochEnds: () => {} } }), "onEpochEnds", "onEpochEnd");
+  assert.throws(() => fitWith({ progress: "none" }), (e: Error) => e instanceof sc.ValueError && e.message.startsWith(`fit: progress must be one of "auto", "bar", "lines", "off", got the string "none"`));
+  assert.throws(() => fitWith({ callbacks: [{ onStepEnd: "log" }] }), (e: Error) => e instanceof sc.ValueError && /^fit: callbacks\.onStepEnd must be a function/.test(e.message));
+  // the right spellings still work
+  assert.equal(sc.data.Dataset.fromArray([sc.scalar(1), sc.scalar(2), sc.scalar(3)]).batch(2, { dropRemainder: true }).toArray().length, 1);
+  let epochs = 0;
+  fitWith({ epochs: 2, callbacks: [{ onEpochEnd: () => epochs++ }] });
+  assert.equal(epochs, 2);
+});

@@ -22,6 +22,8 @@ export interface OptionsSite {
   parameter: number;
   /** The parameter's (or the property's) type as written. */
   type: string;
+  /** Its enum options: keys whose type is a union of string literals, with the literals. */
+  choices: { key: string; values: string[] }[];
 }
 
 const files = new Map<string, ts.SourceFile>();
@@ -138,7 +140,11 @@ function membersOf(type: ts.TypeNode, file: string, depth = 0): { members: ts.Ty
   if (ts.isParenthesizedTypeNode(type)) return membersOf(type.type, file, depth + 1);
   if (ts.isTypeReferenceNode(type) && ts.isIdentifier(type.typeName)) {
     const name = type.typeName.text;
-    if ((name === "Omit" || name === "Partial" || name === "Readonly") && type.typeArguments?.[0]) return membersOf(type.typeArguments[0], file, depth + 1);
+    if ((name === "Partial" || name === "Readonly") && type.typeArguments?.[0]) return membersOf(type.typeArguments[0], file, depth + 1);
+    if (name === "Omit" && type.typeArguments?.length === 2) {
+      const omitted = new Set(literalsOf(type.typeArguments[1]!, file) ?? []);
+      return membersOf(type.typeArguments[0]!, file, depth + 1).map((g) => ({ ...g, members: g.members.filter((m) => !(m.name && omitted.has(m.name.getText()))) }));
+    }
     const out: { members: ts.TypeElement[]; file: string }[] = [];
     for (const d of lookup(file, name, false)) {
       if (d.kind !== "node") continue;
@@ -152,6 +158,40 @@ function membersOf(type: ts.TypeNode, file: string, depth = 0): { members: ts.Ty
   return [];
 }
 
+/** The string literals of a type that is a union of them (through aliases and X["key"]), or null. */
+function literalsOf(type: ts.TypeNode, file: string, depth = 0): string[] | null {
+  if (depth > 6) return null;
+  if (ts.isParenthesizedTypeNode(type)) return literalsOf(type.type, file, depth + 1);
+  if (ts.isLiteralTypeNode(type)) return ts.isStringLiteral(type.literal) ? [type.literal.text] : null;
+  if (ts.isUnionTypeNode(type)) {
+    const parts = type.types.filter((t) => t.kind !== ts.SyntaxKind.UndefinedKeyword).map((t) => literalsOf(t, file, depth + 1));
+    return parts.every((p) => p !== null) ? parts.flat() as string[] : null;
+  }
+  if (ts.isTypeReferenceNode(type) && ts.isIdentifier(type.typeName) && !type.typeArguments) {
+    for (const d of lookup(file, type.typeName.text, false)) if (d.kind === "node" && ts.isTypeAliasDeclaration(d.node)) return literalsOf(d.node.type, d.file, depth + 1);
+    return null;
+  }
+  if (ts.isIndexedAccessTypeNode(type) && ts.isLiteralTypeNode(type.indexType) && ts.isStringLiteral(type.indexType.literal)) {
+    const key = type.indexType.literal.text;
+    for (const { members, file: f } of membersOf(type.objectType, file)) {
+      for (const m of members) if (ts.isPropertySignature(m) && m.type && m.name.getText() === key) return literalsOf(m.type, f, depth + 1);
+    }
+  }
+  return null;
+}
+
+function choicesOf(type: ts.TypeNode, file: string): { key: string; values: string[] }[] {
+  const out: { key: string; values: string[] }[] = [];
+  for (const { members, file: f } of membersOf(type, file)) {
+    for (const m of members) {
+      if (!ts.isPropertySignature(m) || !m.type) continue;
+      const values = literalsOf(m.type, f);
+      if (values && values.length > 1 && !out.some((c) => c.key === m.name.getText())) out.push({ key: m.name.getText(), values });
+    }
+  }
+  return out;
+}
+
 function nestedSites(path: string, parameter: number, type: ts.TypeNode, file: string, out: OptionsSite[], depth = 0): void {
   if (depth > 3) return;
   for (const { members, file: f } of membersOf(type, file)) {
@@ -163,7 +203,7 @@ function nestedSites(path: string, parameter: number, type: ts.TypeNode, file: s
       const literal = ts.isTypeLiteralNode(m.type) && m.type.members.every((x) => ts.isPropertySignature(x) && x.questionToken !== undefined);
       if (NESTED_TYPE.test(text) || literal) {
         const p = `${path} > ${m.name.getText()}`;
-        out.push({ path: p, parameter, type: text });
+        out.push({ path: p, parameter, type: text, choices: choicesOf(m.type, f) });
         nestedSites(p, parameter, m.type, f, out, depth + 1);
       }
     }
@@ -174,7 +214,7 @@ function signatureSites(path: string, params: readonly ts.ParameterDeclaration[]
   params.forEach((p, i) => {
     if (!isOptionsParameter(p)) return;
     if (out.some((s) => s.path === path && s.parameter === i)) return; // an overload's twin
-    out.push({ path, parameter: i, type: p.type?.getText() ?? "(untyped)" });
+    out.push({ path, parameter: i, type: p.type?.getText() ?? "(untyped)", choices: p.type ? choicesOf(p.type, file) : [] });
     if (p.type) nestedSites(path, i, p.type, file, out);
   });
 }
