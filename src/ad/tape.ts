@@ -6,7 +6,7 @@
  */
 import { pushRecorder, removeRecorder, traceCallback, withoutRecorders, type OpRecorder } from "../core/context.js";
 import { atNode, executing, GradientError, type SourceLocation } from "../core/errors.js";
-import { checkOptions, optionKeys } from "../core/options.js";
+import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 import { Tensor } from "../core/tensor.js";
 import { Variable, variableReadObservers, type VariableReadObserver } from "../core/variable.js";
 import { isFloat } from "../core/dtype.js";
@@ -147,6 +147,7 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     options: GradientOptions = {},
   ): Structure<Tensor | null> & any {
     checkOptions("GradientTape.gradient", options, GRADIENT_OPTIONS);
+    checkChoice("GradientTape.gradient", "unconnected", options.unconnected, ["zero", "none"]);
     if (this.used && !this.persistent) {
       throw new GradientError("gradient() was already called on this non-persistent tape; create it with { persistent: true } to call it again", "GradientTape.gradient");
     }

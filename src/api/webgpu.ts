@@ -14,6 +14,9 @@ import { WebGpuBackend, type HostKernel } from "../backends/webgpu/backend.js";
 import { installedExecutor, setDefaultExecutor } from "../staging/concrete-function.js";
 import { byDevice, webgpuExecutor } from "../exec/webgpu-executor.js";
 import { tidy as gpuTidy } from "../backends/webgpu/storage.js";
+import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
+
+const OPEN_OPTIONS = optionKeys<WebGpuOpenOptions>()("dawnFlags", "powerPreference", "thread");
 
 let backend: WebGpuBackend | null = null;
 let opening: Promise<DeviceInfo | null> | null = null;
@@ -26,6 +29,13 @@ let unavailable: string | null = null;
  * `{ thread: "main" }` keeps it on this thread (as in a browser: only `await t.data()` reads).
  */
 export function initWebGPU(options: WebGpuOpenOptions = {}): Promise<DeviceInfo | null> {
+  try {
+    checkOptions("initWebGPU", options, OPEN_OPTIONS);
+    checkChoice("initWebGPU", "powerPreference", options.powerPreference, ["high-performance", "low-power"]);
+    checkChoice("initWebGPU", "thread", options.thread, ["worker", "main"]);
+  } catch (e) {
+    return Promise.reject(e);
+  }
   opening ??= (async () => {
     const dev = await GpuDevice.open(options);
     if (typeof dev === "string") {

@@ -74,3 +74,14 @@ function editDistance(a: string, b: string): number {
   }
   return prev[b.length]!;
 }
+
+/**
+ * Checks an enum option: undefined (the default), or one of `choices`. A value outside them
+ * (`progress: "none"` where the modes are "auto", "bar", "lines", "off") is a ValueError that
+ * names the API and lists the choices, never taken as the default.
+ */
+export function checkChoice<T extends string>(api: string, name: string, value: unknown, choices: readonly T[]): T | undefined {
+  if (value === undefined || (choices as readonly unknown[]).includes(value)) return value as T | undefined;
+  const guess = typeof value === "string" ? closest(value, choices) : null;
+  throw new ValueError(`${name} must be one of ${choices.map((c) => JSON.stringify(c)).join(", ")}, got ${describe(value)}${guess ? ` (did you mean ${JSON.stringify(guess)}?)` : ""}`, api);
+}

@@ -26,6 +26,7 @@ export class Variable extends Tensor {
   private current: Tensor;
 
   constructor(initial: Tensor, options: { name?: string; trainable?: boolean } = {}) {
+    checkOptions("Variable", options, ["name", "trainable"]);
     super(initial._data, initial.shape, initial.dtype, initial.device, null);
     this._buffer = initial._buffer;
     this.current = initial;

@@ -27,6 +27,7 @@
 import { Tensor } from "../core/tensor.js";
 import { ShapeError, ValueError } from "../core/errors.js";
 import { isPlainObject } from "../core/objects.js";
+import { checkOptions } from "../core/options.js";
 import { tensor } from "../ops/creation.js";
 import { stack } from "../ops/shape.js";
 import { mulberry32 } from "./rng.js";
@@ -185,6 +186,7 @@ export class Dataset<T = Element> implements Iterable<T> {
    * as large as the dataset gives a uniform shuffle). Seeded; each epoch gets a new order.
    */
   shuffle(bufferSize: number, options: { seed?: number } = {}): Dataset<T> {
+    checkOptions("Dataset.shuffle", options, ["seed"]);
     checkCount("shuffle", bufferSize, 1);
     const seed = options.seed ?? 0;
     if (!Number.isInteger(seed)) throw new ValueError(`seed must be an integer, got ${seed}`, "Dataset.shuffle");
@@ -216,6 +218,7 @@ export class Dataset<T = Element> implements Iterable<T> {
    * `dropRemainder`.
    */
   batch(size: number, options: { dropRemainder?: boolean } = {}): Dataset<T> {
+    checkOptions("Dataset.batch", options, ["dropRemainder"]);
     checkCount("batch", size, 1);
     const drop = options.dropRemainder ?? false;
     const src = this.source;

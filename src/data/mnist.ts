@@ -5,6 +5,7 @@
 import { createRequire } from "../core/platform/node.js";
 import type { Tensor } from "../core/tensor.js";
 import { ValueError } from "../core/errors.js";
+import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 import { tensor } from "../ops/creation.js";
 import { mulberry32 } from "./rng.js";
 
@@ -28,6 +29,8 @@ interface MnistPackage {
   [digit: number]: { length: number; set(start: number, end: number): { input: number[] }[] };
 }
 
+const MNIST_KEYS = optionKeys<MnistOptions>()("testCount", "seed", "layout");
+
 /** The package, loaded on first use (it is ~10 MB of JSON). */
 let cached: MnistPackage | null = null;
 function loadPackage(): MnistPackage {
@@ -42,10 +45,10 @@ function loadPackage(): MnistPackage {
 
 /** The digits as { train, test } splits of images and labels. */
 export function mnist(options: MnistOptions = {}): { train: MnistSplit; test: MnistSplit } {
+  checkOptions("mnist", options, MNIST_KEYS);
   const testCount = options.testCount ?? 2000;
   const seed = options.seed ?? 0;
-  const layout = options.layout ?? "nchw";
-  if (layout !== "nchw" && layout !== "flat") throw new ValueError(`layout must be "nchw" or "flat", got ${String(layout)}`, "mnist");
+  const layout = checkChoice("mnist", "layout", options.layout, ["nchw", "flat"]) ?? "nchw";
   if (!Number.isInteger(seed)) throw new ValueError(`seed must be an integer, got ${seed}`, "mnist");
   const pkg = loadPackage();
   const pixels: number[][] = [];

@@ -20,8 +20,8 @@ import type { Dataset } from "../data/dataset.js";
 import { isThenable } from "../data/prefetch.js";
 import { Module } from "./module.js";
 import { Mean } from "./metrics.js";
-import { Progress, type ProgressOptions } from "./progress.js";
-import { checkOptions, optionKeys } from "../core/options.js";
+import { Progress, PROGRESS_MODES, type ProgressOptions } from "./progress.js";
+import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 
 /** A loss or metric of the model's output and the labels, as a scalar tensor. */
 export type BatchFunction = (output: Tensor, labels: Tensor) => Tensor;
@@ -64,6 +64,7 @@ export interface History {
 }
 
 const FIT_KEYS = optionKeys<FitOptions>()("data", "loss", "optimizer", "epochs", "metrics", "validationData", "stage", "progress", "callbacks");
+const CALLBACK_KEYS = optionKeys<FitCallbacks>()("onStepEnd", "onEpochEnd");
 
 /** One step: loss and metrics of the batch, after the optimizer's update. */
 function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, metrics: Record<string, BatchFunction>, x: Tensor, y: Tensor): Record<string, Tensor> {
@@ -98,7 +99,12 @@ export function fit(model: Module, options: FitOptions): History {
   const epochs = options.epochs ?? 1;
   if (!Number.isInteger(epochs) || epochs < 1) throw new ValueError(`epochs must be a positive integer, got ${epochs}`, op);
   const metrics = options.metrics ?? {};
+  checkChoice(op, "progress", options.progress, PROGRESS_MODES);
   const callbacks = options.callbacks === undefined ? [] : Array.isArray(options.callbacks) ? options.callbacks : [options.callbacks];
+  for (const c of callbacks) {
+    checkOptions(`${op}: callbacks`, c, CALLBACK_KEYS);
+    for (const k of CALLBACK_KEYS) if (c[k] !== undefined && typeof c[k] !== "function") throw new ValueError(`callbacks.${k} must be a function, got ${typeof c[k]}`, op);
+  }
   const staged = options.stage ?? true;
   const train = staged ? stage(trainStep, { name: "fit_train_step", autograph: false }) : trainStep;
   const evaluate = staged ? stage(evalStep, { name: "fit_eval_step", autograph: false }) : evalStep;

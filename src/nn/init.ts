@@ -6,6 +6,7 @@
  */
 import type { DType } from "../core/dtype.js";
 import { ValueError } from "../core/errors.js";
+import { checkOptions } from "../core/options.js";
 import type { Tensor } from "../core/tensor.js";
 import { full } from "../ops/fill.js";
 import { normal as randomNormal, uniform as randomUniform } from "../ops/random.js";
@@ -35,15 +36,18 @@ export const constant = (value: number): Initializer => (shape, dtype) => full(s
 
 /** Normal(mean, stddev). */
 export function normal(o: SeedOption & { mean?: number; stddev?: number } = {}): Initializer {
+  checkOptions("init.normal", o, ["seed", "mean", "stddev"]);
   return (shape, dtype) => randomNormal(shape, { dtype, mean: o.mean ?? 0, stddev: o.stddev ?? 0.05, ...draw(o.seed) });
 }
 
 /** Uniform(minval, maxval). */
 export function uniform(o: SeedOption & { minval?: number; maxval?: number } = {}): Initializer {
+  checkOptions("init.uniform", o, ["seed", "minval", "maxval"]);
   return (shape, dtype) => randomUniform(shape, { dtype, minval: o.minval ?? -0.05, maxval: o.maxval ?? 0.05, ...draw(o.seed) });
 }
 
 function scaled(kind: "uniform" | "normal", scale: (f: Fans) => number, o: SeedOption, name: string): Initializer {
+  checkOptions(`init.${name}`, o, ["seed"]);
   return (shape, dtype, fans) => {
     if (!(fans.fanIn > 0) || !(fans.fanOut > 0)) throw new ValueError(`needs positive fans, got fan-in ${fans.fanIn}, fan-out ${fans.fanOut}`, name);
     const variance = scale(fans);

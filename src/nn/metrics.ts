@@ -1,19 +1,19 @@
 /** Metrics: accuracy, and running means that accumulate over batches. */
 import { Tensor } from "../core/tensor.js";
-import { ShapeError, ValueError } from "../core/errors.js";
+import { ValueError } from "../core/errors.js";
 import { argMax, mean } from "../ops/reduce.js";
 import { cast } from "../ops/cast.js";
 import { equal } from "../ops/compare.js";
+import { checkClassLabels } from "./labels.js";
 
 /**
- * The fraction of rows whose largest logit is the label: logits [..., classes] against integer
- * labels [...] (or one-hot labels [..., classes]). A float32 scalar tensor (stages).
+ * The fraction of rows whose largest logit is the label: logits [..., classes] against class
+ * indices [...] (int32/int64) or one-hot/probabilities [..., classes] (float; the label is their
+ * argmax). Other label shapes ([N, 1] indices) are a ShapeError (labels.ts). A float32 scalar
+ * tensor (stages).
  */
 export function accuracy(logits: Tensor, labels: Tensor): Tensor {
-  const ids = labels.rank === logits.rank ? argMax(labels, -1) : labels;
-  if (ids.rank !== logits.rank - 1) {
-    throw new ShapeError(`labels of shape [${labels.shape.join(", ")}] do not match logits of shape [${logits.shape.join(", ")}]`, "accuracy");
-  }
+  const ids = checkClassLabels("accuracy", logits, labels) === "dense" ? argMax(labels, -1) : labels;
   return mean(cast(equal(argMax(logits, -1), cast(ids, "int32")), "float32"));
 }
 

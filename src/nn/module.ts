@@ -16,6 +16,7 @@ import { Variable, variable } from "../core/variable.js";
 import type { DType } from "../core/dtype.js";
 import { ValueError } from "../core/errors.js";
 import { isPlainObject } from "../core/objects.js";
+import { checkOptions } from "../core/options.js";
 import { initScope } from "../staging/host.js";
 import { traceKey } from "../staging/signature.js";
 import { Trackable } from "../io/trackable.js";
@@ -152,6 +153,7 @@ export abstract class Module extends Trackable {
 
   /** The number of elements in `parameters()` (or in every variable with `{ all: true }`). */
   parameterCount(options: { all?: boolean } = {}): number {
+    checkOptions("Module.parameterCount", options, ["all"]);
     return (options.all ? this.variables() : this.parameters()).reduce((n, v) => n + v.size, 0);
   }
 
@@ -168,13 +170,14 @@ export abstract class Module extends Trackable {
    */
   summary(...inputs: unknown[]): string {
     const paths = new Map<Module, string>();
-    const rows: { path: string; type: string; shape: string; params: number }[] = [];
+    const calls: { module: Module; path: string; type: string; shape: string }[] = [];
     const modes = this.namedModules().map(([, m]) => [m, m.training] as const);
     this.eval();
     const saved = callObserver;
     callObserver = (m, out) => {
-      if (paths.size === 0) for (const [p, mm] of this.namedModules()) paths.set(mm, p);
-      rows.push({ path: paths.get(m) ?? "?", type: m.typeName, shape: describeOutput(out), params: 0 });
+      // (a module reachable by several paths is named by the first)
+      if (paths.size === 0) for (const [p, mm] of this.namedModules()) if (!paths.has(mm)) paths.set(mm, p);
+      calls.push({ module: m, path: paths.get(m) ?? "?", type: m.typeName, shape: describeOutput(out) });
     };
     try {
       initScope(() => this.call(...inputs));
@@ -182,20 +185,38 @@ export abstract class Module extends Trackable {
       callObserver = saved;
       for (const [m, t] of modes) m.training = t;
     }
-    // Parameters belong to the module that owns them directly.
-    const own = new Map<Module, number>();
-    for (const [, m] of this.namedModules()) {
-      let n = 0;
-      for (const [, v] of m.trackedChildren()) forEachLeaf(v, "", (_p, leaf) => (leaf instanceof Variable ? (n += leaf.size) : 0));
-      own.set(m, n);
+    // One row per module called (a module called again adds its call count, not a second row).
+    const rows: { module: Module; path: string; type: string; shape: string; calls: number; params: number }[] = [];
+    for (const c of calls) {
+      const row = rows.find((r) => r.module === c.module);
+      if (row) row.calls++;
+      else rows.push({ ...c, calls: 1, params: 0 });
     }
-    const table = rows
-      .filter((r) => r.path !== "")
-      .map((r) => {
-        const m = [...paths].find(([, p]) => p === r.path)?.[0];
-        return { ...r, params: m ? own.get(m)! : 0 };
-      });
-    const root = rows.find((r) => r.path === "");
+    // A row counts every variable under its module but those under a descendant with a row of its
+    // own: the weights of an LSTM's cell (never called itself: the layer runs its steps) are the
+    // LSTM's. Variables under no called module (the root's own, an uncalled child's) go to the
+    // root's row. A variable shared by several modules is counted once, so the rows add up to
+    // the total.
+    const rowOf = new Map(rows.map((r) => [r.module, r] as const));
+    const rootRow = rowOf.get(this) ?? { module: this as Module, path: "", type: this.typeName, shape: "", calls: 1, params: 0 };
+    if (!rowOf.has(this)) rowOf.set(this, rootRow);
+    const counted = new Set<Variable>();
+    const assign = (m: Module, owner: (typeof rows)[number]) => {
+      for (const [, v] of m.trackedChildren()) {
+        forEachLeaf(v, "", (_p, leaf) => {
+          if (leaf instanceof Variable) {
+            if (!counted.has(leaf)) {
+              counted.add(leaf);
+              owner.params += leaf.size;
+            }
+          } else assign(leaf, rowOf.get(leaf) ?? owner);
+        });
+      }
+    };
+    assign(this, rootRow);
+    const table = rows.filter((r) => r.module !== this).map((r) => ({ ...r, shape: r.calls > 1 ? `${r.shape} (${r.calls} calls)` : r.shape }));
+    if (rootRow.params > 0) table.unshift({ ...rootRow, path: "(own)", shape: "" });
+    const root = calls.find((c) => c.module === this);
     const header = ["Layer (type)", "Output shape", "Params"];
     const body = table.map((r) => [`${r.path} (${r.type})`, r.shape, r.params.toLocaleString("en-US")]);
     const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));

@@ -4,6 +4,9 @@
  */
 import type cliProgressModule from "cli-progress";
 import { cliProgress, stdoutIsTTY } from "../core/platform/node.js";
+import { ValueError } from "../core/errors.js";
+import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
+
 
 export interface ProgressOptions {
   /** Label before the bar or at the start of each line ("epoch 1/3", "eager"). */
@@ -18,6 +21,11 @@ export interface ProgressOptions {
   write?: (line: string) => void;
 }
 
+/** The values of `mode` (and of fit's `progress`). */
+export const PROGRESS_MODES: readonly NonNullable<ProgressOptions["mode"]>[] = ["auto", "bar", "lines", "off"];
+
+const PROGRESS_KEYS = optionKeys<ProgressOptions>()("label", "total", "mode", "every", "write");
+
 function fmt(v: number): string {
   return Math.abs(v) >= 100 ? v.toFixed(1) : v.toFixed(4);
 }
@@ -31,7 +39,11 @@ export class Progress {
   private last = 0;
 
   constructor(private readonly options: ProgressOptions) {
-    const mode = options.mode ?? "auto";
+    checkOptions("Progress", options, PROGRESS_KEYS);
+    if (options === undefined) throw new ValueError(`takes an options object with the total steps ({ total })`, "Progress");
+    if (!(typeof options.total === "number" && options.total >= 0)) throw new ValueError(`total must be a number >= 0, got ${String(options.total)}`, "Progress");
+    if (options.every !== undefined && !(Number.isInteger(options.every) && options.every >= 1)) throw new ValueError(`every must be an integer >= 1, got ${String(options.every)}`, "Progress");
+    const mode = checkChoice("Progress", "mode", options.mode, PROGRESS_MODES) ?? "auto";
     const wanted = mode === "auto" ? (stdoutIsTTY() ? "bar" : "lines") : mode;
     // (no bars where there is no terminal: the browser)
     this.mode = wanted === "bar" && !cliProgress ? "lines" : wanted;

@@ -108,6 +108,7 @@ export const engineStats = { sessions: 0, runs: 0 };
 
 /** An executor (graph, inputs, library, numArgInputs) -> outputs that runs graphs in onnxruntime. */
 export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
+  checkOptions("onnx.onnxruntimeExecutor", options, ENGINE_OPTIONS);
   const states = new WeakMap<Graph, GraphState>();
   const compile = (graph: Graph, library: FunctionLibrary, model: ExportedModel, bakedInputs: [number, Tensor][], bakedVariables: [Variable, Tensor][]): Compiled => {
     const rt = runtime();

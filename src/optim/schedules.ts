@@ -5,6 +5,7 @@
  * rate for that step (a float64 scalar tensor).
  */
 import { ValueError } from "../core/errors.js";
+import { checkOptions, optionKeys } from "../core/options.js";
 import { Tensor } from "../core/tensor.js";
 import { add, div, maximum, minimum, mul, pow, sub } from "../ops/binary.js";
 import { cast } from "../ops/cast.js";
@@ -43,6 +44,12 @@ function checkSteps(op: string, name: string, v: unknown, allowZero = false): nu
   return v;
 }
 
+/** A schedule's options: an object (its required keys are checked one by one after) with known keys only. */
+function scheduleOptions(op: string, o: unknown, known: readonly string[]): void {
+  if (o === undefined) throw new ValueError(`takes an options object ({ ${known.join(", ")} })`, op);
+  checkOptions(op, o, known);
+}
+
 /** Checks and wraps an optimizer's `learningRate` option. */
 export function toSchedule(op: string, lr: LearningRate): Schedule {
   if (typeof lr === "number") return constant(checkRate(op, "learningRate", lr));
@@ -78,6 +85,7 @@ export interface StepDecayOptions {
 /** initial * gamma^floor(step / stepSize) (PyTorch's StepLR). */
 export function stepDecay(o: StepDecayOptions): Schedule {
   const op = "stepDecay";
+  scheduleOptions(op, o, optionKeys<StepDecayOptions>()("initial", "stepSize", "gamma"));
   const initial = checkRate(op, "initial", o.initial);
   const stepSize = checkSteps(op, "stepSize", o.stepSize);
   const gamma = checkRate(op, "gamma", o.gamma);
@@ -98,6 +106,7 @@ export interface ExponentialDecayOptions {
 /** initial * decayRate^(step / decaySteps) (Keras's ExponentialDecay). */
 export function exponentialDecay(o: ExponentialDecayOptions): Schedule {
   const op = "exponentialDecay";
+  scheduleOptions(op, o, optionKeys<ExponentialDecayOptions>()("initial", "decayRate", "decaySteps", "staircase"));
   const initial = checkRate(op, "initial", o.initial);
   const decayRate = checkRate(op, "decayRate", o.decayRate);
   const decaySteps = checkSteps(op, "decaySteps", o.decaySteps);
@@ -133,6 +142,7 @@ export interface CosineDecayOptions {
  */
 export function cosineDecay(o: CosineDecayOptions): Schedule {
   const op = "cosineDecay";
+  scheduleOptions(op, o, optionKeys<CosineDecayOptions>()("initial", "decaySteps", "alpha", "warmupSteps", "warmupFrom"));
   const initial = checkRate(op, "initial", o.initial);
   const decaySteps = checkSteps(op, "decaySteps", o.decaySteps);
   const alpha = checkRate(op, "alpha", o.alpha ?? 0);

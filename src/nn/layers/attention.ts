@@ -8,8 +8,7 @@ import { reshape, transpose } from "../../ops/shape.js";
 import { where } from "../../ops/where.js";
 import { Module } from "../module.js";
 import { Linear } from "./linear.js";
-import { axisSize, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
-import { checkOptions } from "../../core/options.js";
+import { axisSize, positiveInt, WEIGHT_KEYS, type WeightOptions, checkLayerOptions } from "./options.js";
 
 export interface AttentionOptions extends WeightOptions {}
 
@@ -29,7 +28,7 @@ export class MultiHeadAttention extends Module {
 
   constructor(embed: number, heads: number, options: AttentionOptions = {}) {
     super();
-    checkOptions("MultiHeadAttention", options, WEIGHT_KEYS);
+    checkLayerOptions("MultiHeadAttention", options, WEIGHT_KEYS);
     this.embed = positiveInt("MultiHeadAttention", "embed", embed);
     this.heads = positiveInt("MultiHeadAttention", "heads", heads);
     if (embed % heads !== 0) throw new ValueError(`embed (${embed}) must be divisible by heads (${heads})`, "MultiHeadAttention");

@@ -6,7 +6,7 @@ import { add } from "../../ops/binary.js";
 import { avgPool2d, conv2d, maxPool2d, type Pool2dOptions, type Padding2d } from "../../ops/nn.js";
 import { reshape } from "../../ops/shape.js";
 import { Module } from "../module.js";
-import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
+import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions, checkLayerOptions } from "./options.js";
 import { checkOptions } from "../../core/options.js";
 
 type Pair = number | readonly [number, number];
@@ -44,7 +44,7 @@ export class Conv2d extends Module {
 
   constructor(filters: number, kernelSize: Pair, options: Conv2dLayerOptions = {}) {
     super();
-    checkOptions("Conv2d", options, [...WEIGHT_KEYS, "inChannels", "strides", "padding", "dilations", "groups"]);
+    checkLayerOptions("Conv2d", options, [...WEIGHT_KEYS, "inChannels", "strides", "padding", "dilations", "groups"]);
     this.filters = positiveInt("Conv2d", "filters", filters);
     this.kernelSize = pairOf("Conv2d", "kernelSize", kernelSize);
     this.options = options;

@@ -5,10 +5,9 @@ import { DtypeError } from "../../core/errors.js";
 import { gather } from "../../ops/shape.js";
 import { normal } from "../init.js";
 import { Module } from "../module.js";
-import { positiveInt } from "./options.js";
+import { positiveInt, checkLayerOptions } from "./options.js";
 import type { Initializer } from "../init.js";
 import type { DType } from "../../core/dtype.js";
-import { checkOptions } from "../../core/options.js";
 
 export interface EmbeddingOptions {
   dtype?: DType;
@@ -25,7 +24,7 @@ export class Embedding extends Module {
 
   constructor(count: number, dim: number, options: EmbeddingOptions = {}) {
     super();
-    checkOptions("Embedding", options, ["dtype", "seed", "init"]);
+    checkLayerOptions("Embedding", options, ["dtype", "seed", "init"]);
     this.count = positiveInt("Embedding", "count", count);
     this.dim = positiveInt("Embedding", "dim", dim);
     const init = options.init ?? normal({ stddev: 1, ...(options.seed === undefined ? {} : { seed: options.seed }) });

@@ -7,8 +7,7 @@ import { reshape } from "../../ops/shape.js";
 import { gelu, relu, sigmoid, tanh } from "../../ops/unary.js";
 import { logSoftmax, softmax } from "../../ops/nn.js";
 import { Module } from "../module.js";
-import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
-import { checkOptions } from "../../core/options.js";
+import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions, checkLayerOptions } from "./options.js";
 
 export interface LinearOptions extends WeightOptions {
   /** Input features; without it they are read from the first input (the layer builds lazily). */
@@ -25,7 +24,7 @@ export class Linear extends Module {
 
   constructor(units: number, options: LinearOptions = {}) {
     super();
-    checkOptions("Linear", options, [...WEIGHT_KEYS, "inFeatures"]);
+    checkLayerOptions("Linear", options, [...WEIGHT_KEYS, "inFeatures"]);
     this.units = positiveInt("Linear", "units", units);
     this.options = options;
     this.inFeatures = options.inFeatures === undefined ? undefined : positiveInt("Linear", "inFeatures", options.inFeatures);
@@ -64,7 +63,7 @@ export class Flatten extends Module {
 export class Activation extends Module {
   constructor(
     readonly fn: (x: Tensor) => Tensor,
-    readonly label: string,
+    readonly label: string = fn.name || "Activation",
   ) {
     super();
   }

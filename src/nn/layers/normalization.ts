@@ -9,9 +9,8 @@ import { rsqrt } from "../../ops/unary.js";
 import { stopGradient } from "../../ops/identity.js";
 import { ones, zeros } from "../init.js";
 import { Module } from "../module.js";
-import { axisSize, positiveInt } from "./options.js";
+import { axisSize, positiveInt, checkLayerOptions } from "./options.js";
 import type { DType } from "../../core/dtype.js";
-import { checkOptions } from "../../core/options.js";
 
 export interface BatchNormOptions {
   /** The channel axis (default 1: NCHW images, or [N, C] features). */
@@ -51,7 +50,7 @@ export class BatchNorm extends Module {
 
   constructor(options: BatchNormOptions = {}) {
     super();
-    checkOptions("BatchNorm", options, ["axis", "numFeatures", "momentum", "epsilon", "affine", "dtype"]);
+    checkLayerOptions("BatchNorm", options, ["axis", "numFeatures", "momentum", "epsilon", "affine", "dtype"]);
     this.axis = options.axis ?? 1;
     this.momentum = options.momentum ?? 0.1;
     if (!(this.momentum >= 0 && this.momentum <= 1)) throw new ValueError(`momentum must be in [0, 1], got ${this.momentum}`, "BatchNorm");
@@ -130,7 +129,7 @@ export class LayerNorm extends Module {
 
   constructor(normalizedShape?: number | number[], options: LayerNormOptions = {}) {
     super();
-    checkOptions("LayerNorm", options, ["epsilon", "affine", "dtype"]);
+    checkLayerOptions("LayerNorm", options, ["epsilon", "affine", "dtype"]);
     this.epsilon = options.epsilon ?? 1e-5;
     if (!(this.epsilon > 0)) throw new ValueError(`epsilon must be > 0, got ${this.epsilon}`, "LayerNorm");
     this.affine = options.affine ?? true;

@@ -1,6 +1,7 @@
 /** Options every layer with weights takes, and shared argument checks. */
-import type { DType } from "../../core/dtype.js";
-import { ShapeError, ValueError } from "../../core/errors.js";
+import { DTYPES, isFloat, type DType } from "../../core/dtype.js";
+import { DtypeError, ShapeError, ValueError } from "../../core/errors.js";
+import { checkOptions } from "../../core/options.js";
 import type { Tensor } from "../../core/tensor.js";
 import { glorotUniform, zeros, type Initializer } from "../init.js";
 
@@ -30,6 +31,19 @@ export function biasInitOf(o: WeightOptions): Initializer {
 export function positiveInt(layer: string, name: string, v: unknown): number {
   if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new ValueError(`${name} must be a positive integer, got ${String(v)}`, layer);
   return v;
+}
+
+/**
+ * Checks a layer's options object: its keys (checkOptions), and its `dtype`, a float dtype (the
+ * weights' initializers draw floats). Checked here, when the layer is made: a layer that builds
+ * its weights on its first call would otherwise take any string until then.
+ */
+export function checkLayerOptions(layer: string, options: { dtype?: DType } | undefined, known: readonly string[]): void {
+  checkOptions(layer, options, known);
+  const dtype = options?.dtype;
+  if (dtype !== undefined && !((DTYPES as readonly unknown[]).includes(dtype) && isFloat(dtype))) {
+    throw new DtypeError(`dtype (of the weights) must be a float dtype (${DTYPES.filter(isFloat).join(", ")}), got ${JSON.stringify(dtype)}`, layer);
+  }
 }
 
 export const WEIGHT_KEYS = ["dtype", "seed", "bias", "kernelInit", "biasInit"] as const;

@@ -17,8 +17,7 @@ import { applyOp1 } from "../../ops/registry.js";
 import { whileLoop } from "../../staging/control-flow.js";
 import { initScope } from "../../staging/host.js";
 import { Module } from "../module.js";
-import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions } from "./options.js";
-import { checkOptions } from "../../core/options.js";
+import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions, checkLayerOptions } from "./options.js";
 
 export interface RecurrentOptions extends WeightOptions {
   /** Input features; without it they are read from the first input. */
@@ -51,7 +50,7 @@ abstract class GatedCell extends Module {
     options: RecurrentOptions,
   ) {
     super();
-    checkOptions(layerName, options, RECURRENT_KEYS);
+    checkLayerOptions(layerName, options, RECURRENT_KEYS);
     this.hidden = positiveInt(layerName, "hidden", hidden);
     this.options = options;
     this.inputSize = options.inputSize === undefined ? undefined : positiveInt(layerName, "inputSize", options.inputSize);
@@ -207,6 +206,8 @@ export interface SequenceOptions extends RecurrentOptions {
   returnSequences?: boolean;
 }
 
+const SEQUENCE_KEYS = [...RECURRENT_KEYS, "returnSequences"];
+
 /** A cell run over a [batch, time, features] sequence. */
 abstract class SequenceLayer<C extends GatedCell> extends Module {
   readonly returnSequences: boolean;
@@ -242,6 +243,7 @@ abstract class SequenceLayer<C extends GatedCell> extends Module {
 /** An LSTM over a [batch, time, features] sequence. `run(x)` also gives the final [h, c]. */
 export class LSTM extends SequenceLayer<LSTMCell> {
   constructor(hidden: number, options: SequenceOptions = {}) {
+    checkLayerOptions("LSTM", options, SEQUENCE_KEYS);
     const { returnSequences, ...cellOptions } = options;
     super(new LSTMCell(hidden, cellOptions), returnSequences ?? true);
   }
@@ -256,6 +258,7 @@ export class LSTM extends SequenceLayer<LSTMCell> {
 /** A GRU over a [batch, time, features] sequence. `run(x)` also gives the final [h]. */
 export class GRU extends SequenceLayer<GRUCell> {
   constructor(hidden: number, options: SequenceOptions = {}) {
+    checkLayerOptions("GRU", options, SEQUENCE_KEYS);
     const { returnSequences, ...cellOptions } = options;
     super(new GRUCell(hidden, cellOptions), returnSequences ?? true);
   }

@@ -70,7 +70,7 @@ export function exportFunction(fn: StagedLike | ConcreteFunction, ...specs: unkn
 
 /** exportFunction with options, returning the names it gave inputs, outputs and variables too. */
 export function exportModel(fn: StagedLike | ConcreteFunction, specs: unknown[], options: ExportOptions = {}): ExportedModel {
-  checkOptions("onnx.exportFunction", options, EXPORT_OPTIONS);
+  checkOptions("onnx.exportModel", options, EXPORT_OPTIONS);
   installLowerings();
   let cf: ConcreteFunction;
   if (fn instanceof ConcreteFunction) cf = fn;
