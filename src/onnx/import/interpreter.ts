@@ -8,11 +8,12 @@
 import type { Tensor } from "../../core/tensor.js";
 import { withEagerContext } from "../../core/context.js";
 import { StagecraftError } from "../../core/errors.js";
-import { has, type AttributeProto, type FunctionProto, type GraphProto, type NodeProto, type TensorProto } from "../protobuf.js";
+import { has, int64, type ValueInfoProto, type AttributeProto, type FunctionProto, type GraphProto, type NodeProto, type TensorProto } from "../protobuf.js";
 import { OnnxError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
 import { handlerFor, STANDARD_DOMAINS, type HandlerResult } from "./op-table.js";
 import { NodeContext } from "./node-context.js";
 import { Scope, Slot } from "./scope.js";
+import { dtypeOfElemType } from "../dtypes.js";
 
 export interface InterpreterEnv {
   /** Opset version per domain ("" for the standard one). */
@@ -38,11 +39,20 @@ export class Interpreter {
    * Runs the nodes of `g` in `scope` (its inputs and initializers already bound) and returns
    * the slots of its outputs.
    */
-  runNodes(nodes: readonly NodeProto[], scope: Scope, outputs: readonly string[], what: string, attrScope: Map<string, AttributeProto> | null = null): Slot[] {
+  runNodes(
+    nodes: readonly NodeProto[],
+    scope: Scope,
+    outputs: readonly string[],
+    what: string,
+    attrScope: Map<string, AttributeProto> | null = null,
+    declared: readonly ValueInfoProto[] = [],
+  ): Slot[] {
     for (const node of nodes) this.runNode(node, scope, attrScope);
-    return outputs.map((name) => {
+    return outputs.map((name, i) => {
       const s = scope.get(name);
       if (s === undefined) throw new OnnxModelError(`${what}: output ${JSON.stringify(name)} is not produced by any node, input or initializer`, "onnx.load");
+      const info = declared[i];
+      if (info !== undefined) checkDeclared(s, info, what);
       return s;
     });
   }
@@ -64,6 +74,8 @@ export class Interpreter {
       scope,
       g.output.map((o) => o.name),
       what,
+      null,
+      g.output,
     );
   }
 
@@ -85,6 +97,11 @@ export class Interpreter {
     }
     node.output.forEach((name, i) => {
       if (name === "") return;
+      // ONNX graphs are in SSA form: a second writer of a name would silently replace the first
+      // value (the last writer winning), so it is refused, as onnx.checker does.
+      if (scope.hasOwn(name) || node.output.indexOf(name) !== i) {
+        throw new OnnxModelError(`${describeNode(node)}: output ${JSON.stringify(name)} is already a value of the graph (an input, initializer or another node's output); each value has one writer`, "onnx.load");
+      }
       const r = results[i];
       if (r === undefined || r === null) {
         throw new OnnxUnsupportedError(`${describeNode(node)}: output ${i} (${JSON.stringify(name)}) is not computed by this importer`, "onnx.load");
@@ -160,6 +177,30 @@ function attributeMap(node: NodeProto, attrScope: Map<string, AttributeProto> | 
     m.set(a.name, a);
   }
   return m;
+}
+
+/**
+ * Refuses an output whose value is not of the type the graph declares for it (an output
+ * declared int64 that the nodes compute as float32): the caller would get a value of another
+ * type than the model says, without an error. Dims are compared where both are fixed.
+ */
+function checkDeclared(s: Slot, info: ValueInfoProto, what: string): void {
+  const tt = info.type?.tensor_type;
+  if (tt === undefined || !s.isTensor) return;
+  const t = s.tensor();
+  const name = JSON.stringify(info.name);
+  if (has(tt, "elem_type") && tt.elem_type !== 0) {
+    const dtype = dtypeOfElemType(tt.elem_type, `output ${name} of ${what}`);
+    if (t.dtype !== dtype) throw new OnnxModelError(`${what}: output ${name} is declared ${dtype} but the graph computes it as ${t.dtype}`, "onnx.load");
+  }
+  if (tt.shape !== undefined && tt.shape !== null) {
+    const dims = tt.shape.dim.map((d) => (has(d, "dim_value") ? int64(d.dim_value, `a dimension of ${name}`) : null));
+    const ok = dims.length === t.rank && dims.every((d, i) => d === null || t.shape[i]! < 0 || d === t.shape[i]);
+    if (!ok) {
+      const declared = `[${dims.map((d) => (d === null ? "?" : String(d))).join(", ")}]`;
+      throw new OnnxModelError(`${what}: output ${name} is declared with shape ${declared} but the graph computes shape [${t.shape.join(", ")}]`, "onnx.load");
+    }
+  }
 }
 
 export function describeNode(node: NodeProto): string {

@@ -190,6 +190,8 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       scope,
       outputs.map((o) => o.name),
       `graph ${JSON.stringify(graph.name)}`,
+      null,
+      graph.output,
     );
     return outs.map(fromSlot);
   };
