@@ -14,6 +14,8 @@ import { handlerFor, STANDARD_DOMAINS, type HandlerResult } from "./op-table.js"
 import { NodeContext } from "./node-context.js";
 import { Scope, Slot } from "./scope.js";
 import { dtypeOfElemType } from "../dtypes.js";
+import { storageBytes } from "../../core/dtype.js";
+import { RunCounter, TraceBudget, type ModelLimits } from "./limits.js";
 
 export interface InterpreterEnv {
   /** Opset version per domain ("" for the standard one). */
@@ -22,10 +24,8 @@ export interface InterpreterEnv {
   functions: ReadonlyMap<string, FunctionProto>;
   /** Reads a tensor proto (attributes, subgraph initializers) under the load limits. */
   readTensor(p: TensorProto, what: string): Tensor;
-  /** Largest number of elements of a tensor the model makes. */
-  maxElements: number;
-  /** Largest trip count of a Loop whose count is known at trace time. */
-  maxLoopIterations: number;
+  /** The load options' limits (elements, bytes, iterations, inlined nodes, time). */
+  limits: ModelLimits;
 }
 
 /** Function-call depth beyond which a model is refused (functions calling themselves). */
@@ -33,7 +33,18 @@ const MAX_FUNCTION_DEPTH = 64;
 
 export class Interpreter {
   private depth = 0;
-  constructor(private readonly env: InterpreterEnv) {}
+  /** What the current trace has used of the limits (a fresh one per trace: beginTrace). */
+  private budget: TraceBudget;
+  private readonly run: RunCounter;
+  constructor(private readonly env: InterpreterEnv) {
+    this.run = new RunCounter(env.limits);
+    this.budget = new TraceBudget(env.limits, this.run);
+  }
+
+  /** Starts the budget of a new trace of the model. */
+  beginTrace(): void {
+    this.budget = new TraceBudget(this.env.limits, this.run);
+  }
 
   /**
    * Runs the nodes of `g` in `scope` (its inputs and initializers already bound) and returns
@@ -106,7 +117,9 @@ export class Interpreter {
       if (r === undefined || r === null) {
         throw new OnnxUnsupportedError(`${describeNode(node)}: output ${i} (${JSON.stringify(name)}) is not computed by this importer`, "onnx.load");
       }
-      scope.set(name, r instanceof Slot ? r : Slot.of(r));
+      const slot = r instanceof Slot ? r : Slot.of(r);
+      if (slot.isTensor) chargeValue(this.budget, slot.tensor(), `${describeNode(node)} (output ${JSON.stringify(name)})`);
+      scope.set(name, slot);
     });
   }
 
@@ -124,7 +137,7 @@ export class Interpreter {
     if (h.since !== undefined && opset < h.since) {
       throw new OnnxUnsupportedError(`${describeNode(node)}: opset ${opset} semantics of ${node.op_type} are not supported (only opset ${h.since} and newer)`, "onnx.load");
     }
-    const ctx = new NodeContext(node, slots, opset, attrs, (g, inputs, what) => this.runGraph(g, scope, inputs, what), (p, what) => this.env.readTensor(p, what), this.env.maxElements, this.env.maxLoopIterations);
+    const ctx = new NodeContext(node, slots, opset, attrs, (g, inputs, what) => this.runGraph(g, scope, inputs, what), (p, what) => this.env.readTensor(p, what), this.budget);
     const hasSubgraphs = node.attribute.some((a) => has(a, "g") || a.graphs.length > 0);
     const foldable = !h.random && !hasSubgraphs && slots.every((s) => s === null || s.canFold);
     const run = (): HandlerResult => {
@@ -145,6 +158,8 @@ export class Interpreter {
       this.depth = 0;
       throw new OnnxUnsupportedError(`function ${fn.name} calls functions more than ${MAX_FUNCTION_DEPTH} deep (recursive functions are not expressible in ONNX)`, "onnx.load");
     }
+    // (the depth guard bounds recursion; this bounds fan-out: f calling g twice, g calling h twice, ...)
+    this.budget.chargeInlined(fn.node.length, fn.name);
     try {
       // A function sees only its own inputs: a fresh scope (the outer one is not visible).
       void outer;
@@ -201,6 +216,13 @@ function checkDeclared(s: Slot, info: ValueInfoProto, what: string): void {
       throw new OnnxModelError(`${what}: output ${name} is declared with shape ${declared} but the graph computes shape [${t.shape.join(", ")}]`, "onnx.load");
     }
   }
+}
+
+/** Charges a value's bytes (its known dims; a dim known only at run time counts as 1). */
+function chargeValue(budget: TraceBudget, t: Tensor, what: string): void {
+  let size = storageBytes(t.dtype);
+  for (const d of t.shape) size *= d < 0 ? 1 : d;
+  budget.chargeBytes(size, what);
 }
 
 export function describeNode(node: NodeProto): string {
