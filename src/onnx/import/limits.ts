@@ -28,7 +28,7 @@ export const DEFAULT_MODEL_LIMITS: ModelLimits = {
   maxTotalBytes: 2 ** 31,
   maxLoopIterations: 2 ** 24,
   maxTotalIterations: 2 ** 26,
-  maxInlinedNodes: 2 ** 18,
+  maxInlinedNodes: 2 ** 14,
   maxRunMs: Infinity,
 };
 

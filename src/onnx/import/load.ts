@@ -60,7 +60,7 @@ export interface LoadOptions {
   maxTotalIterations?: number;
   /** Most bytes of all the values one trace of the model computes (default 2^31; initializers not counted). */
   maxTotalBytes?: number;
-  /** Most nodes inlined from model-local functions in one trace (default 2^18). */
+  /** Most nodes inlined from model-local functions in one trace (default 2^14: tracing takes about a second per few thousand). */
   maxInlinedNodes?: number;
   /** Most milliseconds a run's Loops may take before OnnxLimitError (default Infinity: no deadline). */
   maxRunMs?: number;
