@@ -5,7 +5,7 @@
  * one that climbs out with `..`, or a symbolic link that leads out is refused. The requested
  * range must lie inside the file and have exactly the tensor's size; only that range is read.
  */
-import { closeSync, fstatSync, openSync, path, readSync, realpathSync } from "../core/platform/node.js";
+import { closeSync, fstatSync, lstatSync, openNonBlockingSync, path, readSync, realpathSync } from "../core/platform/node.js";
 import { OnnxExternalDataError } from "./errors.js";
 import type { TensorProto } from "./protobuf.js";
 
@@ -49,7 +49,10 @@ export class ExternalDataReader {
   private open(location: string, name: string): { fd: number; size: number } {
     const cached = this.files.get(location);
     if (cached) return cached;
-    if (path.isAbsolute(location) || location.includes("\0") || /^[a-zA-Z]:/.test(location)) {
+    if (location.includes("\0")) {
+      throw new OnnxExternalDataError(`${name}: external data location ${JSON.stringify(location)} contains a NUL character, which no file name holds`, "onnx.load");
+    }
+    if (path.isAbsolute(location) || /^[a-zA-Z]:/.test(location)) {
       throw new OnnxExternalDataError(`${name}: external data location ${JSON.stringify(location)} is absolute; only files beside the model are read`, "onnx.load");
     }
     const target = path.resolve(this.root, location);
@@ -62,10 +65,16 @@ export class ExternalDataReader {
     if (!real.startsWith(this.root + path.sep)) {
       throw new OnnxExternalDataError(`${name}: external data location ${JSON.stringify(location)} points outside the model's folder ${this.root}; refused`, "onnx.load");
     }
+    // A FIFO (or device) inside the folder would block a plain open until a writer comes: it is
+    // refused before opening, and the open itself does not block (O_NONBLOCK), so one put in
+    // place between the two checks is refused by the fstat after it.
+    const notRegular = () => new OnnxExternalDataError(`${name}: external data location ${JSON.stringify(location)} is not a regular file`, "onnx.load");
     let fd: number;
     try {
-      fd = openSync(real, "r");
+      if (!lstatSync(real).isFile()) throw notRegular();
+      fd = openNonBlockingSync(real);
     } catch (e) {
+      if (e instanceof OnnxExternalDataError) throw e;
       throw new OnnxExternalDataError(`${name}: external data file ${JSON.stringify(location)} cannot be opened: ${(e as Error).message}`, "onnx.load");
     }
     const st = fstatSync(fd);

@@ -10,6 +10,7 @@ import { mkdtempSync, writeFileSync, mkdirSync, symlinkSync, readFileSync } from
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
+import { execFileSync, spawnSync } from "node:child_process";
 import * as sc from "../../src/api/index.js";
 
 const { onnx } = sc;
@@ -153,4 +154,56 @@ test("onnxruntime-node is optional: without it the error says how to add it", as
   const ours = onnx.load(bytes)(x) as sc.Tensor;
   const theirs = (await onnx.runOnnxRuntime(bytes, { x })).y!;
   assert.equal(onnx.mismatch(ours, theirs), null);
+});
+
+test("a value written by two nodes is refused, naming the node and the value (ONNX graphs are SSA: the last writer won)", () => {
+  const vi = onnx.makeValueInfo;
+  const twice = onnx.makeGraph([onnx.makeNode("Neg", ["x"], ["y"]), onnx.makeNode("Abs", ["x"], ["y"], {}, { name: "second" })], "g", [vi("x", "float32", [2])], [vi("y", "float32", [2])]);
+  assert.throws(
+    () => onnx.load(onnx.modelBytes(onnx.makeModel(twice)))(sc.tensor([1, -2])),
+    (e: unknown) => e instanceof onnx.OnnxModelError && /Abs node "second": output "y" is already a value of the graph/.test((e as Error).message),
+  );
+  // a node writing over a graph input, and one node naming an output twice
+  const overInput = onnx.makeGraph([onnx.makeNode("Neg", ["x"], ["x"])], "g", [vi("x", "float32", [2])], [vi("x", "float32", [2])]);
+  assert.throws(() => onnx.load(onnx.modelBytes(onnx.makeModel(overInput)))(sc.tensor([1, -2])), (e: unknown) => e instanceof onnx.OnnxModelError && /Neg: output "x" is already/.test((e as Error).message));
+  const split = onnx.makeGraph([onnx.makeNode("Split", ["x"], ["a", "a"], { axis: 0, num_outputs: 2 })], "g", [vi("x", "float32", [2])], [vi("a", "float32", [1])]);
+  assert.throws(() => onnx.load(onnx.modelBytes(onnx.makeModel(split)))(sc.tensor([1, -2])), (e: unknown) => e instanceof onnx.OnnxModelError && /output "a" is already/.test((e as Error).message));
+});
+
+test("an output declared of one type that the graph computes as another is refused, naming the output", () => {
+  const vi = onnx.makeValueInfo;
+  const asInt = onnx.makeGraph([onnx.makeNode("Neg", ["x"], ["y"])], "g", [vi("x", "float32", [2])], [vi("y", "int64", [2])]);
+  assert.throws(
+    () => onnx.load(onnx.modelBytes(onnx.makeModel(asInt)))(sc.tensor([1, -2])),
+    (e: unknown) => e instanceof onnx.OnnxModelError && /output "y" is declared int64 but the graph computes it as float32/.test((e as Error).message),
+  );
+  const wrongShape = onnx.makeGraph([onnx.makeNode("Neg", ["x"], ["y"])], "g", [vi("x", "float32", [2])], [vi("y", "float32", [3])]);
+  assert.throws(() => onnx.load(onnx.modelBytes(onnx.makeModel(wrongShape)))(sc.tensor([1, -2])), (e: unknown) => e instanceof onnx.OnnxModelError && /output "y" is declared with shape \[3\] but the graph computes shape \[2\]/.test((e as Error).message));
+  // symbolic and unknown dims are not checked; an If branch's declared output is
+  const sym = onnx.makeGraph([onnx.makeNode("Neg", ["x"], ["y"])], "g", [vi("x", "float32", ["n"])], [vi("y", "float32", ["n"])]);
+  assert.deepEqual((onnx.load(onnx.modelBytes(onnx.makeModel(sym)))(sc.tensor([1, -2])) as sc.Tensor).arraySync(), [-1, 2]);
+  const branch = (op: string, dtype: "float32" | "int64") => onnx.makeGraph([onnx.makeNode(op, ["x"], ["b"])], "br", [], [vi("b", dtype, [2])]);
+  const ifG = onnx.makeGraph([onnx.makeNode("If", ["c"], ["y"], { then_branch: branch("Neg", "int64"), else_branch: branch("Abs", "float32") })], "g", [vi("c", "bool", []), vi("x", "float32", [2])], [vi("y", "float32", [2])]);
+  assert.throws(() => onnx.load(onnx.modelBytes(onnx.makeModel(ifG)))(sc.scalar(true), sc.tensor([1, -2])), (e: unknown) => e instanceof onnx.OnnxModelError && /If branch: output "b" is declared int64/.test((e as Error).message));
+});
+
+test("external data that is a FIFO in the model's folder is refused at once, not waited on forever", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "onnx-fifo-"));
+  execFileSync("mkfifo", [path.join(dir, "w.bin")]);
+  const file = path.join(dir, "m.onnx");
+  writeFileSync(file, externalModel("w.bin"));
+  // in a child process: a load that blocks on the FIFO would block this runner's event loop too
+  const script = `import * as sc from ${JSON.stringify(path.join(root, "src/api/index.ts"))};
+try { sc.onnx.load(${JSON.stringify(file)}); console.log("loaded"); } catch (e) { console.log(e.constructor.name + ": " + e.message); }`;
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root, timeout: 30_000, encoding: "utf8" });
+  assert.equal(r.signal, null, `the load did not return (killed by ${r.signal})`);
+  assert.match(r.stdout, /^OnnxExternalDataError: .*"w\.bin" is not a regular file/);
+});
+
+test("an external data location with a NUL in it says so (not that it is absolute)", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "onnx-nul-"));
+  writeFileSync(path.join(dir, "ok.bin"), new Uint8Array(16));
+  const file = path.join(dir, "m.onnx");
+  writeFileSync(file, externalModel("ok.bin\0x"));
+  assert.throws(() => onnx.load(file), (e: unknown) => e instanceof onnx.OnnxExternalDataError && /contains a NUL character/.test((e as Error).message) && !/absolute/.test((e as Error).message));
 });

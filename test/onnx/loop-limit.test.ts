@@ -157,3 +157,78 @@ test("maxLoopIterations must be a non-negative integer, or Infinity for no limit
   assert.equal(nodes.filter((n) => n.op === "assert").length, 0);
   assert.equal(nodes.find((n) => n.op === "while")!.attrs.maxIterations, undefined);
 });
+
+/**
+ * `depth` nested Loops, each of trip count `trips` (a Constant, or the model's input M when
+ * `runTime`), the innermost adding 1 to a carried float: s = trips^depth.
+ */
+function nestedLoops(depth: number, trips: number, runTime: boolean, options: sc.onnx.LoadOptions) {
+  const counter = (k: number): Record<string, unknown>[] => (runTime ? [] : [onnx.makeNode("Constant", [], [`n${k}`], { value: sc.tensor([trips], "int64") })]);
+  let inner = onnx.makeGraph(
+    [onnx.makeNode("Constant", [], ["one"], { value: sc.scalar(1, "float32") }), onnx.makeNode("Add", [`s${depth}`, "one"], [`t${depth}`]), onnx.makeNode("Identity", [`c${depth}`], [`co${depth}`])],
+    `body${depth}`,
+    [vi(`i${depth}`, "int64", []), vi(`c${depth}`, "bool", []), vi(`s${depth}`, "float32", [])],
+    [vi(`co${depth}`, "bool", []), vi(`t${depth}`, "float32", [])],
+  );
+  for (let k = depth - 1; k >= 1; k--) {
+    inner = onnx.makeGraph(
+      [...counter(k + 1), onnx.makeNode("Loop", [runTime ? "M" : `n${k + 1}`, "", `s${k}`], [`t${k}`], { body: inner }, { name: `loop${k + 1}` }), onnx.makeNode("Identity", [`c${k}`], [`co${k}`])],
+      `body${k}`,
+      [vi(`i${k}`, "int64", []), vi(`c${k}`, "bool", []), vi(`s${k}`, "float32", [])],
+      [vi(`co${k}`, "bool", []), vi(`t${k}`, "float32", [])],
+    );
+  }
+  const g = onnx.makeGraph(
+    [...counter(1), onnx.makeNode("Loop", [runTime ? "M" : "n1", "", "s0"], ["s"], { body: inner }, { name: "loop1" })],
+    "m",
+    [...(runTime ? [vi("M", "int64", [1])] : []), vi("s0", "float32", [])],
+    [vi("s", "float32", [])],
+  );
+  return onnx.load(onnx.modelBytes(onnx.makeModel(g)), options);
+}
+
+test("nested Loops multiply: known trip counts past maxTotalIterations in all are refused while tracing (three of 4,096 would run for hours)", () => {
+  const t0 = Date.now();
+  assert.throws(
+    () => nestedLoops(3, 4096, false, {})(sc.scalar(0)),
+    (e: unknown) => e instanceof onnx.OnnxLimitError && /loop3/.test((e as Error).message) && /6\.872e\+10 iterations in all/.test((e as Error).message) && /maxTotalIterations/.test((e as Error).message),
+  );
+  assert.ok(Date.now() - t0 < 20_000);
+  // each loop is within maxLoopIterations; their product within the total runs
+  assert.equal((nestedLoops(3, 4, false, { maxTotalIterations: 64 })(sc.scalar(0)) as sc.Tensor).item(), 64);
+  assert.throws(() => nestedLoops(3, 4, false, { maxTotalIterations: 63 })(sc.scalar(0)), onnx.OnnxLimitError);
+});
+
+test("nested Loops with run-time trip counts count their iterations in all as they run: OnnxLimitError past maxTotalIterations", { timeout: 60_000 }, () => {
+  const fn = nestedLoops(2, 0, true, { maxTotalIterations: 1000 });
+  // 30 outer + 30 * 30 inner = 930 iterations: within; 40 + 1600 are not, though each loop is within maxLoopIterations
+  assert.equal((fn(sc.tensor([30], "int64"), sc.scalar(0)) as sc.Tensor).item(), 900);
+  assert.throws(
+    () => fn(sc.tensor([40], "int64"), sc.scalar(0)),
+    (e: unknown) => e instanceof onnx.OnnxLimitError && /ran more than 1000 iterations in all/.test((e as Error).message) && /maxTotalIterations/.test((e as Error).message),
+  );
+  // the count starts again with each run
+  for (let k = 0; k < 3; k++) assert.equal((fn(sc.tensor([30], "int64"), sc.scalar(0)) as sc.Tensor).item(), 900);
+  // and export leaves the count out (onnxruntime runs the model's own loops)
+  const exported = onnx.exportFunction(fn, sc.spec([1], "int64", "M"), sc.spec([], "float32", "s0"));
+  assert.doesNotMatch(JSON.stringify(onnx.decode("ModelProto", exported).graph, (k, v) => (k === "raw_data" ? undefined : v)), /hostCall|onnx_loop_budget/);
+});
+
+test("maxRunMs: a run-time trip count of 2^40 stops with OnnxLimitError at the deadline, not after maxLoopIterations", { timeout: 60_000 }, () => {
+  const { bytes } = loopModel(["M", "t", "s0"], [vi("M", "int64", []), vi("s0", "float32", []), vi("x", "float32", [])], forever, 2 ** 24);
+  const timed = onnx.load(bytes, { maxRunMs: 200 });
+  const t0 = Date.now();
+  assert.throws(() => timed(sc.scalar(2 ** 40, "int64"), sc.scalar(0), sc.scalar(1)), (e: unknown) => e instanceof onnx.OnnxLimitError && /the_loop/.test((e as Error).message) && /longer than 200 ms \(the maxRunMs load option\)/.test((e as Error).message));
+  assert.ok(Date.now() - t0 < 10_000, `stopped after ${Date.now() - t0} ms`);
+  assert.equal((timed(sc.scalar(10, "int64"), sc.scalar(0), sc.scalar(1)) as sc.Tensor).item(), 10);
+});
+
+test("every numeric limit option is a non-negative integer or Infinity: NaN, -1 and 1.5 are refused, naming the option", () => {
+  const bytes = onnx.modelBytes(onnx.makeModel(onnx.makeGraph([onnx.makeNode("Neg", ["x"], ["y"])], "g", [vi("x", "float32", [1])], [vi("y", "float32", [1])])));
+  for (const key of ["maxElements", "maxLoopIterations", "maxTotalIterations", "maxTotalBytes", "maxInlinedNodes", "maxRunMs"]) {
+    for (const bad of [Number.NaN, -1, 1.5, "7"]) {
+      assert.throws(() => onnx.load(bytes, { [key]: bad }), (e: unknown) => e instanceof sc.ValueError && new RegExp(`${key} must be a non-negative integer`).test((e as Error).message), `${key}: ${String(bad)}`);
+    }
+    assert.equal((onnx.load(bytes, { [key]: Infinity })(sc.tensor([2])) as sc.Tensor).item(), -2);
+  }
+});

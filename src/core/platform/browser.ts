@@ -54,6 +54,8 @@ export const fsyncSync: typeof import("node:fs").fsyncSync = fsFunction("fsyncSy
 export const realpathSync: typeof import("node:fs").realpathSync = fsFunction("realpathSync");
 export const renameSync: typeof import("node:fs").renameSync = fsFunction("renameSync");
 export const unlinkSync: typeof import("node:fs").unlinkSync = fsFunction("unlinkSync");
+export const lstatSync: typeof import("node:fs").lstatSync = fsFunction("lstatSync");
+export const openNonBlockingSync: (file: string) => number = fsFunction("openNonBlockingSync");
 
 /** `require` of a package: there is none in the browser (bundle the package and pass its data instead). */
 export function createRequire(_from: string | URL): (id: string) => never {

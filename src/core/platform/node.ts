@@ -6,7 +6,7 @@
  */
 import { fileURLToPath, pathToFileURL } from "node:url";
 import * as path from "node:path";
-import { readFileSync } from "node:fs";
+import { readFileSync, openSync, constants as fsConstants } from "node:fs";
 import { findSourceMap } from "node:module";
 import * as workerThreadsModule from "node:worker_threads";
 import { Worker } from "node:worker_threads";
@@ -14,8 +14,16 @@ import cliProgressModule from "cli-progress";
 
 export {
   readFileSync, statSync, existsSync, readdirSync, writeFileSync, openSync, closeSync, readSync, writeSync, fstatSync,
-  fsyncSync, realpathSync, renameSync, unlinkSync,
+  fsyncSync, realpathSync, renameSync, unlinkSync, lstatSync,
 } from "node:fs";
+
+/**
+ * Opens a file for reading without blocking (O_NONBLOCK): a FIFO or device opened this way
+ * returns at once, so the caller's fstat can refuse it instead of waiting for a writer forever.
+ */
+export function openNonBlockingSync(file: string): number {
+  return openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0));
+}
 export { fileURLToPath, pathToFileURL, path };
 export { createRequire } from "node:module";
 export { availableParallelism } from "node:os";

@@ -8,11 +8,14 @@
 import type { Tensor } from "../../core/tensor.js";
 import { withEagerContext } from "../../core/context.js";
 import { StagecraftError } from "../../core/errors.js";
-import { has, type AttributeProto, type FunctionProto, type GraphProto, type NodeProto, type TensorProto } from "../protobuf.js";
+import { has, int64, type ValueInfoProto, type AttributeProto, type FunctionProto, type GraphProto, type NodeProto, type TensorProto } from "../protobuf.js";
 import { OnnxError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
 import { handlerFor, STANDARD_DOMAINS, type HandlerResult } from "./op-table.js";
 import { NodeContext } from "./node-context.js";
 import { Scope, Slot } from "./scope.js";
+import { dtypeOfElemType } from "../dtypes.js";
+import { storageBytes } from "../../core/dtype.js";
+import { RunCounter, TraceBudget, type ModelLimits } from "./limits.js";
 
 export interface InterpreterEnv {
   /** Opset version per domain ("" for the standard one). */
@@ -21,10 +24,8 @@ export interface InterpreterEnv {
   functions: ReadonlyMap<string, FunctionProto>;
   /** Reads a tensor proto (attributes, subgraph initializers) under the load limits. */
   readTensor(p: TensorProto, what: string): Tensor;
-  /** Largest number of elements of a tensor the model makes. */
-  maxElements: number;
-  /** Largest trip count of a Loop whose count is known at trace time. */
-  maxLoopIterations: number;
+  /** The load options' limits (elements, bytes, iterations, inlined nodes, time). */
+  limits: ModelLimits;
 }
 
 /** Function-call depth beyond which a model is refused (functions calling themselves). */
@@ -32,17 +33,37 @@ const MAX_FUNCTION_DEPTH = 64;
 
 export class Interpreter {
   private depth = 0;
-  constructor(private readonly env: InterpreterEnv) {}
+  /** What the current trace has used of the limits (a fresh one per trace: beginTrace). */
+  private budget: TraceBudget;
+  private readonly run: RunCounter;
+  constructor(private readonly env: InterpreterEnv) {
+    this.run = new RunCounter(env.limits);
+    this.budget = new TraceBudget(env.limits, this.run);
+  }
+
+  /** Starts the budget of a new trace of the model. */
+  beginTrace(): void {
+    this.budget = new TraceBudget(this.env.limits, this.run);
+  }
 
   /**
    * Runs the nodes of `g` in `scope` (its inputs and initializers already bound) and returns
    * the slots of its outputs.
    */
-  runNodes(nodes: readonly NodeProto[], scope: Scope, outputs: readonly string[], what: string, attrScope: Map<string, AttributeProto> | null = null): Slot[] {
+  runNodes(
+    nodes: readonly NodeProto[],
+    scope: Scope,
+    outputs: readonly string[],
+    what: string,
+    attrScope: Map<string, AttributeProto> | null = null,
+    declared: readonly ValueInfoProto[] = [],
+  ): Slot[] {
     for (const node of nodes) this.runNode(node, scope, attrScope);
-    return outputs.map((name) => {
+    return outputs.map((name, i) => {
       const s = scope.get(name);
       if (s === undefined) throw new OnnxModelError(`${what}: output ${JSON.stringify(name)} is not produced by any node, input or initializer`, "onnx.load");
+      const info = declared[i];
+      if (info !== undefined) checkDeclared(s, info, what);
       return s;
     });
   }
@@ -64,6 +85,8 @@ export class Interpreter {
       scope,
       g.output.map((o) => o.name),
       what,
+      null,
+      g.output,
     );
   }
 
@@ -85,11 +108,18 @@ export class Interpreter {
     }
     node.output.forEach((name, i) => {
       if (name === "") return;
+      // ONNX graphs are in SSA form: a second writer of a name would silently replace the first
+      // value (the last writer winning), so it is refused, as onnx.checker does.
+      if (scope.hasOwn(name) || node.output.indexOf(name) !== i) {
+        throw new OnnxModelError(`${describeNode(node)}: output ${JSON.stringify(name)} is already a value of the graph (an input, initializer or another node's output); each value has one writer`, "onnx.load");
+      }
       const r = results[i];
       if (r === undefined || r === null) {
         throw new OnnxUnsupportedError(`${describeNode(node)}: output ${i} (${JSON.stringify(name)}) is not computed by this importer`, "onnx.load");
       }
-      scope.set(name, r instanceof Slot ? r : Slot.of(r));
+      const slot = r instanceof Slot ? r : Slot.of(r);
+      if (slot.isTensor) chargeValue(this.budget, slot.tensor(), `${describeNode(node)} (output ${JSON.stringify(name)})`);
+      scope.set(name, slot);
     });
   }
 
@@ -107,7 +137,7 @@ export class Interpreter {
     if (h.since !== undefined && opset < h.since) {
       throw new OnnxUnsupportedError(`${describeNode(node)}: opset ${opset} semantics of ${node.op_type} are not supported (only opset ${h.since} and newer)`, "onnx.load");
     }
-    const ctx = new NodeContext(node, slots, opset, attrs, (g, inputs, what) => this.runGraph(g, scope, inputs, what), (p, what) => this.env.readTensor(p, what), this.env.maxElements, this.env.maxLoopIterations);
+    const ctx = new NodeContext(node, slots, opset, attrs, (g, inputs, what) => this.runGraph(g, scope, inputs, what), (p, what) => this.env.readTensor(p, what), this.budget);
     const hasSubgraphs = node.attribute.some((a) => has(a, "g") || a.graphs.length > 0);
     const foldable = !h.random && !hasSubgraphs && slots.every((s) => s === null || s.canFold);
     const run = (): HandlerResult => {
@@ -128,6 +158,8 @@ export class Interpreter {
       this.depth = 0;
       throw new OnnxUnsupportedError(`function ${fn.name} calls functions more than ${MAX_FUNCTION_DEPTH} deep (recursive functions are not expressible in ONNX)`, "onnx.load");
     }
+    // (the depth guard bounds recursion; this bounds fan-out: f calling g twice, g calling h twice, ...)
+    this.budget.chargeInlined(fn.node.length, fn.name);
     try {
       // A function sees only its own inputs: a fresh scope (the outer one is not visible).
       void outer;
@@ -160,6 +192,37 @@ function attributeMap(node: NodeProto, attrScope: Map<string, AttributeProto> | 
     m.set(a.name, a);
   }
   return m;
+}
+
+/**
+ * Refuses an output whose value is not of the type the graph declares for it (an output
+ * declared int64 that the nodes compute as float32): the caller would get a value of another
+ * type than the model says, without an error. Dims are compared where both are fixed.
+ */
+function checkDeclared(s: Slot, info: ValueInfoProto, what: string): void {
+  const tt = info.type?.tensor_type;
+  if (tt === undefined || !s.isTensor) return;
+  const t = s.tensor();
+  const name = JSON.stringify(info.name);
+  if (has(tt, "elem_type") && tt.elem_type !== 0) {
+    const dtype = dtypeOfElemType(tt.elem_type, `output ${name} of ${what}`);
+    if (t.dtype !== dtype) throw new OnnxModelError(`${what}: output ${name} is declared ${dtype} but the graph computes it as ${t.dtype}`, "onnx.load");
+  }
+  if (tt.shape !== undefined && tt.shape !== null) {
+    const dims = tt.shape.dim.map((d) => (has(d, "dim_value") ? int64(d.dim_value, `a dimension of ${name}`) : null));
+    const ok = dims.length === t.rank && dims.every((d, i) => d === null || t.shape[i]! < 0 || d === t.shape[i]);
+    if (!ok) {
+      const declared = `[${dims.map((d) => (d === null ? "?" : String(d))).join(", ")}]`;
+      throw new OnnxModelError(`${what}: output ${name} is declared with shape ${declared} but the graph computes shape [${t.shape.join(", ")}]`, "onnx.load");
+    }
+  }
+}
+
+/** Charges a value's bytes (its known dims; a dim known only at run time counts as 1). */
+function chargeValue(budget: TraceBudget, t: Tensor, what: string): void {
+  let size = storageBytes(t.dtype);
+  for (const d of t.shape) size *= d < 0 ? 1 : d;
+  budget.chargeBytes(size, what);
 }
 
 export function describeNode(node: NodeProto): string {

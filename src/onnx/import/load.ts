@@ -23,7 +23,8 @@ import { TensorSpec } from "../../staging/signature.js";
 import { decode, has, int64, type FunctionProto, type ModelProto, type TensorProto, type ValueInfoProto } from "../protobuf.js";
 import { OnnxError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
 import { dtypeOfElemType } from "../dtypes.js";
-import { DEFAULT_LIMITS, readTensorProto, checkedDims, type TensorLimits } from "../tensor-proto.js";
+import { modelLimits, type ModelLimits } from "./limits.js";
+import { readTensorProto, checkedDims, type TensorLimits } from "../tensor-proto.js";
 import { ExternalDataReader } from "../external-data.js";
 import { Interpreter } from "./interpreter.js";
 import { Scope, Slot } from "./scope.js";
@@ -52,8 +53,19 @@ export interface LoadOptions {
    * OnnxLimitError if it would go on (a staged guard, which export leaves out). Infinity: no limit.
    */
   maxLoopIterations?: number;
+  /**
+   * Most iterations of all Loops together, nested ones multiplied (default 2^26): known trip
+   * counts are refused while tracing, run-time ones counted as the model runs (a staged guard).
+   */
+  maxTotalIterations?: number;
+  /** Most bytes of all the values one trace of the model computes (default 2^31; initializers not counted). */
+  maxTotalBytes?: number;
+  /** Most nodes inlined from model-local functions in one trace (default 2^14: tracing takes about a second per few thousand). */
+  maxInlinedNodes?: number;
+  /** Most milliseconds a run's Loops may take before OnnxLimitError (default Infinity: no deadline). */
+  maxRunMs?: number;
 }
-const LOAD_OPTIONS = optionKeys<LoadOptions>()("maxElements", "baseDir", "name", "trainable", "maxLoopIterations");
+const LOAD_OPTIONS = optionKeys<LoadOptions>()("maxElements", "baseDir", "name", "trainable", "maxLoopIterations", "maxTotalIterations", "maxTotalBytes", "maxInlinedNodes", "maxRunMs");
 
 /** A declared input or output: dtype and shape (a dim is a number, a symbolic name, or null). */
 export interface OnnxValueInfo {
@@ -101,10 +113,7 @@ export interface OnnxModel {
 /** Loads an ONNX model from bytes or a file path. */
 export function load(source: Uint8Array | string, options: LoadOptions = {}): OnnxModel {
   checkOptions("onnx.load", options, LOAD_OPTIONS);
-  const maxLoop = options.maxLoopIterations;
-  if (maxLoop !== undefined && !(maxLoop === Infinity || (Number.isSafeInteger(maxLoop) && maxLoop >= 0))) {
-    throw new ValueError(`maxLoopIterations must be a non-negative integer (or Infinity: no limit), got ${String(maxLoop)}`, "onnx.load");
-  }
+  const modelLimitValues = modelLimits(options);
   let bytes: Uint8Array;
   let baseDir = options.baseDir ?? null;
   let what = "the model bytes";
@@ -123,16 +132,16 @@ export function load(source: Uint8Array | string, options: LoadOptions = {}): On
     throw new ValueError(`onnx.load takes the model's bytes (a Uint8Array) or a file path, got ${source === null ? "null" : typeof source}`, "onnx.load");
   }
   const proto = decode("ModelProto", bytes, what);
-  const limits: TensorLimits = { maxElements: options.maxElements ?? DEFAULT_LIMITS.maxElements };
+  const limits: TensorLimits = { maxElements: modelLimitValues.maxElements };
   const external = baseDir !== null ? new ExternalDataReader(baseDir) : null;
   try {
-    return buildModel(proto, limits, external, options);
+    return buildModel(proto, limits, external, options, modelLimitValues);
   } finally {
     external?.close();
   }
 }
 
-function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalDataReader | null, options: LoadOptions): OnnxModel {
+function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalDataReader | null, options: LoadOptions, modelLimitValues: ModelLimits): OnnxModel {
   const irVersion = int64(proto.ir_version, "ir_version");
   if (!has(proto, "ir_version")) throw new OnnxModelError("the model has no ir_version", "onnx.load");
   if (irVersion < MIN_IR_VERSION || irVersion > MAX_IR_VERSION) {
@@ -168,10 +177,11 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
   const staticIndex = inputs.map((i) => i.kind === "tensor" && staticNames.has(i.name));
   const name = options.name ?? (graph.name || "onnx_model");
 
-  const interpreter = new Interpreter({ opsets, functions, readTensor, maxElements: limits.maxElements, maxLoopIterations: options.maxLoopIterations ?? 2 ** 24 });
+  const interpreter = new Interpreter({ opsets, functions, readTensor, limits: modelLimitValues });
   // A fresh reader per trace: external files are read only while loading (initializers).
   const body = (values: ModelValue[], staticKey: string): ModelValue[] => {
     const statics = decodeStatics(staticKey);
+    interpreter.beginTrace();
     const scope = new Scope(null);
     for (const [n, v] of initializers) {
       const foldable = !v.trainable;
@@ -190,6 +200,8 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       scope,
       outputs.map((o) => o.name),
       `graph ${JSON.stringify(graph.name)}`,
+      null,
+      graph.output,
     );
     return outs.map(fromSlot);
   };

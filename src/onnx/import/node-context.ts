@@ -10,6 +10,7 @@ import { has, int64, utf8, AttributeType, type AttributeProto, type GraphProto, 
 import { OnnxLimitError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
 import { dtypeOfElemType } from "../dtypes.js";
 import type { Slot } from "./scope.js";
+import type { TraceBudget } from "./limits.js";
 
 /** Runs a subgraph (an If branch, a Loop body) with `inputs` bound to its formal inputs. */
 export type SubgraphRunner = (g: GraphProto, inputs: Slot[], what: string) => Slot[];
@@ -24,11 +25,18 @@ export class NodeContext {
     private readonly attrs: Map<string, AttributeProto>,
     readonly runSubgraph: SubgraphRunner,
     readonly readTensor: (p: TensorProto, what: string) => Tensor,
-    /** Largest number of elements a tensor the model makes may have (LoadOptions.maxElements). */
-    readonly maxElements: number,
-    /** Largest trip count of a Loop whose count is known at trace time. */
-    readonly maxLoopIterations: number,
+    /** What the trace has used of the load options' limits. */
+    readonly budget: TraceBudget,
   ) {}
+
+  /** Largest number of elements a tensor the model makes may have (LoadOptions.maxElements). */
+  get maxElements(): number {
+    return this.budget.limits.maxElements;
+  }
+  /** Largest trip count of one Loop (LoadOptions.maxLoopIterations). */
+  get maxLoopIterations(): number {
+    return this.budget.limits.maxLoopIterations;
+  }
 
   /**
    * Refuses, before anything is allocated, an output whose shape comes from values in the model
@@ -43,6 +51,8 @@ export class NodeContext {
     if (size > this.maxElements) {
       throw new OnnxLimitError(`${this.label}: ${what} would have ${size.toExponential(3)} elements (shape [${shape.join(", ")}]), more than the limit of ${this.maxElements}`, "onnx.load");
     }
+    // (at least a byte an element: refused before allocating when even that passes the total)
+    this.budget.checkBytes(size, `${this.label}: ${what} (shape [${shape.join(", ")}])`);
   }
 
   /** "Op 'name'" for messages. */

@@ -62,6 +62,8 @@ export const otherLowerings: Table = {
   // A guard Stagecraft added (an imported Loop's iteration limit) is no part of the program: it
   // exports as nothing. An assertion the program states has no ONNX form.
   assert: (b, _ins, n) => (n.attrs.guard === true ? [] : b.unsupported(refusals.assert!)),
+  // (likewise the count of an imported model's Loop iterations: a host call with no outputs)
+  hostCall: (b, _ins, n) => (n.attrs.guard === true && n.outputTypes.length === 0 ? [] : b.unsupported(refusals.hostCall!)),
 };
 
 const RANDOM = "ONNX's random ops draw from onnxruntime's own generator, so an exported draw could not give the values Stagecraft's keyed generator gives";

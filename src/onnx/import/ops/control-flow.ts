@@ -13,7 +13,8 @@ import type { NodeContext } from "../node-context.js";
 import { Slot } from "../scope.js";
 import { OnnxLimitError } from "../../errors.js";
 import { applyOp } from "../../../ops/registry.js";
-import { assertOp, registerAssertion } from "../../../ops/host.js";
+import { dimSizeOp } from "../../../ops/shape/dim-size.js";
+import { assertOp, hostCallOp, registerAssertion, registerHostFunction } from "../../../ops/host.js";
 import { axisOf } from "./shape.js";
 import type { GraphProto } from "../../protobuf.js";
 import { staticInputNames } from "../static-inputs.js";
@@ -118,7 +119,32 @@ onnxOp("Loop", {
     if (numScan < 0) throw n.fail(`the body returns ${body.output.length} outputs, expected at least ${numCarried + 1}`);
     const i0 = ops.scalar(0, "int64");
     const c0 = cond0 === null ? ops.scalar(true) : scalarOf(cond0);
-    const runBody = (i: Tensor, c: Tensor, carried: Tensor[]): Tensor[] => n.runSubgraph(body, [Slot.of(i), Slot.of(c), ...carried.map((t) => Slot.of(t))], "Loop body").map((s) => s.tensor());
+    // Nested loops multiply: the trip counts known while tracing are refused past
+    // maxTotalIterations now; a nest with a count decided at run time counts as it runs (ticks).
+    const budget = n.budget;
+    const knownTripsEarly = n.hasInput(0) ? n.slot(0).known() : null;
+    const bound = knownTripsEarly !== null ? Math.max(0, Number(knownTripsEarly.dataSync()[0])) : Infinity;
+    const factor = bound === 0 ? 0 : budget.loopFactor * bound;
+    if (knownTripsEarly !== null && factor > budget.limits.maxTotalIterations) {
+      throw new OnnxLimitError(
+        `${n.label}: its trip count ${bound} inside the Loops around it makes ${factor.toExponential(3)} iterations in all, more than the limit of ${budget.limits.maxTotalIterations} (the maxTotalIterations load option)`,
+        "onnx.load",
+      );
+    }
+    const outermost = budget.loopDepth === 0;
+    const ticks = (!Number.isFinite(factor) && Number.isFinite(budget.limits.maxTotalIterations)) || Number.isFinite(budget.limits.maxRunMs);
+    const runBody = (i: Tensor, c: Tensor, carried: Tensor[]): Tensor[] => {
+      const [f, d] = [budget.loopFactor, budget.loopDepth];
+      budget.loopFactor = factor;
+      budget.loopDepth = d + 1;
+      try {
+        if (ticks) stageTick(n, i, outermost);
+        return n.runSubgraph(body, [Slot.of(i), Slot.of(c), ...carried.map((t) => Slot.of(t))], "Loop body").map((s) => s.tensor());
+      } finally {
+        budget.loopFactor = f;
+        budget.loopDepth = d;
+      }
+    };
     const types = probe((i, c, ...carried) => runBody(i, c, carried), [i0, c0, ...carried0]);
     const stacks0 = types.slice(1 + numCarried).map((t) => ops.emptyStack(ops.full(t.shape.map((d) => Math.max(d, 0)), 0, t.dtype)));
     // Carried values may change shape across iterations (ONNX allows it): relax those dims.
@@ -143,6 +169,12 @@ onnxOp("Loop", {
     const loopCond = (i: Tensor, c: Tensor): Tensor => (limit === null ? c : ops.logicalAnd(ops.less(i, limit), c));
     const step = (i?: Tensor, c?: Tensor, ...rest: Tensor[]): Tensor[] => {
       const r = runBody(i!, c!, rest.slice(0, numCarried));
+      // Shapes made while the loop runs (a carried value whose dims change, the rows stacked
+      // so far) are held to maxElements as they are made: a staged guard per iteration.
+      invariants.slice(2, 2 + numCarried).forEach((inv, k) => {
+        if (inv !== null) stageSizeGuard(n, r[1 + k]!, null, `loop-carried value ${k} (${JSON.stringify(body.output[1 + k]?.name ?? "")})`);
+      });
+      for (let k = 0; k < types.length - 1 - numCarried; k++) stageSizeGuard(n, r[1 + numCarried + k]!, ops.add(i!, 1), `scan output ${k}`);
       const stacks = rest.slice(numCarried).map((s, k) => ops.stackPush(s, r[1 + numCarried + k]!));
       return [ops.add(i!, 1), scalarOf(r[0]!), ...r.slice(1, 1 + numCarried), ...stacks];
     };
@@ -155,6 +187,47 @@ onnxOp("Loop", {
     return outs.slice(2);
   },
 });
+
+/**
+ * Stages one count of the run's Loop iterations (and a look at the clock) at the start of an
+ * iteration: a host call with no outputs, marked a guard, which export leaves out. The
+ * outermost loop's tick takes the iteration number: its first iteration starts the count.
+ */
+function stageTick(n: NodeContext, i: Tensor, outermost: boolean): void {
+  const fnId = n.budget.run.fnIdOf(n.label, outermost, (fn) => registerHostFunction(fn, "onnx_loop_budget", null));
+  applyOp(hostCallOp, outermost ? [i] : [], { fnId, name: "onnx_loop_budget", outputs: [], guard: true });
+}
+
+/**
+ * Stages a guard that `t` (times `rows` of it, for a scan output's stack) has at most
+ * maxElements elements when the graph runs: its dims known while tracing and, for the others,
+ * their run-time sizes (dimSize), multiplied in float64.
+ */
+function stageSizeGuard(n: NodeContext, t: Tensor, rows: Tensor | null, what: string): void {
+  const max = n.maxElements;
+  if (max === Infinity) return;
+  let known = 1;
+  let size: Tensor | null = rows === null ? null : ops.cast(rows, "float64");
+  t.shape.forEach((d, axis) => {
+    if (d >= 0) known *= d;
+    else {
+      const dim = ops.cast(applyOp(dimSizeOp, [t], { axis })[0]!, "float64");
+      size = size === null ? dim : ops.mul(size, dim);
+    }
+  });
+  if (size === null) {
+    if (known > max) throw new OnnxLimitError(`${n.label}: ${what} would have ${known} elements, more than the limit of ${max} elements (the maxElements load option)`, "onnx.load");
+    return;
+  }
+  const message = `${n.label}: ${what} grew past the limit of ${max} elements as the loop ran (the maxElements load option)`;
+  let fnId = limitAssertions.get(message);
+  if (fnId === undefined) {
+    fnId = registerAssertion(() => new OnnxLimitError(message, "Loop"));
+    limitAssertions.set(message, fnId);
+  }
+  const ok = ops.lessEqual(ops.mul(size, ops.scalar(known, "float64")), ops.scalar(max, "float64"));
+  applyOp(assertOp, [ok], { fnId, message, guard: true });
+}
 
 /** One assertion per distinct message (a node under a limit), however often models are traced. */
 const limitAssertions = new Map<string, number>();
