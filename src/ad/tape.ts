@@ -37,12 +37,22 @@ export interface GradientTapeOptions {
 
 const TAPE_OPTIONS = optionKeys<GradientTapeOptions>()("persistent", "watchAccessedVariables");
 
-export type UnconnectedGradients = "zero" | "none";
+/**
+ * What gradient() does with a source it has no gradient for: one the tape never watched (a
+ * tensor not watched while recording, a variable not read while recording or not trainable),
+ * or one it watched that the target does not depend on. "error" (the default) raises a
+ * GradientError naming the source, as PyTorch does: a silent zero would hide a forgotten
+ * watch(). "zero" returns zeros of the source's shape and dtype, "none" returns null (TF's
+ * unconnected_gradients), for the cases where that is meant (a parameter the loss leaves out,
+ * a frozen variable).
+ */
+export type UnconnectedGradients = "error" | "zero" | "none";
 
 export interface GradientOptions {
   outputGradient?: Tensor | Tensor[];
   unconnected?: UnconnectedGradients;
 }
+const UNCONNECTED: readonly UnconnectedGradients[] = ["error", "zero", "none"];
 const GRADIENT_OPTIONS = optionKeys<GradientOptions>()("outputGradient", "unconnected");
 
 export class GradientTape implements OpRecorder, VariableReadObserver {
@@ -155,7 +165,10 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     const targets = Array.isArray(target) ? target : [target];
     const seeds = options.outputGradient === undefined ? null : Array.isArray(options.outputGradient) ? options.outputGradient : [options.outputGradient];
     if (seeds) checkSeeds(targets, seeds);
-    const unconnected = options.unconnected ?? "zero";
+    const unconnected = options.unconnected ?? "error";
+    if (!UNCONNECTED.includes(unconnected)) {
+      throw new GradientError(`unconnected must be one of ${UNCONNECTED.map((u) => JSON.stringify(u)).join(", ")}, got ${JSON.stringify(unconnected)}`, "GradientTape.gradient");
+    }
     return withoutRecorders([this], () => {
       const sourceIds = new Set<number>();
       mapStructure(sources, (s) => {
@@ -163,13 +176,17 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
         return null;
       });
       const cts = this.backprop(targets, seeds, sourceIds);
-      return mapStructure(sources, (s) => {
+      const single = !Array.isArray(sources) && sources instanceof Tensor;
+      return mapStructure(sources, (s, path) => {
         let g: Tensor | null = null;
         for (const t of this.sourceTensors(s)) {
           const c = cts.get(t.id);
           if (c) g = g ? add(g, c) : c;
         }
-        if (g === null) return unconnected === "zero" ? zerosLikeTensor(s instanceof Variable ? s.peek() : s) : null;
+        if (g === null) {
+          if (unconnected === "error") throw this.unconnectedError(s, single ? "the source" : `sources${path.startsWith("[") ? path : `.${path}`}`);
+          return unconnected === "zero" ? zerosLikeTensor(s instanceof Variable ? s.peek() : s) : null;
+        }
         return g.dtype === s.dtype ? g : cast(g, s.dtype);
       });
     });
@@ -179,6 +196,29 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     if (!(s instanceof Tensor)) throw new GradientError(`sources must be tensors or variables, got ${typeof s}`, "GradientTape.gradient");
     if (s instanceof Variable) return [...(this.variableReads.get(s) ?? [])];
     return [s];
+  }
+
+  /** Why `s` has no gradient: never watched by this tape, or watched but not reached from the target. */
+  private unconnectedError(s: Tensor, where: string): GradientError {
+    const fmt = `shape [${s.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}], ${s.dtype}`;
+    const what = s instanceof Variable ? `${where} (variable "${s.name}", ${fmt})` : `${where} (${fmt})`;
+    const accept = `pass { unconnected: "zero" } for zeros or { unconnected: "none" } for null where that is meant`;
+    const watched = s instanceof Variable ? this.variableReads.has(s) : this.tracked.has(s.id);
+    if (!watched) {
+      const why =
+        s instanceof Variable
+          ? !s.trainable
+            ? "it is not trainable, so reading it does not watch it: tape.watch(v) it while recording"
+            : !this.watchAccessedVariables
+              ? "the tape has watchAccessedVariables: false: tape.watch(v) it while recording"
+              : "it was not read while the tape recorded"
+          : "call tape.watch(x) while recording, before x is used";
+      return new GradientError(`${what} was never watched by this tape: ${why}; or ${accept}`, "GradientTape.gradient");
+    }
+    const why = isFloat(s.dtype)
+      ? "the target does not depend on it through any recorded differentiable op (it was not used, or only through stopRecording, stopGradient or a non-differentiable op)"
+      : `gradients flow only to floating-point tensors, and it is ${s.dtype}`;
+    return new GradientError(`${what} is watched but not connected to the target: ${why}; ${accept}`, "GradientTape.gradient");
   }
 
   private backprop(targets: Tensor[], seeds: Tensor[] | null, sourceIds: Set<number>): Map<number, Tensor> {

@@ -81,6 +81,26 @@ export class Tensor {
   get size(): number {
     return sizeOf(this.shape);
   }
+  /**
+   * The size of axis 0, as an array's length (rows of a matrix, items of a batch): so
+   * `for (let i = 0; i < x.length; i++)` runs over the rows. A scalar has none, and a staged
+   * tensor whose axis 0 is unknown has no number for it until the graph runs: both are errors,
+   * never undefined.
+   */
+  get length(): number {
+    if (this.shape.length === 0) {
+      throw new ShapeError(`a scalar tensor (shape []) has no length: length is the size of axis 0 (use size for the number of elements)`, "Tensor.length");
+    }
+    const n = this.shape[0]!;
+    if (n < 0) {
+      throw new ShapeError(
+        `the length of a tensor of shape [${this.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}] is unknown while the function is staged (axis 0 has no size until the graph runs): ` +
+          `loop over its rows with for...of in converted code (AutoGraph stages the loop), or give the inputSignature a concrete size for axis 0`,
+        "Tensor.length",
+      );
+    }
+    return n;
+  }
   get isSymbolic(): boolean {
     return this._data === null && this._buffer === null;
   }

@@ -75,7 +75,7 @@ export function tapeGradient(tape: GradientTape, outs: Tensor[], cts: Tensor[], 
       : (tape.gradient(
           pairs.map(([o]) => o),
           wantedSources,
-          { outputGradient: pairs.map(([, c]) => c) },
+          { outputGradient: pairs.map(([, c]) => c), unconnected: "zero" },
         ) as Tensor[]);
   let k = 0;
   return sources.map((x, i) => (wanted[i] ? g[k++]! : zerosLikeTensor(x)));

@@ -60,7 +60,9 @@ export function valueAndGrad<Args extends any[]>(f: (...args: Args) => Tensor, o
       for (const i of which) for (const leaf of leaves(args[i] as Structure<unknown>)) if (leaf instanceof Tensor) tape.watch(leaf);
       return checkScalar(traceCallback(f)(...args), "grad");
     });
-    const grads = tape.gradient(y, which.map((i) => args[i]) as Structure<Tensor>) as unknown[];
+    // An argument f does not use has a zero gradient, as in JAX: a function of it that is
+    // constant in it (every argument is watched, so this is never a forgotten watch()).
+    const grads = tape.gradient(y, which.map((i) => args[i]) as Structure<Tensor>, { unconnected: "zero" }) as unknown[];
     return [y, typeof argnums === "number" ? grads[0] : grads];
   };
 }
@@ -86,7 +88,7 @@ export function vjp<Out extends Structure<Tensor>>(f: (...args: any[]) => Out, .
     const outs = leaves(out as Structure<Tensor>);
     const cts = leaves(cotangent);
     if (outs.length !== cts.length) throw new GradientError(`cotangent has ${cts.length} tensors but the function returned ${outs.length}`, "vjp");
-    return tape.gradient(outs, args as Structure<Tensor>, { outputGradient: cts }) as any[];
+    return tape.gradient(outs, args as Structure<Tensor>, { outputGradient: cts, unconnected: "zero" }) as any[];
   };
   return [out, backward];
 }

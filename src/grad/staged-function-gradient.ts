@@ -37,6 +37,8 @@ interface Split {
   backward: StagedFunction<Tensor[], Tensor[]>;
   /** For each backward capture: the forward's output or saved value it is, or the outside tensor. */
   backwardInputs: BackwardInput[];
+  /** For each forward input: whether any float output depends on it (the backward's zeros elsewhere are no gradient). */
+  connected: boolean[];
 }
 
 type BackwardInput = { output: number } | { saved: number } | { tensor: Tensor };
@@ -79,13 +81,18 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
   // Variable reads while tracing the backward (recomputations) resolve to the forward's inputs.
   const bwd = new TraceContext(`${cf.name}_backward`, library, fwd, false, fwd.functionName, true);
   const cts = outs.map((o, i) => bwd.placeholder({ dtype: o.dtype, shape: o.shape }, `cotangent_${i}`));
+  let connected: boolean[] = [];
   try {
     const grads = withoutRecorders(null, () =>
       withHandler(bwd, () => {
         const diffOuts = outs.filter((o) => isFloat(o.dtype));
         const diffCts = cts.filter((_, i) => isFloat(outs[i]!.dtype));
-        const g = diffOuts.length > 0 ? (tape.gradient(diffOuts, sources, { outputGradient: diffCts }) as Tensor[]) : sources.map((s) => zerosLikeTensor(s));
-        return g.map((x) => bwd.valueOf(x));
+        // (null: no output depends on that source; the graph returns zeros there, and the tape
+        // entry's VJP gives the tape null, so an eager tape sees the source unconnected as it
+        // would have without staging)
+        const g = diffOuts.length > 0 ? (tape.gradient(diffOuts, sources, { outputGradient: diffCts, unconnected: "none" }) as (Tensor | null)[]) : sources.map(() => null);
+        connected = g.map((x) => x !== null);
+        return g.map((x, i) => bwd.valueOf(x ?? zerosLikeTensor(sources[i]!)));
       }),
     );
     bwd.graph.setOutputs(grads, sources.map((_, i) => `grad_${i}`));
@@ -127,11 +134,11 @@ function buildSplit(cf: ConcreteFunction, watchCaptures: boolean[]): Split {
       });
       const diff = all.map((o, i) => [o, cotangents[i]!] as const).filter(([o]) => isFloat(o.dtype));
       if (diff.length === 0) return inputs.map((x) => zerosLikeTensor(x));
-      return t.gradient(diff.map(([o]) => o), inputs, { outputGradient: diff.map(([, c]) => c) }) as Tensor[];
+      return t.gradient(diff.map(([o]) => o), inputs, { outputGradient: diff.map(([, c]) => c), unconnected: "zero" }) as Tensor[];
     },
     { name: `${cf.name}_vjp`, autograph: false, ...engine },
   );
-  return { forward, numOutputs: outs.length, fullVjp, backward, backwardInputs };
+  return { forward, numOutputs: outs.length, fullVjp, backward, backwardInputs, connected };
 }
 
 /** The forward and backward graphs the tape uses for calls of `cf` (for inspection and tests). */
@@ -157,7 +164,7 @@ function placeholderLike(t: { dtype: Tensor["dtype"]; shape: readonly number[] }
 export function stagedFunctionGradient(cf: ConcreteFunction, args: Tensor[]): Tensor[] {
   const name = functionNameOf(cf.graph);
   const split = differentiating(name, () => splitFor(cf, cf.captures.map((c) => anyRecorderTracks(c.tensor))));
-  const { forward, numOutputs, backward, backwardInputs, fullVjp } = split;
+  const { forward, numOutputs, backward, backwardInputs, fullVjp, connected } = split;
   // Reading captured variables through `read()` lets the tapes watch them.
   const captureValues = forward.captures.map((c) => (c.variable ? c.variable.read() : c.tensor));
   const inputs = [...args, ...captureValues];
@@ -181,7 +188,7 @@ export function stagedFunctionGradient(cf: ConcreteFunction, args: Tensor[]): Te
         const filled = cts.map((c, i) => c ?? zerosLikeTensor(flat[i]!));
         if (cts.slice(numOutputs).every((c) => c === null)) {
           const extra = backwardInputs.map((b) => ("output" in b ? outputs[b.output]! : "saved" in b ? saved[b.saved]! : b.tensor));
-          return backward(...filled.slice(0, numOutputs), ...extra);
+          return backward(...filled.slice(0, numOutputs), ...extra).map((g, i) => (connected[i] ? g : null));
         }
         return fullVjp(...inputs, ...filled);
       }),

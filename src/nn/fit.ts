@@ -96,6 +96,8 @@ export function fit(model: Module, options: FitOptions): History {
   if (typeof loss !== "function") throw new ValueError(`options.loss must be a function (output, labels) => scalar tensor`, op);
   if (!optimizer || typeof optimizer.minimize !== "function") throw new ValueError(`options.optimizer must be an optimizer (sc.optim.*)`, op);
   if (!data || typeof (data as Iterable<unknown>)[Symbol.iterator] !== "function") throw new ValueError(`options.data must be a dataset of [inputs, labels] batches`, op);
+  // (a tensor iterates over its rows, which are not batches)
+  if (data instanceof Tensor) throw new ValueError(`options.data must be a dataset of [inputs, labels] batches, got a tensor: make one with sc.data.Dataset.fromTensorSlices([x, y]).batch(n)`, op);
   const epochs = options.epochs ?? 1;
   if (!Number.isInteger(epochs) || epochs < 1) throw new ValueError(`epochs must be a positive integer, got ${epochs}`, op);
   const metrics = options.metrics ?? {};

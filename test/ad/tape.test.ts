@@ -27,13 +27,72 @@ test("non-persistent tapes allow one gradient call, persistent ones many", () =>
   assertClose([t2.gradient(b!, x).item() as number], [Math.exp(2)], 1e-12, "exp");
 });
 
-test("unwatched tensors get zero gradients by default, or null on request", () => {
+test("a source the tape never watched is a GradientError naming it, unless zeros or null are asked for", () => {
   const x = f64(2);
-  const z = f64(3);
+  const z = f64([3, 4]);
   const tape = new sc.GradientTape({ persistent: true });
   const y = tape.record(() => (tape.watch(x), sc.mul(x, x)));
-  assert.equal(tape.gradient(y, z).item(), 0);
+  assert.throws(() => tape.gradient(y, z), (e: unknown) => e instanceof sc.GradientError && /the source \(shape \[2\], float64\) was never watched by this tape: call tape\.watch\(x\)/.test((e as Error).message));
+  // in a structure, the message names the source's path
+  assert.throws(() => tape.gradient(y, [x, z]), /sources\[1\] \(shape \[2\], float64\) was never watched/);
+  assert.throws(() => tape.gradient(y, { a: x, b: { c: z } }), /sources\.b\.c \(shape \[2\], float64\) was never watched/);
+  assert.deepEqual(tape.gradient(y, z, { unconnected: "zero" }).arraySync(), [0, 0]);
   assert.equal(tape.gradient(y, z, { unconnected: "none" }), null);
+  const [gx, gz] = tape.gradient(y, [x, z], { unconnected: "none" });
+  assert.equal(gx.item(), 4);
+  assert.equal(gz, null);
+  assert.throws(() => tape.gradient(y, x, { unconnected: "zeros" as never }), /unconnected must be one of "error", "zero", "none", got "zeros"/);
+});
+
+test("a watched source the target does not depend on is a GradientError saying so, unless zeros or null are asked for", () => {
+  const x = f64(2);
+  const w = f64([1, 2, 3]);
+  const k = sc.tensor([1, 2], "int32");
+  const tape = new sc.GradientTape({ persistent: true });
+  const y = tape.record(() => {
+    tape.watch(x, w, k);
+    sc.sum(w); // recorded, but not part of y
+    return sc.add(sc.mul(x, 3), sc.stopGradient(sc.sum(w)));
+  });
+  assert.equal(tape.gradient(y, x).item(), 3);
+  assert.throws(() => tape.gradient(y, [x, w]), (e: unknown) => e instanceof sc.GradientError && /sources\[1\] \(shape \[3\], float64\) is watched but not connected to the target/.test((e as Error).message));
+  assert.throws(() => tape.gradient(y, k), /is watched but not connected to the target: gradients flow only to floating-point tensors, and it is int32/);
+  assert.deepEqual(tape.gradient(y, w, { unconnected: "zero" }).arraySync(), [0, 0, 0]);
+  assert.equal(tape.gradient(y, w, { unconnected: "none" }), null);
+});
+
+test("a variable not read while recording, or not trainable, is named in the error", () => {
+  const used = sc.variable(f64(2), { name: "used" });
+  const unread = sc.variable(f64([1, 1]), { name: "unread" });
+  const frozen = sc.variable(f64(3), { name: "frozen", trainable: false });
+  const tape = new sc.GradientTape({ persistent: true });
+  const y = tape.record(() => sc.mul(used, frozen));
+  assert.throws(() => tape.gradient(y, [used, unread]), /sources\[1\] \(variable "unread", shape \[2\], float64\) was never watched by this tape: it was not read while the tape recorded/);
+  assert.throws(() => tape.gradient(y, frozen), /variable "frozen".*was never watched by this tape: it is not trainable/);
+  const [gu, gr, gf] = tape.gradient(y, [used, unread, frozen], { unconnected: "zero" });
+  assert.equal(gu.item(), 3);
+  assert.deepEqual(gr.arraySync(), [0, 0]);
+  assert.equal(gf.item(), 0);
+  const quiet = new sc.GradientTape({ watchAccessedVariables: false });
+  const q = quiet.record(() => sc.square(used));
+  assert.throws(() => quiet.gradient(q, used), /watchAccessedVariables: false/);
+});
+
+test("a source reached from eager code only through a staged function's unused input is unconnected there too", () => {
+  const f = sc.stage((a: sc.Tensor, b: sc.Tensor) => sc.mul(a, 2), { autograph: false });
+  const a = f64(1);
+  const b = f64(5);
+  const tape = new sc.GradientTape({ persistent: true });
+  const y = tape.record(() => (tape.watch(a, b), f(a, b)));
+  assert.equal(tape.gradient(y, a).item(), 2);
+  assert.throws(() => tape.gradient(y, b), /the source \(shape \[\], float64\) is watched but not connected to the target/);
+  assert.equal(tape.gradient(y, b, { unconnected: "zero" }).item(), 0);
+});
+
+test("grad and valueAndGrad give an argument the function does not use a zero gradient (as JAX)", () => {
+  const g = sc.grad((x: sc.Tensor, y: sc.Tensor) => sc.mul(x, 3), { argnums: "all" })(f64(1), f64([1, 2]));
+  assert.equal(g[0].item(), 3);
+  assert.deepEqual(g[1].arraySync(), [0, 0]);
 });
 
 test("nested tapes give second and third derivatives", () => {
@@ -82,7 +141,8 @@ test("non-trainable variables are not watched; assignment does not corrupt saved
   const v = sc.variable(f64(2), { trainable: false });
   const tape = new sc.GradientTape({ persistent: true });
   const y = tape.record(() => sc.square(v));
-  assert.equal(tape.gradient(y, v).item(), 0);
+  assert.throws(() => tape.gradient(y, v), /not trainable/);
+  assert.equal(tape.gradient(y, v, { unconnected: "zero" }).item(), 0);
   const u = sc.variable(f64(3));
   const t2 = new sc.GradientTape();
   const z = t2.record(() => sc.mul(u, u));

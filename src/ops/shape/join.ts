@@ -287,8 +287,20 @@ export function split(x: TensorLike, numOrSizes: number | readonly number[], axi
 
 declare module "../../core/tensor.js" {
   interface Tensor {
+    /** Iterates over axis 0 (`for (const row of x)`, `[...x]`): its rows, as unstack(x) gives them. */
+    [Symbol.iterator](): Iterator<Tensor>;
     unstack(axis?: number): Tensor[];
     split(numOrSizes: number | readonly number[], axis?: number): Tensor[];
   }
 }
 installMethods({ unstack, split });
+
+// (a scalar, or axis 0 unknown while staging, is the length getter's error: never an empty loop)
+Object.defineProperty(Tensor.prototype, Symbol.iterator, {
+  value: function* (this: Tensor): Generator<Tensor, void, undefined> {
+    const n = this.length;
+    if (n > 0) yield* unstack(this, 0);
+  },
+  writable: true,
+  configurable: true,
+});
