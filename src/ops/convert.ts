@@ -3,6 +3,7 @@ import { Tensor, makeTensor, type TensorLike } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { type DType, weakScalarDtype, allocStorage, DEFAULT_FLOAT, promoteTypes } from "../core/dtype.js";
 import { ValueError } from "../core/errors.js";
+import { STACKED, isStackedSequence } from "../core/tensor-sequence.js";
 import { roundToFloat16 } from "../core/float16.js";
 import { isTracing } from "../core/context.js";
 import { applyOp1 } from "./registry.js";
@@ -38,6 +39,8 @@ export function toTensor(x: TensorLike, op: string, dtype?: DType): Tensor {
   if (typeof x === "number") return scalarOf(x, dtype ?? DEFAULT_FLOAT);
   if (typeof x === "boolean") return scalarOf(x ? 1 : 0, dtype ?? "bool");
   if (x === null || x === undefined) throw new ValueError(`expected a tensor, got ${x}`, op);
+  // (a sequence of tensors an AutoGraph loop built: the tensor its elements make, as an array's)
+  if (isStackedSequence(x)) return x[STACKED](dtype);
   return makeTensor(op, x, undefined, dtype);
 }
 

@@ -4,6 +4,7 @@
  * them with the trace as the handler and no tape recording, and its result as the graph's
  * outputs plus the template that rebuilds the caller's structure.
  */
+import { STACKED, isStackedSequence } from "../core/tensor-sequence.js";
 import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { currentHandler, withHandler, withoutRecorders } from "../core/context.js";
@@ -78,6 +79,8 @@ function substitute(args: readonly unknown[], f: (t: Tensor, path: string) => Te
 function templateOf(result: unknown, onTensor: (t: Tensor, path: string) => number): OutputTemplate {
   const walk = (x: unknown, path: string): OutputTemplate => {
     if (x instanceof Tensor) return new OutputLeaf(onTensor(x instanceof Variable ? x.read() : x, path));
+    // (an AutoGraph tensor list: returned as the tensor of its stacked elements)
+    if (isStackedSequence(x)) return new OutputLeaf(onTensor(x[STACKED](), path));
     if (Array.isArray(x)) return x.map((v, i) => walk(v, path ? `${path}_${i}` : `output_${i}`));
     if (isPlainObject(x)) {
       const o: Record<string, OutputTemplate> = {};

@@ -14,7 +14,7 @@ import { emitCond, openRegion, unifyCaptures } from "../../staging/control-flow.
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
 import { full } from "../../ops/fill.js";
-import { broadcastTo } from "../../ops/shape.js";
+import { broadcastTo, stack } from "../../ops/shape.js";
 import {
   AutoGraphError,
   RETURNED_UNDEFINED,
@@ -35,7 +35,11 @@ import {
   type Snap,
   type ArraySnap,
   type ObjectSnap,
+  type ElementType,
   TensorList,
+  asElement,
+  emptyBuffer,
+  listType,
 } from "./state.js";
 import { concreteTruth } from "./logical.js";
 import { call, registerConverted } from "./calls.js";
@@ -61,12 +65,16 @@ type MNode =
   | { kind: "out"; index: number }
   | { kind: "array"; orig: unknown[]; items: MNode[] }
   | { kind: "object"; orig: Record<string, unknown>; keys: string[]; items: MNode[] }
-  | { kind: "list"; orig: TensorList; items: [MNode] };
+  | { kind: "list"; orig: TensorList; items: [MNode] }
+  /** An array of different lengths in the two branches: a tensor list of the buffer output. */
+  | { kind: "newList"; weak: boolean; index: number };
 
 interface Carried {
   a: unknown;
   b: unknown;
   path: string;
+  /** The two sides are an array's or a list's elements, stacked into buffers of this element type. */
+  list?: ElementType;
 }
 
 function subject(site: CondSite, path: string): string {
@@ -141,6 +149,8 @@ function mergeSnap(a: Snap, b: Snap, path: string, name: string, site: CondSite,
     if (a.kind === "array") return { kind: "array", orig: a.orig === bb.orig ? a.orig : [], items };
     return { kind: "object", orig: a.orig === bb.orig ? a.orig : {}, keys: a.keys, items };
   }
+  const grown = site.isState ? listMerge(a, b, path, site, carried) : null;
+  if (grown) return grown;
   // A nest on one side and no value on the other.
   const undefSide = a.kind === "leaf" && isUndef(a.value) ? "a" : b.kind === "leaf" && isUndef(b.value) ? "b" : null;
   const other = undefSide === "a" ? b : a;
@@ -157,6 +167,54 @@ function mergeSnap(a: Snap, b: Snap, path: string, name: string, site: CondSite,
     `${subject(site, path)} has a different structure in the two branches of ${site.construct}${at(site.loc)}: ${structureDifference(a, b, path)}`,
     site.loc,
   );
+}
+
+/** The element type of an array's elements or a list's; undefined for an empty array, null when they cannot form a list. */
+function elementTypeOf(s: Snap): ElementType | null | undefined {
+  if (s.kind === "list") return { dtype: s.orig.buffer.dtype, elementShape: s.orig.buffer.shape.slice(1), weak: s.orig.weak };
+  if (s.kind === "array") return s.items.length === 0 ? undefined : listType(s.items.map(snapValue));
+  return null;
+}
+
+function commonElementType(a: ElementType | undefined, b: ElementType | undefined): ElementType | null {
+  if (!a || !b) return a ?? b ?? null;
+  if (a.elementShape.length !== b.elementShape.length || a.elementShape.some((d, j) => d !== b.elementShape[j])) return null;
+  if (!a.weak && !b.weak && a.dtype !== b.dtype) return null;
+  const dtype = a.weak === b.weak ? promoteTypes(a.dtype, b.dtype) : a.weak ? b.dtype : a.dtype;
+  return { dtype, elementShape: a.elementShape, weak: a.weak && b.weak };
+}
+
+/**
+ * An array whose length differs between the branches (a push in one of them), or that one
+ * branch made a tensor list: a tensor list after the conditional, its buffer a cond output
+ * (its length known only when the graph runs). Null when the two sides are not such a pair.
+ */
+function listMerge(a: Snap, b: Snap, path: string, site: CondSite, carried: Carried[]): MNode | null {
+  const arrays = a.kind === "array" && b.kind === "array" && a.orig === b.orig && a.items.length !== b.items.length;
+  const mixed = (a.kind === "list" && b.kind === "array") || (a.kind === "array" && b.kind === "list");
+  if (!arrays && !mixed) return null;
+  const ta = elementTypeOf(a);
+  const tb = elementTypeOf(b);
+  const ty = ta === null || tb === null ? null : commonElementType(ta, tb);
+  if (!ty || hasUnknownDims(ty.elementShape)) {
+    throw new AutoGraphError(
+      `${subject(site, path)} changes length in ${site.construct}${at(site.loc)}, so it becomes a tensor list, but its elements ` +
+        `${ty ? `have partly unknown shape ${fmtShape(ty.elementShape)}` : "are not tensors, numbers or booleans of one dtype and shape"}`,
+      site.loc,
+    );
+  }
+  // (an array's elements as each branch left them: the array itself holds only the last branch's)
+  const side = (s: Snap): unknown => (s.kind === "array" ? s.items.map(snapValue) : snapValue(s));
+  carried.push({ a: side(a), b: side(b), path, list: ty });
+  return { kind: "newList", weak: ty.weak, index: carried.length - 1 };
+}
+
+/** One branch's side of a list pair as a buffer of the element type (traced in that branch). */
+function listSide(v: unknown, ty: ElementType): Tensor {
+  if (v instanceof TensorList) return v.buffer.dtype === ty.dtype ? v.buffer : cast(v.buffer, ty.dtype);
+  const items = v as unknown[];
+  if (items.length === 0) return emptyBuffer(ty.dtype, ty.elementShape)!;
+  return stack(items.map((e) => asElement(e, ty.dtype)), 0);
 }
 
 function sameTop(a: ArraySnap | ObjectSnap, b: Snap): boolean {
@@ -185,6 +243,8 @@ function build(m: MNode, outs: Tensor[]): unknown {
       });
       return a;
     }
+    case "newList":
+      return new TensorList(outs[m.index]!, m.weak);
     case "list": {
       const b = build(m.items[0], outs) as Tensor;
       if (m.orig.buffer !== b) m.orig.buffer = b;
@@ -269,6 +329,16 @@ export function stagedCond(ctx: TraceContext, pred: Tensor, thenFn: () => unknow
     const types: ValueType[] = [];
     const weakOuts: boolean[] = [];
     for (const c of carried) {
+      if (c.list) {
+        const ty = c.list;
+        const x = withHandler(tctx, () => listSide(c.a, ty));
+        const y = withHandler(ectx, () => listSide(c.b, ty));
+        weakOuts.push(false);
+        thenOuts.push(x);
+        elseOuts.push(y);
+        types.push({ dtype: ty.dtype, shape: x.shape.map((d, j) => (d === y.shape[j] ? d : -1)) });
+        continue;
+      }
       const { dtype, shape, weak } = unifyPair(c, site);
       weakOuts.push(weak);
       const x = withHandler(tctx, () => asTensor(c.a, dtype, shape));

@@ -19,6 +19,8 @@ import { greater, less, logicalAnd, logicalOr } from "../../ops/compare.js";
 import {
   AutoGraphError,
   activeTrace,
+  at,
+  subjectOf,
   describeValue,
   locArg,
   noSetState,
@@ -84,6 +86,15 @@ export function ifStmt(
   };
   const finals = stagedCond(ctx, p, branch(thenFn), branch(elseFn), { construct: "a staged if", loc, isState: true, labels: names });
   setState(finals);
+  const after = getState();
+  finals.forEach((v, i) => {
+    if (v instanceof TensorList && after[i] !== v) {
+      throw new AutoGraphError(
+        `${subjectOf(names[i] ?? `state[${i}]`)} changes length inside a staged if${at(loc)}: it becomes a tensor list, so it must be rebindable; declare it with let rather than const`,
+        loc,
+      );
+    }
+  });
 }
 
 /** `cond ? thenFn() : elseFn()`. */

@@ -151,6 +151,12 @@ function jsGetItemByTensor(x: unknown, i: Tensor): unknown {
 export function getItem(x: unknown, i: unknown): unknown {
   if (x instanceof TensorList) {
     if (typeof i === "symbol" || (typeof i === "string" && i in x)) return (x as unknown as Record<PropertyKey, unknown>)[i];
+    if (typeof i === "number") {
+      // (out of a known length, or not an integer: undefined, as an array gives)
+      if (!Number.isInteger(i) || (x.lengthKnown && (i < 0 || i >= (x.length as number)))) return undefined;
+      return x.get(i);
+    }
+    if (i instanceof Tensor) return x.get(i);
     return tensorGetItem(x.buffer, i);
   }
   if (x instanceof Tensor) {
@@ -273,7 +279,7 @@ export function setItem(x: unknown, i: unknown, v: unknown, strict = true): unkn
         const list = new TensorList(stack(
           (x as unknown[]).map((e) => asElement(e, ty.dtype)),
           0,
-        ));
+        ), ty.weak);
         list.buffer = tensorSetItem(list.buffer, t, v);
         return list;
       }

@@ -58,7 +58,7 @@ class RetryLoop {
     /** A generated variable with no value before the loop that the body makes a nest: its zero-filled start. */
     readonly replaceVar?: { index: number; snap: Snap },
     /** An array the body appends to: it becomes a tensor list of these elements. */
-    readonly toList?: { index: number; dtype: DType; elementShape: readonly number[] },
+    readonly toList?: { index: number; dtype: DType; elementShape: readonly number[]; weak: boolean },
     /**
      * The retry gives a variable (or an object's new key) its first value from the body: after
      * the loop, a staged check that the loop ran at least once (else it would have no value).
@@ -66,9 +66,6 @@ class RetryLoop {
     readonly mustRun = false,
   ) {}
 }
-
-/** Tensors a loop made by stacking a tensor list (an enclosing loop turns that array into a list too). */
-const stackedLists = new WeakSet<Tensor>();
 
 /** A list's starting buffer: the array's current elements, stacked (or an empty buffer). */
 function listBuffer(prefix: readonly unknown[], dtype: DType, elementShape: readonly number[], name: string, where: string, loc: string | null | undefined): Tensor {
@@ -189,7 +186,6 @@ export function stagedWhile(loop: StagedLoop): void {
   const init = getState();
   const snaps = init.map((v) => snapshot(v));
   const overrides = new Map<string, Override>();
-  const toStack = new Set<number>();
   /** Variables whose value comes from the body only (checked, when the graph runs, that the loop ran). */
   const mustRun: string[] = [];
   for (let attempt = 0; ; attempt++) {
@@ -207,13 +203,13 @@ export function stagedWhile(loop: StagedLoop): void {
         restore(e.replaceVar.snap);
       }
       else if (e.toList) {
-        const { index, dtype, elementShape } = e.toList;
+        const { index, dtype, elementShape, weak } = e.toList;
         const name = names[index] ?? `state[${index}]`;
         const where = `a staged ${construct} loop${at(loc)}`;
         const before = snaps[index]!;
         const prefix = before.kind === "array" ? before.items.map(snapValue) : [];
         for (const s of snaps) restore(s);
-        const list = new TensorList(listBuffer(prefix, dtype, elementShape, name, where, loc));
+        const list = new TensorList(listBuffer(prefix, dtype, elementShape, name, where, loc), weak);
         const top = snaps.map(snapValue);
         top[index] = list;
         setState(top);
@@ -224,22 +220,10 @@ export function stagedWhile(loop: StagedLoop): void {
           );
         }
         snaps[index] = snapshot(list);
-        toStack.add(index);
       } else overrides.set(e.path, { ...overrides.get(e.path), ...e.override });
     }
   }
-  if (toStack.size > 0) {
-    // The lists this loop made from arrays are stacked: the variables hold tensors now.
-    const top = getState();
-    for (const i of toStack) {
-      const list = top[i];
-      if (list instanceof TensorList) {
-        stackedLists.add(list.buffer);
-        top[i] = list.buffer;
-      }
-    }
-    setState(top);
-  }
+  // (the lists this loop made from arrays stay lists: the variables hold them after the loop)
 }
 
 /**
@@ -332,13 +316,12 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
         if (grown) throw new RetryLoop(name, {}, { index: i, snap: grown }, undefined, true);
         if (before.kind === "array") {
           // An array the body appends to (or that an inner loop turned into a stacked list).
-          let elem: { dtype: DType; elementShape: readonly number[] } | null = null;
+          let elem: { dtype: DType; elementShape: readonly number[]; weak: boolean } | null = null;
           if (s.kind === "array" && s.orig === before.orig && s.items.length > before.items.length) elem = listType(s.items.map(snapValue));
           // popped: the list's own elements
           else if (s.kind === "array" && s.orig === before.orig && s.items.length < before.items.length) elem = listType(before.items.map(snapValue));
-          else if (s.kind === "leaf" && s.value instanceof Tensor && stackedLists.has(s.value)) elem = { dtype: s.value.dtype, elementShape: s.value.shape.slice(1) };
-          // written at a symbolic index (ag.setItem made the array a tensor list)
-          else if (s.kind === "list") elem = { dtype: s.orig.buffer.dtype, elementShape: s.orig.buffer.shape.slice(1) };
+          // written at a symbolic index (ag.setItem made the array a tensor list), or an inner staged loop or if made it one
+          else if (s.kind === "list") elem = { dtype: s.orig.buffer.dtype, elementShape: s.orig.buffer.shape.slice(1), weak: s.orig.weak };
           if (elem) throw new RetryLoop(name, {}, undefined, { index: i, ...elem });
         }
         throw new AutoGraphError(

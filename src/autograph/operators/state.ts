@@ -11,13 +11,18 @@ import { Tensor } from "../../core/tensor.js";
 import { Variable } from "../../core/variable.js";
 import { currentHandler } from "../../core/context.js";
 import { fmtShape, hasUnknownDims } from "../../core/shape.js";
-import { promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
+import { DEFAULT_FLOAT, promoteTypes, weakScalarDtype, type DType } from "../../core/dtype.js";
 import { full } from "../../ops/fill.js";
-import { DtypeError, ShapeError } from "../../core/errors.js";
+import { DtypeError, IndexError, ShapeError, ValueError, userLocation } from "../../core/errors.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
-import { concat, dimSizeOp, expandDims, slice, squeeze, stack, unstack } from "../../ops/shape.js";
-import { applyOp1 } from "../../ops/registry.js";
+import { concat, dimSizeOp, expandDims, gather, slice, squeeze, stack, unstack } from "../../ops/shape.js";
+import { applyOp, applyOp1 } from "../../ops/registry.js";
+import { assertOp, registerAssertion } from "../../ops/host.js";
+import { add } from "../../ops/binary.js";
+import { greater, less } from "../../ops/compare.js";
+import { where } from "../../ops/where.js";
+import { STACKED, type StackedSequence } from "../../core/tensor-sequence.js";
 import { TraceContext } from "../../staging/trace-context.js";
 
 /** Raised when converted code cannot be staged as written (names the variable and the source line). */
@@ -248,15 +253,22 @@ export function relaxedShapeOf(x: unknown): (number | null)[] | undefined {
 export { dimSizeOp };
 
 /**
- * An array that a staged loop appends to: its elements live in one tensor (`buffer`, shape
- * [length, ...element shape]) whose length is known only when the graph runs. Converted code
- * pushes to it, indexes it, iterates it and reads its length; after the loop that made it, the
- * variable holds the stacked tensor itself.
+ * An array that a staged loop (or a staged if) appends to: its elements live in one tensor
+ * (`buffer`, shape [length, ...element shape]) whose length is known only when the graph runs.
+ * The variable holds the list after the construct too. Converted code pushes to it, pops from
+ * it, indexes it (`xs[i]`, `xs.at(i)`), slices it, maps it, iterates it with for...of and reads
+ * its length; the ops that take an array of tensors take it as one (`sc.stack(xs)`,
+ * `sc.concat(xs)`), the ops that take a tensor-like as the tensor it stacks to (as they take an
+ * array of numbers), and a staged function returning it returns that tensor. `weak`: its
+ * elements stand for JS numbers.
  */
-export class TensorList {
+export class TensorList implements StackedSequence {
   private current!: Tensor;
 
-  constructor(buffer: Tensor) {
+  constructor(
+    buffer: Tensor,
+    readonly weak = false,
+  ) {
     this.buffer = buffer;
   }
 
@@ -268,10 +280,15 @@ export class TensorList {
     relaxShape(t, [null, ...t.shape.slice(1)]);
   }
 
-  /** The number of elements: a JS number when known, else an int32 scalar tensor. */
+  /** Whether the length is known now (a JS number) rather than when the graph runs. */
+  get lengthKnown(): boolean {
+    return this.current.shape[0]! >= 0;
+  }
+
+  /** The number of elements: a JS number when known, else an int32 scalar tensor standing for one. */
   get length(): number | Tensor {
     const n = this.current.shape[0]!;
-    return n >= 0 ? n : applyOp1(dimSizeOp, [this.current], { axis: 0 });
+    return n >= 0 ? n : markWeak(applyOp1(dimSizeOp, [this.current], { axis: 0 }));
   }
 
   /** Appends elements (of the list's dtype and element shape); returns the new length. */
@@ -288,12 +305,62 @@ export class TensorList {
     if (this.current.shape[0] === 0) return undefined;
     const last = squeeze(slice(this.current, [-1]), 0);
     this.buffer = slice(this.current, [0], [-1]);
-    return last;
+    return this.weak ? markWeak(last) : last;
   }
 
   /** The elements stacked: a tensor of shape [length, ...element shape]. */
   stack(): Tensor {
     return this.current;
+  }
+
+  [STACKED](dtype?: DType, nonEmptyFor?: string): Tensor {
+    const n = this.current.shape[0]!;
+    if (nonEmptyFor !== undefined) {
+      const fail = () => new ValueError(`needs at least one tensor, got an empty list`, nonEmptyFor);
+      if (n === 0) throw fail();
+      if (n < 0) {
+        const where = userLocation();
+        const made = () => new ValueError(`needs at least one tensor, got an empty list`, nonEmptyFor, where);
+        applyOp(assertOp, [greater(applyOp1(dimSizeOp, [this.current], { axis: 0 }), 0)], { fnId: registerAssertion(made), message: "" });
+      }
+    }
+    // (an array of JS numbers makes a tensor of the default float dtype, booleans bool)
+    const d = dtype ?? (this.weak && this.current.dtype !== "bool" ? DEFAULT_FLOAT : this.current.dtype);
+    return this.current.dtype === d ? this.current : cast(this.current, d);
+  }
+
+  /** `xs.at(i)`: an integer (or integer tensor) counting from the end when negative; undefined out of a known range. */
+  at(i: unknown): unknown {
+    if (typeof i === "number" && this.lengthKnown) {
+      const n = this.current.shape[0]!;
+      const k = Math.trunc(i) || 0;
+      if (k < -n || k >= n) return undefined;
+    }
+    return this.get(typeof i === "number" ? Math.trunc(i) || 0 : i);
+  }
+
+  /** The element at an integer index (negative from the end), a JS number or an integer tensor. */
+  get(i: unknown): Tensor {
+    const t = listElement(this.current, i);
+    return this.weak ? markWeak(t) : t;
+  }
+
+  /**
+   * `xs.slice(start, end)` with JS integers (JavaScript's rules: negative from the end, clamped):
+   * a new list. Bounds known only when the graph runs are refused.
+   */
+  slice(start?: unknown, end?: unknown): TensorList {
+    const bound = (b: unknown, what: string): number | null => {
+      if (b === undefined) return null;
+      if (b instanceof Tensor && !b.isSymbolic && b.size === 1) b = Number(b.item());
+      if (typeof b !== "number") {
+        throw listError(`slice of a list built in a staged construct needs JS integer bounds, got ${describeValue(b)} as its ${what}; slice sc.stack(xs) with ag.slice or sc.slice instead`);
+      }
+      return Math.trunc(b) || 0;
+    };
+    const s = bound(start, "start");
+    const e = bound(end, "end");
+    return new TensorList(slice(this.current, [s ?? 0], [e ?? Number.MAX_SAFE_INTEGER]), this.weak);
   }
 
   private element(item: unknown): Tensor {
@@ -316,14 +383,54 @@ export class TensorList {
   }
 
   *[Symbol.iterator](): Iterator<Tensor> {
-    if (this.current.isSymbolic) throw new AutoGraphError("a tensor list built in a staged loop can only be iterated by a converted for...of loop");
+    if (!this.lengthKnown) {
+      throw listError(
+        "a list built in a staged construct has a length known only when the graph runs, so it cannot be spread, destructured or iterated natively; " +
+          "iterate it with for...of in converted code, or use sc.stack(xs)",
+      );
+    }
     if (this.current.shape[0] === 0) return;
-    yield* unstack(this.current, 0);
+    for (const t of unstack(this.current, 0)) yield this.weak ? markWeak(t) : t;
   }
 
   toString(): string {
     return `TensorList(${this.current.toString()})`;
   }
+}
+
+/** An AutoGraphError about what a tensor list cannot do, at the user's line that asked for it. */
+export function listError(message: string): AutoGraphError {
+  const e = new AutoGraphError(message);
+  const where = userLocation();
+  if (where) {
+    Object.defineProperty(e, "location", { value: where, enumerable: true });
+    Object.defineProperty(e, "message", { value: `${message} (at ${formatLocation(where)})` });
+    Object.defineProperty(e, "sourceLine", { value: sourceExcerpt(where), enumerable: true });
+  }
+  return e;
+}
+
+/** Row `i` of a list's buffer: a JS integer or an integer scalar tensor, negative counting from the end. */
+function listElement(buffer: Tensor, i: unknown): Tensor {
+  const n = buffer.shape[0]!;
+  if (typeof i === "number") {
+    if (!Number.isInteger(i)) throw new IndexError(`index ${i} is not an integer`, "getItem");
+    if (n >= 0) {
+      if (i < -n || i >= n) throw new IndexError(`index ${i} is out of range for a list of length ${n} (valid: ${-n}..${n - 1})`, "getItem");
+      return gather(buffer, scalarOf(i < 0 ? i + n : i, "int32"), 0);
+    }
+    return gather(buffer, i >= 0 ? scalarOf(i, "int32") : add(applyOp1(dimSizeOp, [buffer], { axis: 0 }), i), 0);
+  }
+  if (i instanceof Tensor) {
+    let idx = readIfVariable(i) as Tensor;
+    if (idx.rank !== 0 || idx.dtype === "bool" || idx.dtype === "float32" || idx.dtype === "float64") {
+      throw new IndexError(`a list is indexed by an integer scalar, got ${describeValue(idx)}`, "getItem");
+    }
+    if (idx.dtype !== "int32") idx = cast(idx, "int32");
+    const size = n >= 0 ? scalarOf(n, "int32") : applyOp1(dimSizeOp, [buffer], { axis: 0 });
+    return gather(buffer, where(less(idx, 0), add(idx, size), idx), 0);
+  }
+  throw new IndexError(`a list is indexed by an integer, got ${describeValue(i)}`, "getItem");
 }
 
 /** The type of a list's elements: their dtype and shape; weak when every element stands for JS numbers. */

@@ -10,6 +10,8 @@ import { cast } from "../cast.js";
 import { copyStrided } from "../../backends/cpu/transpose.js";
 import { fmt, prod, axisOf, unknownAxisError, alloc, filledCts, checkSameDtypes, checkAttrAxis, type AxisAttrs } from "./common.js";
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
+import { STACKED, isStackedSequence, type StackedSequence } from "../../core/tensor-sequence.js";
+import { reshape, transpose } from "./reshape.js";
 
 
 
@@ -81,8 +83,42 @@ function toTensorList(op: string, tensors: readonly TensorLike[]): Tensor[] {
   return ts.map((t) => (t.dtype === d ? t : cast(t, d)));
 }
 
+/**
+ * A sequence's stacked elements T ([n, ...element shape]) with its leading axis moved to
+ * `axis` of the elements (0..rank): stack(elements, axis).
+ */
+function stackedAt(op: string, seq: StackedSequence, axis: number, extra: 0 | 1): { t: Tensor; a: number } {
+  const t = seq[STACKED](undefined, op);
+  const element = t.shape.slice(1);
+  if (extra === 0 && element.length === 0) throw new ShapeError(`cannot concatenate scalars (the sequence's elements have shape [])`, op);
+  const a = axisOf(op, axis, element, extra);
+  if (a === 0) return { t, a };
+  const perm = element.map((_, j) => j + 1);
+  perm.splice(a, 0, 0);
+  return { t: transpose(t, perm), a };
+}
+
+/** stack() of a sequence of tensors (AutoGraph's tensor list): its stacked elements, moved to `axis`. */
+function stackSequence(seq: StackedSequence, axis: number): Tensor {
+  return stackedAt("stack", seq, axis, 1).t;
+}
+
+/** concat() of a sequence of tensors: the stacked elements with the sequence axis merged into `axis`. */
+function concatSequence(seq: StackedSequence, axis: number): Tensor {
+  const { t, a } = stackedAt("concat", seq, axis, 0);
+  const n = t.shape[a]!;
+  const d = t.shape[a + 1]!;
+  const shape = t.shape.filter((_, j) => j !== a + 1);
+  shape[a] = n >= 0 && d >= 0 ? n * d : -1;
+  if (shape.filter((x) => x < 0).length > 1) {
+    throw new ShapeError(`cannot concatenate a sequence of elements of partly unknown shape ${fmtShape(t.shape.slice(1))} along axis ${a}`, "concat");
+  }
+  return reshape(t, shape);
+}
+
 /** Joins tensors along an existing axis. Dtypes are promoted to a common one. */
 export function concat(tensors: readonly TensorLike[], axis = 0): Tensor {
+  if (isStackedSequence(tensors)) return concatSequence(tensors, axis);
   const ts = toTensorList("concat", tensors);
   if (ts[0]!.rank === 0) throw new ShapeError(`cannot concatenate scalars (input 0 has shape [])`, "concat");
   const a = axisOf("concat", axis, ts[0]!.shape);
@@ -133,6 +169,7 @@ export const stackOp = defineOp<AxisAttrs>({
 
 /** Joins same-shaped tensors along a new axis (in 0..rank). Dtypes are promoted. */
 export function stack(tensors: readonly TensorLike[], axis = 0): Tensor {
+  if (isStackedSequence(tensors)) return stackSequence(tensors, axis);
   const ts = toTensorList("stack", tensors);
   const a = axisOf("stack", axis, ts[0]!.shape, 1);
   return applyOp1(stackOp, ts, { axis: a });
