@@ -6,8 +6,8 @@ import { callElementwise, defineElementwise, type DtypeRule } from "./define-ele
 import type { OpDef } from "./registry.js";
 import { sumTo } from "./reduce.js";
 import { cast } from "./cast.js";
-import { greaterEqual, less, greater } from "./compare.js";
-import { floor, log, neg, square } from "./unary.js";
+import { greaterEqual, less, greater, logicalAnd, logicalNot, logicalOr } from "./compare.js";
+import { floor, isNaN, log, neg, square } from "./unary.js";
 import { where } from "./where.js";
 
 type Grads = [Tensor | null, Tensor | null];
@@ -53,12 +53,13 @@ export const powOp = binary("pow", E.fn("pow", a, b), "same", (a, b, y, dy) => {
   return [ga, gb];
 });
 // NaN when either operand is NaN (neither comparison holds), and a for equal operands (-0 vs +0 as written)
+// (gradients: to the operand the result came from; a NaN result from the NaN operand, a's if both)
 export const maximumOp = binary("maximum", E.select(E.lt(a, b), b, E.select(E.ge(a, b), a, NaN)), "same", (a, b, _y, dy) => {
-  const takeA = cast(greaterEqual(a, b), dy.dtype);
+  const takeA = cast(logicalOr(greaterEqual(a, b), isNaN(a)), dy.dtype);
   return [mul(dy, takeA), sub(dy, mul(dy, takeA))];
 });
 export const minimumOp = binary("minimum", E.select(E.gt(a, b), b, E.select(E.le(a, b), a, NaN)), "same", (a, b, _y, dy) => {
-  const takeB = cast(less(b, a), dy.dtype);
+  const takeB = cast(logicalOr(less(b, a), logicalAnd(isNaN(b), logicalNot(isNaN(a)))), dy.dtype);
   return [sub(dy, mul(dy, takeB)), mul(dy, takeB)];
 });
 export const atan2Op = binary("atan2", E.fn("atan2", a, b), "float", (a, b, _y, dy) => {

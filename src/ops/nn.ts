@@ -16,7 +16,7 @@
  *   maxPool2dGrad     ddy = maxPool2dGradGrad(x, g)  (g read at each window's argmax); and back
  *   avgPool2d         dx = avgPool2dGrad(dy)          avgPool2dGrad's own VJP is avgPool2d
  *   topK, sort        dx = scatterAdd of dy at the selected / permuted positions (shape/gather.ts)
- * Sorting order everywhere: NaN last (ascending and descending), ties in index order (stable).
+ * Sorting order everywhere: NaN the largest value (last ascending, first descending and in topK), ties in index order (stable).
  */
 export * from "./nn/softmax.js";
 export * from "./nn/conv.js";

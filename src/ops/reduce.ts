@@ -21,8 +21,8 @@ import { installMethods } from "./methods.js";
 import { broadcastLike, broadcastTo, expandDims, reshape, squeeze } from "./shape.js";
 import { fullLike } from "./creation.js";
 import { div, mul, sub } from "./binary.js";
-import { exp } from "./unary.js";
-import { equal, logicalAnd } from "./compare.js";
+import { exp, isNaN } from "./unary.js";
+import { equal, logicalAnd, logicalOr } from "./compare.js";
 import { where } from "./where.js";
 import { cast } from "./cast.js";
 import { checkOptions, optionKeys } from "../core/options.js";
@@ -205,12 +205,16 @@ export function prod(x: TensorLike, axis?: AxisArg, keepDims = false): Tensor {
 // ---------------------------------------------------------------------------------------
 // max, min
 
-/** Gradient of max/min: the cotangent split evenly between the elements equal to the result. */
+/**
+ * Gradient of max/min: the cotangent split evenly between the elements equal to the result; a NaN
+ * result came from the group's NaNs, which share it (as in PyTorch).
+ */
 function extremumVjp(ctx: { inputs: Tensor[]; outputs: Tensor[]; attrs: ReduceAttrs }, cts: (Tensor | null)[]): (Tensor | null)[] {
   const x = ctx.inputs[0]!;
   const axes = ctx.attrs.axes;
   const y = keptCotangent(ctx.outputs[0]!, ctx.attrs);
-  const mask = cast(equal(x, y), x.dtype);
+  const hit = isFloat(x.dtype) ? logicalOr(equal(x, y), logicalAnd(isNaN(x), isNaN(y))) : equal(x, y);
+  const mask = cast(hit, x.dtype);
   const count = sum(mask, axes, true);
   return [mul(mask, div(keptCotangent(cts[0]!, ctx.attrs), count))];
 }

@@ -393,13 +393,13 @@ test("pooling errors", () => {
 
 // ---- topK / sort / argsort ---------------------------------------------------------------------
 
-/** Reference order: descending or ascending by value, NaN last, ties by index. */
+/** Reference order: descending or ascending by value, NaN the largest (last ascending, first descending), ties by index. */
 function refOrder(row: number[], descending: boolean): number[] {
   return row
     .map((v, i) => [v, i] as const)
     .sort((a, b) => {
       const an = Number.isNaN(a[0]), bn = Number.isNaN(b[0]);
-      if (an || bn) return an === bn ? a[1] - b[1] : an ? 1 : -1;
+      if (an || bn) return an === bn ? a[1] - b[1] : (an ? 1 : -1) * (descending ? -1 : 1);
       if (a[0] !== b[0]) return descending ? b[0] - a[0] : a[0] - b[0];
       return a[1] - b[1];
     })
@@ -414,9 +414,10 @@ test("topK: hand examples, ties, NaN, unsorted, k = 0", () => {
   const [tv, ti] = sc.topK([[1, 3, 3, 2], [5, 5, 5, 5]], 2);
   assert.deepEqual(tv.arraySync(), [[3, 3], [5, 5]]);
   assert.deepEqual(ti.arraySync(), [[1, 2], [0, 1]]);
-  const [nv, ni] = sc.topK(sc.tensor([NaN, 1, -Infinity, 2], "float64"), 4);
-  assert.deepEqual(Array.from(ni.dataSync()), [3, 1, 2, 0]);
-  assert.ok(Number.isNaN(nv.dataSync()[3]!));
+  // NaN is the largest value (as in PyTorch), after +Inf
+  const [nv, ni] = sc.topK(sc.tensor([NaN, 1, -Infinity, 2, Infinity, NaN], "float64"), 4);
+  assert.deepEqual(Array.from(ni.dataSync()), [0, 5, 4, 3]);
+  assert.ok(Number.isNaN(nv.dataSync()[0]!) && Number.isNaN(nv.dataSync()[1]!));
   const [uv, ui] = sc.topK([3, 1, 4, 1, 5, 9, 2, 6], 3, { sorted: false });
   assert.deepEqual(ui.arraySync(), [4, 5, 7]);
   assert.deepEqual(uv.arraySync(), [5, 9, 6]);
@@ -448,7 +449,7 @@ test("topK and sort match a reference on random rows (both kernel paths)", () =>
   }
 });
 
-test("sort / argsort along any axis, descending, NaN last, stable, dtypes", () => {
+test("sort / argsort along any axis, descending, NaN the largest, stable, dtypes", () => {
   const x = sc.tensor([[3, 1, 2], [1, NaN, 0], [2, 2, -1]], "float64");
   assert.deepEqual(sc.argsort(x, { axis: 0 }).arraySync(), [[1, 0, 2], [2, 2, 1], [0, 1, 0]]);
   const s0 = sc.sort(x, { axis: 0 }).arraySync() as number[][];
@@ -458,8 +459,10 @@ test("sort / argsort along any axis, descending, NaN last, stable, dtypes", () =
   assert.ok(Number.isNaN(s0[2]![1]!));
   const d = sc.sort(x, { descending: true }).arraySync() as number[][];
   assert.deepEqual(d[0], [3, 2, 1]);
-  assert.deepEqual(d[1]!.slice(0, 2), [1, 0]);
-  assert.ok(Number.isNaN(d[1]![2]!));
+  assert.deepEqual(d[1]!.slice(1), [1, 0]);
+  assert.ok(Number.isNaN(d[1]![0]!));
+  assert.deepEqual(sc.argsort(sc.tensor([Infinity, NaN, 1, NaN, Infinity], "float64"), { descending: true }).arraySync(), [1, 3, 0, 4, 2]);
+  assert.deepEqual(sc.argsort(sc.tensor([NaN, Infinity, 1, NaN, Infinity], "float64")).arraySync(), [2, 1, 4, 0, 3]);
   assert.deepEqual(sc.argsort([2, 1, 2, 1, 2], { descending: true }).arraySync(), [0, 2, 4, 1, 3]);
   assert.deepEqual(sc.argsort([2, 1, 2, 1, 2]).arraySync(), [1, 3, 0, 2, 4]);
   const i32 = sc.tensor([5, -3, 7], "int32").sort();

@@ -1,22 +1,28 @@
 // Sorting along an axis and top-k along the last axis, for the CPU backend.
-// Order: ascending (or descending) by value, NaN always last, ties kept in index order (stable).
-// Descending order sorts the negated keys ascending, which reverses the order of numbers while
-// keeping NaN last and ties stable.
+// Order: ascending (or descending) by value, ties kept in index order (stable), NaN the largest
+// value (as in PyTorch): last ascending, first descending and in top-k. Descending order sorts the
+// negated keys ascending with NaN first, which reverses the order of numbers and keeps ties stable.
 import type { TypedArray } from "../../core/dtype.js";
 
 /** Runs shorter than this are sorted by insertion before merging. */
 const RUN = 16;
 
-/** a strictly before b: a < b, or b is NaN and a is not. */
-function before(a: number, b: number): boolean {
+/** a strictly before b: a < b, or b is NaN and a is not (NaN last). */
+function beforeNaNLast(a: number, b: number): boolean {
   return a < b || (b !== b && a === a);
+}
+
+/** a strictly before b with NaN first: a < b, or a is NaN and b is not. */
+function beforeNaNFirst(a: number, b: number): boolean {
+  return a < b || (a !== a && b === b);
 }
 
 /**
  * Stable ascending argsort of keys[0..n): idx receives the permutation. tmp is scratch of
  * length >= n. Bottom-up merge sort with insertion-sorted runs; O(n log n), no allocation.
  */
-export function argsortKeys(keys: Float64Array, n: number, idx: Int32Array, tmp: Int32Array): void {
+export function argsortKeys(keys: Float64Array, n: number, idx: Int32Array, tmp: Int32Array, nanFirst = false): void {
+  const before = nanFirst ? beforeNaNFirst : beforeNaNLast;
   for (let i = 0; i < n; i++) idx[i] = i;
   for (let lo = 0; lo < n; lo += RUN) {
     const hi = Math.min(n, lo + RUN);
@@ -77,7 +83,7 @@ export function sortAxis(
       const base = o * n * inner + i;
       if (descending) for (let k = 0; k < n; k++) keys[k] = -x[base + k * inner]!;
       else for (let k = 0; k < n; k++) keys[k] = x[base + k * inner]!;
-      argsortKeys(keys, n, idx, tmp);
+      argsortKeys(keys, n, idx, tmp, descending);
       if (values !== null) for (let k = 0; k < n; k++) values[base + k * inner] = x[base + idx[k]! * inner]!;
       if (indices !== null) for (let k = 0; k < n; k++) indices[base + k * inner] = idx[k]!;
     }
@@ -88,7 +94,7 @@ export function sortAxis(
 const SMALL_K = 32;
 
 /**
- * The k largest entries of every row of x ([rows, n]), largest first (NaN last, ties by index).
+ * The k largest entries of every row of x ([rows, n]), largest first (NaN the largest, ties by index).
  * With sorted = false the chosen entries come in index order instead.
  */
 export function topKRows(x: TypedArray, rows: number, n: number, k: number, sorted: boolean, values: TypedArray, indices: Int32Array): void {
@@ -106,9 +112,9 @@ export function topKRows(x: TypedArray, rows: number, n: number, k: number, sort
       let len = 0;
       for (let j = 0; j < n; j++) {
         const kj = keys[j]!;
-        if (len === k && !before(kj, keys[buf[k - 1]!]!)) continue;
+        if (len === k && !beforeNaNFirst(kj, keys[buf[k - 1]!]!)) continue;
         let p = len === k ? k - 1 : len++;
-        while (p > 0 && before(kj, keys[buf[p - 1]!]!)) {
+        while (p > 0 && beforeNaNFirst(kj, keys[buf[p - 1]!]!)) {
           buf[p] = buf[p - 1]!;
           p--;
         }
@@ -116,7 +122,7 @@ export function topKRows(x: TypedArray, rows: number, n: number, k: number, sort
       }
       chosen = buf;
     } else {
-      argsortKeys(keys, n, idx, tmp);
+      argsortKeys(keys, n, idx, tmp, true);
       chosen = idx;
     }
     if (!sorted) {

@@ -12,7 +12,7 @@
 import { bindAttrs, formFor, type ElementwiseGroup, type Expr, type ScalarFn } from "../../core/expr.js";
 import type { DType } from "../../core/dtype.js";
 import type { OnnxBuilder } from "./builder.js";
-import { storeFloat, where } from "./lowerings/common.js";
+import { signedWhere, storeFloat, where } from "./lowerings/common.js";
 
 type Val = { name: string; bool: boolean };
 
@@ -64,6 +64,16 @@ class ExprEmitter {
     let n = this.consts.get(key);
     if (n === undefined) this.consts.set(key, (n = this.b.scalar(v, this.c)));
     return n;
+  }
+
+  /**
+   * Where(c, t, f) of compute-dtype values: plain when t is a non-zero constant of this group or
+   * the values are integers, else signedWhere (onnxruntime's Where loses the sign of a zero from t).
+   */
+  where(c: string, t: string, f: string): string {
+    const nonZeroConst = [...this.consts].some(([k, name]) => name === t && k !== "0" && k !== "-0");
+    if (nonZeroConst || !(this.c === "float32" || this.c === "float64" || this.c === "float16")) return this.b.op1("Where", [c, t, f]);
+    return signedWhere(this.b, c, t, f, this.c);
   }
 
   /** A value of any dtype as an operand: bool stays bool, others are cast to the compute dtype. */
@@ -129,14 +139,14 @@ class ExprEmitter {
         const [, t, f] = args as [Val, Val, Val];
         const cond = this.truthy(args[0]!);
         if (t.bool && f.bool) return boolVal(where(b, cond, t.name, f.name, "bool"));
-        return numVal(b.op1("Where", [cond, this.num(t), this.num(f)]));
+        return numVal(this.where(cond, this.num(t), this.num(f)));
       }
       case "isFinite":
         // x - x is 0 for finite x and NaN for infinities and NaN
         return boolVal(b.op1("Equal", [b.op1("Sub", [n(0), n(0)]), this.constant(0)]));
       case "trunc": {
         const x = n(0);
-        return numVal(b.op1("Where", [b.op1("Less", [x, this.constant(0)]), b.op1("Ceil", [x]), b.op1("Floor", [x])]));
+        return numVal(this.where(b.op1("Less", [x, this.constant(0)]), b.op1("Ceil", [x]), b.op1("Floor", [x])));
       }
       case "fmod":
         return numVal(b.op1("Mod", [n(0), n(1)], { fmod: 1 }));
@@ -146,7 +156,7 @@ class ExprEmitter {
         const u = b.op1("Add", [x, this.constant(1)]);
         const d = b.op1("Sub", [u, this.constant(1)]);
         const q = b.op1("Div", [b.op1("Mul", [b.op1("Log", [u]), x]), d]);
-        return numVal(b.op1("Where", [b.op1("Equal", [d, this.constant(0)]), x, q]));
+        return numVal(this.where(b.op1("Equal", [d, this.constant(0)]), x, q));
       }
       case "expm1": {
         // (e^x - 1) * x / log(e^x) (Kahan), x itself where e^x rounds to 1, -1 where e^x - 1 is -1
@@ -176,7 +186,7 @@ class ExprEmitter {
         const inf = b.op1("And", [b.op1("IsInf", [x]), b.op1("IsInf", [y])]);
         const diag = b.op1("Where", [xNeg, this.constant((3 * Math.PI) / 4), this.constant(Math.PI / 4)]);
         const atInf = b.op1("Where", [yNeg, b.op1("Neg", [diag]), diag]);
-        return numVal(b.op1("Where", [inf, atInf, b.op1("Where", [zero, atZero, r])]));
+        return numVal(b.op1("Where", [inf, atInf, this.where(zero, atZero, r)]));
       }
       default:
         return b.unsupported(`its expression uses ${fn}, which the exporter cannot write`);

@@ -1,4 +1,7 @@
-/** topK, sort and argsort (NaN last, ties in index order); their gradients scatter along the axis. */
+/**
+ * topK, sort and argsort (NaN the largest value, as in PyTorch: last ascending, first descending
+ * and in topK; ties in index order); their gradients scatter along the axis.
+ */
 import { allocStorage } from "../../core/dtype.js";
 import { ShapeError, ValueError } from "../../core/errors.js";
 import { fmtShape, hasUnknownDims, normalizeAxis, sizeOf, type Shape } from "../../core/shape.js";
@@ -163,8 +166,8 @@ function sortAttrs(op: string, x: Tensor, opts: SortOptions): SortAttrs {
 
 /**
  * The k largest entries along the last axis and their int32 indices, largest first
- * (sorted = false: in index order). NaN counts as smaller than every number (it sorts last);
- * among equal values the lower index comes first.
+ * (sorted = false: in index order). NaN counts as larger than every number, +Infinity included
+ * (as in PyTorch: NaNs come first); among equal values the lower index comes first.
  */
 export function topK(x: TensorLike, k: number, options: { sorted?: boolean } = {}): [Tensor, Tensor] {
   checkOptions("topK", options, ["sorted"]);
@@ -176,14 +179,14 @@ export function topK(x: TensorLike, k: number, options: { sorted?: boolean } = {
   return [values!, indices!];
 }
 
-/** Sorted values along `axis` (default -1), ascending unless `descending`. NaN sorts last either way; stable. */
+/** Sorted values along `axis` (default -1), ascending unless `descending`. NaN is the largest value (last ascending, first descending); stable. */
 export function sort(x: TensorLike, options: SortOptions = {}): Tensor {
   checkOptions("sort", options, SORT_OPTIONS);
   const t = toTensor(x, "sort");
   return applyOp1(sortOp, [t], sortAttrs("sort", t, options));
 }
 
-/** The int32 permutation that sorts along `axis` (stable: equal values keep index order; NaN last). Not differentiable. */
+/** The int32 permutation that sorts along `axis` (stable: equal values keep index order; NaN the largest). Not differentiable. */
 export function argsort(x: TensorLike, options: SortOptions = {}): Tensor {
   checkOptions("argsort", options, SORT_OPTIONS);
   const t = toTensor(x, "argsort");

@@ -1,6 +1,7 @@
 /**
  * Sorting on the GPU: a bitonic network over (key, index) pairs, so equal keys keep index order
- * (the CPU's stable order) and NaN sorts last in either direction, as backends/cpu/sort.ts does.
+ * (the CPU's stable order) and NaN is the largest value (last ascending, first descending and in
+ * top-k), as backends/cpu/sort.ts does.
  *
  * Every slice along the sorted axis is padded to a power of two P with pairs that sort after
  * everything. Stages whose partner distance is below 2048 run in workgroup memory (one dispatch
@@ -18,7 +19,8 @@ function compareFns(dtype: DType, descending: boolean): string {
   const as = s === "u32" ? "a" : `bitcast<${s}>(a)`;
   const bs = s === "u32" ? "b" : `bitcast<${s}>(b)`;
   const cmp = descending ? ">" : "<";
-  const nan = s === "f32" ? `(is_nan(y) && !is_nan(x)) ||` : "";
+  // NaN after every number ascending, before every number descending
+  const nan = s !== "f32" ? "" : descending ? `(is_nan(x) && !is_nan(y)) ||` : `(is_nan(y) && !is_nan(x)) ||`;
   return `
 fn key_before(a: u32, b: u32) -> bool { let x = ${as}; let y = ${bs}; return ${nan} (x ${cmp} y); }
 fn pair_less(ka: u32, ia: u32, kb: u32, ib: u32) -> bool {

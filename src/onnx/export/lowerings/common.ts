@@ -49,8 +49,28 @@ export function carrierOf(d: DType): DType {
   return d;
 }
 
-/** Where(c, t, f) for values of any dtype (onnxruntime's CPU Where lacks bool and several integer widths). */
+/**
+ * Where(c, t, f) of float values, keeping the sign of a zero chosen from t. onnxruntime's CPU
+ * Where (1.2x, cond not a scalar) selects t in one pass and f in a second that overwrites every
+ * zero of the first, so a -0 chosen from t comes out +0 (f's -0 is kept). `Where(!c, f, t)` has
+ * the mirror defect. Where the first result is a zero both are zeros, and the defect only turns
+ * -0 into +0, so the answer is -0 exactly when either is: -((-r) + (-m)) (IEEE: x + y is -0 only
+ * when both are), right whether or not a given onnxruntime has the defect.
+ */
+export function signedWhere(b: OnnxBuilder, c: string, t: string, f: string, dtype: DType): string {
+  const r = b.op1("Where", [c, t, f]);
+  // (a negation as Xor(., true), not Not: onnxruntime's NotWhereFusion swaps Where(Not(c), t, f)
+  // into Where(c, f, t), which would undo both selects below)
+  const yes = b.constant([1], "bool", []);
+  const mirror = b.op1("Where", [b.op1("Xor", [c, yes]), f, t]);
+  const nonZero = b.op1("Xor", [b.op1("Equal", [r, b.scalar(0, dtype)]), yes]);
+  const zero = b.op1("Neg", [b.op1("Sub", [b.op1("Neg", [r]), mirror])]);
+  return b.op1("Where", [nonZero, r, zero]);
+}
+
+/** Where(c, t, f) for values of any dtype (onnxruntime's CPU Where lacks bool and several integer widths; float zeros keep their sign). */
 export function where(b: OnnxBuilder, c: string, t: string, f: string, dtype: DType): string {
+  if (dtype === "float32" || dtype === "float64" || dtype === "float16") return signedWhere(b, c, t, f, dtype);
   if (WHERE_DTYPES.includes(dtype)) return b.op1("Where", [c, t, f]);
   const k = carrierOf(dtype);
   return b.cast(b.op1("Where", [c, b.cast(t, k), b.cast(f, k)]), dtype);

@@ -7,6 +7,7 @@ import { lowerElementwise } from "../elementwise.js";
 import type { LowerNode } from "../lowering.js";
 import type { LowerFn } from "../lowering.js";
 import { axisOf, castTo, filled, staticShape, storeFloat, type Table } from "./common.js";
+import { argReduceNaN, hasNaNs, maxPoolNaN, maxPoolNaNIndices, propagateNaN, sortNaNLargest } from "./nan.js";
 
 /** A Reduce* node over attrs.axes (an empty list reduces nothing). */
 function reduce(b: OnnxBuilder, opType: string, x: string, n: LowerNode): string {
@@ -42,11 +43,22 @@ function float32Only(lower: LowerFn): LowerFn {
   };
 }
 
+/**
+ * A reduction that propagates NaN (max, min, logSumExp of a group with a NaN are NaN; onnxruntime's
+ * Reduce* drop it): float inputs go through propagateNaN.
+ */
+function reduceNaN(b: OnnxBuilder, opType: string, x: string, n: LowerNode): string {
+  const r = reduce(b, opType, x, n);
+  const d = n.outputTypes[0]!.dtype;
+  if (!hasNaNs(d) || (n.attrs.axes as number[]).length === 0) return r;
+  return propagateNaN(b, x, r, d, (v, op) => reduce(b, op, v, n));
+}
+
 /** ONNX Reduce* does not take bool or every integer width: those reduce as int32 (exact) and are cast back. */
 function reduceKeepingDtype(b: OnnxBuilder, opType: string, x: string, n: LowerNode): string {
   const d = n.inputTypes[0]!.dtype;
   const ok: DType[] = ["float32", "float64", "float16", "int32", "int64"];
-  if (ok.includes(d)) return reduce(b, opType, x, n);
+  if (ok.includes(d)) return reduceNaN(b, opType, x, n);
   const wide: DType = d === "uint32" ? "int64" : "int32";
   return castTo(b, reduce(b, opType, b.cast(x, wide), n), wide, n.outputTypes[0]!.dtype);
 }
@@ -66,7 +78,9 @@ function argReduce(opType: string) {
     }
     const d = n.inputTypes[0]!.dtype;
     if (!["float32", "float64", "int32", "int64", "uint8", "int8"].includes(d)) v = b.cast(v, d === "bool" ? "int32" : "float64");
-    const r = b.op1(opType, [v], { axis, keepdims: n.attrs.keepDims && n.attrs.axis !== null ? 1 : 0 });
+    const keepdims = n.attrs.keepDims && n.attrs.axis !== null ? 1 : 0;
+    // (float16 went to float64 above: NaN stays NaN)
+    const r = hasNaNs(d) ? argReduceNaN(b, opType, v, axis, keepdims) : b.op1(opType, [v], { axis, keepdims });
     const out = n.attrs.keepDims && n.attrs.axis === null ? b.op1("Reshape", [r, b.i64(n.outputTypes[0]!.shape.map(() => 1))]) : r;
     return [castTo(b, out, "int64", n.outputTypes[0]!.dtype)];
   };
@@ -99,7 +113,7 @@ export const mathLowerings: Table = {
   prod: (b, [x], n) => [accumulate(b, x!, n, (v) => reduce(b, "ReduceProd", v, n))],
   max: (b, [x], n) => [reduceKeepingDtype(b, "ReduceMax", x!, n)],
   min: (b, [x], n) => [reduceKeepingDtype(b, "ReduceMin", x!, n)],
-  logSumExp: (b, [x], n) => [reduce(b, "ReduceLogSumExp", asOut(b, x!, n), n)],
+  logSumExp: (b, [x], n) => [reduceNaN(b, "ReduceLogSumExp", asOut(b, x!, n), n)],
   variance: (b, [x], n) => {
     const v = asOut(b, x!, n);
     const axes = n.attrs.axes as number[];
@@ -167,19 +181,22 @@ export const mathLowerings: Table = {
     const dys = b.op("Split", [dy!, b.i64(new Array(g).fill(O / g))], { axis: 1 }, g);
     return [b.op1("Concat", xs.map((xi, j) => filterGrad(xi, dys[j]!)), { axis: 0 })];
   }),
-  maxPool2d: float32Only((b, [x], n) => [b.op1("MaxPool", [x!], { kernel_shape: { ints: n.attrs.kernelSize }, strides: { ints: n.attrs.strides }, pads: { ints: n.attrs.pads } })]),
+  // MaxPool with NaN windows restored (nan.ts); the gradients' argmax is the first NaN there
+  maxPool2d: float32Only((b, [x], n) => {
+    const attrs = poolAttrs(n);
+    const d = n.inputTypes[0]!.dtype;
+    const pooled = b.op1("MaxPool", [x!], attrs);
+    return [hasNaNs(d) ? maxPoolNaN(b, x!, pooled, d, attrs) : pooled];
+  }),
   maxPool2dGrad: float32Only((b, [x, dy], n) => {
     // dy added at each window's argmax (MaxPool's flat indices) in zeros of x's size
-    const [, idx] = b.op("MaxPool", [x!], { kernel_shape: { ints: n.attrs.kernelSize }, strides: { ints: n.attrs.strides }, pads: { ints: n.attrs.pads } }, 2);
+    const idx = maxPoolIndices(b, x!, n);
     const shape = b.op1("Shape", [x!]);
     const flat = b.op1("Reshape", [filled(b, shape, 0, n.outputTypes[0]!.dtype), b.i64([-1])]);
-    const sc = b.op1("ScatterElements", [flat, b.op1("Reshape", [idx!, b.i64([-1])]), b.op1("Reshape", [dy!, b.i64([-1])])], { axis: 0, reduction: "add" });
+    const sc = b.op1("ScatterElements", [flat, b.op1("Reshape", [idx, b.i64([-1])]), b.op1("Reshape", [dy!, b.i64([-1])])], { axis: 0, reduction: "add" });
     return [b.op1("Reshape", [sc, shape])];
   }),
-  maxPool2dGradGrad: float32Only((b, [x, g], n) => {
-    const [, idx] = b.op("MaxPool", [x!], { kernel_shape: { ints: n.attrs.kernelSize }, strides: { ints: n.attrs.strides }, pads: { ints: n.attrs.pads } }, 2);
-    return [b.op1("Gather", [b.op1("Reshape", [g!, b.i64([-1])]), idx!], { axis: 0 })];
-  }),
+  maxPool2dGradGrad: float32Only((b, [x, g], n) => [b.op1("Gather", [b.op1("Reshape", [g!, b.i64([-1])]), maxPoolIndices(b, x!, n)], { axis: 0 })]),
   avgPool2d: float32Only((b, [x], n) => [
     b.op1("AveragePool", [x!], { kernel_shape: { ints: n.attrs.kernelSize }, strides: { ints: n.attrs.strides }, pads: { ints: n.attrs.pads }, count_include_pad: 0 }),
   ]),
@@ -210,7 +227,9 @@ export const mathLowerings: Table = {
     ];
   }),
   topK: (b, [x], n) => {
-    let [v, i] = b.op("TopK", [x!, b.i64([n.attrs.k])], { axis: -1, largest: 1, sorted: 1 }, 2) as [string, string];
+    const d = n.inputTypes[0]!.dtype;
+    const rank = n.inputTypes[0]!.shape.length;
+    let [v, i] = hasNaNs(d) ? sortNaNLargest(b, x!, rank - 1, true, b.i64([n.attrs.k]), d) : (b.op("TopK", [x!, b.i64([n.attrs.k])], { axis: -1, largest: 1, sorted: 1 }, 2) as [string, string]);
     if (!n.attrs.sorted) {
       // the k largest in index order: their indices sorted ascending, the values gathered again
       i = b.op("TopK", [i, b.i64([n.attrs.k])], { axis: -1, largest: 0, sorted: 1 }, 2)[0]!;
@@ -222,10 +241,22 @@ export const mathLowerings: Table = {
   argsort: (b, [x], n) => [castTo(b, sortAlong(b, x!, n)[1], "int64", n.outputTypes[0]!.dtype)],
 };
 
+const poolAttrs = (n: LowerNode) => ({ kernel_shape: { ints: n.attrs.kernelSize as number[] }, strides: { ints: n.attrs.strides as number[] }, pads: { ints: n.attrs.pads as number[] } });
+
+/** MaxPool's flat argmax indices of every window: the first NaN of a window holding one. */
+function maxPoolIndices(b: OnnxBuilder, x: string, n: LowerNode): string {
+  const attrs = poolAttrs(n);
+  const [, idx] = b.op("MaxPool", [x], attrs, 2);
+  const d = n.inputTypes[0]!.dtype;
+  return hasNaNs(d) ? maxPoolNaNIndices(b, x, idx!, d, attrs) : idx!;
+}
+
 function sortAlong(b: OnnxBuilder, x: string, n: LowerNode): [string, string] {
   const rank = n.inputTypes[0]!.shape.length;
   const axis = axisOf(n.attrs.axis, rank);
   const k = b.op1("Shape", [x], { start: axis, end: axis + 1 });
+  const d = n.inputTypes[0]!.dtype;
+  if (hasNaNs(d)) return sortNaNLargest(b, x, axis, !!n.attrs.descending, k, d);
   const [v, i] = b.op("TopK", [x, k], { axis, largest: n.attrs.descending ? 1 : 0, sorted: 1 }, 2);
   return [v!, i!];
 }
