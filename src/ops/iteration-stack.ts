@@ -109,7 +109,8 @@ export const stackPushOp = defineOp<Record<string, never>>({
     if (row.length !== v.shape.length || !row.every((d, i) => dimsCompatible(d, v.shape[i]!))) {
       throw new ShapeError(`a stack of rows ${fmtShape(row)} cannot take a value of shape ${fmtShape(v.shape)}`, "stackPush");
     }
-    return [{ dtype: s.dtype, shape: [-1, ...row.map((d, i) => (d >= 0 ? d : v.shape[i]!))] }];
+    // One more row than the stack has (unknown when its rows are: a stack a loop carries).
+    return [{ dtype: s.dtype, shape: [s.shape[0]! >= 0 ? s.shape[0]! + 1 : -1, ...row.map((d, i) => (d >= 0 ? d : v.shape[i]!))] }];
   },
   kernels: { webgpu: onHost("stackPush"), cpu(inputs) {
     const [s, v] = inputs as [Tensor, Tensor];

@@ -4,7 +4,7 @@ import { DtypeError, ValueError } from "../../core/errors.js";
 import { div } from "../../ops/binary.js";
 import { matmul } from "../../ops/linalg.js";
 import { softmax } from "../../ops/nn.js";
-import { reshape, transpose } from "../../ops/shape.js";
+import { concat, reshape, split, stack, transpose, unstack } from "../../ops/shape.js";
 import { where } from "../../ops/where.js";
 import { Module } from "../module.js";
 import { Linear } from "./linear.js";
@@ -39,9 +39,22 @@ export class MultiHeadAttention extends Module {
     this.output = new Linear(embed, seeded(3));
   }
 
-  /** [batch, t, embed] -> [batch, heads, t, d]. */
-  private splitHeads(x: Tensor, batch: number, t: number): Tensor {
+  /**
+   * [batch, t, embed] -> [batch, heads, t, d]. batch and t may be unknown while staging (-1):
+   * with at most one of them unknown a reshape infers it; with both, the heads are split off the
+   * embedding axis and stacked (a reshape can infer only one size).
+   */
+  private splitHeads(x: Tensor): Tensor {
+    const [batch, t] = x.shape as [number, number, number];
+    if (batch < 0 && t < 0) return stack(split(x, this.heads, -1), 1);
     return transpose(reshape(x, [batch, t, this.heads, this.embed / this.heads]), [0, 2, 1, 3]);
+  }
+
+  /** [batch, heads, t, d] -> [batch, t, embed], the inverse of splitHeads. */
+  private mergeHeads(x: Tensor): Tensor {
+    const [batch, , t] = x.shape as [number, number, number, number];
+    if (batch < 0 && t < 0) return concat(unstack(x, 1), -1);
+    return reshape(transpose(x, [0, 2, 1, 3]), [batch, t, this.embed]);
   }
 
   forward(query: Tensor, key: Tensor = query, value: Tensor = key, mask?: Tensor): Tensor {
@@ -50,18 +63,15 @@ export class MultiHeadAttention extends Module {
       if (x.rank !== 3) throw new ValueError(`${what} must be [batch, time, embed], got shape [${x.shape.join(", ")}]`, name);
       axisSize(name, x, 2, "embedding features", this.embed);
     }
-    const batch = axisSize(name, query, 0, "batch");
-    const tq = axisSize(name, query, 1, "time");
-    const tk = axisSize(name, key, 1, "time");
-    const q = this.splitHeads(this.query.call(query), batch, tq);
-    const k = this.splitHeads(this.key.call(key), batch, tk);
-    const v = this.splitHeads(this.value.call(value), batch, tk);
+    const q = this.splitHeads(this.query.call(query) as Tensor);
+    const k = this.splitHeads(this.key.call(key) as Tensor);
+    const v = this.splitHeads(this.value.call(value) as Tensor);
     let scores = div(matmul(q, k, { transposeB: true }), Math.sqrt(this.embed / this.heads));
     if (mask !== undefined) {
       if (mask.dtype !== "bool") throw new DtypeError(`mask must be bool (true = attend), got ${mask.dtype}`, name);
       scores = where(mask, scores, -1e9);
     }
     const attended = matmul(softmax(scores, -1), v);
-    return this.output.call(reshape(transpose(attended, [0, 2, 1, 3]), [batch, tq, this.embed]));
+    return this.output.call(this.mergeHeads(attended));
   }
 }

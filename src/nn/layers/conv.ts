@@ -65,7 +65,7 @@ export class Conv2d extends Module {
 
   protected override build(x: Tensor): void {
     if (this.inChannels === undefined) {
-      this.inChannels = axisSize("Conv2d", x, 1, "channels");
+      this.inChannels = axisSize("Conv2d", x, 1, "channels", undefined, "the inChannels option");
       this.makeWeights(this.inChannels);
     }
   }

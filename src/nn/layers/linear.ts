@@ -39,7 +39,7 @@ export class Linear extends Module {
 
   protected override build(x: Tensor): void {
     if (this.inFeatures === undefined) {
-      this.inFeatures = axisSize("Linear", x, -1, "features");
+      this.inFeatures = axisSize("Linear", x, -1, "features", undefined, "the inFeatures option");
       this.makeWeights(this.inFeatures);
     }
   }

@@ -2,9 +2,11 @@
 import type { Tensor } from "../../core/tensor.js";
 import type { Variable } from "../../core/variable.js";
 import { ValueError } from "../../core/errors.js";
-import { add, mul, sub } from "../../ops/binary.js";
+import { add, div, maximum, mul, sub } from "../../ops/binary.js";
 import { mean, variance } from "../../ops/reduce.js";
-import { reshape } from "../../ops/shape.js";
+import { dimSizeOp, reshape } from "../../ops/shape.js";
+import { cast } from "../../ops/cast.js";
+import { applyOp1 } from "../../ops/registry.js";
 import { rsqrt } from "../../ops/unary.js";
 import { stopGradient } from "../../ops/identity.js";
 import { ones, zeros } from "../init.js";
@@ -74,7 +76,7 @@ export class BatchNorm extends Module {
 
   protected override build(x: Tensor): void {
     if (this.numFeatures === undefined) {
-      this.numFeatures = axisSize("BatchNorm", x, this.axis, "channels");
+      this.numFeatures = axisSize("BatchNorm", x, this.axis, "channels", undefined, "the numFeatures option");
       this.makeWeights(this.numFeatures);
     }
   }
@@ -90,13 +92,11 @@ export class BatchNorm extends Module {
     if (this.training) {
       m = mean(x, reduceAxes, true);
       v = variance(x, reduceAxes, true);
-      const n = reduceAxes.reduce((p, i) => p * x.shape[i]!, 1);
-      if (n < 0) throw new ValueError(`needs the batch's size to update its running statistics; give the inputSignature concrete sizes`, "BatchNorm");
       const k = this.momentum;
       const bm = stopGradient(reshape(m, [c]));
       const bv = stopGradient(reshape(v, [c]));
       this.runningMean.assign(add(mul(this.runningMean.peek(), 1 - k), mul(bm, k)));
-      this.runningVar.assign(add(mul(this.runningVar.peek(), 1 - k), mul(bv, (k * n) / Math.max(n - 1, 1))));
+      this.runningVar.assign(add(mul(this.runningVar.peek(), 1 - k), mul(bv, unbiasing(x, reduceAxes, k, bv.dtype))));
     } else {
       m = reshape(this.runningMean, bshape);
       v = reshape(this.runningVar, bshape);
@@ -105,6 +105,18 @@ export class BatchNorm extends Module {
     if (this.gamma && this.beta) y = add(mul(y, reshape(this.gamma, bshape)), reshape(this.beta, bshape));
     return y;
   }
+}
+
+/**
+ * k n / max(n - 1, 1) for the n = product of `x`'s `axes` values averaged over: a number when
+ * their sizes are known, else a scalar computed from the sizes when the graph runs.
+ */
+function unbiasing(x: Tensor, axes: number[], k: number, dtype: DType): number | Tensor {
+  const known = axes.filter((i) => x.shape[i]! >= 0).reduce((p, i) => p * x.shape[i]!, 1);
+  const unknown = axes.filter((i) => x.shape[i]! < 0);
+  if (unknown.length === 0) return (k * known) / Math.max(known - 1, 1);
+  const n = mul(cast(unknown.map((axis) => applyOp1(dimSizeOp, [x], { axis })).reduce((p, d) => mul(p, d)), dtype), known);
+  return div(mul(n, k), maximum(sub(n, 1), 1));
 }
 
 export interface LayerNormOptions {
@@ -149,7 +161,7 @@ export class LayerNorm extends Module {
 
   protected override build(x: Tensor): void {
     if (this.normalizedShape === undefined) {
-      this.normalizedShape = [axisSize("LayerNorm", x, -1, "features")];
+      this.normalizedShape = [axisSize("LayerNorm", x, -1, "features", undefined, "the normalizedShape argument")];
       this.makeWeights(this.normalizedShape);
     }
   }

@@ -48,12 +48,19 @@ export function checkLayerOptions(layer: string, options: { dtype?: DType } | un
 
 export const WEIGHT_KEYS = ["dtype", "seed", "bias", "kernelInit", "biasInit"] as const;
 
-/** The size of `x`'s axis `axis`, which must be known and equal `expected` when that is given. */
-export function axisSize(layer: string, x: Tensor, axis: number, what: string, expected?: number): number {
+/**
+ * The size of `x`'s axis `axis`, which must be known and equal `expected` when that is given.
+ * `option` names what gives the size up front when creating the layer ("the inFeatures option"),
+ * the advice of the error when the size is unknown; without one, only the inputSignature can.
+ */
+export function axisSize(layer: string, x: Tensor, axis: number, what: string, expected?: number, option?: string): number {
   const a = axis < 0 ? x.rank + axis : axis;
   if (a < 0 || a >= x.rank) throw new ShapeError(`input of shape [${x.shape.join(", ")}] has no ${what} axis (${axis})`, layer);
   const d = x.shape[a]!;
-  if (d < 0) throw new ShapeError(`the ${what} size of the input is unknown (shape [${x.shape.join(", ")}]); give it when creating the layer or in the inputSignature`, layer);
+  if (d < 0) {
+    const advice = option === undefined ? "give it in the inputSignature" : `give it with ${option} when creating the layer, or in the inputSignature`;
+    throw new ShapeError(`the ${what} size of the input is unknown (shape [${x.shape.join(", ")}]); ${advice}`, layer);
+  }
   if (expected !== undefined && d !== expected) {
     throw new ShapeError(`expects ${expected} ${what} (axis ${axis}), got an input of shape [${x.shape.join(", ")}]`, layer);
   }

@@ -8,8 +8,8 @@ import type { Variable } from "../../core/variable.js";
 import { ValueError } from "../../core/errors.js";
 import { add, mul, sub } from "../../ops/binary.js";
 import { matmul } from "../../ops/linalg.js";
-import { concat, dimSizeOp, expandDims, gather, split, stack, transpose, unstack } from "../../ops/shape.js";
-import { full, zeros } from "../../ops/fill.js";
+import { concat, dimSizeOp, expandDims, gather, reshape, scatterAdd, slice, split, stack, transpose, unstack } from "../../ops/shape.js";
+import { full, zeros, zerosLikeTensor } from "../../ops/fill.js";
 import { less } from "../../ops/compare.js";
 import { scalarOf } from "../../ops/convert.js";
 import { sigmoid, tanh } from "../../ops/unary.js";
@@ -66,7 +66,7 @@ abstract class GatedCell extends Module {
   }
 
   protected override build(x: Tensor): void {
-    this.buildFor(axisSize(this.layerName, x, -1, "features"));
+    this.buildFor(axisSize(this.layerName, x, -1, "features", undefined, "the inputSize option"));
   }
 
   /** Makes the weights for inputs of `inputSize` features, if not made yet (a layer builds its cell so). */
@@ -98,9 +98,20 @@ abstract class GatedCell extends Module {
     return w.bias ? add(xw, w.bias) : xw;
   }
 
-  /** Zeros for the hidden (and cell) state of a batch. */
-  zeroState(batch: number): Tensor {
-    return zeros([batch, this.hidden], this.kernel.dtype);
+  /**
+   * Zeros for the hidden (and cell) state of a batch: of `batch` rows, or of as many as the
+   * leading axis of `like` has (an input [batch, ...], whose batch may be known only when a
+   * staged graph runs).
+   */
+  zeroState(batch: number | Tensor): Tensor {
+    const dtype = this.kernel.dtype;
+    if (typeof batch === "number") return zeros([batch, this.hidden], dtype);
+    const like = batch;
+    if (like.rank === 0) throw new ValueError(`the state's batch is the leading axis of an input, got a scalar`, this.layerName);
+    if (like.shape[0]! >= 0) return zeros([like.shape[0]!, this.hidden], dtype);
+    // [batch, 1] zeros shaped like one column of the input, broadcast against [hidden].
+    const column = reshape(slice(like, like.shape.map(() => 0), like.shape.map((_, i) => (i === 0 ? null : 1))), [-1, 1]);
+    return add(zerosLikeTensor(column, dtype), zeros([this.hidden], dtype));
   }
 }
 
@@ -171,10 +182,12 @@ export class GRUCell extends GatedCell {
 /**
  * Runs `step` over the rows of `xs` (time-major), carrying `state` (an array of tensors whose
  * first is the output); returns [outputs stacked on a leading time axis, final state]. Eagerly a
- * plain loop; over a symbolic `xs` one graph loop (staging's whileLoop, not unrolled) whose
- * outputs grow a buffer by one row per step, for a time length known only when the graph runs
- * too. (The loop AutoGraph makes of the same `for...of` with `outputs.push`: the layers sit
- * below AutoGraph, so they write it with staging's control flow.)
+ * plain loop; over a symbolic `xs` one graph loop (staging's whileLoop, not unrolled). With a
+ * known number of steps the loop writes row i of a preallocated [time, ...] buffer (every loop
+ * value keeps its static shape, so the outputs' time length stays known); with an unknown one
+ * the outputs grow a buffer by one row per step. (The loop AutoGraph makes of the same
+ * `for...of` with `outputs.push`: the layers sit below AutoGraph, so they write it with
+ * staging's control flow.)
  */
 function scanSequence(step: (x: Tensor, state: Tensor[]) => Tensor[], xs: Tensor, state: Tensor[]): [Tensor, Tensor[]] {
   if (!xs.isSymbolic) {
@@ -186,17 +199,30 @@ function scanSequence(step: (x: Tensor, state: Tensor[]) => Tensor[], xs: Tensor
     return [stack(outputs, 0), state];
   }
   const k = state.length;
-  const time = xs.shape[0]! >= 0 ? xs.shape[0]! : applyOp1(dimSizeOp, [xs], { axis: 0 });
+  const steps = xs.shape[0]!;
+  const time = steps >= 0 ? steps : applyOp1(dimSizeOp, [xs], { axis: 0 });
   const first = state[0]!;
-  const buffer = full([0, ...first.shape], 0, first.dtype);
+  const known = first.shape.every((d) => d >= 0);
+  let buffer: Tensor;
+  let write: (buf: Tensor, i: Tensor, row: Tensor) => Tensor;
+  if (steps >= 0) {
+    // [time, ...row] zeros (the row's batch may be known only when the graph runs: broadcast
+    // zeros like the row against [time, 1, ...]); step i adds its row into the zeros of row i.
+    buffer = known ? full([steps, ...first.shape], 0, first.dtype) : add(zerosLikeTensor(expandDims(first, 0)), zeros([steps, ...first.shape.map(() => 1)], first.dtype));
+    write = (buf, i, row) => scatterAdd(buf, reshape(i, [1]), expandDims(row, 0), 0);
+  } else {
+    // No rows yet, of the row's shape.
+    buffer = known ? full([0, ...first.shape], 0, first.dtype) : slice(expandDims(first, 0), [0], [0]);
+    write = (buf, _i, row) => concat([buf, expandDims(row, 0)], 0);
+  }
   const out = whileLoop(
     (i) => less(i!, time),
     (i, ...rest) => {
       const next = step(gather(xs, i!, 0), rest.slice(0, k));
-      return [add(i!, 1), ...next, concat([rest[k]!, expandDims(next[0]!, 0)], 0)];
+      return [add(i!, 1), ...next, write(rest[k]!, i!, next[0]!)];
     },
     [scalarOf(0, "int32"), ...state, buffer],
-    { shapeInvariants: [null, ...state.map(() => null), [null, ...first.shape]] },
+    steps >= 0 ? {} : { shapeInvariants: [null, ...state.map(() => null), [null, ...first.shape.map((d) => (d < 0 ? null : d))]] },
   );
   return [out[k + 1]!, out.slice(1, k + 1)];
 }
@@ -220,17 +246,17 @@ abstract class SequenceLayer<C extends GatedCell> extends Module {
   }
 
   protected abstract cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[];
-  protected abstract initialState(batch: number): Tensor[];
+  /** The zero state for the batch of `x` [batch, time, features]. */
+  protected abstract initialState(x: Tensor): Tensor[];
 
   /** x [batch, time, features] -> outputs ([batch, time, hidden], or the last [batch, hidden]) and the final state. */
   run(x: Tensor, state?: Tensor[]): { output: Tensor; state: Tensor[] } {
     const name = this.typeName;
     if (x.rank !== 3) throw new ValueError(`expects [batch, time, features], got shape [${x.shape.join(", ")}]`, name);
-    const batch = axisSize(name, x, 0, "batch");
     const time = x.shape[1]!;
     if (time === 0) throw new ValueError(`needs at least one time step, got shape [${x.shape.join(", ")}]`, name);
-    this.cell.buildFor(axisSize(name, x, 2, "features"));
-    const s0 = state ?? this.initialState(batch);
+    this.cell.buildFor(axisSize(name, x, 2, "features", undefined, "the inputSize option"));
+    const s0 = state ?? this.initialState(x);
     const [seq, last] = scanSequence((xt: Tensor, s: Tensor[]) => this.cellStep(this.cell.weights(), xt, s), transpose(x, [1, 0, 2]), s0);
     return { output: this.returnSequences ? transpose(seq, [1, 0, 2]) : last[0]!, state: last };
   }
@@ -250,8 +276,9 @@ export class LSTM extends SequenceLayer<LSTMCell> {
   protected cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
     return this.cell.step(w, x, state);
   }
-  protected initialState(batch: number): Tensor[] {
-    return [this.cell.zeroState(batch), this.cell.zeroState(batch)];
+  protected initialState(x: Tensor): Tensor[] {
+    const zero = this.cell.zeroState(x);
+    return [zero, zero];
   }
 }
 
@@ -265,7 +292,7 @@ export class GRU extends SequenceLayer<GRUCell> {
   protected cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
     return [this.cell.step(w, x, state[0]!)];
   }
-  protected initialState(batch: number): Tensor[] {
-    return [this.cell.zeroState(batch)];
+  protected initialState(x: Tensor): Tensor[] {
+    return [this.cell.zeroState(x)];
   }
 }
