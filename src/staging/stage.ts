@@ -54,6 +54,8 @@ export interface StagedFunction<A extends unknown[], R> {
   (...args: A): R;
   /** How many times the function has been traced. */
   readonly traceCount: number;
+  /** How many concrete functions (traces) its cache holds now: at most `maxTraces`. */
+  readonly liveTraces: number;
   /** The concrete function for these arguments (tracing if needed). */
   concrete(...args: A): ConcreteFunction;
   /** The function traced for these specs (sc.spec, null dims symbolic) or example tensors, as an ONNX model's bytes. */
@@ -150,6 +152,7 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     }
   }) as StagedFunction<A, R>;
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
+  Object.defineProperty(staged, "liveTraces", { get: () => cache.size });
   Object.defineProperty(staged, "stagedName", { value: name });
   (staged as { concrete: unknown }).concrete = (...args: A): ConcreteFunction => {
     // sc.spec(...) leaves trace for the spec (null dims unknown) instead of a tensor's shape
