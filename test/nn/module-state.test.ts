@@ -148,11 +148,11 @@ test("freezing a layer between fit-like staged steps with optimizer.minimize(() 
   const frozen = model.layers[1] as sc.nn.Linear;
   frozen.trainable = false;
   const k = values(frozen.kernel);
-  const b = values(frozen.bias);
+  const b = values(frozen.bias!);
   step(x, y);
   step(x, y);
   assert.deepEqual(values(frozen.kernel), k);
-  assert.deepEqual(values(frozen.bias), b);
+  assert.deepEqual(values(frozen.bias!), b);
 });
 
 test("a retrace caused by a mode change names it in the retrace warning", () => {
