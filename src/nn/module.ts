@@ -8,8 +8,10 @@
  * `build(...)`: `call(...)` builds on the first call, outside any trace (`sc.initScope`), so a
  * model whose first call happens inside `sc.stage` still makes its variables once, eagerly.
  *
- * The mode (`training`) keys staged functions' trace caches: a staged function called with a
- * model in train mode and then in eval mode traces once per mode (signature.ts's traceKey).
+ * The mode (`training`) and the `trainable` flags are tracked state (core/tracked-state.ts): a
+ * staged function whose trace read them (the model an argument, a closure's, a property of
+ * `this`, or nested in another module) traces again, or reuses its trace of those values, when
+ * they change: `model.eval()` after a train-mode trace runs an eval-mode graph.
  */
 import { Tensor } from "../core/tensor.js";
 import { Variable, variable } from "../core/variable.js";
@@ -18,7 +20,7 @@ import { ValueError } from "../core/errors.js";
 import { isPlainObject } from "../core/objects.js";
 import { checkOptions } from "../core/options.js";
 import { initScope } from "../staging/host.js";
-import { traceKey } from "../staging/signature.js";
+import { noteStateRead, stateChanged } from "../core/tracked-state.js";
 import { Trackable } from "../io/trackable.js";
 import type { Initializer } from "./init.js";
 
@@ -29,11 +31,29 @@ let callObserver: CallObserver | null = null;
 const MODULE_FIELDS = new Set(["training", "trainable", "name"]);
 
 export abstract class Module extends Trackable {
-  /** Train mode (the default) or eval mode; see train()/eval(). */
-  training = true;
-  /** When false, this module's variables are left out of `parameters()` (frozen). */
-  trainable = true;
+  private _training = true;
+  private _trainable = true;
   private builtFlag = false;
+
+  /** Train mode (the default) or eval mode; see train()/eval(). */
+  get training(): boolean {
+    noteStateRead(this, "training", this._training, () => this._training);
+    return this._training;
+  }
+  set training(mode: boolean) {
+    if (mode !== this._training) stateChanged();
+    this._training = mode;
+  }
+
+  /** When false, this module's variables are left out of `parameters()` (frozen). */
+  get trainable(): boolean {
+    noteStateRead(this, "trainable", this._trainable, () => this._trainable);
+    return this._trainable;
+  }
+  set trainable(flag: boolean) {
+    if (flag !== this._trainable) stateChanged();
+    this._trainable = flag;
+  }
 
   /** The computation. Called by `call`, which builds the module first. */
   abstract forward(...args: any[]): any;
@@ -155,12 +175,6 @@ export abstract class Module extends Trackable {
   parameterCount(options: { all?: boolean } = {}): number {
     checkOptions("Module.parameterCount", options, ["all"]);
     return (options.all ? this.variables() : this.parameters()).reduce((n, v) => n + v.size, 0);
-  }
-
-  /** Staged functions' trace caches key on the modes of this module tree. */
-  [traceKey](): string {
-    const modes = this.namedModules().map(([, m]) => (m.training ? "t" : "e"));
-    return modes.every((c) => c === modes[0]) ? (modes[0] === "t" ? "train" : "eval") : modes.join("");
   }
 
   /**

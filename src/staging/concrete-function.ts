@@ -10,6 +10,7 @@ import { printGraph } from "../graph/printer.js";
 import { toSExpr } from "../graph/sexpr.js";
 import { mapStructure, type Structure } from "../core/structure.js";
 import { StagingError } from "./trace-context.js";
+import { changedRead, stateEpoch, type StateRead } from "../core/tracked-state.js";
 
 /** A tensor output of the function, by index into the graph's outputs. */
 export class OutputLeaf {
@@ -115,6 +116,14 @@ export class ConcreteFunction {
   private eagerCall: ((inputs: Tensor[]) => unknown) | null = null;
   /** The graph output the function returns when it returns one tensor (its output template is that leaf), else -1. */
   private readonly soleOutput: number;
+  /**
+   * The tracked state (core/tracked-state.ts: modules' modes and trainable flags) its trace read,
+   * with the values it was traced with: the graph computes what the function computes only while
+   * they still hold (`stateIsCurrent`).
+   */
+  stateReads: readonly StateRead[] = [];
+  /** The state epoch at which stateReads were last found to hold (-1: not yet checked). */
+  stateCheckedAt = -1;
 
   constructor(
     readonly graph: Graph,
@@ -160,6 +169,31 @@ export class ConcreteFunction {
           };
     this.resolved = executor;
     this.resolvedAt = installations;
+  }
+
+  /**
+   * Whether the tracked state its trace read still has the values it was traced with: one
+   * integer compare while no tracked state changed since the last check.
+   */
+  stateIsCurrent(): boolean {
+    const epoch = stateEpoch();
+    if (this.stateCheckedAt === epoch) return true;
+    if (this.stateReads.length > 0 && changedRead(this.stateReads) !== null) return false;
+    this.stateCheckedAt = epoch;
+    return true;
+  }
+
+  /**
+   * Drops what the executor prepared for its calls (the closure holding a compiled plan or an
+   * engine's session): a trace cache evicting the function calls it. The executors key their
+   * plans and sessions weakly by graph, so they go with the graph once nothing holds it; a later
+   * call (someone kept the function) prepares them again.
+   */
+  release(): void {
+    this.run = null;
+    this.eagerCall = null;
+    this.resolved = null;
+    this.resolvedAt = -1;
   }
 
   /** Runs the graph on the caller's tensor arguments (on `executor` where given); returns the flat outputs. */

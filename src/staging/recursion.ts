@@ -57,6 +57,12 @@ export class Recursion {
     private readonly outputSignature: unknown,
   ) {}
 
+  /** Forgets what was learned tracing `key` (its traces were evicted from the cache). */
+  forget(key: string): void {
+    this.learned.delete(key);
+    this.closedOver.delete(key);
+  }
+
   /** The trace in progress for this signature key, if any. */
   pending(key: string): PendingTrace | undefined {
     return this.inProgress.get(key);

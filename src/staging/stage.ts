@@ -12,7 +12,8 @@ import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
 import { CallDepthExceeded, ValueError } from "../core/errors.js";
 import type { Signature } from "./signature.js";
-import { TraceCache } from "./trace-cache.js";
+import { DEFAULT_MAX_TRACES, TraceCache } from "./trace-cache.js";
+import { collectStateReads, noteStateReads } from "../core/tracked-state.js";
 import { openTrace, runOnPlaceholders, setResult } from "./trace.js";
 import { isStackOverflow, Recursion } from "./recursion.js";
 import { callFromTrace } from "./call.js";
@@ -32,6 +33,11 @@ export interface StageOptions {
    * assumed, and the function is traced once more with the types it actually returned.
    */
   outputSignature?: unknown;
+  /**
+   * The most concrete functions (traces) kept, default 64: beyond it the least recently used is
+   * evicted with what its executor prepared, and traced again if it is met again.
+   */
+  maxTraces?: number;
   /** Convert the function with AutoGraph first (default true). */
   autograph?: boolean;
   /**
@@ -42,12 +48,14 @@ export interface StageOptions {
   engine?: string;
 }
 
-const STAGE_OPTIONS = optionKeys<StageOptions>()("inputSignature", "reduceRetracing", "name", "outputSignature", "autograph", "engine");
+const STAGE_OPTIONS = optionKeys<StageOptions>()("inputSignature", "reduceRetracing", "name", "outputSignature", "autograph", "engine", "maxTraces");
 
 export interface StagedFunction<A extends unknown[], R> {
   (...args: A): R;
   /** How many times the function has been traced. */
   readonly traceCount: number;
+  /** How many concrete functions (traces) its cache holds now: at most `maxTraces`. */
+  readonly liveTraces: number;
   /** The concrete function for these arguments (tracing if needed). */
   concrete(...args: A): ConcreteFunction;
   /** The function traced for these specs (sc.spec, null dims symbolic) or example tensors, as an ONNX model's bytes. */
@@ -83,8 +91,12 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     const run = converted;
     return withCallbackConversion(options.autograph !== false, () => run(...args));
   };
-  const cache = new TraceCache(name, options.inputSignature, options.reduceRetracing === true);
+  const maxTraces = options.maxTraces ?? DEFAULT_MAX_TRACES;
+  if (!((Number.isInteger(maxTraces) && maxTraces >= 1) || maxTraces === Infinity)) {
+    throw new ValueError(`options.maxTraces must be a positive integer or Infinity, got ${String(maxTraces)}`, "stage");
+  }
   const recursion = new Recursion(name, options.outputSignature);
+  const cache = new TraceCache(name, options.inputSignature, options.reduceRetracing === true, maxTraces, (key) => recursion.forget(key));
   let traceCount = 0;
 
   // (made once: a call allocates nothing to look its signature up)
@@ -94,12 +106,16 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     throw new ValueError(`options.engine is ${JSON.stringify(engine)}, but the installed engines are ${engineNames().map((n) => JSON.stringify(n)).join(", ") || "none"}`, "stage");
   }
   const trace = (args: readonly unknown[], sig: Signature) => {
-    const cf = recursion.trace(
-      sig,
-      () => openTrace(name, traceCount++ === 0),
-      (ctx) => runOnPlaceholders(ctx, fn, args, sig),
-      setResult,
+    // (the modules' modes and flags the trace reads: the function is valid while they hold)
+    const { result: cf, reads } = collectStateReads(() =>
+      recursion.trace(
+        sig,
+        () => openTrace(name, traceCount++ === 0),
+        (ctx) => runOnPlaceholders(ctx, fn, args, sig),
+        setResult,
+      ),
     );
+    cf.stateReads = reads;
     cf.engine = engine;
     return cf;
   };
@@ -110,6 +126,8 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     const found = lookup(args);
     if ("pending" in found) return recursion.call(found.pending, found.sig.tensors) as R;
     const { cf, sig } = found;
+    // (a trace calling it computes with the state its trace read, cached or just traced)
+    if (cf.stateReads.length > 0) noteStateReads(cf.stateReads);
     if (h instanceof TraceContext) return callFromTrace(cf, sig.tensors) as R;
     // Called eagerly while tapes record: one tape entry, by the call's gradient rule.
     if (recorders.length > 0) return cf.structureOutputs(recordCall({ ctx: null, fn: cf, args: sig.tensors })) as R;
@@ -134,6 +152,7 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
     }
   }) as StagedFunction<A, R>;
   Object.defineProperty(staged, "traceCount", { get: () => traceCount });
+  Object.defineProperty(staged, "liveTraces", { get: () => cache.size });
   Object.defineProperty(staged, "stagedName", { value: name });
   (staged as { concrete: unknown }).concrete = (...args: A): ConcreteFunction => {
     // sc.spec(...) leaves trace for the spec (null dims unknown) instead of a tensor's shape

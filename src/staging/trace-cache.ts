@@ -1,21 +1,30 @@
 /**
- * A staged function's trace cache: one concrete function per input signature (signature.ts),
- * with a fast path for a call whose arguments have the last call's types, relaxed signatures
- * for `reduceRetracing`, and a warning when a function keeps being retraced.
+ * A staged function's trace cache: concrete functions by input signature (signature.ts), one per
+ * values of the tracked state their traces read (core/tracked-state.ts: a model's mode), with a
+ * fast path for a call whose arguments have the last call's types, relaxed signatures for
+ * `reduceRetracing`, a bound on how many it keeps (least recently used evicted), and a warning
+ * when a function keeps being retraced.
  */
 import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
+import { changedRead, stateEpoch } from "../core/tracked-state.js";
 import type { ConcreteFunction } from "./concrete-function.js";
 import { describeChange, signatureOf, type LeafInfo, type Signature } from "./signature.js";
 
 /** Retraces beyond this count warn once, with the reason. */
 export const RETRACE_WARNING_THRESHOLD = 5;
 
+/** How many concrete functions a staged function keeps by default (`stage(fn, { maxTraces })`). */
+export const DEFAULT_MAX_TRACES = 64;
+
 /** What a lookup found: the concrete function, or a trace of this very signature in progress. */
 export type Lookup<P> = { sig: Signature; cf: ConcreteFunction } | { sig: Signature; pending: P };
 
 export class TraceCache {
-  private readonly bySignature = new Map<string, ConcreteFunction>();
+  /** Per signature key, its concrete functions (one per values of the tracked state they read). */
+  private readonly bySignature = new Map<string, ConcreteFunction[]>();
+  /** Every cached concrete function with its key, least recently used first. */
+  private readonly recency = new Map<ConcreteFunction, string>();
   /** reduceRetracing: per argument structure (ranks only), the shapes generalized so far. */
   private readonly relaxed = new Map<string, number[][]>();
   /**
@@ -38,7 +47,54 @@ export class TraceCache {
     private readonly name: string,
     private readonly inputSignature: unknown[] | undefined,
     private readonly reduceRetracing: boolean,
+    /** The most concrete functions kept; the least recently used goes first. */
+    private readonly maxTraces: number = DEFAULT_MAX_TRACES,
+    /** Told when no concrete function of `key` is left (the recursion's notes on it may go). */
+    private readonly onForget: (key: string) => void = () => {},
   ) {}
+
+  /** How many concrete functions the cache holds. */
+  get size(): number {
+    return this.recency.size;
+  }
+
+  /** The cached function of `key` whose tracked state holds now (made the most recently used). */
+  private find(key: string): ConcreteFunction | undefined {
+    const variants = this.bySignature.get(key);
+    if (variants === undefined) return undefined;
+    for (const cf of variants) {
+      if (cf.stateIsCurrent()) {
+        this.recency.delete(cf);
+        this.recency.set(cf, key);
+        return cf;
+      }
+    }
+    return undefined;
+  }
+
+  /** Caches a new concrete function of `key`, evicting the least recently used beyond the bound. */
+  private add(key: string, cf: ConcreteFunction): void {
+    const variants = this.bySignature.get(key);
+    if (variants === undefined) this.bySignature.set(key, [cf]);
+    else variants.push(cf);
+    this.recency.set(cf, key);
+    while (this.recency.size > this.maxTraces) {
+      const [old, oldKey] = this.recency.entries().next().value!;
+      this.evict(old, oldKey);
+    }
+  }
+
+  private evict(cf: ConcreteFunction, key: string): void {
+    this.recency.delete(cf);
+    const variants = this.bySignature.get(key)!;
+    variants.splice(variants.indexOf(cf), 1);
+    if (variants.length === 0) {
+      this.bySignature.delete(key);
+      this.onForget(key);
+    }
+    if (this.last?.cf === cf) this.last = null;
+    cf.release();
+  }
 
   /**
    * The concrete function for `args`: cached; or, when a trace of their signature is in
@@ -56,7 +112,7 @@ export class TraceCache {
     const fast = specs === undefined ? this.sameAsLast(args) : null;
     if (fast !== null) return { sig: { key: this.last!.sig.key, tensors: fast, leaves: this.last!.sig.leaves }, cf: this.last!.cf };
     let sig = signatureOf(args, this.name, specs ?? this.inputSignature);
-    let cf = this.bySignature.get(sig.key);
+    let cf = this.find(sig.key);
     if (cf) {
       if (specs !== undefined) return { sig, cf };
       // (arrays are copied: the caller may refill the same array before the next call)
@@ -76,26 +132,44 @@ export class TraceCache {
         const merged = prev.map((p, i) => p.map((d, j) => (d === shapes[i]![j] ? d : -1)));
         this.relaxed.set(sk, merged);
         sig = signatureOf(args, this.name, this.inputSignature, merged);
-        cf = this.bySignature.get(sig.key);
+        cf = this.find(sig.key);
         if (cf) return { sig, cf };
-      } else this.relaxed.set(sk, shapes);
+      } else {
+        this.relaxed.set(sk, shapes);
+        // (bounded as the functions are: a JS value changing at every call is a new structure each time)
+        if (this.relaxed.size > this.maxTraces) this.relaxed.delete(this.relaxed.keys().next().value!);
+      }
     }
     if (this.lastLeaves && traceCount >= RETRACE_WARNING_THRESHOLD && !this.warned) {
       this.warned = true;
       console.warn(
-        `stagecraft: staged function "${this.name}" was traced ${traceCount + 1} times; the last retrace happened because ${describeChange(this.lastLeaves, sig.leaves)}. ` +
-          `Pass tensors instead of changing JS values, or use inputSignature / reduceRetracing to trace once for many shapes.`,
+        `stagecraft: staged function "${this.name}" was traced ${traceCount + 1} times; the last retrace happened because ${this.retraceReason(sig)}. ` +
+          `Pass tensors instead of changing JS values, or use inputSignature / reduceRetracing to trace once for many shapes` +
+          (this.recency.size >= this.maxTraces ? `; it keeps its ${this.maxTraces} most recently used traces (stage(fn, { maxTraces }))` : "") +
+          `.`,
       );
     }
     cf = trace(args, sig);
-    this.bySignature.set(sig.key, cf);
+    this.add(sig.key, cf);
     this.lastLeaves = sig.leaves;
     return { sig, cf };
   }
 
-  /** The cached concrete function for `args`' signature, if any (no tracing). */
+  /** Why `sig` was traced again: the arguments changed, or state an earlier trace of it read. */
+  private retraceReason(sig: Signature): string {
+    const variants = this.bySignature.get(sig.key);
+    const changed = variants === undefined ? null : changedRead(variants[variants.length - 1]!.stateReads);
+    if (changed !== null) {
+      const owner = changed.owner as { typeName?: unknown };
+      const who = typeof owner.typeName === "string" ? owner.typeName : changed.owner.constructor?.name ?? "an object";
+      return `${who}.${changed.key} changed from ${String(changed.value)} to ${String(changed.current())}`;
+    }
+    return describeChange(this.lastLeaves!, sig.leaves);
+  }
+
+  /** The cached concrete function for `args`' signature and the current tracked state, if any (no tracing). */
   peek(args: readonly unknown[]): ConcreteFunction | undefined {
-    return this.bySignature.get(signatureOf(args, this.name, this.inputSignature).key);
+    return this.bySignature.get(signatureOf(args, this.name, this.inputSignature).key)?.find((cf) => cf.stateIsCurrent());
   }
 
   /**
@@ -105,7 +179,7 @@ export class TraceCache {
    */
   lastHit(args: readonly unknown[]): Tensor[] | null {
     const last = this.last;
-    if (last === null) return null;
+    if (last === null || (last.cf.stateCheckedAt !== stateEpoch() && !last.cf.stateIsCurrent())) return null;
     // (the arguments array, made for this call, serves as the inputs when they are the same list)
     if (last.argsAreInputs) return sameTensors(args, last.args) ? (args as Tensor[]) : null;
     const inputs: Tensor[] = new Array(last.numInputs);
@@ -119,7 +193,7 @@ export class TraceCache {
 
   /** Same flat signature as the last call (tensors by dtype/shape/device, JS values by value)? */
   private sameAsLast(args: readonly unknown[]): Tensor[] | null {
-    if (this.last === null) return null;
+    if (this.last === null || !this.last.cf.stateIsCurrent()) return null;
     const tensors: Tensor[] = new Array(this.last.numTensors);
     return sameLeaves(args, this.last.args, tensors, 0) === this.last.numTensors ? tensors : null;
   }

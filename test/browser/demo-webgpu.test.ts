@@ -42,14 +42,14 @@ test(
       await page.goto(`http://127.0.0.1:${port}/`);
       await page.waitForSelector("#train:not([disabled])", { timeout: 60_000 });
       const adapter = await page.evaluate(async () => {
-        const a = await (navigator as unknown as { gpu?: { requestAdapter(): Promise<{ info: { vendor: string; architecture: string } } | null> } }).gpu?.requestAdapter();
+        const a = await (globalThis as unknown as { navigator: { gpu?: { requestAdapter(): Promise<{ info: { vendor: string; architecture: string } } | null> } } }).navigator.gpu?.requestAdapter();
         return a ? `${a.info.vendor}/${a.info.architecture}` : null;
       });
       if (adapter === null) {
         t.skip("this Chromium offers no WebGPU adapter on SwiftShader");
         return;
       }
-      const devices = await page.$$eval("#device option", (os) => os.map((o) => (o as HTMLOptionElement).value));
+      const devices = await page.$$eval("#device option", (os) => os.map((o) => (o as unknown as { value: string }).value));
       assert.deepEqual(devices, ["cpu:0", "webgpu:0"], `the page lists the WebGPU device (adapter ${adapter})`);
 
       const state = () => page.evaluate(() => (globalThis as unknown as { demo: { state(): DemoState } }).demo.state());
