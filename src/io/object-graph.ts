@@ -44,6 +44,7 @@ export function edgesOf(obj: object, where: () => string): Edge[] {
   else if (Array.isArray(obj)) obj.forEach((v, i) => top.push([String(i), v, `[${i}]`]));
   else if (obj instanceof Map) for (const [k, v] of obj) top.push([String(k), v, mapAccess(k)]);
   else for (const [k, v] of Object.entries(obj)) top.push([k, v, propAccess(k)]);
+  if (top.length === 1 && (top[0]![1] instanceof Variable || top[0]![1] instanceof Trackable)) return [{ name: top[0]![0], child: top[0]![1], access: top[0]![2] }];
 
   // Depth-first in entry order, with an explicit stack; `open` holds the containers being expanded.
   type Frame = { entries: [string, unknown, string][]; at: number; container: object | null };
@@ -68,6 +69,7 @@ export function edgesOf(obj: object, where: () => string): Edge[] {
       stack.push({ entries, at: 0, container: v });
     }
   }
+  if (out.length < 2) return out;
   const seen = new Map<string, string>();
   for (const e of out) {
     const other = seen.get(e.name);
