@@ -20,7 +20,7 @@ import { CheckpointError } from "./errors.js";
 export const STALE_TEMP_MS = 60 * 60 * 1000;
 
 /** Eight hex digits of this machine's name (FNV-1a), so a pid in a temporary file's name is known to be this machine's. */
-const HOST = (() => {
+export const TEMP_HOST_TAG = (() => {
   let h = 0x811c9dc5;
   for (const c of hostname()) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
   return h.toString(16).padStart(8, "0");
@@ -114,7 +114,7 @@ export function removeStaleTemps(dir: string, base: string, now = Date.now()): s
       const st = lstatSync(file);
       if (!st.isFile()) continue;
       const pid = Number(m[2]);
-      const deadHere = m[1] === HOST && pid !== process.pid && processGone(pid);
+      const deadHere = m[1] === TEMP_HOST_TAG && pid !== process.pid && processGone(pid);
       if (deadHere || now - st.mtimeMs > STALE_TEMP_MS) {
         unlinkSync(file);
         removed.push(file);
@@ -148,7 +148,7 @@ export function writeFileAtomic(path: string, bytes: Uint8Array, op = "writeFile
   const dir = nodePath.dirname(target);
   const base = nodePath.basename(target);
   removeStaleTemps(dir, base);
-  const tmp = nodePath.join(dir, `.${base}.tmp-${HOST}-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
+  const tmp = nodePath.join(dir, `.${base}.tmp-${TEMP_HOST_TAG}-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
   const removeTmp = () => {
     try {
       unlinkSync(tmp);
