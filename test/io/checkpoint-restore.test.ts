@@ -119,7 +119,7 @@ test("a checkpoint written by the format's first writer still restores (test/fix
   io.restore({ model, optimizer }, file).assertConsumed();
   const got: Record<string, number[]> = {};
   for (const [p, v] of model.namedVariables()) got[`model/${p.replace(/\.(kernel|bias)$/, "/$1")}`] = Array.from(v.dataSync());
-  got["optimizer/iterations"] = [optimizer.iterations.item()];
+  got["optimizer/iterations"] = [Number(optimizer.iterations.item())];
   assert.deepEqual(got, expected);
 });
 
