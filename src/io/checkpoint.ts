@@ -8,58 +8,32 @@
  *
  * The file is safetensors (Python's `safetensors.numpy.load_file` reads it): each Variable's
  * tensor is named by its first path from the root ("model/layers.0/kernel"), and the object
- * graph is JSON in the metadata key "stagecraft.object_graph". Writes are atomic: the bytes go
- * to a temporary file beside the target, which is fsynced and renamed over it, so a crash
- * leaves the old checkpoint or the new one, never a mix.
+ * graph is JSON in the metadata key "stagecraft.object_graph" (checkpoint-file.ts). Writes are
+ * atomic (atomic-write.ts): a crash leaves the old checkpoint or the new one, never a mix.
  *
- * Restore-on-create: a saved edge whose object does not exist yet (a layer that makes its
- * variables on its first call, an optimizer slot made on the first step) is parked on its owner
- * and filled when the owner creates it. `status.assertConsumed()` then says what is left.
+ * A restore is strict (every saved value finds its Variable and every Variable its value) and
+ * atomic (names, shapes and dtypes are all checked before anything is assigned) by default.
+ * Restore-on-create, with `{ deferred: true }`: a saved edge whose object does not exist yet (a
+ * layer that makes its variables on its first call, an optimizer slot made on the first step) is
+ * parked on its owner and filled when the owner creates it; `status.assertConsumed()` then says
+ * what is left.
  */
-import { closeSync, fsyncSync, openSync, path as nodePath, readFileSync, renameSync, unlinkSync, writeSync } from "../core/platform/node.js";
 import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { isPlainObject } from "../core/objects.js";
+import { checkOptions, optionKeys } from "../core/options.js";
+import { ValueError } from "../core/errors.js";
 import { initScope } from "../staging/host.js";
+import { checkPath, writeFileAtomic } from "./atomic-write.js";
 import { CheckpointError } from "./errors.js";
-import { decodeSafetensors, encodeSafetensors } from "./safetensors.js";
+import { edgesOf, tensorName, walkLive } from "./object-graph.js";
+import { readCheckpoint, type SavedNode, GRAPH_KEY, FORMAT_KEY, FORMAT } from "./checkpoint-file.js";
+import { encodeSafetensors } from "./safetensors.js";
 import { Trackable } from "./trackable.js";
 
-const GRAPH_KEY = "stagecraft.object_graph";
-const FORMAT_KEY = "format";
-const FORMAT = "stagecraft.checkpoint.v1";
+export { writeFileAtomic } from "./atomic-write.js";
 
-/** One object of the saved graph. */
-interface SavedNode {
-  /** Named edges to other nodes. */
-  children: { name: string; node: number }[];
-  /** For a Variable: the name of its tensor in the file. */
-  tensor?: string;
-  /** For an optimizer: its slot variables, by the node of the variable each belongs to. */
-  slots?: { original: number; name: string; node: number }[];
-}
-
-type Live = Trackable | Variable | object;
-
-/**
- * The named edges out of an object: a Trackable's tracked children, or the entries of an array,
- * Map or plain object (the root may be one, e.g. `{ model, optimizer }`). Containers inside a
- * Trackable's children are flattened into dotted edge names ("layers.0").
- */
-function edgesOf(obj: Live): [string, Trackable | Variable][] {
-  const out: [string, Trackable | Variable][] = [];
-  const expand = (v: unknown, name: string): void => {
-    if (v instanceof Variable || v instanceof Trackable) out.push([name, v]);
-    else if (Array.isArray(v)) v.forEach((x, i) => expand(x, `${name}.${i}`));
-    else if (v instanceof Map) for (const [k, x] of v) expand(x, `${name}.${String(k)}`);
-    else if (isPlainObject(v)) for (const [k, x] of Object.entries(v)) expand(x, `${name}.${k}`);
-  };
-  if (obj instanceof Variable) return out;
-  const top: Iterable<readonly [string, unknown]> =
-    obj instanceof Trackable ? obj.trackedChildren() : Array.isArray(obj) ? obj.map((x, i) => [String(i), x] as const) : obj instanceof Map ? [...obj].map(([k, x]) => [String(k), x] as const) : Object.entries(obj);
-  for (const [k, v] of top) expand(v, k);
-  return out;
-}
+type Live = object;
 
 function checkRoot(op: string, root: unknown): asserts root is Live {
   if (root === null || typeof root !== "object" || root instanceof Tensor && !(root instanceof Variable)) {
@@ -67,92 +41,24 @@ function checkRoot(op: string, root: unknown): asserts root is Live {
   }
 }
 
-/** The object graph from `root` and the Variables' tensors by name. */
-function collect(root: Live): { nodes: SavedNode[]; tensors: Map<string, Tensor> } {
-  const ids = new Map<object, number>();
-  const names: string[] = [];
-  const nodes: SavedNode[] = [];
-  const order: object[] = [];
-  const add = (o: object, name: string): number => {
-    let id = ids.get(o);
-    if (id === undefined) {
-      id = nodes.length;
-      ids.set(o, id);
-      nodes.push({ children: [] });
-      names.push(name);
-      order.push(o);
-    }
-    return id;
-  };
-  add(root, "");
-  for (let i = 0; i < order.length; i++) {
-    const o = order[i]!;
-    for (const [edge, child] of edgesOf(o)) {
-      nodes[i]!.children.push({ name: edge, node: add(child, names[i] ? `${names[i]}/${edge}` : edge) });
-    }
-  }
-  // Slots hang off variables already in the graph (their own names are under the optimizer).
-  for (let i = 0; i < order.length; i++) {
-    const o = order[i]!;
-    if (!(o instanceof Trackable)) continue;
-    for (const [original, slot, v] of o.trackedSlots()) {
-      const orig = ids.get(original);
-      if (orig === undefined) continue; // a slot of a variable outside the checkpoint cannot be matched
-      const node = add(v, `${names[i] ? `${names[i]}/` : ""}slots/${names[orig]}/${slot}`);
-      (nodes[i]!.slots ??= []).push({ original: orig, name: slot, node });
-    }
-  }
+/** Saves every Variable reachable from `root` (a model, an optimizer, or an object of them) to `path`. */
+export function save(root: unknown, path: string): void {
+  checkRoot("save", root);
+  checkPath("save", path);
+  const g = walkLive(root);
+  const nodes: SavedNode[] = g.objects.map((_, i) => ({ children: g.children[i]! }));
   const tensors = new Map<string, Tensor>();
-  order.forEach((o, i) => {
+  g.objects.forEach((o, i) => {
+    const slots = g.slots[i];
+    if (slots) nodes[i]!.slots = slots;
     if (o instanceof Variable) {
-      const name = names[i] || "variable";
+      const name = tensorName(g, i);
       nodes[i]!.tensor = name;
       tensors.set(name, initScope(() => o.peek()));
     }
   });
-  return { nodes, tensors };
-}
-
-/** Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename, fsync of the folder. */
-export function writeFileAtomic(path: string, bytes: Uint8Array): void {
-  const dir = nodePath.dirname(nodePath.resolve(path));
-  const tmp = nodePath.join(dir, `.${nodePath.basename(path)}.tmp-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`);
-  const fd = openSync(tmp, "w", 0o644);
-  try {
-    // (in pieces of at most 1 MiB: a process killed meanwhile leaves only the temporary file)
-    let at = 0;
-    while (at < bytes.byteLength) at += writeSync(fd, bytes, at, Math.min(bytes.byteLength - at, 1 << 20));
-    fsyncSync(fd);
-  } catch (e) {
-    closeSync(fd);
-    unlinkSync(tmp);
-    throw e;
-  }
-  closeSync(fd);
-  try {
-    renameSync(tmp, path);
-  } catch (e) {
-    unlinkSync(tmp);
-    throw e;
-  }
-  try {
-    const dfd = openSync(dir, "r");
-    try {
-      fsyncSync(dfd);
-    } finally {
-      closeSync(dfd);
-    }
-  } catch {
-    // (some file systems cannot fsync a directory; the rename itself is still atomic)
-  }
-}
-
-/** Saves every Variable reachable from `root` (a model, an optimizer, or an object of them) to `path`. */
-export function save(root: unknown, path: string): void {
-  checkRoot("save", root);
-  const { nodes, tensors } = collect(root);
   const bytes = encodeSafetensors(tensors, { [FORMAT_KEY]: FORMAT, [GRAPH_KEY]: JSON.stringify({ nodes }) });
-  writeFileAtomic(path, bytes);
+  writeFileAtomic(path, bytes, "save");
 }
 
 /** What a restore matched; see assertConsumed. */
@@ -205,136 +111,228 @@ export class CheckpointStatus {
   }
 }
 
-/** Every Variable reachable from `root` (slots included) with a path. */
+/** Every Variable reachable from `root` (slots included) with its path. */
 function liveVariables(root: Live): [string, Variable][] {
-  const seen = new Set<object>([root]);
-  const queue: [string, object][] = [["", root]];
+  const g = walkLive(root, false);
   const out: [string, Variable][] = [];
-  for (let i = 0; i < queue.length; i++) {
-    const [p, o] = queue[i]!;
-    if (o instanceof Variable) out.push([p || "(root)", o]);
-    for (const [edge, child] of edgesOf(o)) if (!seen.has(child)) {
-      seen.add(child);
-      queue.push([p ? `${p}/${edge}` : edge, child]);
-    }
-    if (o instanceof Trackable) for (const [, slot, v] of o.trackedSlots()) if (!seen.has(v)) {
-      seen.add(v);
-      queue.push([`${p ? `${p}/` : ""}slots/${v.name}/${slot}`, v]);
-    }
-  }
+  g.objects.forEach((o, i) => {
+    if (o instanceof Variable) out.push([g.names[i] || "(root)", o]);
+  });
   return out;
 }
 
-/** Reads a checkpoint's object graph and tensors (validated). */
-function readCheckpoint(path: string): { nodes: SavedNode[]; tensors: Map<string, Tensor> } {
-  let bytes: Uint8Array;
-  try {
-    bytes = readFileSync(path);
-  } catch (e) {
-    throw new CheckpointError(`cannot read the checkpoint: ${(e as Error).message}`, { path });
+export interface RestoreOptions {
+  /**
+   * Whether every saved value must find its Variable and every Variable its saved value (true,
+   * the default, like PyTorch's `load_state_dict`): otherwise a CheckpointError lists what is
+   * missing and unexpected, and nothing is assigned. With false, what matches is restored and
+   * the status tells the rest.
+   */
+  strict?: boolean;
+  /**
+   * Whether saved values of objects not made yet (a layer that makes its variables on its first
+   * call, an optimizer's slots made on its first step) wait on their owner and fill those
+   * objects when they are made (false by default: in strict mode they are an error).
+   */
+  deferred?: boolean;
+}
+const RESTORE_OPTIONS = optionKeys<RestoreOptions>()("strict", "deferred");
+
+function flag(name: string, value: unknown, otherwise: boolean): boolean {
+  if (value === undefined) return otherwise;
+  if (typeof value !== "boolean") throw new ValueError(`option ${name} must be a boolean, got ${typeof value}`, "restore");
+  return value;
+}
+
+/** A saved edge with no live object now, which its owner may make later. */
+type Deferral =
+  | { kind: "child"; owner: Trackable; name: string; node: number }
+  | { kind: "slot"; optimizer: Trackable; original: Variable; slot: string; node: number }
+  | { kind: "waiting"; optimizer: Trackable; original: number; slot: string; node: number };
+
+/** What a restore step will do: nothing is assigned until all of it has been checked. */
+interface Plan {
+  matched: Map<number, object>;
+  assigns: { variable: Variable; value: Tensor; entry: string }[];
+  deferrals: Deferral[];
+  /** Saved tensors under the deferred edges (filled later, if deferring). */
+  deferrable: Set<string>;
+  /** Nodes whose waiting slots this plan placed. */
+  slotsPlaced: number[];
+}
+
+const list = (names: string[]) => `${names.slice(0, 8).join(", ")}${names.length > 8 ? `, ... (${names.length - 8} more)` : ""}`;
+
+/** One restore: the saved graph, what of it is matched, and what waits for objects not made yet. */
+class RestoreSession {
+  readonly liveOf = new Map<number, object>();
+  /** Slots waiting for the variable they belong to: saved original node -> [optimizer, slot, saved slot node]. */
+  readonly waitingSlots = new Map<number, [Trackable, string, number][]>();
+  /** Saved nodes already marked parked (so each subtree is walked once, however many edges reach it). */
+  private readonly parkVisited = new Set<number>();
+
+  constructor(
+    readonly path: string,
+    readonly nodes: SavedNode[],
+    readonly tensors: Map<string, Tensor>,
+    readonly status: CheckpointStatus,
+  ) {}
+
+  /** Matches saved nodes with live objects from `start`, checking every pair (iteratively: deep graphs are fine). */
+  plan(start: [number, object][]): Plan {
+    const { nodes, tensors, path, liveOf } = this;
+    const matched = new Map<number, object>();
+    const plan: Plan = { matched, assigns: [], deferrals: [], deferrable: new Set(), slotsPlaced: [] };
+    const queue: [number, object][] = [];
+    const slotRequests: [Trackable, number, string, number][] = [];
+    const visit = (id: number, obj: object) => {
+      if (liveOf.has(id) || matched.has(id)) return;
+      matched.set(id, obj);
+      queue.push([id, obj]);
+    };
+    for (const [id, obj] of start) visit(id, obj);
+    const slotIndex = new Map<Trackable, Map<Variable, Map<string, Variable>>>();
+    const liveSlot = (optimizer: Trackable, original: Variable, slot: string): Variable | undefined => {
+      let index = slotIndex.get(optimizer);
+      if (!index) {
+        // (indexed once per optimizer: a scan per saved slot would be quadratic)
+        index = new Map();
+        for (const [orig, name, v] of optimizer.trackedSlots()) {
+          let m = index.get(orig);
+          if (!m) index.set(orig, (m = new Map()));
+          m.set(name, v);
+        }
+        slotIndex.set(optimizer, index);
+      }
+      return index.get(original)?.get(slot);
+    };
+    let qi = 0;
+    let si = 0;
+    while (qi < queue.length || si < slotRequests.length) {
+      if (qi < queue.length) {
+        const [id, live] = queue[qi++]!;
+        const saved = nodes[id]!;
+        if (saved.tensor !== undefined) {
+          const entry = saved.tensor;
+          if (!(live instanceof Variable)) throw new CheckpointError(`is a saved variable, but the object at its path is ${live instanceof Trackable ? live.constructor.name : Array.isArray(live) ? "an array" : typeof live}`, { path, entry });
+          const value = tensors.get(entry)!;
+          if (value.dtype !== live.dtype) throw new CheckpointError(`has dtype ${value.dtype} but variable ${live.name} has dtype ${live.dtype}`, { path, entry });
+          if (value.shape.length !== live.shape.length || value.shape.some((d, i) => d !== live.shape[i])) {
+            throw new CheckpointError(`has shape [${value.shape.join(", ")}] but variable ${live.name} has shape [${live.shape.join(", ")}]`, { path, entry });
+          }
+          plan.assigns.push({ variable: live, value, entry });
+          const waiting = this.waitingSlots.get(id);
+          if (waiting) {
+            for (const [optimizer, slot, node] of waiting) slotRequests.push([optimizer, id, slot, node]);
+            plan.slotsPlaced.push(id);
+          }
+        }
+        if (saved.children.length > 0) {
+          const edges = new Map(edgesOf(live, () => `(the object restored from node ${id} of ${path})`).map((e) => [e.name, e.child] as const));
+          for (const c of saved.children) {
+            const child = edges.get(c.name);
+            if (child !== undefined) visit(c.node, child);
+            else if (live instanceof Trackable) plan.deferrals.push({ kind: "child", owner: live, name: c.name, node: c.node });
+          }
+        }
+        if (saved.slots && live instanceof Trackable) for (const s of saved.slots) slotRequests.push([live, s.original, s.name, s.node]);
+        continue;
+      }
+      // Slots once the queue is empty: the variables they belong to are matched by then.
+      const [optimizer, originalNode, slot, node] = slotRequests[si++]!;
+      const original = matched.get(originalNode) ?? liveOf.get(originalNode);
+      if (original instanceof Variable) {
+        const v = liveSlot(optimizer, original, slot);
+        if (v) visit(node, v);
+        else plan.deferrals.push({ kind: "slot", optimizer, original, slot, node });
+      } else if (original === undefined) {
+        plan.deferrals.push({ kind: "waiting", optimizer, original: originalNode, slot, node });
+      }
+    }
+    // The saved tensors under each deferred edge, each subtree walked once.
+    const planned = new Set(plan.assigns.map((a) => a.entry));
+    const stack = plan.deferrals.map((d) => d.node);
+    while (stack.length > 0) {
+      const k = stack.pop()!;
+      if (this.parkVisited.has(k) || matched.has(k) || liveOf.has(k)) continue;
+      this.parkVisited.add(k);
+      const n = nodes[k]!;
+      if (n.tensor !== undefined && !planned.has(n.tensor) && !this.status.restored.has(n.tensor)) plan.deferrable.add(n.tensor);
+      for (const c of n.children) stack.push(c.node);
+      for (const s of n.slots ?? []) stack.push(s.node);
+    }
+    return plan;
   }
-  const file = decodeSafetensors(bytes, path);
-  const graphText = file.metadata[GRAPH_KEY];
-  if (graphText === undefined) throw new CheckpointError(`is a safetensors file without a Stagecraft object graph (metadata "${GRAPH_KEY}"); read its tensors with sc.io.readSafetensors`, { path });
-  let graph: { nodes?: unknown };
-  try {
-    graph = JSON.parse(graphText) as { nodes?: unknown };
-  } catch (e) {
-    throw new CheckpointError(`the object graph is not valid JSON (corrupted file): ${(e as Error).message}`, { path });
+
+  /** Assigns a checked plan's values and (when deferring) parks its deferred edges. */
+  commit(plan: Plan, deferred: boolean): void {
+    const { status } = this;
+    for (const { variable, value, entry } of plan.assigns) {
+      initScope(() => variable.assign(value));
+      status.restored.add(entry);
+      status.parked.delete(entry);
+      status.filled.add(variable);
+    }
+    for (const [id, obj] of plan.matched) this.liveOf.set(id, obj);
+    for (const id of plan.slotsPlaced) this.waitingSlots.delete(id);
+    if (!deferred) return;
+    for (const t of plan.deferrable) if (!status.restored.has(t)) status.parked.add(t);
+    for (const d of plan.deferrals) {
+      if (d.kind === "child") d.owner.deferChild(d.name, (made) => this.fill(d.node, made));
+      else if (d.kind === "slot") d.optimizer.deferSlot(d.original, d.slot, (made) => this.fill(d.node, made));
+      else {
+        const waiting = this.waitingSlots.get(d.original) ?? [];
+        waiting.push([d.optimizer, d.slot, d.node]);
+        this.waitingSlots.set(d.original, waiting);
+      }
+    }
   }
-  const nodes = graph.nodes;
-  if (!Array.isArray(nodes) || nodes.length === 0) throw new CheckpointError(`the object graph has no nodes (corrupted file)`, { path });
-  const valid = (id: unknown) => Number.isInteger(id) && (id as number) >= 0 && (id as number) < nodes.length;
-  for (const n of nodes as SavedNode[]) {
-    const ok =
-      n && Array.isArray(n.children) && n.children.every((c) => typeof c?.name === "string" && valid(c.node)) &&
-      (n.tensor === undefined || typeof n.tensor === "string") &&
-      (n.slots === undefined || (Array.isArray(n.slots) && n.slots.every((s) => valid(s?.original) && valid(s?.node) && typeof s?.name === "string")));
-    if (!ok) throw new CheckpointError(`the object graph is malformed (corrupted file)`, { path });
+
+  /** A deferred edge's object was made: check and fill it (and what hangs off it). */
+  private fill(node: number, made: unknown): void {
+    if (this.liveOf.has(node) || made === null || typeof made !== "object") return;
+    this.commit(this.plan([[node, made]]), true);
   }
-  const tensors = new Map<string, Tensor>();
-  for (const n of nodes as SavedNode[]) {
-    if (n.tensor === undefined) continue;
-    const e = file.tensors.get(n.tensor);
-    if (!e) throw new CheckpointError(`the object graph names a tensor the file does not hold (corrupted file)`, { path, entry: n.tensor });
-    tensors.set(n.tensor, e.tensor);
-  }
-  return { nodes: nodes as SavedNode[], tensors };
 }
 
 /**
  * Restores `root` from `path`: every saved Variable reachable by the same path from the root is
  * assigned its saved value (shape and dtype must match: a CheckpointError names the entry).
- * Objects not made yet are filled when they are made. Returns the status (assertConsumed()).
+ * Everything is checked before anything is assigned, so a failed restore leaves the objects as
+ * they were. Strict by default: a saved value with no Variable, or a Variable with no saved
+ * value, is a CheckpointError listing them (`{ strict: false }` restores what matches). With
+ * `{ deferred: true }`, objects not made yet are filled when they are made. Returns the status
+ * (assertConsumed()).
  */
-export function restore(root: unknown, path: string): CheckpointStatus {
+export function restore(root: unknown, path: string, options?: RestoreOptions): CheckpointStatus {
   checkRoot("restore", root);
+  checkPath("restore", path);
+  checkOptions("restore", options, RESTORE_OPTIONS);
+  const strict = flag("strict", options?.strict, true);
+  const deferred = flag("deferred", options?.deferred, false);
   const { nodes, tensors } = readCheckpoint(path);
   const status = new CheckpointStatus(path, root, [...tensors.keys()]);
-  const liveOf = new Map<number, object>();
-  /** Slots waiting for the variable they belong to: saved original node -> [optimizer, slot, saved slot node]. */
-  const waitingSlots = new Map<number, [Trackable, string, number][]>();
-
-  const placeSlot = (optimizer: Trackable, original: Variable, slot: string, node: number): void => {
-    for (const [orig, name, v] of optimizer.trackedSlots()) {
-      if (orig === original && name === slot) return match(node, v);
-    }
-    markParked(node);
-    optimizer.deferSlot(original, slot, (v) => match(node, v));
-  };
-
-  const markParked = (id: number): void => {
-    const visit = (k: number, seen: Set<number>) => {
-      if (seen.has(k)) return;
-      seen.add(k);
-      const t = nodes[k]!.tensor;
-      if (t !== undefined && !status.restored.has(t)) status.parked.add(t);
-      for (const c of nodes[k]!.children) visit(c.node, seen);
-    };
-    visit(id, new Set());
-  };
-
-  function match(id: number, live: unknown): void {
-    if (liveOf.has(id)) return;
-    const saved = nodes[id]!;
-    liveOf.set(id, live as object);
-    if (saved.tensor !== undefined) {
-      if (!(live instanceof Variable)) throw new CheckpointError(`is a saved variable, but the object at its path is ${live instanceof Trackable ? live.constructor.name : typeof live}`, { path, entry: saved.tensor });
-      const value = tensors.get(saved.tensor)!;
-      if (value.dtype !== live.dtype) throw new CheckpointError(`has dtype ${value.dtype} but variable ${live.name} has dtype ${live.dtype}`, { path, entry: saved.tensor });
-      if (value.shape.length !== live.shape.length || value.shape.some((d, i) => d !== live.shape[i])) {
-        throw new CheckpointError(`has shape [${value.shape.join(", ")}] but variable ${live.name} has shape [${live.shape.join(", ")}]`, { path, entry: saved.tensor });
-      }
-      initScope(() => live.assign(value));
-      status.restored.add(saved.tensor);
-      status.parked.delete(saved.tensor);
-      status.filled.add(live);
-      for (const [optimizer, slot, node] of waitingSlots.get(id) ?? []) placeSlot(optimizer, live, slot, node);
-      waitingSlots.delete(id);
-    }
-    const edges = new Map(edgesOf(live as object));
-    for (const c of saved.children) {
-      const child = edges.get(c.name);
-      if (child !== undefined) match(c.node, child);
-      else if (live instanceof Trackable) {
-        markParked(c.node);
-        live.deferChild(c.name, (made) => match(c.node, made));
-      }
-    }
-    for (const s of saved.slots ?? []) {
-      if (!(live instanceof Trackable)) break;
-      const original = liveOf.get(s.original);
-      if (original instanceof Variable) placeSlot(live, original, s.name, s.node);
-      else {
-        const list = waitingSlots.get(s.original) ?? [];
-        list.push([live, s.name, s.node]);
-        waitingSlots.set(s.original, list);
-        markParked(s.node);
-      }
+  const session = new RestoreSession(path, nodes, tensors, status);
+  const plan = session.plan([[0, root]]);
+  if (strict) {
+    const planned = new Set(plan.assigns.map((a) => a.entry));
+    const filled = new Set(plan.assigns.map((a) => a.variable));
+    const unexpected = [...tensors.keys()].filter((t) => !planned.has(t) && !(deferred && plan.deferrable.has(t)));
+    const missing = liveVariables(root).filter(([, v]) => !filled.has(v)).map(([p]) => p);
+    if (unexpected.length > 0 || missing.length > 0) {
+      const parts: string[] = [];
+      if (unexpected.length > 0) parts.push(`${unexpected.length} saved value(s) with no variable to restore into: ${list(unexpected)}`);
+      if (missing.length > 0) parts.push(`${missing.length} variable(s) the checkpoint has no value for: ${list(missing)}`);
+      const later = !deferred && unexpected.some((t) => plan.deferrable.has(t));
+      throw new CheckpointError(
+        `the checkpoint does not match the objects restored into it, nothing was restored: ${parts.join("; ")}. ` +
+          (later ? `Some belong to objects not made yet (a layer built on its first call, an optimizer's slots): pass { deferred: true } to fill them when they are made; ` : "") +
+          `pass { strict: false } to restore what matches`,
+        { path, entry: unexpected[0] ?? missing[0] },
+      );
     }
   }
-
-  match(0, root);
+  session.commit(plan, deferred);
   return status;
 }
 
@@ -350,7 +348,7 @@ export class Checkpoint extends Trackable {
   save(path: string): void {
     save(this, path);
   }
-  restore(path: string): CheckpointStatus {
-    return restore(this, path);
+  restore(path: string, options?: RestoreOptions): CheckpointStatus {
+    return restore(this, path, options);
   }
 }

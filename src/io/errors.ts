@@ -6,6 +6,10 @@ export interface CheckpointErrorDetails {
   path?: string;
   /** The entry (tensor name or object path) concerned. */
   entry?: string;
+  /** The API that raised it ("decodeSafetensors"); "checkpoint" when not given. */
+  op?: string;
+  /** The underlying error (an I/O error of the file system). */
+  cause?: unknown;
 }
 
 /**
@@ -18,8 +22,9 @@ export class CheckpointError extends StagecraftError {
   readonly entry: string | undefined;
   constructor(message: string, details: CheckpointErrorDetails = {}) {
     const where = [details.path ? `${details.path}` : "", details.entry ? `entry ${JSON.stringify(details.entry)}` : ""].filter(Boolean).join(", ");
-    super(`${where ? `${where}: ` : ""}${message}`, "checkpoint");
+    super(`${where ? `${where}: ` : ""}${message}`, details.op ?? "checkpoint");
     this.path = details.path;
     this.entry = details.entry;
+    if (details.cause !== undefined) Object.defineProperty(this, "cause", { value: details.cause, enumerable: false, configurable: true, writable: true });
   }
 }

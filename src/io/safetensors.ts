@@ -8,7 +8,7 @@
  */
 import { allocStorage, type DType } from "../core/dtype.js";
 import { floatToHalfBits, halfBitsToFloat } from "../core/float16.js";
-import type { Tensor } from "../core/tensor.js";
+import { Tensor } from "../core/tensor.js";
 import { tensor } from "../ops/creation.js";
 import { CheckpointError } from "./errors.js";
 
@@ -27,23 +27,38 @@ const TO_FILE: Record<DType, string> = {
   uint64: "U64",
   bool: "BOOL",
 };
-const ITEM_BYTES: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U64: 8, U32: 4, U16: 2, U8: 1, BOOL: 1 };
-/** The dtype each file dtype is read as: its own, or (BF16, which has none) float32, widened exactly. */
-const READ_AS: Record<string, DType> = {
-  F64: "float64",
-  F32: "float32",
-  F16: "float16",
-  BF16: "float32",
-  I64: "int64",
-  I32: "int32",
-  I16: "int16",
-  I8: "int8",
-  U64: "uint64",
-  U32: "uint32",
-  U16: "uint16",
-  U8: "uint8",
-  BOOL: "bool",
-};
+/**
+ * Bytes per element of each file dtype, and the dtype each is read as: its own, or (BF16, which
+ * has none) float32, widened exactly. Maps, not objects: a header's dtype "__proto__" or
+ * "toString" must not find an inherited property.
+ */
+const FILE_DTYPES = new Map<string, { bytes: number; readAs: DType }>([
+  ["F64", { bytes: 8, readAs: "float64" }],
+  ["F32", { bytes: 4, readAs: "float32" }],
+  ["F16", { bytes: 2, readAs: "float16" }],
+  ["BF16", { bytes: 2, readAs: "float32" }],
+  ["I64", { bytes: 8, readAs: "int64" }],
+  ["I32", { bytes: 4, readAs: "int32" }],
+  ["I16", { bytes: 2, readAs: "int16" }],
+  ["I8", { bytes: 1, readAs: "int8" }],
+  ["U64", { bytes: 8, readAs: "uint64" }],
+  ["U32", { bytes: 4, readAs: "uint32" }],
+  ["U16", { bytes: 2, readAs: "uint16" }],
+  ["U8", { bytes: 1, readAs: "uint8" }],
+  ["BOOL", { bytes: 1, readAs: "bool" }],
+]);
+
+/** Sets an own property (a key "__proto__" included, which plain assignment would not make). */
+function setOwn(o: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+function describeValue(x: unknown): string {
+  if (x === null) return "null";
+  if (Array.isArray(x)) return "an array";
+  if (typeof x === "object") return `a ${(x as object).constructor?.name ?? "object"}`;
+  return typeof x === "string" ? `the string ${JSON.stringify(x.length > 40 ? `${x.slice(0, 40)}...` : x)}` : `${typeof x} ${String(x)}`;
+}
 
 /** Header entries are limited so a hostile length cannot make us allocate without bound. */
 const MAX_HEADER = 100 * 1024 * 1024;
@@ -64,16 +79,19 @@ export interface SafetensorsFile {
 
 /** Encodes named tensors (and string metadata) as safetensors bytes. */
 export function encodeSafetensors(tensors: ReadonlyMap<string, Tensor>, metadata: Record<string, string> = {}): Uint8Array {
-  const names = [...tensors.keys()];
+  const op = "encodeSafetensors";
+  if (!(tensors instanceof Map)) throw new CheckpointError(`takes a Map from names to tensors, got ${describeValue(tensors)}`, { op });
+  checkMetadata(op, metadata);
   const header: Record<string, unknown> = {};
   if (Object.keys(metadata).length > 0) header.__metadata__ = metadata;
   const bodies: Uint8Array[] = [];
   let offset = 0;
-  for (const name of names) {
-    if (name === "__metadata__") throw new CheckpointError(`a tensor may not be named "__metadata__"`, { entry: name });
-    const t = tensors.get(name)!;
+  for (const [name, t] of tensors) {
+    if (typeof name !== "string") throw new CheckpointError(`tensor names must be strings, got ${describeValue(name)}`, { op });
+    if (name === "__metadata__") throw new CheckpointError(`a tensor may not be named "__metadata__"`, { entry: name, op });
+    if (!(t instanceof Tensor)) throw new CheckpointError(`the value of a tensor entry must be a Tensor, got ${describeValue(t)}`, { entry: name, op });
     const bytes = tensorBytes(t);
-    header[name] = { dtype: TO_FILE[t.dtype], shape: t.shape.slice(), data_offsets: [offset, offset + bytes.byteLength] };
+    setOwn(header, name, { dtype: TO_FILE[t.dtype], shape: t.shape.slice(), data_offsets: [offset, offset + bytes.byteLength] });
     bodies.push(bytes);
     offset += bytes.byteLength;
   }
@@ -96,11 +114,21 @@ export function encodeSafetensors(tensors: ReadonlyMap<string, Tensor>, metadata
   return out;
 }
 
+/** Metadata must be a plain object of strings (safetensors' `__metadata__`). */
+export function checkMetadata(op: string, metadata: unknown): asserts metadata is Record<string, string> {
+  if (metadata === null || typeof metadata !== "object" || Array.isArray(metadata) || Object.getPrototypeOf(metadata) !== Object.prototype && Object.getPrototypeOf(metadata) !== null) {
+    throw new CheckpointError(`metadata must be an object of strings, got ${describeValue(metadata)}`, { op });
+  }
+  for (const [k, v] of Object.entries(metadata)) {
+    if (typeof v !== "string") throw new CheckpointError(`metadata ${JSON.stringify(k)} must be a string, got ${describeValue(v)}`, { op });
+  }
+}
+
 /** A tensor's elements as little-endian bytes in its file dtype. */
 function tensorBytes(t: Tensor): Uint8Array {
   const data = t.dataSync();
   const n = data.length;
-  const item = ITEM_BYTES[TO_FILE[t.dtype]]!;
+  const item = FILE_DTYPES.get(TO_FILE[t.dtype])!.bytes;
   const out = new Uint8Array(n * item);
   const view = new DataView(out.buffer);
   for (let i = 0; i < n; i++) {
@@ -145,6 +173,8 @@ function tensorBytes(t: Tensor): Uint8Array {
 
 /** Decodes safetensors bytes; `path` names the file in errors. */
 export function decodeSafetensors(bytes: Uint8Array, path = "<bytes>"): SafetensorsFile {
+  if (!(bytes instanceof Uint8Array)) throw new CheckpointError(`takes the file's bytes (a Uint8Array or Buffer), got ${describeValue(bytes)}`, { op: "decodeSafetensors" });
+  if (typeof path !== "string") throw new CheckpointError(`the name of the file in errors must be a string, got ${describeValue(path)}`, { op: "decodeSafetensors" });
   const fail = (message: string, entry?: string): never => {
     throw new CheckpointError(message, { path, entry });
   };
@@ -171,13 +201,14 @@ export function decodeSafetensors(bytes: Uint8Array, path = "<bytes>"): Safetens
       if (raw === null || typeof raw !== "object" || Array.isArray(raw)) fail(`__metadata__ must be an object of strings`);
       for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
         if (typeof v !== "string") fail(`__metadata__.${k} must be a string, got ${typeof v}`);
-        metadata[k] = v as string;
+        setOwn(metadata, k, v);
       }
       continue;
     }
     const e = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     if (e === null || typeof e !== "object") fail(`the entry is not an object`, name);
-    if (typeof e.dtype !== "string" || !(e.dtype in ITEM_BYTES)) fail(`unsupported dtype ${JSON.stringify(e.dtype)}; known: ${Object.keys(ITEM_BYTES).join(", ")}`, name);
+    const fileDtype = typeof e.dtype === "string" ? FILE_DTYPES.get(e.dtype) : undefined;
+    if (fileDtype === undefined) return fail(`unsupported dtype ${JSON.stringify(e.dtype)}; known: ${[...FILE_DTYPES.keys()].join(", ")}`, name);
     if (!Array.isArray(e.shape) || !e.shape.every((d) => Number.isSafeInteger(d) && d >= 0)) fail(`shape ${JSON.stringify(e.shape)} is not a list of sizes`, name);
     const off = e.data_offsets;
     if (!Array.isArray(off) || off.length !== 2 || !off.every((d) => Number.isSafeInteger(d) && d >= 0) || off[0] > off[1]) {
@@ -186,8 +217,8 @@ export function decodeSafetensors(bytes: Uint8Array, path = "<bytes>"): Safetens
     const [begin, end] = off as [number, number];
     const shape = e.shape as number[];
     const count = shape.reduce((a, b) => a * b, 1);
-    if (count * ITEM_BYTES[e.dtype as string]! !== end - begin) {
-      fail(`holds ${end - begin} bytes but ${e.dtype}[${shape.join(", ")}] needs ${count * ITEM_BYTES[e.dtype as string]!}`, name);
+    if (count * fileDtype.bytes !== end - begin) {
+      fail(`holds ${end - begin} bytes but ${e.dtype}[${shape.join(", ")}] needs ${count * fileDtype.bytes}`, name);
     }
     if (end > dataLength) fail(`the file is truncated: the entry ends at byte ${end} of the data, which has ${dataLength}`, name);
     entries.push({ name, begin, end, dtype: e.dtype as string, shape });
@@ -202,7 +233,7 @@ export function decodeSafetensors(bytes: Uint8Array, path = "<bytes>"): Safetens
   if (expected !== dataLength) fail(`the data has ${dataLength} bytes but the entries cover ${expected} (corrupted file)`);
   const tensors = new Map<string, SafetensorsEntry>();
   for (const e of entries) {
-    const dtype = READ_AS[e.dtype]!;
+    const dtype = FILE_DTYPES.get(e.dtype)!.readAs;
     const data = readElements(bytes.subarray(dataStart + e.begin, dataStart + e.end), e.dtype, dtype);
     tensors.set(e.name, { fileDtype: e.dtype, dtype, shape: e.shape, tensor: tensor(data as Float32Array, dtype, e.shape) });
   }
@@ -210,7 +241,7 @@ export function decodeSafetensors(bytes: Uint8Array, path = "<bytes>"): Safetens
 }
 
 function readElements(b: Uint8Array, fileDtype: string, dtype: DType): ArrayLike<number> {
-  const item = ITEM_BYTES[fileDtype]!;
+  const item = FILE_DTYPES.get(fileDtype)!.bytes;
   const n = b.byteLength / item;
   const out = allocStorage(dtype, n);
   const view = new DataView(b.buffer, b.byteOffset, b.byteLength);

@@ -56,6 +56,7 @@ export const renameSync: typeof import("node:fs").renameSync = fsFunction("renam
 export const unlinkSync: typeof import("node:fs").unlinkSync = fsFunction("unlinkSync");
 export const lstatSync: typeof import("node:fs").lstatSync = fsFunction("lstatSync");
 export const openNonBlockingSync: (file: string) => number = fsFunction("openNonBlockingSync");
+export const readlinkSync: typeof import("node:fs").readlinkSync = fsFunction("readlinkSync");
 
 /** `require` of a package: there is none in the browser (bundle the package and pass its data instead). */
 export function createRequire(_from: string | URL): (id: string) => never {
@@ -89,6 +90,11 @@ const g = globalThis as unknown as Browser;
  */
 function threadsUsable(): boolean {
   return g.crossOriginIsolated === true && typeof SharedArrayBuffer !== "undefined" && g.WorkerGlobalScope !== undefined && g.Worker !== undefined;
+}
+
+/** os.hostname()'s stand-in. */
+export function hostname(): string {
+  return "browser";
 }
 
 /** Threads the kernels may use (this one included): the cores, where threads are usable here; else 1. */

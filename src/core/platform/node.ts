@@ -14,7 +14,7 @@ import cliProgressModule from "cli-progress";
 
 export {
   readFileSync, statSync, existsSync, readdirSync, writeFileSync, openSync, closeSync, readSync, writeSync, fstatSync,
-  fsyncSync, realpathSync, renameSync, unlinkSync, lstatSync,
+  fsyncSync, realpathSync, renameSync, unlinkSync, lstatSync, readlinkSync,
 } from "node:fs";
 
 /**
@@ -26,7 +26,7 @@ export function openNonBlockingSync(file: string): number {
 }
 export { fileURLToPath, pathToFileURL, path };
 export { createRequire } from "node:module";
-export { availableParallelism } from "node:os";
+export { availableParallelism, hostname } from "node:os";
 export { inspect, format } from "node:util";
 
 /** node:worker_threads, for code that starts its own Node workers (null in browsers: use Web Workers there). */
