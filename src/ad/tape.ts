@@ -157,7 +157,7 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     options: GradientOptions = {},
   ): Structure<Tensor | null> & any {
     checkOptions("GradientTape.gradient", options, GRADIENT_OPTIONS);
-    checkChoice("GradientTape.gradient", "unconnected", options.unconnected, ["zero", "none"]);
+    checkChoice("GradientTape.gradient", "unconnected", options.unconnected, UNCONNECTED);
     if (this.used && !this.persistent) {
       throw new GradientError("gradient() was already called on this non-persistent tape; create it with { persistent: true } to call it again", "GradientTape.gradient");
     }
@@ -166,9 +166,6 @@ export class GradientTape implements OpRecorder, VariableReadObserver {
     const seeds = options.outputGradient === undefined ? null : Array.isArray(options.outputGradient) ? options.outputGradient : [options.outputGradient];
     if (seeds) checkSeeds(targets, seeds);
     const unconnected = options.unconnected ?? "error";
-    if (!UNCONNECTED.includes(unconnected)) {
-      throw new GradientError(`unconnected must be one of ${UNCONNECTED.map((u) => JSON.stringify(u)).join(", ")}, got ${JSON.stringify(unconnected)}`, "GradientTape.gradient");
-    }
     return withoutRecorders([this], () => {
       const sourceIds = new Set<number>();
       mapStructure(sources, (s) => {

@@ -201,7 +201,8 @@ function attributeMap(node: NodeProto, attrScope: Map<string, AttributeProto> | 
  */
 function checkDeclared(s: Slot, info: ValueInfoProto, what: string): void {
   const tt = info.type?.tensor_type;
-  if (tt === undefined || !s.isTensor) return;
+  // (protobufjs gives null for an absent message field, as a mutated model may have it)
+  if (tt === undefined || tt === null || !s.isTensor) return;
   const t = s.tensor();
   const name = JSON.stringify(info.name);
   if (has(tt, "elem_type") && tt.elem_type !== 0) {
@@ -209,7 +210,7 @@ function checkDeclared(s: Slot, info: ValueInfoProto, what: string): void {
     if (t.dtype !== dtype) throw new OnnxModelError(`${what}: output ${name} is declared ${dtype} but the graph computes it as ${t.dtype}`, "onnx.load");
   }
   if (tt.shape !== undefined && tt.shape !== null) {
-    const dims = tt.shape.dim.map((d) => (has(d, "dim_value") ? int64(d.dim_value, `a dimension of ${name}`) : null));
+    const dims = (tt.shape.dim ?? []).map((d) => (has(d, "dim_value") ? int64(d.dim_value, `a dimension of ${name}`) : null));
     const ok = dims.length === t.rank && dims.every((d, i) => d === null || t.shape[i]! < 0 || d === t.shape[i]);
     if (!ok) {
       const declared = `[${dims.map((d) => (d === null ? "?" : String(d))).join(", ")}]`;
