@@ -4,30 +4,28 @@
 // (4 of 6 runs of this program before the fix).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { gpuSkip } from "../../util/webgpu.js";
 
-const program = fileURLToPath(new URL("./fixtures/exit-after-frees.ts", import.meta.url));
+const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 
-test("a program ending right after posting GPU work and frees exits cleanly (5 runs)", { skip: gpuSkip }, () => {
+/** Runs `program` five times: each must end by itself with `status`, never by a signal or Dawn's abort. */
+function runFiveTimes(program: string, status: number, check: (r: SpawnSyncReturns<string>) => void = () => {}): void {
   for (let run = 0; run < 5; run++) {
     const r = spawnSync(process.execPath, ["--import", "tsx", program], { encoding: "utf8", timeout: 60_000 });
     assert.ok(!/FATAL ERROR/.test(r.stderr), `run ${run}: ${r.stderr.slice(-400)}`);
     assert.equal(r.signal, null, `run ${run}: killed by ${r.signal}`);
-    assert.equal(r.status, 0, `run ${run}: exit code ${r.status}: ${r.stderr.slice(-400)}`);
+    assert.equal(r.status, status, `run ${run}: exit code ${r.status}: ${r.stderr.slice(-400)}`);
+    check(r);
   }
-});
+}
 
-const uncaught = fileURLToPath(new URL("./fixtures/exit-on-uncaught.ts", import.meta.url));
+test("a program ending right after posting GPU work and frees exits cleanly (5 runs)", { skip: gpuSkip }, () => {
+  runFiveTimes(fixture("exit-after-frees.ts"), 0);
+});
 
 test("an uncaught exception ending a program that holds the device exits with the error, not a napi abort (5 runs)", { skip: gpuSkip }, () => {
   // (before the "exit" handler closed the device: SIGABRT with "FATAL ERROR: ... napi_throw" in 3 of 3 runs)
-  for (let run = 0; run < 5; run++) {
-    const r = spawnSync(process.execPath, ["--import", "tsx", uncaught], { encoding: "utf8", timeout: 60_000 });
-    assert.ok(!/FATAL ERROR/.test(r.stderr), `run ${run}: ${r.stderr.slice(-400)}`);
-    assert.equal(r.signal, null, `run ${run}: killed by ${r.signal}`);
-    assert.equal(r.status, 1, `run ${run}: exit code ${r.status}: ${r.stderr.slice(-400)}`);
-    assert.match(r.stderr, /uncaught on purpose/);
-  }
+  runFiveTimes(fixture("exit-on-uncaught.ts"), 1, (r) => assert.match(r.stderr, /uncaught on purpose/));
 });
