@@ -380,7 +380,15 @@ setEagerHandler({
   run(def: OpDef, inputs, attrs) {
     const dev = opDevice(inputs);
     const backend = currentBackend(dev);
-    for (let i = 0; i < inputs.length; i++) if (inputs[i]!.device !== dev) inputs[i] = copyToDevice(inputs[i]!, dev);
-    return runOn(def, backend, dev, inputs, attrs);
+    // The copies go in a new array: `inputs` is also what tapes record, and they must see the
+    // caller's tensors (a copy made here is not on any tape, so recording it would cut the path
+    // from a host tensor to a loss computed on the GPU: a silent zero gradient).
+    let onDevice = inputs;
+    for (let i = 0; i < inputs.length; i++) {
+      if (inputs[i]!.device === dev) continue;
+      if (onDevice === inputs) onDevice = inputs.slice();
+      onDevice[i] = copyToDevice(inputs[i]!, dev);
+    }
+    return runOn(def, backend, dev, onDevice, attrs);
   },
 });
