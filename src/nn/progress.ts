@@ -2,8 +2,7 @@
  * Training progress: a cli-progress bar in a terminal, plain lines otherwise (a log file, CI).
  * Shows the step, the values given (loss, accuracy, ...) and steps per second.
  */
-import type cliProgressModule from "cli-progress";
-import { cliProgress, stdoutIsTTY } from "../core/platform/node.js";
+import { cliProgress, stdoutIsTTY, type CliProgressBar } from "../core/platform/node.js";
 import { ValueError } from "../core/errors.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 
@@ -31,7 +30,7 @@ function fmt(v: number): string {
 }
 
 export class Progress {
-  private readonly bar: cliProgressModule.SingleBar | null = null;
+  private readonly bar: CliProgressBar | null = null;
   private readonly start = performance.now();
   private readonly every: number;
   private readonly write: (line: string) => void;

@@ -5,7 +5,8 @@
  */
 import { ERROR_WORDS_BYTES, type BindingLayout, type PlanStep } from "./protocol.js";
 import { openTransport, type DeviceDescription, type RuntimeStats, type Transport, type TransportChoice } from "./transport.js";
-import { IS_NODE, type DeviceLimits, type GpuOptions } from "./gpu-api.js";
+import { IS_NODE } from "./gpu-api.js";
+import type { DeviceLimits, GpuOptions } from "./device-options.js";
 import type { LazyKernel } from "./kernels/common.js";
 
 export interface KernelSource {

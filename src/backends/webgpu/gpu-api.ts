@@ -4,7 +4,9 @@
  * adapter's own limits (more storage buffers per stage, larger bindings, larger workgroups than the
  * WebGPU defaults), because the kernels pick their tile sizes from them.
  */
-import { loadDawn, PLATFORM } from "../../core/platform/node.js";
+import { loadDawn, PLATFORM, type DawnModule } from "../../core/platform/node.js";
+import type { DeviceLimits, GpuOptions } from "./device-options.js";
+export type { DeviceLimits, GpuOptions } from "./device-options.js";
 
 export interface OpenedDevice {
   device: GPUDevice;
@@ -13,7 +15,7 @@ export interface OpenedDevice {
    * lives: Dawn's Node binding frees its instance when the GPU object is collected, and a device
    * whose instance is gone crashes the process the next time events are processed.
    */
-  keepAlive: [GPU, GPUAdapter];
+  keepAlive: [object, object];
   adapterInfo: { vendor: string; architecture: string; description: string; device: string };
   /** What the kernels size themselves by (the device's granted limits). */
   limits: DeviceLimits;
@@ -21,17 +23,6 @@ export interface OpenedDevice {
   features: string[];
 }
 
-export interface DeviceLimits {
-  maxStorageBuffersPerShaderStage: number;
-  maxStorageBufferBindingSize: number;
-  maxBufferSize: number;
-  maxComputeWorkgroupStorageSize: number;
-  maxComputeInvocationsPerWorkgroup: number;
-  maxComputeWorkgroupSizeX: number;
-  maxComputeWorkgroupSizeY: number;
-  maxComputeWorkgroupsPerDimension: number;
-  minUniformBufferOffsetAlignment: number;
-}
 
 const LIMIT_NAMES: (keyof DeviceLimits)[] = [
   "maxStorageBuffersPerShaderStage",
@@ -45,11 +36,6 @@ const LIMIT_NAMES: (keyof DeviceLimits)[] = [
   "minUniformBufferOffsetAlignment",
 ];
 
-export interface GpuOptions {
-  /** Dawn toggles for the Node binding (e.g. "enable-dawn-features=allow_unsafe_apis"). */
-  dawnFlags?: string[];
-  powerPreference?: "high-performance" | "low-power";
-}
 
 /** True where this JavaScript runtime is Node (it can load Dawn and block a thread). */
 export const IS_NODE = PLATFORM === "node";
@@ -59,7 +45,7 @@ async function gpuEntry(options: GpuOptions): Promise<GPU | string> {
   const nav = (globalThis as { navigator?: { gpu?: GPU } }).navigator;
   if (nav?.gpu) return nav.gpu;
   if (!IS_NODE) return "this JavaScript runtime has no navigator.gpu (WebGPU)";
-  let mod: { create(flags: string[]): GPU; globals: object };
+  let mod: DawnModule;
   try {
     mod = await loadDawn();
   } catch (e) {
@@ -67,7 +53,7 @@ async function gpuEntry(options: GpuOptions): Promise<GPU | string> {
   }
   // Dawn's binding defines the GPU* classes (GPUBufferUsage, GPUMapMode, ...) as its globals.
   for (const [k, v] of Object.entries(mod.globals)) if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = v;
-  return mod.create(options.dawnFlags ?? []);
+  return mod.create(options.dawnFlags ?? []) as GPU;
 }
 
 /** Opens a device on the first adapter, asking for the adapter's limits; a string says why not. */

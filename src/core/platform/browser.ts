@@ -7,6 +7,8 @@
  */
 import pathBrowserify from "path-browserify";
 import { parseStack } from "./stack.js";
+import type { DawnModule } from "./types.js";
+export type { CliProgress, CliProgressBar, DawnModule } from "./types.js";
 import kernelWasmBase64 from "../../../wasm/build/kernels.wasm.js";
 
 type NodePath = typeof import("node:path");
@@ -25,7 +27,7 @@ else host.process.env ??= {};
 export const workerThreads: typeof import("node:worker_threads") | null = null;
 
 /** No Dawn in a page: WebGPU is navigator.gpu there. */
-export async function loadDawn(): Promise<{ create(flags: string[]): GPU; globals: object }> {
+export async function loadDawn(): Promise<DawnModule> {
   throw new Error("Dawn's Node binding does not run in a browser (use navigator.gpu)");
 }
 

@@ -11,6 +11,8 @@ import { findSourceMap } from "node:module";
 import * as workerThreadsModule from "node:worker_threads";
 import { Worker } from "node:worker_threads";
 import cliProgressModule from "cli-progress";
+import type { CliProgress, DawnModule } from "./types.js";
+export type { CliProgress, CliProgressBar, DawnModule } from "./types.js";
 
 export {
   readFileSync, statSync, existsSync, readdirSync, writeFileSync, openSync, closeSync, readSync, writeSync, fstatSync,
@@ -33,16 +35,16 @@ export { inspect, format } from "node:util";
 export const workerThreads: typeof workerThreadsModule | null = workerThreadsModule;
 
 /** Dawn's Node binding (the optional `webgpu` package), loaded on demand; browsers have navigator.gpu. */
-export async function loadDawn(): Promise<{ create(flags: string[]): GPU; globals: object }> {
+export async function loadDawn(): Promise<DawnModule> {
   const name = "webgpu"; // (a variable: TypeScript need not find the optional package's types)
-  return (await import(name)) as { create(flags: string[]): GPU; globals: object };
+  return (await import(name)) as DawnModule;
 }
 
 /** "node" here, "browser" in browser.ts. */
 export const PLATFORM: "node" | "browser" = "node";
 
 /** cli-progress (terminal progress bars); null where there is no terminal. */
-export const cliProgress: typeof cliProgressModule | null = cliProgressModule;
+export const cliProgress: CliProgress | null = cliProgressModule;
 
 /** Whether standard output is a terminal. */
 export function stdoutIsTTY(): boolean {

@@ -1,0 +1,67 @@
+/**
+ * A strict TypeScript consumer (strict, no skipLibCheck, NodeNext) type-checks a file importing
+ * every public entry of the built package: the emitted declarations must not need a
+ * devDependency (@webgpu/types, @types/cli-progress). Needs dist/ (`npm test` builds it first),
+ * as test/api/package.test.ts does.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, mkdirSync, symlinkSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import ts from "typescript";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+// Exactly README's "TypeScript" snippet (operators are method calls under tsc).
+const README_SNIPPET = `
+const a = sc.tensor([1, 2, 3]);
+const b = sc.tensor([4, 5, 6]);
+const c = a.add(b).mul(2).sub(1); // (a + b) * 2 - 1
+console.log(c.arraySync());
+`;
+
+// todo (issue 24): still failing: dist/backends/webgpu/gpu-api.d.ts (OpenedDevice.device: GPUDevice) is reached through
+// transport.d.ts (WebGpuTransport constructor), so GPUDevice leaks; remove the todo once that is structural.
+test("a strict TypeScript consumer type-checks the package's declarations without devDependencies", { todo: "GPUDevice still leaks through transport.d.ts -> gpu-api.d.ts" }, () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "sc-consumer-"));
+  try {
+    mkdirSync(path.join(dir, "node_modules", "@types"), { recursive: true });
+    symlinkSync(root, path.join(dir, "node_modules", "stagecraft"), "dir");
+    symlinkSync(path.join(root, "node_modules", "@types", "node"), path.join(dir, "node_modules", "@types", "node"), "dir");
+    const main = path.join(dir, "main.ts");
+    writeFileSync(
+      main,
+      [
+        `import * as sc from "stagecraft";`,
+        `import * as internals from "stagecraft/internals";`,
+        `import * as runtime from "stagecraft/autograph-runtime";`,
+        `import * as register from "stagecraft/register";`,
+        `import * as babel from "stagecraft/babel";`,
+        `import * as esbuild from "stagecraft/esbuild";`,
+        `import * as vite from "stagecraft/vite";`,
+        `console.log(internals, runtime, register, babel, esbuild, vite);`,
+        README_SNIPPET,
+      ].join("\n"),
+    );
+    const program = ts.createProgram([main], {
+      strict: true,
+      noEmit: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      // (DOM: onnxruntime-node's own declarations name ImageData, WebGLTexture; see the report of issue 24)
+      lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+      types: ["node"],
+    });
+    const diags = ts.getPreEmitDiagnostics(program);
+    const text = ts.formatDiagnostics(diags, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => dir, getNewLine: () => "\n" });
+    assert.equal(diags.length, 0, text);
+    // Symlinked, the package sees its own devDependencies: none of them may be part of the consumer's program.
+    const dev = ["@webgpu/types", "@types/cli-progress"];
+    const leaked = program.getSourceFiles().map((f) => f.fileName).filter((f) => dev.some((d) => f.includes(`/node_modules/${d}/`)));
+    assert.deepEqual(leaked, [], "declarations reach a devDependency's types");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
