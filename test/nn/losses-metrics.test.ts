@@ -30,6 +30,8 @@ const cases: Case[] = [
   { name: "klDivergence", f: nn.klDivergence, p: LP, t: f64(TQ), expect: TQ.map((r, i) => r.reduce((a, t, j) => a + (t > 0 ? t * (Math.log(t) - LP[i]![j]!) : 0), 0)).reduce((a, v) => a + v, 0) / 2 },
   { name: "cosineSimilarity", f: nn.cosineSimilarity, p: P, t: f64(T), expect: -(cos(P[0]!, T[0]!) + cos(P[1]!, T[1]!)) / 2 },
   { name: "binaryCrossEntropyWithLogits posWeight 3", f: nn.binaryCrossEntropyWithLogits, p: P, t: f64(T), opts: { posWeight: 3 }, expect: P.flat().reduce((a, x, i) => { const z = T.flat()[i]!; return a + 3 * z * sp(-x) + (1 - z) * sp(x); }, 0) / 6 },
+  // (P holds a logit 0, where the old max/abs form's gradient was 1 - z instead of 1/2 - z)
+  { name: "binaryCrossEntropyWithLogits", f: nn.binaryCrossEntropyWithLogits, p: P, t: f64(T), expect: P.flat().reduce((a, x, i) => { const z = T.flat()[i]!; return a + z * sp(-x) + (1 - z) * sp(x); }, 0) / 6 },
   { name: "huber delta 0.7", f: nn.huber, p: P, t: f64(T), opts: { delta: 0.7 }, expect: P.flat().reduce((a, x, i) => { const e = Math.abs(x - T.flat()[i]!); return a + (e < 0.7 ? 0.5 * e * e : 0.7 * (e - 0.35)); }, 0) / 6 },
 ];
 
