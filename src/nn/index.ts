@@ -14,7 +14,7 @@ export { MultiHeadAttention, type AttentionOptions } from "./layers/attention.js
 export type { WeightOptions } from "./layers/options.js";
 export * as init from "./init.js";
 export type { Initializer, Fans } from "./init.js";
-export { softmaxCrossEntropy, binaryCrossEntropyWithLogits, mse, huber, type Reduction, type LossOptions, type CrossEntropyOptions, type HuberOptions } from "./losses.js";
-export { accuracy, Mean } from "./metrics.js";
+export { softmaxCrossEntropy, binaryCrossEntropyWithLogits, mse, huber, l1, mae, nll, klDivergence, cosineSimilarity, type Reduction, type LossOptions, type CrossEntropyOptions, type HuberOptions, type BinaryCrossEntropyOptions } from "./losses.js";
+export { accuracy, Mean, topKAccuracy, precision, recall, f1, Precision, Recall, F1, meanAbsoluteError, meanSquaredError, type TopKOptions, type ClassificationMetricOptions, type CountingMetric } from "./metrics.js";
 export { fit, type FitOptions, type FitCallbacks, type History, type Logs, type BatchFunction } from "./fit.js";
 export { Progress, type ProgressOptions } from "./progress.js";
