@@ -51,6 +51,7 @@ export { getOp, listOps, applyOp, defineOp, type OpDef, type TensorType, type Vj
 
 // differentiation
 export { vmap, BatchedTensor, type VmapOptions } from "../vmap/vmap.js";
+export { jacrev, jacfwd, hessian } from "../vmap/jacobian.js";
 export { GradientTape, type GradientTapeOptions } from "../ad/tape.js";
 export { grad, valueAndGrad, vjp, jvp, hvp, customGradient, type GradOptions, type CustomGradientResult } from "../grad/functional.js";
 

@@ -51,3 +51,22 @@ test("nested vmap and outAxes", () => {
 test("an axis size mismatch is a typed error naming the arguments and sizes", () => {
   assert.throws(() => sc.vmap((a: sc.Tensor, b: sc.Tensor) => a.add(b))(sc.zeros([2, 3]), sc.zeros([4, 3])), (e: Error) => e instanceof sc.ShapeError && /argument 0: 2, argument 1: 4/.test(e.message));
 });
+
+test("jacrev = jacfwd = finite differences; hessian", () => {
+  const f = (x: sc.Tensor) => sc.matmul(sc.tensor([[1, 2, 0], [0, -1, 3]], "float64"), x.sin().reshape([3, 1])).reshape([2]).mul(x.sum());
+  const x = sc.tensor([0.3, -0.7, 1.1], "float64");
+  const jr = sc.jacrev(f)(x), jf = sc.jacfwd(f)(x);
+  assert.deepEqual(jr.shape, [2, 3]);
+  close(jr, jf);
+  const eps = 1e-6, xd = [...x.dataSync()], fd: number[][] = [[], []];
+  for (let j = 0; j < 3; j++) {
+    const p = xd.slice(), m = xd.slice();
+    p[j]! += eps; m[j]! -= eps;
+    const yp = f(sc.tensor(p, "float64")).dataSync(), ym = f(sc.tensor(m, "float64")).dataSync();
+    for (let i = 0; i < 2; i++) fd[i]![j] = (Number(yp[i]) - Number(ym[i])) / (2 * eps);
+  }
+  const j = jr.dataSync();
+  for (let k = 0; k < 6; k++) assert.ok(Math.abs(Number(j[k]) - fd[Math.floor(k / 3)]![k % 3]!) < 1e-6);
+  const h = sc.hessian((v: sc.Tensor) => v.mul(v).mul(v).sum())(x);
+  close(h, sc.tensor([[6 * 0.3, 0, 0], [0, 6 * -0.7, 0], [0, 0, 6 * 1.1]], "float64"));
+});
