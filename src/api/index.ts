@@ -50,6 +50,8 @@ export * as random from "./random.js";
 export { getOp, listOps, applyOp, defineOp, type OpDef, type TensorType, type VjpContext } from "../ops/registry.js";
 
 // differentiation
+export { vmap, BatchedTensor, type VmapOptions } from "../vmap/vmap.js";
+export { jacrev, jacfwd, hessian } from "../vmap/jacobian.js";
 export { GradientTape, type GradientTapeOptions } from "../ad/tape.js";
 export { grad, valueAndGrad, vjp, jvp, hvp, customGradient, type GradOptions, type CustomGradientResult } from "../grad/functional.js";
 

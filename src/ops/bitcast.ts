@@ -10,9 +10,11 @@ import { bitcastInto, VALUE_BYTES } from "../backends/cpu/bitcast.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { bitwiseGpuEntries } from "../backends/webgpu/op-kernels/elementwise.js";
+import { perExample } from "./batching.js";
 
 export const bitcastOp = defineOp<{ dtype: DType }>({
   name: "bitcast",
+  batch: perExample,
   family: "bitwise",
   inputs: ["x"],
   infer(inputs, attrs) {

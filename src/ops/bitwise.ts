@@ -14,6 +14,7 @@ import { elementwiseLoop } from "../backends/cpu/elementwise.js";
 import { applyOp1, defineOp, type OpDef, type TensorType } from "./registry.js";
 import { toTensorsWeak } from "./convert.js";
 import { bitwiseGpuEntries } from "../backends/webgpu/op-kernels/elementwise.js";
+import { elementwiseBatch } from "./batching.js";
 
 /** `wide` is 1 for the 64-bit types, `unsigned` 1 for the unsigned ones (set from the dtype; infer checks them). */
 interface BitAttrs {
@@ -42,6 +43,7 @@ function bitwise(name: string, inputs: string[], form: BitForm, commutative = fa
   };
   return defineOp<BitAttrs>({
     name,
+    batch: elementwiseBatch,
     family: "bitwise",
     inputs,
     ...(commutative ? { commutative: true } : {}),

@@ -9,6 +9,7 @@ import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { installMethods } from "./methods.js";
 import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
+import { sameAttrsBatch } from "./batching.js";
 
 export interface CastAttrs {
   dtype: DType;
@@ -16,6 +17,7 @@ export interface CastAttrs {
 
 export const castOp = defineOp<CastAttrs>({
   name: "cast",
+  batch: sameAttrsBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {

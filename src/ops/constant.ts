@@ -10,6 +10,7 @@ import { checkShape, sizeOf } from "../core/shape.js";
 import type { Tensor } from "../core/tensor.js";
 import { defineOp } from "./registry.js";
 import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
+import { perExample } from "./batching.js";
 
 export interface ConstantAttrs {
   dtype: DType;
@@ -20,6 +21,7 @@ export interface ConstantAttrs {
 
 export const constantOp = defineOp<ConstantAttrs>({
   name: "constant",
+  batch: perExample,
   family: "creation",
   inputs: [],
   infer(_inputs, attrs) {

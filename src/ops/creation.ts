@@ -7,6 +7,7 @@ import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { fillLikeOp, full, zerosLikeTensor, onesLikeTensor } from "./fill.js";
 import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
+import { perExample } from "./batching.js";
 
 export { full, zeros, ones } from "./fill.js";
 
@@ -45,6 +46,7 @@ interface RangeAttrs {
 
 export const rangeOp = defineOp<RangeAttrs>({
   name: "range",
+  batch: perExample,
   family: "creation",
   inputs: [],
   infer: (_i, a) => [{ shape: [a.size], dtype: a.dtype }],
@@ -85,6 +87,7 @@ interface EyeAttrs {
 
 export const eyeOp = defineOp<EyeAttrs>({
   name: "eye",
+  batch: perExample,
   family: "creation",
   inputs: [],
   infer: (_i, a) => [{ shape: [a.n, a.m], dtype: a.dtype }],
@@ -110,6 +113,7 @@ interface OneHotAttrs {
 
 export const oneHotOp = defineOp<OneHotAttrs>({
   name: "oneHot",
+  batch: perExample,
   family: "creation",
   inputs: ["indices"],
   infer(inputs, a) {

@@ -10,6 +10,7 @@ import type { Tensor } from "../core/tensor.js";
 import { defineOp } from "./registry.js";
 import { zerosLikeTensor } from "./fill.js";
 import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
+import { refuseBatch } from "./batching.js";
 
 export interface CustomGradientResult {
   value: Tensor | Tensor[];
@@ -40,6 +41,7 @@ export function rememberGradient(output: Tensor, grad: CustomGradientResult["gra
 
 export const customGradientOp = defineOp<CustomGradientAttrs>({
   name: "customGradient",
+  batch: refuseBatch("its VJP is a closure over one call's tensors"),
   family: "ad",
   inputs: ["inputs"],
   variadic: true,

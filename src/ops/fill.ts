@@ -5,6 +5,7 @@ import { checkShape, hasUnknownDims, sizeOf } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
+import { perExample, sameAttrsBatch } from "./batching.js";
 
 export interface FillAttrs {
   shape: number[];
@@ -15,6 +16,7 @@ export interface FillAttrs {
 /** A constant; an op (not raw storage) so that staging records it as a node. */
 export const fillOp = defineOp<FillAttrs>({
   name: "fill",
+  batch: perExample,
   family: "creation",
   inputs: [],
   infer(_inputs, attrs) {
@@ -51,6 +53,7 @@ interface FillLikeAttrs {
  */
 export const fillLikeOp = defineOp<FillLikeAttrs>({
   name: "fillLike",
+  batch: sameAttrsBatch,
   family: "creation",
   inputs: ["x"],
   infer: (inputs, attrs) => [{ shape: inputs[0]!.shape, dtype: attrs.dtype }],

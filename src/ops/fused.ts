@@ -18,6 +18,7 @@ import { cpuBackend } from "../backends/registry.js";
 import { groupLoopSource } from "../backends/cpu/fused.js";
 import { defineOp, getOp, type TensorType } from "./registry.js";
 import { groupGpu } from "../backends/webgpu/op-kernels/elementwise.js";
+import { perExample } from "./batching.js";
 
 export interface FusedStep {
   /** A registry op with an elementwise expression. */
@@ -150,6 +151,7 @@ export function fusedKernelSource(attrs: FusedAttrs, inputShapes: readonly Shape
 
 export const fusedElementwiseOp = defineOp<FusedAttrs>({
   name: "fusedElementwise",
+  batch: perExample,
   family: "fused",
   inputs: ["inputs"],
   variadic: true,

@@ -13,6 +13,7 @@ import type { TensorType } from "../core/tensor-type.js";
 import { applyOp, defineOp, runtimeShapes, type OpDef } from "./registry.js";
 import { zerosLikeTensor } from "./fill.js";
 import { onHost } from "../backends/webgpu/op-kernels/types.js";
+import { perExample } from "./batching.js";
 
 export type HostFn = (...xs: Tensor[]) => Tensor | Tensor[];
 
@@ -59,6 +60,7 @@ export interface HostCallAttrs {
 
 export const hostCallOp: OpDef<HostCallAttrs> = defineOp<HostCallAttrs>({
   name: "hostCall",
+  batch: perExample,
   family: "host",
   inputs: ["inputs"],
   variadic: true,
@@ -113,6 +115,7 @@ export type PrintItem = { text: string } | { input: number };
 
 export const printOp = defineOp<{ items: PrintItem[] }>({
   name: "print",
+  batch: perExample,
   family: "host",
   inputs: ["inputs"],
   variadic: true,
@@ -160,6 +163,7 @@ export function registerAssertion(makeError: () => unknown): number {
  */
 export const assertOp = defineOp<{ fnId: number; message: string; guard?: boolean }>({
   name: "assert",
+  batch: perExample,
   family: "host",
   inputs: ["ok"],
   stateful: true,

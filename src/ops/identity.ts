@@ -3,9 +3,11 @@ import type { Tensor, TensorLike } from "../core/tensor.js";
 import { applyOp1, defineOp } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
+import { sameAttrsBatch } from "./batching.js";
 
 export const identityOp = defineOp({
   name: "identity",
+  batch: sameAttrsBatch,
   family: "shape",
   view: "alias",
   inputs: ["x"],
@@ -17,6 +19,7 @@ export const identityOp = defineOp({
 /** Passes the value through but blocks gradients (the VJP is zero). */
 export const stopGradientOp = defineOp({
   name: "stopGradient",
+  batch: sameAttrsBatch,
   family: "nn",
   view: "alias",
   inputs: ["x"],

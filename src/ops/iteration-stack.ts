@@ -20,6 +20,7 @@ import { expandDims, reshape, scatterAdd } from "./shape.js";
 import { adoptRecord, recordOf } from "./residuals.js";
 import { stackStorage } from "./stack-storage.js";
 import { onHost } from "../backends/webgpu/op-kernels/types.js";
+import { refuseBatch } from "./batching.js";
 
 /** Elements written so far into each growable storage (its newest stack's length). */
 const committed = new WeakMap<ArrayBufferLike, number>();
@@ -99,6 +100,7 @@ function rowTypeOf(op: string, stack: TensorType): number[] {
 
 export const stackPushOp = defineOp<Record<string, never>>({
   name: "stackPush",
+  batch: refuseBatch("an iteration stack (while-loop gradients) holds one example's values; a batched loop stacks batched values instead"),
   family: "shape",
   inputs: ["stack", "value"],
   copiesInputs: [1],
@@ -131,6 +133,7 @@ export const stackPushOp = defineOp<Record<string, never>>({
 
 export const stackPopOp = defineOp<Record<string, never>>({
   name: "stackPop",
+  batch: refuseBatch("an iteration stack (while-loop gradients) holds one example's values; a batched loop stacks batched values instead"),
   family: "shape",
   inputs: ["stack"],
   infer(inputs) {
@@ -176,6 +179,7 @@ export function stackPop(stack: Tensor): [Tensor, Tensor] {
 /** Row `index` (an int32 scalar) of a stack; a residual record in that row comes along. */
 export const stackReadOp = defineOp<Record<string, never>>({
   name: "stackRead",
+  batch: refuseBatch("an iteration stack (while-loop gradients) holds one example's values; a batched loop stacks batched values instead"),
   family: "shape",
   inputs: ["stack", "index"],
   infer(inputs) {
@@ -209,6 +213,7 @@ export function stackRead(stack: Tensor, index: Tensor): Tensor {
 /** An empty stack for rows like `like` (its shape may have unknown dims while staging). */
 export const emptyStackOp = defineOp<Record<string, never>>({
   name: "emptyStack",
+  batch: refuseBatch("an iteration stack (while-loop gradients) holds one example's values; a batched loop stacks batched values instead"),
   family: "creation",
   inputs: ["like"],
   infer: (inputs) => [{ dtype: inputs[0]!.dtype, shape: [0, ...inputs[0]!.shape] }],

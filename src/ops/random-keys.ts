@@ -13,6 +13,7 @@ import { applyOp, applyOp1, defineOp, type TensorType } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { foldInKey, seedKey, splitKey } from "../backends/cpu/counter-rng.js";
 import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
+import { perExample } from "./batching.js";
 
 const KEY_TYPE: TensorType = { dtype: "int32", shape: [2] };
 
@@ -46,6 +47,7 @@ export function keyWords(key: Tensor): [number, number] {
 /** The key of a seed held in an integer scalar tensor (equal to key(n) for the number n it holds). */
 export const randomKeyOp = defineOp<Record<string, never>>({
   name: "randomKey",
+  batch: perExample,
   family: "random",
   inputs: ["seed"],
   infer(inputs) {
@@ -69,6 +71,7 @@ interface SplitAttrs {
 /** n keys split from one: key i is the counter-based bits 2i and 2i + 1 of the key. */
 export const randomSplitOp = defineOp<SplitAttrs>({
   name: "randomSplit",
+  batch: perExample,
   family: "random",
   inputs: ["key"],
   infer(inputs, a) {
@@ -87,6 +90,7 @@ export const randomSplitOp = defineOp<SplitAttrs>({
 /** A key folded with 32 bits of integer data (a step number, an index). */
 export const randomFoldInOp = defineOp<Record<string, never>>({
   name: "randomFoldIn",
+  batch: perExample,
   family: "random",
   inputs: ["key", "data"],
   infer(inputs) {
@@ -119,6 +123,7 @@ const MAX_COUNTER = 2 ** 52;
  */
 export const randomNextKeyOp = defineOp<Record<string, never>>({
   name: "randomNextKey",
+  batch: perExample,
   family: "random",
   inputs: ["state"],
   infer(inputs) {

@@ -32,6 +32,7 @@ import { checkKey, checkKeyType, key as seedKeyTensor, keyWords, randomNextKeyOp
 import "./variable-updates.js";
 import { seedKey, uniform01 } from "../backends/cpu/counter-rng.js";
 import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
+import { perExample } from "./batching.js";
 
 export { key, split, foldIn } from "./random-keys.js";
 
@@ -196,6 +197,7 @@ type Sample = (k0: number, k1: number, i: number, f64: boolean) => number;
 function defineDraw<A extends DrawAttrs>(name: string, sampler: (a: A) => Sample) {
   return defineOp<A>({
     name,
+    batch: perExample,
     family: "random",
     inputs: ["key"],
     infer: (inputs, a) => {
@@ -234,6 +236,7 @@ export const randomNormalOp = defineDraw<DrawAttrs & { mean: number; stddev: num
 
 export const randomBernoulliOp = defineOp<Record<string, never>>({
   name: "randomBernoulli",
+  batch: perExample,
   family: "random",
   inputs: ["p", "key"],
   infer(inputs) {
@@ -256,6 +259,7 @@ interface CategoricalAttrs {
 
 export const randomCategoricalOp = defineOp<CategoricalAttrs>({
   name: "randomCategorical",
+  batch: perExample,
   family: "random",
   inputs: ["logits", "key"],
   infer(inputs, a) {

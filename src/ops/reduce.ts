@@ -28,6 +28,7 @@ import { cast } from "./cast.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { shapeGpu } from "../backends/webgpu/op-kernels/shape.js";
 import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
+import { axesBatch, axisBatch, batchWhen, perExample } from "./batching.js";
 
 export interface ReduceAttrs {
   /** Sorted, normalized axes. */
@@ -86,6 +87,7 @@ export function defineReduction(
 ): OpDef<ReduceAttrs> {
   return defineOp<ReduceAttrs>({
     name,
+    batch: axesBatch,
     family: "reduce",
     inputs: ["x"],
     infer(inputs, attrs): TensorType[] {
@@ -251,6 +253,7 @@ function argShape(shape: Shape, attrs: ArgReduceAttrs): number[] {
 function defineArgReduction(name: string, kind: "max" | "min"): OpDef<ArgReduceAttrs> {
   return defineOp<ArgReduceAttrs>({
     name,
+    batch: batchWhen<ArgReduceAttrs>("axis", (c) => c.attrs.axis !== null, axisBatch as never),
     family: "reduce",
     inputs: ["x"],
     infer(inputs, attrs) {
@@ -372,6 +375,7 @@ export interface CumsumOptions {
 
 export const cumsumOp = defineOp<CumsumAttrs>({
   name: "cumsum",
+  batch: axisBatch,
   family: "reduce",
   inputs: ["x"],
   infer(inputs) {
@@ -460,6 +464,7 @@ export function sumTo(x: Tensor, target: Shape | Tensor): Tensor {
  */
 export const sumToLikeOp = defineOp({
   name: "sumToLike",
+  batch: perExample,
   family: "reduce",
   inputs: ["x", "like"],
   infer: (inputs) => [{ shape: inputs[1]!.shape, dtype: inputs[0]!.dtype }],

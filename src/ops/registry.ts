@@ -22,6 +22,7 @@ import { hasUnknownDims } from "../core/shape.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
 import type { CpuKernel } from "../backends/cpu/kernel.js";
+import type { BatchRule } from "./batching.js";
 
 export type { TensorType, ElementwiseForm, ElementwiseGroup, ReductionForm, CpuKernel };
 
@@ -94,6 +95,11 @@ export interface OpDef<A = any> extends OpFacts {
    * Absent for ops whose outputs are not differentiable (comparisons, argMax, ...).
    */
   vjp?(ctx: VjpContext<A>, cotangents: (Tensor | null)[]): (Tensor | null)[];
+  /**
+   * The batching rule (vmap): how the op runs on inputs carrying a batch axis, or a stated
+   * refusal (ops/batching.ts). Elementwise ops derive theirs (`batchRuleOf`).
+   */
+  readonly batch?: BatchRule<A>;
   /**
    * The output is input 0's storage itself: "reshape" (same elements in order, another shape:
    * a chain of them is one reshape) or "alias" (the input unchanged: identity, stopGradient).
@@ -245,6 +251,16 @@ export function lookupOp(name: string): AnyOpDef | null {
 export function structuralOp(name: string): StructuralOpDef | null {
   const d = registry.get(name);
   return d?.structural ? d : null;
+}
+
+/** An op's batching rule: declared, or derived from its elementwise expression; null when it has neither. */
+export function batchRuleOf(def: OpDef): BatchRule | null {
+  return def.batch ?? (def.elementwise ? elementwiseBatchRule : null);
+}
+let elementwiseBatchRule: BatchRule | null = null;
+/** ops/batching.ts installs the derived elementwise rule (it imports this file). */
+export function setElementwiseBatchRule(r: BatchRule): void {
+  elementwiseBatchRule = r;
 }
 
 /** Every registry op (the ones with kernels). */

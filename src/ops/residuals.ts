@@ -19,6 +19,7 @@ import type { Tensor } from "../core/tensor.js";
 import { applyOp, applyOp1, defineOp, runtimeShapes, type TensorType } from "./registry.js";
 import { zerosLikeTensor } from "./fill.js";
 import { onHost } from "../backends/webgpu/op-kernels/types.js";
+import { refuseBatch } from "./batching.js";
 
 interface Kept {
   data: TypedArray;
@@ -32,6 +33,7 @@ export const HANDLE_TYPE: TensorType = Object.freeze({ dtype: "float64" as DType
 
 export const packResidualsOp = defineOp<Record<string, never>>({
   name: "packResiduals",
+  batch: refuseBatch("a residual record is an opaque handle of one call's values"),
   family: "ad",
   inputs: ["values"],
   variadic: true,
@@ -63,6 +65,7 @@ interface UnpackAttrs {
  */
 export const unpackResidualsOp = defineOp<UnpackAttrs>({
   name: "unpackResiduals",
+  batch: refuseBatch("a residual record is an opaque handle of one call's values"),
   family: "ad",
   inputs: ["handle"],
   variadic: true,

@@ -53,6 +53,7 @@ const TABLE: Record<string, [api: string, call: Call]> = {
   "io.restore": ["restore", (o) => sc.io.restore({ v: sc.variable(1) }, "missing.ckpt", o)],
   "io.Checkpoint.prototype.restore": ["restore", (o) => new sc.io.Checkpoint({ v: sc.variable(1) }).restore("missing.ckpt", o)],
   valueAndGrad: ["grad", (o) => sc.valueAndGrad((t: sc.Tensor) => t, o)],
+  vmap: ["vmap", (o) => sc.vmap((t: sc.Tensor) => t, o)],
   stage: ["stage", (o) => sc.stage((t: sc.Tensor) => t, o)],
   whileLoop: ["whileLoop", (o) => sc.whileLoop(() => false, (v) => [v], [sc.scalar(0)], o)],
   parseSExpr: ["parseSExpr", (o) => sc.parseSExpr("", o)],

@@ -9,6 +9,7 @@ import { toTensor } from "../convert.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { type Pair, type Pads, isInt, intPair, checkRank4, checkSpatial, effective, windows, unknownSizeError, resolvePads, checkPads, checkPairAttr, checkKernelFits, shapesCompatible, type Padding2d } from "./window.js";
 import { mathGpu } from "../../backends/webgpu/op-kernels/math.js";
+import { mergeBatch, perExample } from "../batching.js";
 
 export interface Conv2dAttrs {
   strides: Pair;
@@ -125,6 +126,7 @@ const convOnly = (a: Conv2dAttrs): Conv2dAttrs => ({ strides: a.strides, pads: a
 
 export const conv2dOp: OpDef<Conv2dAttrs> = defineOp<Conv2dAttrs>({
   name: "conv2d",
+  batch: mergeBatch([0]),
   family: "nn",
   inputs: ["x", "w"],
   infer(inputs, attrs) {
@@ -159,6 +161,7 @@ export const conv2dOp: OpDef<Conv2dAttrs> = defineOp<Conv2dAttrs>({
 
 export const conv2dTransposeOp: OpDef<Conv2dTransposeAttrs> = defineOp<Conv2dTransposeAttrs>({
   name: "conv2dTranspose",
+  batch: mergeBatch([0]),
   family: "nn",
   inputs: ["x", "w"],
   infer(inputs, attrs) {
@@ -232,6 +235,7 @@ export const conv2dTransposeOp: OpDef<Conv2dTransposeAttrs> = defineOp<Conv2dTra
  */
 export const conv2dBackpropFilterOp: OpDef<Conv2dBackpropFilterAttrs> = defineOp<Conv2dBackpropFilterAttrs>({
   name: "conv2dBackpropFilter",
+  batch: perExample,
   family: "nn",
   inputs: ["x", "dy"],
   infer(inputs, attrs) {

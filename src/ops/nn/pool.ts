@@ -9,6 +9,7 @@ import { toTensor } from "../convert.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { type Pair, type Pads, intPair, checkRank4, checkSpatial, windows, unknownSizeError, resolvePads, checkPads, checkPairAttr, checkKernelFits, shapesCompatible, type Padding2d } from "./window.js";
 import { mathGpu } from "../../backends/webgpu/op-kernels/math.js";
+import { mergeBatch, perExample } from "../batching.js";
 
 export interface Pool2dAttrs {
   kernelSize: Pair;
@@ -72,6 +73,7 @@ function checkSame(op: string, a: TensorType, b: TensorType, an: string, bn: str
 
 export const maxPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
   name: "maxPool2d",
+  batch: mergeBatch([0]),
   family: "nn",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -98,6 +100,7 @@ export const maxPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
 /** The gradient of maxPool2d: dy [N, C, outH, outW] added at each window's argmax in x -> dx [N, C, H, W]. */
 export const maxPool2dGradOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
   name: "maxPool2dGrad",
+  batch: perExample,
   family: "nn",
   inputs: ["x", "dy"],
   infer(inputs, attrs) {
@@ -125,6 +128,7 @@ export const maxPool2dGradOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
 /** The adjoint of maxPool2dGrad in dy: g [N, C, H, W] read at each window's argmax in x -> [N, C, outH, outW]. */
 export const maxPool2dGradGradOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
   name: "maxPool2dGradGrad",
+  batch: perExample,
   family: "nn",
   inputs: ["x", "g"],
   infer(inputs, attrs) {
@@ -150,6 +154,7 @@ export const maxPool2dGradGradOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
 
 export const avgPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
   name: "avgPool2d",
+  batch: mergeBatch([0]),
   family: "nn",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -177,6 +182,7 @@ export const avgPool2dOp: OpDef<Pool2dAttrs> = defineOp<Pool2dAttrs>({
 /** The gradient of avgPool2d: each window's dy spread evenly over its (unpadded) elements. Linear; its VJP is avgPool2d. */
 export const avgPool2dGradOp: OpDef<AvgPool2dGradAttrs> = defineOp<AvgPool2dGradAttrs>({
   name: "avgPool2dGrad",
+  batch: perExample,
   family: "nn",
   inputs: ["dy"],
   infer(inputs, attrs) {

@@ -9,6 +9,7 @@ import { exp } from "../unary.js";
 import { mul, sub } from "../binary.js";
 import { sum } from "../reduce.js";
 import { mathGpu } from "../../backends/webgpu/op-kernels/math.js";
+import { axisBatch } from "../batching.js";
 
 export interface SoftmaxAttrs {
   /** Normalized (non-negative) axis. */
@@ -63,6 +64,7 @@ function softmaxKernel(x: TypedArray, out: TypedArray, outer: number, n: number,
 function defineSoftmax(name: "softmax" | "logSoftmax", log: boolean): OpDef<SoftmaxAttrs> {
   return defineOp<SoftmaxAttrs>({
     name,
+    batch: axisBatch,
     family: "nn",
     inputs: ["x"],
     infer(inputs, attrs): TensorType[] {

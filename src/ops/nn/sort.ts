@@ -20,6 +20,7 @@ import { cast } from "../cast.js";
 import { splitAt } from "./softmax.js";
 import { isInt, unknownSizeError } from "./window.js";
 import { mathGpu } from "../../backends/webgpu/op-kernels/math.js";
+import { axisBatch, sameAttrsBatch } from "../batching.js";
 
 export interface TopKAttrs {
   k: number;
@@ -78,6 +79,7 @@ function scatterAlongAxisOneHot(op: string, updates: Tensor, indices: Tensor, ax
 
 export const topKOp: OpDef<TopKAttrs> = defineOp<TopKAttrs>({
   name: "topK",
+  batch: sameAttrsBatch,
   family: "nn",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -110,6 +112,7 @@ export const topKOp: OpDef<TopKAttrs> = defineOp<TopKAttrs>({
 
 export const sortOp: OpDef<SortAttrs> = defineOp<SortAttrs>({
   name: "sort",
+  batch: axisBatch,
   family: "nn",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -137,6 +140,7 @@ export const sortOp: OpDef<SortAttrs> = defineOp<SortAttrs>({
 
 export const argsortOp: OpDef<SortAttrs> = defineOp<SortAttrs>({
   name: "argsort",
+  batch: axisBatch,
   family: "nn",
   inputs: ["x"],
   infer(inputs, attrs) {

@@ -3,9 +3,11 @@ import { ShapeError } from "../../core/errors.js";
 import { fmtShape } from "../../core/shape.js";
 import { defineOp } from "../registry.js";
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
+import { dimSizeBatch } from "../batching.js";
 
 export const dimSizeOp = defineOp<{ axis: number }>({
   name: "dimSize",
+  batch: dimSizeBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {

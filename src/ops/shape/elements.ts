@@ -15,6 +15,7 @@ import { gatherElementsInto, scatterElementsInto, scatterNDInto, type ScatterRed
 import { alloc, checkAttrAxis, checkIndexDtype, positionOf, prod, axisOf, toIndexTensor } from "./common.js";
 import { gatherND } from "./gather.js";
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
+import { axisBatch, perExample } from "../batching.js";
 
 const REDUCTIONS: readonly ScatterReduction[] = ["none", "add", "mul", "max", "min"];
 
@@ -48,6 +49,7 @@ function checkReduction(op: string, r: unknown): ScatterReduction {
 
 export const gatherElementsOp = defineOp<ElementsAttrs>({
   name: "gatherElements",
+  batch: axisBatch,
   family: "shape",
   inputs: ["x", "indices"],
   infer(inputs, attrs) {
@@ -83,6 +85,7 @@ export function gatherElements(x: TensorLike, indices: TensorLike, axis = 0): Te
 
 export const scatterElementsOp = defineOp<ScatterAttrs>({
   name: "scatterElements",
+  batch: axisBatch,
   family: "shape",
   inputs: ["x", "indices", "updates"],
   infer(inputs, attrs) {
@@ -134,6 +137,7 @@ export function scatterElements(x: TensorLike, indices: TensorLike, updates: Ten
 
 export const scatterNDOp = defineOp<ScatterNDAttrs>({
   name: "scatterND",
+  batch: perExample,
   family: "shape",
   inputs: ["x", "indices", "updates"],
   infer(inputs, attrs) {

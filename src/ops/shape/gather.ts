@@ -15,10 +15,12 @@ import { gatherAxis, gatherNDInto, scatterAddAxis } from "../../backends/cpu/gat
 import { fmt, prod, axisOf, unknownAxisError, alloc, positionOf, checkIndexDtype, checkIndexRange, checkAttrAxis, toIndexTensor, type AxisAttrs } from "./common.js";
 import { broadcastLike, broadcastTo, reshape } from "./reshape.js";
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
+import { batchWhen, leadingBatch, perExample, shiftAxis } from "../batching.js";
 
 
 export const gatherOp = defineOp<AxisAttrs>({
   name: "gather",
+  batch: batchWhen("axis", (c) => c.dims[1] === null, leadingBatch<{ axis: number }>("axis", (a, r) => ({ ...a, axis: shiftAxis(a.axis, r) }), [0])),
   family: "shape",
   inputs: ["x", "indices"],
   infer(inputs, attrs) {
@@ -61,6 +63,7 @@ export function gather(x: TensorLike, indices: TensorLike, axis = 0): Tensor {
 
 export const gatherNDOp = defineOp<Record<string, never>>({
   name: "gatherND",
+  batch: perExample,
   family: "shape",
   inputs: ["x", "indices"],
   infer(inputs) {
@@ -139,6 +142,7 @@ function scatterUpdatesShape(x: Shape, idx: Shape, axis: number): number[] {
 
 export const scatterAddOp = defineOp<AxisAttrs>({
   name: "scatterAdd",
+  batch: perExample,
   family: "shape",
   inputs: ["x", "indices", "updates"],
   infer(inputs, attrs) {

@@ -12,11 +12,13 @@ import { fmt, prod, axisOf, unknownAxisError, alloc, filledCts, checkSameDtypes,
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 import { STACKED, isStackedSequence, type StackedSequence } from "../../core/tensor-sequence.js";
 import { reshape, transpose } from "./reshape.js";
+import { axisBatch } from "../batching.js";
 
 
 
 export const concatOp = defineOp<AxisAttrs>({
   name: "concat",
+  batch: axisBatch,
   family: "shape",
   inputs: ["values"],
   variadic: true,
@@ -128,6 +130,7 @@ export function concat(tensors: readonly TensorLike[], axis = 0): Tensor {
 
 export const stackOp = defineOp<AxisAttrs>({
   name: "stack",
+  batch: axisBatch,
   family: "shape",
   inputs: ["values"],
   variadic: true,
@@ -177,6 +180,7 @@ export function stack(tensors: readonly TensorLike[], axis = 0): Tensor {
 
 export const unstackOp = defineOp<AxisAttrs>({
   name: "unstack",
+  batch: axisBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -228,6 +232,7 @@ export interface SplitAttrs {
 
 export const splitOp = defineOp<SplitAttrs>({
   name: "split",
+  batch: axisBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {

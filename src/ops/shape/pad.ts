@@ -12,6 +12,7 @@ import { fmt, unknownAxisError, alloc } from "./common.js";
 import { sliceOp } from "./slice.js";
 import { scatterAdd } from "./gather.js";
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
+import { padBatch } from "../batching.js";
 
 
 export type PadMode = "constant" | "reflect" | "symmetric" | "edge";
@@ -67,6 +68,7 @@ export function padIndexMap(mode: PadMode, n: number, before: number, after: num
 
 export const padOp = defineOp<PadAttrs>({
   name: "pad",
+  batch: padBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {

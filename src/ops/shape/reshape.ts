@@ -14,6 +14,7 @@ import { elementwiseLoop } from "../../backends/cpu/elementwise.js";
 import { transposeInto } from "../../backends/cpu/transpose.js";
 import { fmt, axesOf, alloc, unknownShapeArg, checkSortedAxes, type AxesAttrs } from "./common.js";
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
+import { axesBatch, broadcastBatch, reshapeBatch, transposeBatch } from "../batching.js";
 
 export interface ReshapeAttrs {
   /**
@@ -45,6 +46,7 @@ function reshapeShape(inShape: Shape, target: unknown): number[] {
 
 export const reshapeOp = defineOp<ReshapeAttrs>({
   name: "reshape",
+  batch: reshapeBatch,
   family: "shape",
   view: "reshape",
   inputs: ["x"],
@@ -100,6 +102,7 @@ function checkBroadcastTo(x: Shape, target: Shape): void {
 
 export const broadcastToOp = defineOp<BroadcastToAttrs>({
   name: "broadcastTo",
+  batch: broadcastBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -187,6 +190,7 @@ function inversePerm(perm: readonly number[]): number[] {
 
 export const transposeOp = defineOp<TransposeAttrs>({
   name: "transpose",
+  batch: transposeBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -222,6 +226,7 @@ export function transpose(x: TensorLike, perm?: readonly number[]): Tensor {
 
 export const expandDimsOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
   name: "expandDims",
+  batch: axesBatch,
   family: "shape",
   view: "reshape",
   inputs: ["x"],
@@ -251,6 +256,7 @@ export function expandDims(x: TensorLike, axis: number | readonly number[]): Ten
 
 export const squeezeOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
   name: "squeeze",
+  batch: axesBatch,
   family: "shape",
   view: "reshape",
   inputs: ["x"],

@@ -9,6 +9,7 @@ import { copyStrided } from "../../backends/cpu/transpose.js";
 import { fmt, unknownAxisError, alloc } from "./common.js";
 import { squeezeOp } from "./reshape.js";
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
+import { perExample, sliceBatch } from "../batching.js";
 
 
 export interface SliceAttrs {
@@ -67,6 +68,7 @@ function sliceRanges(op: string, shape: Shape, a: SliceAttrs): AxisRange[] {
 
 export const sliceOp: OpDef<SliceAttrs> = defineOp<SliceAttrs>({
   name: "slice",
+  batch: sliceBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -127,6 +129,7 @@ function sliceGradShape(attrs: SliceGradAttrs, dy: Shape): number[] {
 /** The transpose of slice: zeros of `shape` with `dy` written at the sliced positions. */
 export const sliceGradOp: OpDef<SliceGradAttrs> = defineOp<SliceGradAttrs>({
   name: "sliceGrad",
+  batch: perExample,
   family: "shape",
   inputs: ["dy"],
   infer(inputs, attrs) {

@@ -10,6 +10,7 @@ import { copyIndexMapped, copyStrided } from "../../backends/cpu/transpose.js";
 import { fmt, axesOf, unknownAxisError, alloc, checkSortedAxes, type AxesAttrs } from "./common.js";
 import { reshape } from "./reshape.js";
 import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
+import { axesBatch, batchWhen, leadingBatch } from "../batching.js";
 
 
 export interface TileAttrs {
@@ -33,6 +34,7 @@ function tiledInputShape(shape: Shape, n: number): number[] {
 
 export const tileOp = defineOp<TileAttrs>({
   name: "tile",
+  batch: batchWhen<{ reps: number[] }>("leading", (c) => c.attrs.reps.length === c.inputs[0]!.rank - 1, leadingBatch<{ reps: number[] }>("leading", (a) => ({ ...a, reps: [1, ...a.reps] }), [0])),
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {
@@ -87,6 +89,7 @@ export function tile(x: TensorLike, reps: readonly number[]): Tensor {
 
 export const flipOp: OpDef<AxesAttrs> = defineOp<AxesAttrs>({
   name: "flip",
+  batch: axesBatch,
   family: "shape",
   inputs: ["x"],
   infer(inputs, attrs) {
