@@ -81,6 +81,7 @@ export * as optim from "../optim/index.js";
 export * as io from "../io/index.js";
 export * as data from "../data/index.js";
 export * as onnx from "../onnx/index.js";
+export * as distributed from "../distributed/index.js";
 
 // The WebGPU backend: `await initWebGPU()` makes "webgpu:0" available where an adapter exists.
 export { initWebGPU, webgpuUnavailable, webgpuStats, webgpuFinish, tidy } from "./webgpu.js";

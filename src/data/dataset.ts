@@ -139,6 +139,22 @@ export class Dataset<T = Element> implements Iterable<T> {
     }, undefined);
   }
 
+  /**
+   * Every `size`-th element starting at `index` (tf.data's shard): rank `index` of a job of
+   * `size` processes reads its own disjoint part. Shard before shuffling with a per-rank seed.
+   */
+  shard(size: number, index: number): Dataset<T> {
+    checkCount("shard", size, 1);
+    checkCount("shard", index);
+    if (index >= size) throw new ValueError(`shard index ${index} must be below the number of shards ${size}`, "Dataset.shard");
+    const src = this.source;
+    const n = this.size;
+    return new Dataset<T>(function* (epoch) {
+      const it = src(epoch);
+      for (let r = it.next(), i = 0; !r.done; r = it.next(), i++) if (i % size === index) yield r.value;
+    }, n === undefined ? undefined : n === Infinity ? Infinity : Math.max(0, Math.ceil((n - index) / size)));
+  }
+
   /** The first `count` elements. */
   take(count: number): Dataset<T> {
     checkCount("take", count);
