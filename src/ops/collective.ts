@@ -19,6 +19,7 @@ import { DtypeError, ShapeError, StagecraftError, ValueError } from "../core/err
 import { fmtShape } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
 import { applyOp1, defineOp, type OpDef } from "./registry.js";
+import { perExample, sameAttrsBatch } from "./batching.js";
 import { toTensor } from "./convert.js";
 import { cast } from "./cast.js";
 import { equal } from "./compare.js";
@@ -84,6 +85,8 @@ interface AllReduceAttrs {
 
 export const allReduceOp: OpDef<AllReduceAttrs> = defineOp<AllReduceAttrs>({
   name: "allReduce",
+  // (elementwise across ranks: the batched tensor reduces whole, each example with its own)
+  batch: sameAttrsBatch,
   family: "collective",
   inputs: ["x"],
   stateful: true,
@@ -125,6 +128,7 @@ interface BroadcastAttrs {
 
 export const broadcastOp = defineOp<BroadcastAttrs>({
   name: "broadcast",
+  batch: sameAttrsBatch,
   family: "collective",
   inputs: ["x"],
   stateful: true,
@@ -160,6 +164,8 @@ interface AllGatherAttrs {
 
 export const allGatherOp = defineOp<AllGatherAttrs>({
   name: "allGather",
+  // (gathers along axis 0: one example at a time keeps each example's gather its own)
+  batch: perExample,
   family: "collective",
   inputs: ["x"],
   stateful: true,
