@@ -5,12 +5,13 @@
 export { Module } from "./module.js";
 export { Sequential } from "./layers/sequential.js";
 export { Linear, Flatten, Activation, ReLU, Tanh, Sigmoid, GELU, Softmax, LogSoftmax, type LinearOptions } from "./layers/linear.js";
-export { Conv2d, MaxPool2d, AvgPool2d, type Conv2dLayerOptions } from "./layers/conv.js";
-export { BatchNorm, LayerNorm, type BatchNormOptions, type LayerNormOptions } from "./layers/normalization.js";
+export { Conv1d, Conv2d, ConvTranspose2d, MaxPool2d, AvgPool2d, type Conv1dLayerOptions, type Conv2dLayerOptions, type ConvTranspose2dLayerOptions } from "./layers/conv.js";
+export { BatchNorm, LayerNorm, GroupNorm, type BatchNormOptions, type LayerNormOptions, type GroupNormOptions } from "./layers/normalization.js";
 export { Dropout, type DropoutOptions } from "./layers/dropout.js";
 export { Embedding, type EmbeddingOptions } from "./layers/embedding.js";
 export { LSTMCell, GRUCell, LSTM, GRU, type RecurrentOptions, type SequenceOptions } from "./layers/recurrent.js";
 export { MultiHeadAttention, type AttentionOptions } from "./layers/attention.js";
+export { TransformerEncoderLayer, TransformerDecoderLayer, type TransformerLayerOptions, type TransformerDecoderLayerOptions, type DecoderMasks } from "./layers/transformer.js";
 export type { WeightOptions } from "./layers/options.js";
 export * as init from "./init.js";
 export type { Initializer, Fans } from "./init.js";

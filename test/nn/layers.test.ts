@@ -84,6 +84,12 @@ const cases: LayerCase[] = [
     inputs: (r) => [r.tensor([1, 2, 4], -1, 1, "float64"), r.tensor([1, 3, 4], -1, 1, "float64")],
     call: (m, q, kv) => m.call(q, kv, kv),
   },
+  { name: "Conv1d (padding [1, 0], strides 2)", make: () => new nn.Conv1d(2, 3, { ...F64, seed: 40, padding: [1, 0], strides: 2 }), inputs: (r) => [r.tensor([2, 2, 6], -1, 1, "float64")] },
+  { name: "ConvTranspose2d (strides 2, outputPadding 1)", make: () => new nn.ConvTranspose2d(2, 2, { ...F64, seed: 41, strides: 2, outputPadding: 1 }), inputs: (r) => [r.tensor([1, 2, 2, 3], -1, 1, "float64")] },
+  { name: "GroupNorm", make: () => new nn.GroupNorm(2, 4, F64), inputs: (r) => [r.tensor([2, 4, 3], -1, 1, "float64")] },
+  { name: "GRU (2 layers, bidirectional, bool mask)", make: () => new nn.GRU(2, { ...F64, seed: 42, numLayers: 2, bidirectional: true }), inputs: (r) => [r.tensor([2, 3, 2], -1, 1, "float64")], call: (m, x) => m.call(x, undefined, sc.tensor([[true, true, true], [true, true, false]], "bool")) },
+  { name: "TransformerEncoderLayer (post-norm, key mask)", make: () => new nn.TransformerEncoderLayer(4, 2, { ...F64, dimFeedforward: 6, dropout: 0, seed: 43 }), inputs: (r) => [r.tensor([2, 3, 4], -1, 1, "float64")], call: (m, x) => m.call(x, undefined, sc.tensor([[true, true, false], [true, true, true]], "bool")) },
+  { name: "TransformerDecoderLayer (causal, normFirst, gelu)", make: () => new nn.TransformerDecoderLayer(4, 1, { ...F64, dimFeedforward: 6, dropout: 0, seed: 44, causal: true, normFirst: true, activation: "gelu" }), inputs: (r) => [r.tensor([1, 3, 4], -1, 1, "float64"), r.tensor([1, 2, 4], -1, 1, "float64")], call: (m, t, mem) => m.call(t, mem) },
 ];
 
 /** A converted for...of over time steps (AutoGraph's loop; the layers write theirs with staging's whileLoop: the gradients must agree). */
@@ -199,3 +205,25 @@ for (const c of cases) {
     });
   });
 }
+
+test("Conv1d and ConvTranspose2d on tiny inputs match values computed by hand", () => {
+  const c1 = new nn.Conv1d(1, 2, { kernelInit: () => sc.tensor([[[1, -2]]], "float32"), biasInit: () => sc.tensor([0.5], "float32") });
+  // y[i] = x[i] - 2 x[i+1] + 0.5
+  assert.deepEqual(Array.from((c1.call(sc.tensor([[[1, 2, 4, 8]]], "float32")) as sc.Tensor).dataSync()), [1 - 4 + 0.5, 2 - 8 + 0.5, 4 - 16 + 0.5]);
+  const ct = new nn.ConvTranspose2d(1, 2, { strides: 2, bias: false, kernelInit: () => sc.tensor([[[[1, 2], [3, 4]]]], "float32") });
+  // stride 2, 2x2 kernel: each input pixel v writes v * kernel into its own 2x2 block
+  const y = ct.call(sc.tensor([[[[1, 10]]]], "float32")) as sc.Tensor;
+  assert.deepEqual(y.shape, [1, 1, 2, 4]);
+  assert.deepEqual(Array.from(y.dataSync()), [1, 2, 10, 20, 3, 4, 30, 40]);
+});
+
+test("a masked RNN keeps its state over padded steps and outputs zeros there (= the unpadded sequence)", () => {
+  const rng = new Rng(50);
+  const lstm = new nn.LSTM(3, { seed: 51, bidirectional: true });
+  const x = rng.tensor([1, 4, 2], -1, 1, "float32");
+  const short = sc.slice(x, [0, 0, 0], [1, 2, 2]);
+  const masked = lstm.call(x, undefined, sc.tensor([2], "int32")) as sc.Tensor;
+  const plain = lstm.call(short) as sc.Tensor;
+  assertClose(sc.slice(masked, [0, 0, 0], [1, 2, 6]).dataSync(), plain.dataSync(), 1e-6, "real steps");
+  assert.deepEqual(Array.from(sc.slice(masked, [0, 2, 0], [1, 4, 6]).dataSync()).map(Math.abs), Array(12).fill(0));
+});

@@ -100,6 +100,12 @@ const cases: ShapeCase[] = [
     dynamic: [[0, 1], [0, 1]],
     call: (m, q, kv) => m.call(q, kv, kv),
   },
+  { name: "Conv1d", layers: ["Conv1d"], make: () => new nn.Conv1d(3, 3, { seed: 30, padding: "same" }), inputs: (r, b, t) => [f(r, [b, 2, t])], dynamic: [[0]], fixed: "time" },
+  { name: "ConvTranspose2d", layers: ["ConvTranspose2d"], make: () => new nn.ConvTranspose2d(3, 3, { seed: 31, strides: 2 }), inputs: (r, b) => [f(r, [b, 2, 3, 3])], dynamic: [[0]] },
+  { name: "GroupNorm", layers: ["GroupNorm"], make: () => new nn.GroupNorm(2, 4), inputs: (r, b, t) => [f(r, [b, 4, t, 3])], dynamic: [[0, 2]] },
+  { name: "LSTM (2 layers, bidirectional, lengths mask)", layers: ["LSTM"], make: () => new nn.LSTM(3, { seed: 32, numLayers: 2, bidirectional: true }), inputs: (r, b, t) => [f(r, [b, t, 2]), sc.tensor(Array.from({ length: b }, (_, i) => t - (i % 2)), "int32")], dynamic: [[0, 1], [0]], call: (m, x, len) => m.call(x, undefined, len) },
+  { name: "TransformerEncoderLayer (key mask)", layers: ["TransformerEncoderLayer"], make: () => new nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8, dropout: 0, seed: 33 }), inputs: (r, b, t) => [f(r, [b, t, 4])], dynamic: [[0, 1]] },
+  { name: "TransformerDecoderLayer (causal, normFirst)", layers: ["TransformerDecoderLayer"], make: () => new nn.TransformerDecoderLayer(4, 2, { dimFeedforward: 8, dropout: 0, seed: 34, causal: true, normFirst: true }), inputs: (r, b, t) => [f(r, [b, t, 4]), f(r, [b, t + 1, 4])], dynamic: [[0, 1], [0, 1]], call: (m, tgt, mem) => m.call(tgt, mem) },
   {
     name: "LSTM -> Flatten -> Linear",
     layers: ["Sequential", "LSTM", "Flatten", "Linear"],

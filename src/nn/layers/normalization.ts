@@ -4,7 +4,7 @@ import type { Variable } from "../../core/variable.js";
 import { ValueError } from "../../core/errors.js";
 import { add, div, maximum, mul, sub } from "../../ops/binary.js";
 import { mean, variance } from "../../ops/reduce.js";
-import { dimSizeOp, reshape } from "../../ops/shape.js";
+import { concat, dimSizeOp, reshape, split } from "../../ops/shape.js";
 import { cast } from "../../ops/cast.js";
 import { applyOp1 } from "../../ops/registry.js";
 import { rsqrt } from "../../ops/unary.js";
@@ -175,5 +175,71 @@ export class LayerNorm extends Module {
     const axes = s.map((_, i) => x.rank - s.length + i);
     const y = mul(sub(x, mean(x, axes, true)), rsqrt(add(variance(x, axes, true), this.epsilon)));
     return this.gamma && this.beta ? add(mul(y, this.gamma), this.beta) : y;
+  }
+}
+
+export interface GroupNormOptions {
+  /** Added to the variance (default 1e-5). */
+  epsilon?: number;
+  /** Learn a scale and offset per channel (default true). */
+  affine?: boolean;
+  dtype?: DType;
+}
+
+/**
+ * Group normalization (Wu & He; PyTorch's GroupNorm): the channels (axis 1) of x [N, C, ...] are
+ * split into `numGroups` groups of C / numGroups; each sample's group is normalized with its mean
+ * and biased variance, then scaled and shifted per channel. Independent of the batch, so train
+ * and eval modes are the same.
+ */
+export class GroupNorm extends Module {
+  readonly numGroups: number;
+  readonly numChannels: number;
+  readonly epsilon: number;
+  readonly affine: boolean;
+  gamma: Variable | null = null;
+  beta: Variable | null = null;
+
+  constructor(numGroups: number, numChannels: number, options: GroupNormOptions = {}) {
+    super();
+    checkLayerOptions("GroupNorm", options, ["epsilon", "affine", "dtype"]);
+    this.numGroups = positiveInt("GroupNorm", "numGroups", numGroups);
+    this.numChannels = positiveInt("GroupNorm", "numChannels", numChannels);
+    if (numChannels % numGroups !== 0) throw new ValueError(`numChannels (${numChannels}) must be divisible by numGroups (${numGroups})`, "GroupNorm");
+    this.epsilon = options.epsilon ?? 1e-5;
+    if (!(this.epsilon > 0)) throw new ValueError(`epsilon must be > 0, got ${this.epsilon}`, "GroupNorm");
+    this.affine = options.affine ?? true;
+    if (this.affine) {
+      const dtype = options.dtype ?? "float32";
+      this.gamma = this.addWeight("gamma", [numChannels], ones(), { dtype });
+      this.beta = this.addWeight("beta", [numChannels], zeros(), { dtype });
+    }
+  }
+
+  forward(x: Tensor): Tensor {
+    if (x.rank < 2) throw new ValueError(`expects [N, C, ...], got shape [${x.shape.join(", ")}]`, "GroupNorm");
+    axisSize("GroupNorm", x, 1, "channels", this.numChannels);
+    const g = this.numGroups;
+    const rest = x.shape.slice(2);
+    const norm = (t: Tensor): Tensor => {
+      const axes = t.shape.map((_, i) => i).slice(1);
+      return mul(sub(t, mean(t, axes, true)), rsqrt(add(variance(t, axes, true), this.epsilon)));
+    };
+    let y: Tensor;
+    if (rest.every((d) => d >= 0)) {
+      // [N, G, C/G, ...] (only the batch may be unknown: one reshape infers it)
+      const grouped = reshape(x, [x.shape[0]!, g, this.numChannels / g, ...rest]);
+      const axes = grouped.shape.map((_, i) => i).slice(2);
+      const ng = mul(sub(grouped, mean(grouped, axes, true)), rsqrt(add(variance(grouped, axes, true), this.epsilon)));
+      y = reshape(ng, [x.shape[0]!, this.numChannels, ...rest]);
+    } else {
+      // unknown spatial sizes too: normalize each group's slice of the channels apiece
+      y = g === 1 ? norm(x) : concat(split(x, g, 1).map(norm), 1);
+    }
+    if (this.gamma && this.beta) {
+      const bshape = x.shape.map((_, i) => (i === 1 ? this.numChannels : 1));
+      y = add(mul(y, reshape(this.gamma, bshape)), reshape(this.beta, bshape));
+    }
+    return y;
   }
 }

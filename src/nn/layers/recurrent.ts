@@ -8,9 +8,13 @@ import type { Variable } from "../../core/variable.js";
 import { ValueError } from "../../core/errors.js";
 import { add, mul, sub } from "../../ops/binary.js";
 import { matmul } from "../../ops/linalg.js";
-import { concat, dimSizeOp, expandDims, gather, reshape, scatterAdd, slice, split, stack, transpose, unstack } from "../../ops/shape.js";
-import { full, zeros, zerosLikeTensor } from "../../ops/fill.js";
-import { less } from "../../ops/compare.js";
+import { concat, dimSizeOp, expandDims, flip, gather, reshape, scatterAdd, slice, split, squeeze, stack, transpose, unstack } from "../../ops/shape.js";
+import { cast } from "../../ops/cast.js";
+import { notEqual } from "../../ops/compare.js";
+import { DtypeError } from "../../core/errors.js";
+import { full, onesLikeTensor, zeros, zerosLikeTensor } from "../../ops/fill.js";
+import { cumsum } from "../../ops/reduce.js";
+import { less, lessEqual } from "../../ops/compare.js";
 import { scalarOf } from "../../ops/convert.js";
 import { sigmoid, tanh } from "../../ops/unary.js";
 import { applyOp1 } from "../../ops/registry.js";
@@ -189,11 +193,13 @@ export class GRUCell extends GatedCell {
  * `for...of` with `outputs.push`: the layers sit below AutoGraph, so they write it with
  * staging's control flow.)
  */
-function scanSequence(step: (x: Tensor, state: Tensor[]) => Tensor[], xs: Tensor, state: Tensor[]): [Tensor, Tensor[]] {
-  if (!xs.isSymbolic) {
+function scanSequence(step: (x: Tensor[], state: Tensor[]) => Tensor[], seqs: Tensor[], state: Tensor[]): [Tensor, Tensor[]] {
+  const xs = seqs[0]!;
+  if (!seqs.some((q) => q.isSymbolic) && !state.some((q) => q.isSymbolic)) {
     const outputs: Tensor[] = [];
-    for (const x of unstack(xs, 0)) {
-      state = step(x, state);
+    const rows = seqs.map((q) => unstack(q, 0));
+    for (let t = 0; t < rows[0]!.length; t++) {
+      state = step(rows.map((r) => r[t]!), state);
       outputs.push(state[0]!);
     }
     return [stack(outputs, 0), state];
@@ -218,7 +224,7 @@ function scanSequence(step: (x: Tensor, state: Tensor[]) => Tensor[], xs: Tensor
   const out = whileLoop(
     (i) => less(i!, time),
     (i, ...rest) => {
-      const next = step(gather(xs, i!, 0), rest.slice(0, k));
+      const next = step(seqs.map((q) => gather(q, i!, 0)), rest.slice(0, k));
       return [add(i!, 1), ...next, write(rest[k]!, i!, next[0]!)];
     },
     [scalarOf(0, "int32"), ...state, buffer],
@@ -228,71 +234,170 @@ function scanSequence(step: (x: Tensor, state: Tensor[]) => Tensor[], xs: Tensor
 }
 
 export interface SequenceOptions extends RecurrentOptions {
-  /** Return the output at every step ([batch, time, hidden]) rather than the last (default true). */
+  /**
+   * Return the output at every step ([batch, time, hidden]) rather than the last (default true).
+   * The last is the final hidden state (with a mask: that of each sequence's last real step;
+   * bidirectional: the forward and backward final states, concatenated, as Keras's Bidirectional).
+   */
   returnSequences?: boolean;
+  /** Stacked layers, each running over the previous one's output sequence (default 1, PyTorch's num_layers). */
+  numLayers?: number;
+  /** Also run a second cell over the reversed sequence and concatenate both outputs: [batch, time, 2 * hidden] (default false). */
+  bidirectional?: boolean;
 }
 
-const SEQUENCE_KEYS = [...RECURRENT_KEYS, "returnSequences"];
+const SEQUENCE_KEYS = [...RECURRENT_KEYS, "returnSequences", "numLayers", "bidirectional"];
 
-/** A cell run over a [batch, time, features] sequence. */
+/**
+ * A padding mask as a float [time, batch, 1] (1 at real steps): from a bool or numeric
+ * [batch, time] mask (true / nonzero = real), or from int lengths [batch] (steps < length are real).
+ */
+function timeMajorMask(name: string, x: Tensor, mask: Tensor, dtype: Tensor["dtype"]): Tensor {
+  let m = mask;
+  if (m.rank === 1) {
+    if (m.dtype !== "int32" && m.dtype !== "int64") throw new DtypeError(`lengths (a rank-1 mask) must be int32 or int64, got ${m.dtype}`, name);
+    // step t (1-based: running counts of ones along [batch, time]) is real when t <= length
+    const steps = squeeze(slice(x, [0, 0, 0], [null, null, 1]), 2);
+    m = lessEqual(cumsum(onesLikeTensor(steps, "int32"), 1), expandDims(cast(m, "int32"), 1));
+  } else if (m.rank !== 2) {
+    throw new ValueError(`mask must be [batch, time] (or lengths [batch]), got shape [${m.shape.join(", ")}]`, name);
+  }
+  const real = m.dtype === "bool" ? m : notEqual(m, 0);
+  return expandDims(transpose(cast(real, dtype), [1, 0]), 2);
+}
+
+
+/**
+ * Cells run over a [batch, time, features] sequence: `numLayers` stacked layers, each of one
+ * cell (or two with bidirectional: the second runs over the reversed sequence). `cell` is the
+ * first layer's forward cell; `extraCells` the others, in the order (layer, direction).
+ */
 abstract class SequenceLayer<C extends GatedCell> extends Module {
   readonly returnSequences: boolean;
+  readonly numLayers: number;
+  readonly bidirectional: boolean;
+  readonly extraCells: C[];
   constructor(
     readonly cell: C,
-    returnSequences: boolean,
+    options: SequenceOptions,
+    makeCell: (o: RecurrentOptions) => C,
   ) {
     super();
-    this.returnSequences = returnSequences;
+    const name = cell.layerName.replace(/Cell$/, "");
+    this.returnSequences = options.returnSequences ?? true;
+    this.numLayers = positiveInt(name, "numLayers", options.numLayers ?? 1);
+    this.bidirectional = options.bidirectional ?? false;
+    for (const k of ["returnSequences", "bidirectional"] as const) {
+      if (options[k] !== undefined && typeof options[k] !== "boolean") throw new ValueError(`${k} must be a boolean, got ${String(options[k])}`, name);
+    }
+    const { returnSequences: _r, numLayers: _n, bidirectional: _b, ...cellOptions } = options;
+    const dirs = this.bidirectional ? 2 : 1;
+    this.extraCells = [];
+    for (let j = 1; j < this.numLayers * dirs; j++) {
+      const layer = Math.floor(j / dirs);
+      const o: RecurrentOptions = { ...cellOptions, ...(cellOptions.seed === undefined ? {} : { seed: cellOptions.seed + 2 * j }) };
+      if (layer > 0) o.inputSize = dirs * cell.hidden;
+      this.extraCells.push(makeCell(o));
+    }
   }
 
-  protected abstract cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[];
-  /** The zero state for the batch of `x` [batch, time, features]. */
-  protected abstract initialState(x: Tensor): Tensor[];
+  /** The cells in the order (layer, direction). */
+  get cells(): C[] {
+    return [this.cell, ...this.extraCells];
+  }
 
-  /** x [batch, time, features] -> outputs ([batch, time, hidden], or the last [batch, hidden]) and the final state. */
-  run(x: Tensor, state?: Tensor[]): { output: Tensor; state: Tensor[] } {
+  protected abstract cellStep(c: C, w: CellWeights, x: Tensor, state: Tensor[]): Tensor[];
+  /** The zero state of a cell for the batch of `x` [batch, time, features]. */
+  protected abstract initialState(c: C, x: Tensor): Tensor[];
+
+  /**
+   * x [batch, time, features] -> outputs ([batch, time, hidden * directions], or the last) and
+   * the final states (each cell's, in the order of `cells`; `state` gives the initial ones so).
+   * `mask`: bool or numeric [batch, time] (true = a real step) or int lengths [batch]: at padded
+   * steps a cell keeps its state and outputs zeros (as Keras's masking and PyTorch's packed
+   * sequences; the backward direction starts at each sequence's last real step).
+   */
+  run(x: Tensor, state?: Tensor[], mask?: Tensor): { output: Tensor; state: Tensor[] } {
     const name = this.typeName;
     if (x.rank !== 3) throw new ValueError(`expects [batch, time, features], got shape [${x.shape.join(", ")}]`, name);
     const time = x.shape[1]!;
     if (time === 0) throw new ValueError(`needs at least one time step, got shape [${x.shape.join(", ")}]`, name);
     this.cell.buildFor(axisSize(name, x, 2, "features", undefined, "the inputSize option"));
-    const s0 = state ?? this.initialState(x);
-    const [seq, last] = scanSequence((xt: Tensor, s: Tensor[]) => this.cellStep(this.cell.weights(), xt, s), transpose(x, [1, 0, 2]), s0);
-    return { output: this.returnSequences ? transpose(seq, [1, 0, 2]) : last[0]!, state: last };
+    const cells = this.cells;
+    const dirs = this.bidirectional ? 2 : 1;
+    const k = this.initialState(this.cell, x).length;
+    if (state !== undefined && (!Array.isArray(state) || state.length !== k * cells.length)) {
+      throw new ValueError(`state must be ${k * cells.length} tensors (${k} per cell, ${cells.length} cells), got ${Array.isArray(state) ? state.length : typeof state}`, name);
+    }
+    const m = mask === undefined || mask === null ? null : timeMajorMask(name, x, mask, this.cell.kernel.dtype);
+    let input = transpose(x, [1, 0, 2]);
+    const finals: Tensor[] = [];
+    let lastOutputs: Tensor[] = [];
+    for (let l = 0; l < this.numLayers; l++) {
+      const seqs: Tensor[] = [];
+      lastOutputs = [];
+      for (let d = 0; d < dirs; d++) {
+        const j = l * dirs + d;
+        const c = cells[j]!;
+        c.buildFor(axisSize(name, input, 2, "features"));
+        const s0 = state ? state.slice(j * k, (j + 1) * k) : this.initialState(c, x);
+        const xs = d === 0 ? input : flip(input, 0);
+        const ms = m === null ? null : d === 0 ? m : flip(m, 0);
+        const step = (rows: Tensor[], s: Tensor[]): Tensor[] => {
+          const next = this.cellStep(c, c.weights(), rows[0]!, s);
+          if (rows.length === 1) return next;
+          // padded step: keep the state; output zeros (state[0] is the output, kept separately below)
+          const real = rows[1]!;
+          return next.map((t, i) => add(mul(real, t), mul(sub(1, real), s[i]!)));
+        };
+        let [seq, last] = scanSequence(step, ms === null ? [xs] : [xs, ms], s0);
+        if (ms !== null) seq = mul(seq, ms);
+        if (d === 1) seq = flip(seq, 0);
+        seqs.push(seq);
+        finals.push(...last);
+        lastOutputs.push(last[0]!);
+      }
+      input = dirs === 1 ? seqs[0]! : concat(seqs, 2);
+    }
+    const output = this.returnSequences ? transpose(input, [1, 0, 2]) : dirs === 1 ? lastOutputs[0]! : concat(lastOutputs, -1);
+    return { output, state: finals };
   }
 
-  forward(x: Tensor, state?: Tensor[]): Tensor {
-    return this.run(x, state).output;
+  forward(x: Tensor, state?: Tensor[], mask?: Tensor): Tensor {
+    return this.run(x, state, mask).output;
   }
 }
 
-/** An LSTM over a [batch, time, features] sequence. `run(x)` also gives the final [h, c]. */
+/**
+ * An LSTM over a [batch, time, features] sequence. `run(x)` also gives the final [h, c] (per
+ * cell, with numLayers or bidirectional).
+ */
 export class LSTM extends SequenceLayer<LSTMCell> {
   constructor(hidden: number, options: SequenceOptions = {}) {
     checkLayerOptions("LSTM", options, SEQUENCE_KEYS);
-    const { returnSequences, ...cellOptions } = options;
-    super(new LSTMCell(hidden, cellOptions), returnSequences ?? true);
+    const { returnSequences: _r, numLayers: _n, bidirectional: _b, ...cellOptions } = options;
+    super(new LSTMCell(hidden, cellOptions), options, (o) => new LSTMCell(hidden, o));
   }
-  protected cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
-    return this.cell.step(w, x, state);
+  protected cellStep(c: LSTMCell, w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
+    return c.step(w, x, state);
   }
-  protected initialState(x: Tensor): Tensor[] {
-    const zero = this.cell.zeroState(x);
+  protected initialState(c: LSTMCell, x: Tensor): Tensor[] {
+    const zero = c.zeroState(x);
     return [zero, zero];
   }
 }
 
-/** A GRU over a [batch, time, features] sequence. `run(x)` also gives the final [h]. */
+/** A GRU over a [batch, time, features] sequence. `run(x)` also gives the final [h] (per cell). */
 export class GRU extends SequenceLayer<GRUCell> {
   constructor(hidden: number, options: SequenceOptions = {}) {
     checkLayerOptions("GRU", options, SEQUENCE_KEYS);
-    const { returnSequences, ...cellOptions } = options;
-    super(new GRUCell(hidden, cellOptions), returnSequences ?? true);
+    const { returnSequences: _r, numLayers: _n, bidirectional: _b, ...cellOptions } = options;
+    super(new GRUCell(hidden, cellOptions), options, (o) => new GRUCell(hidden, o));
   }
-  protected cellStep(w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
-    return [this.cell.step(w, x, state[0]!)];
+  protected cellStep(c: GRUCell, w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
+    return [c.step(w, x, state[0]!)];
   }
-  protected initialState(x: Tensor): Tensor[] {
-    return [this.cell.zeroState(x)];
+  protected initialState(c: GRUCell, x: Tensor): Tensor[] {
+    return [c.zeroState(x)];
   }
 }
