@@ -66,6 +66,13 @@ const convAttrs = { strides: [2, 1], pads: [1, 0, 1, 1], dilations: [1, 2], grou
 const poolAttrs = { kernelSize: [3, 2], strides: [2, 1], pads: [1, 0, 1, 1] };
 
 const CASES: Case[] = [
+  ...(["allReduce", "broadcast", "allGather"] as const).map((op) => ({
+    op,
+    label: "in a job of one process",
+    inputs: (r: Rng, n: number) => (sc.distributed.init({ provider: "single" }), [f64(r, [n, 3], -1, 1)]),
+    unknown: [[0]],
+    fn: (x: sc.Tensor) => (op === "allReduce" ? sc.distributed.allReduce(x, "sum") : op === "broadcast" ? sc.distributed.broadcast(x) : sc.distributed.allGather(x)),
+  })),
   {
     op: "dimSize",
     label: "the size of an unknown dim, read at run time",

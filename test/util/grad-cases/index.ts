@@ -7,5 +7,6 @@ import { cases as linalg } from "./linalg.js";
 import { cases as nn } from "./nn.js";
 import { cases as host } from "./host.js";
 import { cases as addedForOnnx } from "./added-for-onnx.js";
+import { cases as collective } from "./collective.js";
 
-export const allCases: GradCase[] = [...elementwise, ...reduce, ...shape, ...linalg, ...nn, ...host, ...addedForOnnx];
+export const allCases: GradCase[] = [...elementwise, ...reduce, ...shape, ...linalg, ...nn, ...host, ...addedForOnnx, ...collective];

@@ -69,7 +69,13 @@ export const otherLowerings: Table = {
 const RANDOM = "ONNX's random ops draw from onnxruntime's own generator, so an exported draw could not give the values Stagecraft's keyed generator gives";
 
 /** Ops without an ONNX form, with the reason export gives. */
+/** Collectives talk to the other processes of an MPI job, which an ONNX model cannot reach. */
+const COLLECTIVE = "a collective communicates with the other processes of a distributed job, which an ONNX model cannot reach";
+
 export const refusals: Record<string, string> = {
+  allReduce: COLLECTIVE,
+  broadcast: COLLECTIVE,
+  allGather: COLLECTIVE,
   hostCall: "it calls a JavaScript function, which an ONNX model cannot hold",
   print: "printing calls into JavaScript, which an ONNX model cannot hold",
   assert: "an assertion calls into JavaScript, which an ONNX model cannot hold",
