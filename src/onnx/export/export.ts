@@ -23,6 +23,7 @@ import { NameSource, OnnxBuilder } from "./builder.js";
 import { lowerElementwise } from "./elementwise.js";
 import { installLowerings } from "./lowerings/index.js";
 import type { LowerNode } from "./lowering.js";
+import { crashFreeLowering } from "./ort-crashes.js";
 
 export const EXPORT_OPSET = 18;
 export const EXPORT_IR_VERSION = 8;
@@ -275,6 +276,9 @@ class Exporter {
       inputTypes: node.inputs.map((v) => v.type),
       outputTypes: node.outputs.map((v) => v.type),
     };
+    // (inputs that crash onnxruntime natively are lowered without reaching the crashing kernel)
+    const crashFree = crashFreeLowering(lowerNode);
+    if (crashFree !== null) return crashFree(b, ins, lowerNode);
     if (op.onnx?.lower) return op.onnx.lower(b, ins, lowerNode);
     if (op.elementwise && !op.onnx?.refused) {
       return [lowerElementwise(b, op.elementwise, node.attrs, ins.map((name, i) => ({ name, dtype: node.inputs[i]!.type.dtype })), node.outputs[0]!.type.dtype)];
