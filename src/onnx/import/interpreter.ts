@@ -230,11 +230,20 @@ export function describeNode(node: NodeProto): string {
   return `${node.op_type}${node.name ? ` node ${JSON.stringify(node.name)}` : ""}`;
 }
 
-/** Adds the ONNX node to an error's message (typed errors keep their class). */
+/** The node path an error raised inside subgraphs carries: "(in ONNX Loop node "outer" > Add node "g")". */
+const NODE_PATH = / \(in ONNX (.+)\)$/;
+
+/**
+ * Adds the ONNX node to an error's message (typed errors keep their class). An error from a
+ * subgraph already names its inner nodes: the outer node is put in front of that one path, so
+ * nested Loops and Ifs read as a path, never as repeated suffixes.
+ */
 function annotate(e: unknown, node: NodeProto): unknown {
   if (e instanceof OnnxError) return e;
   if (e instanceof StagecraftError) {
-    e.message = `${e.message} (in ONNX ${describeNode(node)})`;
+    const inner = NODE_PATH.exec(e.message);
+    const path = inner ? `${describeNode(node)} > ${inner[1]}` : describeNode(node);
+    e.message = `${inner ? e.message.slice(0, inner.index) : e.message} (in ONNX ${path})`;
     return e;
   }
   if (e instanceof RangeError && /call stack/i.test(e.message)) {
