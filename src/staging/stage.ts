@@ -155,6 +155,17 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
   Object.defineProperty(staged, "liveTraces", { get: () => cache.size });
   Object.defineProperty(staged, "stagedName", { value: name });
   (staged as { concrete: unknown }).concrete = (...args: A): ConcreteFunction => {
+    // (tracing a function of parameters with none would hand its first op `undefined`, and the
+    // user would read that op's complaint, "neg: expected a tensor", instead of what is missing)
+    if (args.length === 0 && original.length > 0 && options.inputSignature === undefined) {
+      throw new StagingError(
+        `"${name}" takes ${original.length} argument${original.length === 1 ? "" : "s"} and has no inputSignature: give concrete() (or onnx.exportFunction / toOnnx) ` +
+          `the arguments' specs or example values, e.g. onnx.exportFunction(f, sc.spec([null, 3]))`,
+        "stage.concrete",
+      );
+    }
+    // (no arguments and a signature: the signature's specs are the arguments)
+    if (args.length === 0 && options.inputSignature !== undefined) args = options.inputSignature as A;
     // sc.spec(...) leaves trace for the spec (null dims unknown) instead of a tensor's shape
     const specs = containsSpec(args) ? args : undefined;
     const found = specs === undefined ? lookup(args) : cache.lookup(specArguments(args), pending, trace, traceCount, specs);

@@ -207,3 +207,13 @@ test("an external data location with a NUL in it says so (not that it is absolut
   writeFileSync(file, externalModel("ok.bin\0x"));
   assert.throws(() => onnx.load(file), (e: unknown) => e instanceof onnx.OnnxExternalDataError && /contains a NUL character/.test((e as Error).message) && !/absolute/.test((e as Error).message));
 });
+
+test("exporting a staged function of arguments without their specs says what is missing (not its first op's 'expected a tensor')", () => {
+  const f = sc.stage((x: sc.Tensor) => sc.neg(x), { name: "negate" });
+  for (const run of [() => sc.onnx.exportFunction(f), () => f.toOnnx(), () => f.concrete()]) {
+    assert.throws(run, (e: unknown) => e instanceof sc.StagingError && /"negate" takes 1 argument and has no inputSignature/.test((e as Error).message) && !/expected a tensor/.test((e as Error).message));
+  }
+  // (with specs, or a signature, it exports)
+  assert.ok(sc.onnx.exportFunction(f, sc.spec([null, 3])).length > 0);
+  assert.ok(sc.onnx.exportFunction(sc.stage((x: sc.Tensor) => sc.neg(x), { inputSignature: [sc.spec([2])] })).length > 0);
+});
