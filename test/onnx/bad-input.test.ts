@@ -210,7 +210,7 @@ test("an external data location with a NUL in it says so (not that it is absolut
 
 test("exporting a staged function of arguments without their specs says what is missing (not its first op's 'expected a tensor')", () => {
   const f = sc.stage((x: sc.Tensor) => sc.neg(x), { name: "negate" });
-  for (const run of [() => sc.onnx.exportFunction(f), () => f.toOnnx(), () => f.concrete()]) {
+  for (const run of [() => sc.onnx.exportFunction(f), () => (f.toOnnx as (...s: unknown[]) => Uint8Array)(), () => (f.concrete as (...s: unknown[]) => unknown)()]) {
     assert.throws(run, (e: unknown) => e instanceof sc.StagingError && /"negate" takes 1 argument and has no inputSignature/.test((e as Error).message) && !/expected a tensor/.test((e as Error).message));
   }
   // (with specs, or a signature, it exports)
