@@ -5,7 +5,8 @@
  *
  * - staging runs graph functions on the executor the configuration asks for (exec/executor.ts:
  *   the compiled executor, or STAGECRAFT_EXECUTOR=interpret's interpreter);
- * - the engines `stage(fn, { engine })` may ask for by name: "onnxruntime" (onnx/engine.ts);
+ * - the engines `stage(fn, { engine })` may ask for by name: "onnxruntime" (onnx/engine.ts),
+ *   "stagecraft" (the default executor by name) and "auto" (onnx/partition/auto.ts);
  * - what staged and concrete functions' toOnnx() calls: the ONNX exporter (onnx/export);
  * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage), and
  *   callbacks given to Stagecraft functions while such a function is traced (core/context.ts
@@ -20,6 +21,7 @@ import { installGradientRules } from "../grad/rules.js";
 import { configuredExecutor } from "../exec/executor.js";
 import { setDefaultExecutor, setEngine, setOnnxExporter } from "../staging/concrete-function.js";
 import { onnxruntimeExecutor } from "../onnx/engine.js";
+import { autoExecutor, oursByName } from "../onnx/partition/auto.js";
 import { exportModel } from "../onnx/export/export.js";
 import { setStageConverter } from "../staging/stage.js";
 import { convertForStage } from "../autograph/api.js";
@@ -37,6 +39,10 @@ export function wire(): void {
   setDefaultExecutor(configuredExecutor());
   // (onnxruntime-node is loaded when a function asking for the engine first runs)
   setEngine("onnxruntime", onnxruntimeExecutor());
+  // ("stagecraft": our executor by name; "auto": ours, then per graph the faster of ours and the
+  // graph cut into onnxruntime segments, by measurement: onnx/partition/)
+  setEngine("stagecraft", oursByName());
+  setEngine("auto", autoExecutor(onnxruntimeExecutor()));
   // (staged and concrete functions' toOnnx())
   setOnnxExporter((cf, specs) => exportModel(cf, specs).bytes);
   setStageConverter((fn) => convertForStage(fn));

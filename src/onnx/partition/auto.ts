@@ -1,0 +1,204 @@
+/**
+ * The "auto" engine: runs a graph on our compiled executor first; once a graph has been called
+ * `warmCalls` times (tiering, like a JIT: functions called a few times never make a session),
+ * cuts it into segments (cut.ts), the exportable ones on onnxruntime sessions, and measures that
+ * plan against our executor on the caller's actual calls, interleaved (one run per call, so a
+ * call's side effects — host calls, variable assignments, draws — happen exactly once), and keeps
+ * the faster for the graph (per graph: one choice between "all ours" and "the plan"; the plan
+ * itself places each segment by what the exporter can express and the size threshold).
+ *
+ * A plan that fails to build or run (an export refused partway, a session that does not load)
+ * falls back to our executor for that graph, the variables it assigned put back first, and the
+ * call runs again on ours: never a wrong answer, never an error the user did not cause.
+ */
+import type { Tensor } from "../../core/tensor.js";
+import type { Variable } from "../../core/variable.js";
+import { isTracing } from "../../core/context.js";
+import type { FunctionLibrary, Graph } from "../../graph/ir.js";
+import { assignVariableOp, callOp } from "../../ops/structural.js";
+import { installedExecutor, type Executor, type PreparedRun } from "../../staging/concrete-function.js";
+import { cutGraph, type Cut } from "./cut.js";
+
+/** How "auto" chooses: by measurement, or forced (tests: deterministic, never timing-dependent). */
+export type AutoChoice = "measure" | "plan" | "ours";
+
+export interface AutoPolicy {
+  choice: AutoChoice;
+  /** Calls of a graph run on ours before its plan is made and measured. */
+  warmCalls: number;
+  /** Timed runs of each side (after the plan's first, untimed run, which makes its sessions). */
+  reps: number;
+}
+
+const envChoice = typeof process !== "undefined" ? process.env.STAGECRAFT_AUTO : undefined;
+
+/** STAGECRAFT_AUTO=plan|ours forces the choice (default: measure). */
+export const autoPolicy: AutoPolicy = {
+  choice: envChoice === "plan" || envChoice === "ours" ? envChoice : "measure",
+  warmCalls: 3,
+  reps: 3,
+};
+
+/** @internal Sets the policy (tests); returns the previous one. */
+export function setAutoPolicy(p: Partial<AutoPolicy>): AutoPolicy {
+  const before = { ...autoPolicy };
+  Object.assign(autoPolicy, p);
+  return before;
+}
+
+/** What "auto" did (tests and benchmarks). */
+export const autoStats = { plans: 0, choseOurs: 0, chosePlan: 0, fallbacks: 0, planMs: 0 };
+
+/** Per graph: its calls so far, and its plan and choice once made. */
+interface AutoState {
+  calls: number;
+  plan: PreparedRun | null;
+  /** null: not chosen yet; "ours" also after a plan failed or has no engine segment. */
+  chosen: "ours" | "plan" | null;
+  timesOurs: number[];
+  timesPlan: number[];
+  planRuns: number;
+  /** Variables the graph assigns (put back when a plan's run fails partway). */
+  assigned: Variable[];
+}
+
+/** The variables a graph (its regions and callees too) assigns. */
+function assignedVariables(graph: Graph, library: FunctionLibrary): Variable[] {
+  const out = new Set<Variable>();
+  const seen = new Set<Graph>();
+  const walk = (g: Graph): void => {
+    if (seen.has(g)) return;
+    seen.add(g);
+    for (const n of g.nodes) {
+      if (n.op === assignVariableOp.name) out.add(n.attrs.variable as Variable);
+      n.regions.forEach(walk);
+      if (n.op === callOp.name && library.functions.has(n.attrs.callee as string)) walk(library.get(n.attrs.callee as string));
+    }
+  };
+  walk(graph);
+  return [...out];
+}
+
+/** Runs a cut: each segment's prepared run on its executor, the cut tensors through the slot table. */
+export function planRun(cut: Cut, ours: Executor, engine: Executor, library: FunctionLibrary): PreparedRun {
+  const runs = cut.segments.map((s) => {
+    const e = s.onEngine ? engine : ours;
+    return e.prepare?.(s.graph, library, s.numArgInputs) ?? ((inputs: Tensor[]) => e(s.graph, inputs, library, s.numArgInputs));
+  });
+  const { segments, numSlots, outputSlots } = cut;
+  return (inputs) => {
+    const slots: Tensor[] = new Array(numSlots);
+    for (let i = 0; i < inputs.length; i++) slots[i] = inputs[i]!;
+    for (let k = 0; k < segments.length; k++) {
+      const s = segments[k]!;
+      const ins: Tensor[] = new Array(s.inputSlots.length);
+      for (let i = 0; i < ins.length; i++) ins[i] = slots[s.inputSlots[i]!]!;
+      const outs = runs[k]!(ins);
+      for (let i = 0; i < s.outputSlots.length; i++) slots[s.outputSlots[i]!] = outs[i]!;
+    }
+    const out: Tensor[] = new Array(outputSlots.length);
+    for (let i = 0; i < out.length; i++) out[i] = slots[outputSlots[i]!]!;
+    return out;
+  };
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+/** The "auto" executor over onnxruntime engine `engine` and the installed executor (ours). */
+export function autoExecutor(engine: Executor): Executor {
+  const states = new WeakMap<Graph, AutoState>();
+  const ours = (): Executor => installedExecutor();
+  const oursRun = (graph: Graph, library: FunctionLibrary, numArgInputs: number): PreparedRun => {
+    const e = ours();
+    return e.prepare?.(graph, library, numArgInputs) ?? ((inputs) => e(graph, inputs, library, numArgInputs));
+  };
+  const makePlan = (st: AutoState, graph: Graph, library: FunctionLibrary, numArgInputs: number): void => {
+    const t0 = performance.now();
+    try {
+      const cut = cutGraph(graph, library, numArgInputs);
+      if (!cut.segments.some((s) => s.onEngine)) st.chosen = "ours";
+      else st.plan = planRun(cut, ours(), engine, library);
+      autoStats.plans++;
+    } catch {
+      st.chosen = "ours";
+      autoStats.fallbacks++;
+    }
+    autoStats.planMs += performance.now() - t0;
+  };
+  /** One call on the plan; on failure the graph falls back to ours (its variables put back) and the call runs there. */
+  const runPlan = (st: AutoState, inputs: Tensor[], fallback: PreparedRun): Tensor[] => {
+    const saved = st.assigned.map((v) => v.storedValue);
+    try {
+      return st.plan!(inputs);
+    } catch {
+      st.assigned.forEach((v, k) => v.setStoredValue(saved[k]!));
+      st.plan = null;
+      st.chosen = "ours";
+      autoStats.fallbacks++;
+      return fallback(inputs);
+    }
+  };
+  const call = (st: AutoState, graph: Graph, library: FunctionLibrary, numArgInputs: number, run: PreparedRun, inputs: Tensor[]): Tensor[] => {
+    if (st.chosen === "ours" || isTracing()) return run(inputs);
+    if (st.chosen === "plan") return runPlan(st, inputs, run);
+    st.calls++;
+    if (st.calls <= autoPolicy.warmCalls && autoPolicy.choice !== "plan") return run(inputs);
+    if (autoPolicy.choice === "ours") {
+      st.chosen = "ours";
+      return run(inputs);
+    }
+    if (st.plan === null) {
+      makePlan(st, graph, library, numArgInputs);
+      if (st.plan === null) return run(inputs);
+    }
+    if (autoPolicy.choice === "plan") {
+      st.chosen = "plan";
+      return runPlan(st, inputs, run);
+    }
+    // measuring: the plan's first run makes its sessions (untimed), then plan and ours alternate
+    const onPlan = st.planRuns === 0 || st.timesPlan.length <= st.timesOurs.length;
+    const t0 = performance.now();
+    const out = onPlan ? runPlan(st, inputs, run) : run(inputs);
+    const dt = performance.now() - t0;
+    if (st.chosen !== null) return out; // (the plan failed)
+    if (onPlan) {
+      if (st.planRuns++ > 0) st.timesPlan.push(dt);
+    } else st.timesOurs.push(dt);
+    if (st.timesOurs.length >= autoPolicy.reps && st.timesPlan.length >= autoPolicy.reps) {
+      st.chosen = median(st.timesPlan) < median(st.timesOurs) ? "plan" : "ours";
+      if (st.chosen === "ours") st.plan = null;
+      if (st.chosen === "plan") autoStats.chosePlan++;
+      else autoStats.choseOurs++;
+    }
+    return out;
+  };
+  const stateOf = (graph: Graph, library: FunctionLibrary): AutoState => {
+    let st = states.get(graph);
+    if (st === undefined) {
+      st = { calls: 0, plan: null, chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, assigned: assignedVariables(graph, library) };
+      states.set(graph, st);
+    }
+    return st;
+  };
+  const execute: Executor = (graph, inputs, library, numArgInputs = inputs.length) =>
+    call(stateOf(graph, library), graph, library, numArgInputs, (ins) => ours()(graph, ins, library, numArgInputs), inputs);
+  execute.prepare = (graph, library, numArgInputs) => {
+    const st = stateOf(graph, library);
+    const run = oursRun(graph, library, numArgInputs);
+    return (inputs) => (st.chosen === "ours" ? run(inputs) : call(st, graph, library, numArgInputs, run, inputs));
+  };
+  return execute;
+}
+
+/** Our executor by name (`engine: "stagecraft"`): the installed one, looked up at each preparation. */
+export function oursByName(): Executor {
+  const execute: Executor = (graph, inputs, library, numArgInputs) => installedExecutor()(graph, inputs, library, numArgInputs);
+  execute.prepare = (graph, library, numArgInputs) => {
+    const e = installedExecutor();
+    return e.prepare?.(graph, library, numArgInputs) ?? ((inputs) => e(graph, inputs, library, numArgInputs));
+  };
+  return execute;
+}
