@@ -9,6 +9,7 @@ import { cast } from "./cast.js";
 import { greaterEqual, less, greater, logicalAnd, logicalNot, logicalOr } from "./compare.js";
 import { floor, isNaN, log, neg, square } from "./unary.js";
 import { where } from "./where.js";
+import { zerosLikeTensor } from "./fill.js";
 
 type Grads = [Tensor | null, Tensor | null];
 type BinaryRule = (a: Tensor, b: Tensor, y: Tensor, dy: Tensor) => Grads;
@@ -42,7 +43,8 @@ export const divOp = binary("div", E.div(a, b), "float", (_a, b, y, dy) => {
   const ga = div(dy, b);
   return [ga, neg(mul(ga, y))];
 });
-export const floorDivOp = binary("floorDiv", E.floor(E.div(a, b)), "numeric", () => [null, null]);
+// (zero almost everywhere: zero gradients of each input's shape, connected; see unary.ts "zero")
+export const floorDivOp = binary("floorDiv", E.floor(E.div(a, b)), "numeric", (a, b) => [zerosLikeTensor(a), zerosLikeTensor(b)]);
 export const modOp = binary("mod", E.sub(a, E.mul(E.floor(E.div(a, b)), b)), "numeric", (a, b, _y, dy) => [dy, neg(mul(dy, floor(div(a, b))))]);
 export const powOp = binary("pow", E.fn("pow", a, b), "same", (a, b, y, dy) => {
   const ga = mul(dy, mul(b, pow(a, sub(b, 1))));

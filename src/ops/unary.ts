@@ -7,6 +7,7 @@ import { callElementwise, callElementwiseWithAttrs, defineElementwise, unaryVjp,
 import { add, div, mul, sub } from "./binary.js";
 import { greater } from "./compare.js";
 import { cast } from "./cast.js";
+import { zerosLikeTensor } from "./fill.js";
 
 const SQRT_2_OVER_PI_HALF = 0.3989422804014327; // 1/sqrt(2*pi)
 const TWO_OVER_SQRT_PI = 1.1283791670955126;
@@ -21,7 +22,9 @@ function unary(name: string, expr: E.Expr, dtype: DtypeRule, vjp?: UnaryVjp | "z
     expr,
     ...(f32 ? { f32 } : {}),
     dtype,
-    ...(vjp === "zero" ? { vjp: () => [null] } : vjp ? { vjp: unaryVjp(vjp) } : {}),
+    // (a derivative that is zero everywhere is a zero gradient, not a cut path: the source is
+    // connected, as PyTorch has it; only stopGradient and unwatched tensors are unconnected)
+    ...(vjp === "zero" ? { vjp: (_ctx: unknown, cts: (Tensor | null)[]) => [cts[0] ? zerosLikeTensor(cts[0]) : null] } : vjp ? { vjp: unaryVjp(vjp) } : {}),
   });
 }
 

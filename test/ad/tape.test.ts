@@ -237,3 +237,30 @@ test("a cotangent, tangent or custom gradient of the wrong shape is a GradientEr
   assert.throws(() => sc.grad((t: sc.Tensor) => cg(t))(x), (e: Error) => e instanceof sc.GradientError && /gradient of shape \[7\] for input 0 of shape \[3\]/.test(e.message));
   assert.throws(() => sc.grad(sc.stage((t: sc.Tensor) => cg(t), { name: "useCustom" }))(x), sc.GradientError);
 });
+
+test("ops whose derivative is zero everywhere (sign, floor, ceil, round, floorDiv) are connected: zero gradients, eager and staged; stopGradient stays unconnected", () => {
+  const x = sc.tensor([1.5, -2.3, 0.7], "float64");
+  const zeroDerivative: Record<string, (t: sc.Tensor) => sc.Tensor> = {
+    sign: (t) => sc.sum(sc.sign(t)),
+    floor: (t) => sc.sum(sc.floor(t)),
+    ceil: (t) => sc.sum(sc.ceil(t)),
+    round: (t) => sc.sum(sc.round(t)),
+    floorDiv: (t) => sc.sum(sc.floorDiv(t, 2)),
+    "floorDiv (divisor)": (t) => sc.sum(sc.floorDiv(7, t)),
+    "a zero path beside a real one": (t) => sc.sum(sc.add(sc.floor(t), sc.mul(t, 3))),
+  };
+  const gradientOf = (f: (t: sc.Tensor) => sc.Tensor) => {
+    const tape = new sc.GradientTape();
+    tape.watch(x);
+    const y = tape.record(() => f(x));
+    return Array.from((tape.gradient(y, [x]) as sc.Tensor[])[0]!.dataSync());
+  };
+  for (const [name, f] of Object.entries(zeroDerivative)) {
+    const want = name.startsWith("a zero path") ? [3, 3, 3] : [0, 0, 0];
+    assert.deepEqual(gradientOf(f), want, `${name}, eager`);
+    assert.deepEqual(gradientOf(sc.stage(f, { autograph: false })), want, `${name}, staged (graph AD)`);
+  }
+  for (const f of [(t: sc.Tensor) => sc.sum(sc.stopGradient(t)), sc.stage((t: sc.Tensor) => sc.sum(sc.stopGradient(t)), { autograph: false })]) {
+    assert.throws(() => gradientOf(f), (e: unknown) => e instanceof sc.GradientError && /not connected/.test((e as Error).message));
+  }
+});

@@ -14,6 +14,14 @@ export interface DeviceLimits {
   minUniformBufferOffsetAlignment: number;
 }
 
+/** What the adapter says it is. */
+export interface AdapterInfo {
+  vendor: string;
+  architecture: string;
+  description: string;
+  device: string;
+}
+
 export interface GpuOptions {
   /** Dawn toggles for the Node binding (e.g. "enable-dawn-features=allow_unsafe_apis"). */
   dawnFlags?: string[];

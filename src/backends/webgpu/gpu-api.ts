@@ -5,8 +5,8 @@
  * WebGPU defaults), because the kernels pick their tile sizes from them.
  */
 import { loadDawn, PLATFORM, type DawnModule } from "../../core/platform/node.js";
-import type { DeviceLimits, GpuOptions } from "./device-options.js";
-export type { DeviceLimits, GpuOptions } from "./device-options.js";
+import type { AdapterInfo, DeviceLimits, GpuOptions } from "./device-options.js";
+export type { AdapterInfo, DeviceLimits, GpuOptions } from "./device-options.js";
 
 export interface OpenedDevice {
   device: GPUDevice;
@@ -16,7 +16,7 @@ export interface OpenedDevice {
    * whose instance is gone crashes the process the next time events are processed.
    */
   keepAlive: [object, object];
-  adapterInfo: { vendor: string; architecture: string; description: string; device: string };
+  adapterInfo: AdapterInfo;
   /** What the kernels size themselves by (the device's granted limits). */
   limits: DeviceLimits;
   /** Features the device was opened with ("shader-f16", "timestamp-query", "subgroups"). */

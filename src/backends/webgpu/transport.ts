@@ -13,12 +13,13 @@
 import type { Command } from "./protocol.js";
 import { BatchEncoder, ERROR_WORDS_BYTES, SYNC_DONE, SYNC_ERROR_BYTES, SYNC_FAILED, SYNC_HEADER_BYTES, SYNC_PENDING } from "./protocol.js";
 import { GpuRuntime } from "./runtime.js";
-import { openDevice, type GpuOptions, type OpenedDevice } from "./gpu-api.js";
+import { openDevice, type OpenedDevice } from "./gpu-api.js";
+import type { AdapterInfo, DeviceLimits, GpuOptions } from "./device-options.js";
 import { workerThreads } from "../../core/platform/node.js";
 
 export interface DeviceDescription {
-  adapterInfo: OpenedDevice["adapterInfo"];
-  limits: OpenedDevice["limits"];
+  adapterInfo: AdapterInfo;
+  limits: DeviceLimits;
   features: string[];
 }
 
@@ -51,7 +52,7 @@ export interface Transport {
 /** Thrown where a synchronous read cannot block (message filled in by the backend). */
 export class SyncReadUnavailable extends Error {}
 
-export class LocalTransport implements Transport {
+class LocalTransport implements Transport {
   readonly canReadSync = false;
   readonly thread = "main" as const;
   private scheduled = false;
@@ -106,7 +107,7 @@ const BATCH_COMMANDS = 512;
 /** How long the process's exit waits for the worker to destroy the device. */
 const CLOSE_AT_EXIT_MS = 5_000;
 
-export class WorkerTransport implements Transport {
+class WorkerTransport implements Transport {
   readonly canReadSync = true;
   readonly thread = "worker" as const;
   private readonly batch = new BatchEncoder();
