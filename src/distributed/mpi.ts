@@ -4,7 +4,7 @@
  * MPI_SUM, ...) are the addresses of global symbols (ompi_mpi_comm_world, ...), which koffi gives.
  * Calls block the JS thread until every rank made the same call, as MPI's do.
  */
-import { createRequire } from "node:module";
+import { createRequire } from "../core/platform/node.js";
 import type { DType, TypedArray } from "../core/dtype.js";
 import { DistributedError, type CollectiveProvider } from "../ops/collective.js";
 

@@ -57,6 +57,8 @@ export function planBuckets(grads: readonly { dtype: DType; size: number }[], li
 
 /** The gradients averaged (or summed) over the ranks, fused into buckets; nulls stay null. */
 export function allReduceGradients(grads: readonly (Tensor | null)[], options: DistributedOptimizerOptions = {}): (Tensor | null)[] {
+  checkOptions("distributed.allReduceGradients", options, ["fusionBytes", "reduce"]);
+  checkChoice("distributed.allReduceGradients", "reduce", options.reduce, ["mean", "sum"]);
   const limit = options.fusionBytes ?? 64 * 1024 * 1024;
   const reduce = options.reduce ?? "mean";
   const live = grads.map((g, i) => ({ g, i })).filter((x): x is { g: Tensor; i: number } => x.g !== null && x.g !== undefined);
