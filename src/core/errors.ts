@@ -137,9 +137,8 @@ export class StagecraftError extends Error {
     const loc = location === undefined ? (executing.at ?? userLocation()) : location;
     const where = formatLocation(loc);
     const note = loc?.gradientOf ? ` ${gradientNote(loc.gradientOf)}` : "";
-    // (a message that already begins with the op's name, e.g. `Loop node "inner": ...` from
-    // the Loop op, is not prefixed again: "Loop: Loop node ...")
-    const named = op !== undefined && op !== "" && message.startsWith(op) && /^[\s:]/.test(message.slice(op.length));
+    // (a message passed on with its op's prefix already in front is not prefixed again: "Loop: Loop: ...")
+    const named = op !== undefined && op !== "" && message.startsWith(`${op}: `);
     super(`${op && !named ? `${op}: ` : ""}${message}${note}${where ? ` (at ${where})` : ""}`);
     this.name = new.target.name;
     this.op = op;

@@ -65,10 +65,10 @@ export class RunCounter {
     }
     const { maxTotalIterations, maxRunMs } = this.limits;
     if (++this.iterations > maxTotalIterations) {
-      throw new OnnxLimitError(`${label}: the model's Loops ran more than ${maxTotalIterations} iterations in all (nested loops multiply; the maxTotalIterations load option)`, "Loop");
+      throw new OnnxLimitError(`${label}: the model's Loops ran more than ${maxTotalIterations} iterations in all (nested loops multiply; the maxTotalIterations load option)`, "onnx.load");
     }
     if (maxRunMs !== Infinity && Date.now() - this.start > maxRunMs) {
-      throw new OnnxLimitError(`${label}: the model's Loops ran longer than ${maxRunMs} ms (the maxRunMs load option), after ${this.iterations} iterations`, "Loop");
+      throw new OnnxLimitError(`${label}: the model's Loops ran longer than ${maxRunMs} ms (the maxRunMs load option), after ${this.iterations} iterations`, "onnx.load");
     }
   }
   /** The host function id of a tick of `label` (one per loop and kind, however often it is traced). */

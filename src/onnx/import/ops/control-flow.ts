@@ -222,7 +222,7 @@ function stageSizeGuard(n: NodeContext, t: Tensor, rows: Tensor | null, what: st
   const message = `${n.label}: ${what} grew past the limit of ${max} elements as the loop ran (the maxElements load option)`;
   let fnId = limitAssertions.get(message);
   if (fnId === undefined) {
-    fnId = registerAssertion(() => new OnnxLimitError(message, "Loop"));
+    fnId = registerAssertion(() => new OnnxLimitError(message, "onnx.load"));
     limitAssertions.set(message, fnId);
   }
   const ok = ops.lessEqual(ops.mul(size, ops.scalar(known, "float64")), ops.scalar(max, "float64"));
@@ -244,7 +244,7 @@ function checkIterationLimit(n: NodeContext, iterations: Tensor, wantsMore: Tens
   const message = `${label}: the loop ran more than ${max} iterations (the maxLoopIterations load option); its trip count and condition are decided at run time`;
   let fnId = limitAssertions.get(message);
   if (fnId === undefined) {
-    fnId = registerAssertion(() => new OnnxLimitError(message, "Loop"));
+    fnId = registerAssertion(() => new OnnxLimitError(message, "onnx.load"));
     limitAssertions.set(message, fnId);
   }
   const ok = ops.logicalOr(ops.less(iterations, ops.scalar(max, "int64")), ops.logicalNot(wantsMore));
