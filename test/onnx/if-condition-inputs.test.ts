@@ -81,6 +81,19 @@ test("an If on an int input whose other branch cannot trace: loads and runs for 
   }
 });
 
+test("an If decided at run time whose other branch cannot trace: that branch raises OnnxModelError if taken, the other runs", () => {
+  const m = onnx.load(modeModel());
+  // mode symbolic inside a staged function: the If is a run-time condition over both branches.
+  const f = sc.stage((x: sc.Tensor, mode: sc.Tensor) => m(x, mode) as sc.Tensor, { autograph: false });
+  const x8 = seeded([8], 15);
+  const x6 = seeded([6], 16);
+  assert.deepEqual(Array.from(f(x8, sc.scalar(1, "int64")).dataSync()), Array.from(sc.add(sc.reshape(x8, [2, 4]), 1).dataSync()));
+  assert.deepEqual(Array.from(f(x6, sc.scalar(0, "int64")).dataSync()), Array.from(sc.mul(sc.reshape(x6, [3, 2]), 2).dataSync()));
+  assert.throws(() => f(x8, sc.scalar(0, "int64")).dataSync(), (e: unknown) => e instanceof onnx.OnnxModelError && /else branch cannot run/.test((e as Error).message));
+  assert.throws(() => f(x6, sc.scalar(1, "int64")).dataSync(), (e: unknown) => e instanceof onnx.OnnxModelError && /then branch cannot run/.test((e as Error).message));
+  assert.equal(f.traceCount, 2, "one trace per input shape");
+});
+
 test("an If on an int input, symbolic inside another staged function: runs as sc.cond (both branches trace there)", () => {
   // Both branches fit 8 values here: reshape to [2, 4] either way.
   const branch = (name: string, op: string, k: number) =>
