@@ -92,6 +92,10 @@ test("an If decided at run time whose other branch cannot trace: that branch rai
   assert.throws(() => f(x8, sc.scalar(0, "int64")).dataSync(), (e: unknown) => e instanceof onnx.OnnxModelError && /else branch cannot run/.test((e as Error).message));
   assert.throws(() => f(x6, sc.scalar(1, "int64")).dataSync(), (e: unknown) => e instanceof onnx.OnnxModelError && /then branch cannot run/.test((e as Error).message));
   assert.equal(f.traceCount, 2, "one trace per input shape");
+  // Graph AD through the If with its raising branch: the taken branch's gradient (d sum(x + 1) = 1).
+  const gs = sc.stage((x: sc.Tensor, mode: sc.Tensor) => sc.grad((v: sc.Tensor) => sc.sum(m(v, mode) as sc.Tensor))(x), { autograph: false });
+  assert.deepEqual(Array.from(gs(x8, sc.scalar(1, "int64")).dataSync()), new Array(8).fill(1));
+  assert.throws(() => gs(x8, sc.scalar(0, "int64")).dataSync(), (e: unknown) => e instanceof onnx.OnnxModelError);
 });
 
 test("an If on an int input, symbolic inside another staged function: runs as sc.cond (both branches trace there)", () => {
