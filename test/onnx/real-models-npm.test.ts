@@ -37,9 +37,7 @@ const CASES: { file: string; feeds: () => Record<string, sc.Tensor>; todo?: stri
   { file: path.join(VAD, "silero_vad_op18_ifless.onnx"), feeds: () => vadFeeds(true) },
   { file: path.join(VAD, "silero_vad_half.onnx"), feeds: () => vadFeeds(false) },
   { file: path.join(VAD, "silero_vad_16k_op15.onnx"), feeds: () => vadFeeds(true) },
-  // The If on sr traces both sample rates' branches; the 8 kHz one computes shapes the model
-  // declares otherwise for a 512-sample input (issue 27; not fixed yet).
-  { file: path.join(VAD, "silero_vad.onnx"), feeds: () => vadFeeds(true), todo: "the 8 kHz branch of the If on sr fails to trace for 16 kHz shapes" },
+  { file: path.join(VAD, "silero_vad.onnx"), feeds: () => vadFeeds(true) },
   { file: path.join(OCR, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), feeds: () => ({ x: seeded([1, 3, 48, 96], 3) }) },
   { file: path.join(OCR, "ch_PP-OCRv4_rec_infer.onnx"), feeds: () => ({ x: seeded([1, 3, 48, 64], 4) }) },
   { file: path.join(OCR, "ch_PP-OCRv4_det_infer.onnx"), feeds: () => ({ x: seeded([1, 3, 64, 64], 5) }) },

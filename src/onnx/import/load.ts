@@ -8,7 +8,9 @@
  * Graph inputs whose values decide shapes (a Reshape's shape given as an input, Slice
  * bounds, ...) are "static": the model reads them when it is traced, so their values are part
  * of the trace key (a new value traces again), and inside another staged function they must
- * be concrete tensors.
+ * be concrete tensors. One-element integer inputs that decide an If (Silero VAD's sample rate)
+ * key traces the same way, so only the branch taken is traced; given as a symbolic tensor or a
+ * spec, such an input stays a run-time value and the If runs as sc.cond.
  */
 import { path, readFileSync, statSync } from "../../core/platform/node.js";
 import { Tensor, makeTensor, type TensorLike } from "../../core/tensor.js";
@@ -28,7 +30,7 @@ import { readTensorProto, checkedDims, type TensorLimits } from "../tensor-proto
 import { ExternalDataReader } from "../external-data.js";
 import { Interpreter } from "./interpreter.js";
 import { Scope, Slot } from "./scope.js";
-import { staticInputNames } from "./static-inputs.js";
+import { conditionInputNames, isKeyableScalar, staticInputNames } from "./static-inputs.js";
 import "./ops/index.js";
 
 /** IR versions read (3: opset_import appeared; 13: the newest in the vendored schema before the unreleased one). */
@@ -172,9 +174,15 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
   const inputs = graph.input.filter((v) => !initializers.has(v.name)).map((v) => valueInfo(v, limits));
   const outputs = graph.output.map((v) => valueInfo(v, limits));
   if (outputs.length === 0) throw new OnnxModelError("the model's graph has no outputs", "onnx.load");
-  const staticNames = staticInputNames(graph, new Set(inputs.map((i) => i.name)));
+  const inputNameSet = new Set(inputs.map((i) => i.name));
+  const staticNames = staticInputNames(graph, inputNameSet);
+  // One-element integer inputs that decide an If key traces too, so only the branch taken is
+  // traced; "soft" static: a symbolic value or a spec (inside another staged function, export)
+  // travels as a run-time tensor instead, and the If becomes sc.cond over both branches.
+  const conditionNames = conditionInputNames(graph, inputNameSet, new Set(inputs.filter((i) => i.kind === "tensor" && isKeyableScalar(i)).map((i) => i.name)));
   // (only tensor inputs: a sequence or optional travels as it is)
-  const staticIndex = inputs.map((i) => i.kind === "tensor" && staticNames.has(i.name));
+  const staticIndex = inputs.map((i) => i.kind === "tensor" && (staticNames.has(i.name) || conditionNames.has(i.name)));
+  const softStatic = inputs.map((i) => i.kind === "tensor" && !staticNames.has(i.name) && conditionNames.has(i.name));
   const name = options.name ?? (graph.name || "onnx_model");
 
   const interpreter = new Interpreter({ opsets, functions, readTensor, limits: modelLimitValues });
@@ -190,10 +198,9 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
     let t = 0;
     let s = 0;
     inputs.forEach((info, i) => {
-      if (staticIndex[i]) {
-        const c = statics[s++]!;
-        scope.set(info.name, Slot.of(c, c));
-      } else scope.set(info.name, toSlot(values[t++]!));
+      const c = staticIndex[i] ? statics[s++]! : null;
+      if (c !== null) scope.set(info.name, Slot.of(c, c));
+      else scope.set(info.name, toSlot(values[t++]!));
     });
     const outs = interpreter.runNodes(
       graph.node,
@@ -214,7 +221,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       throw new ValueError(`model ${name} takes ${inputs.length} inputs (${inputs.map((i) => i.name).join(", ")}), got ${args.length}`, "onnx model");
     }
     const tensors: ModelValue[] = [];
-    const statics: Tensor[] = [];
+    const statics: (Tensor | null)[] = [];
     args.forEach((arg, i) => {
       const info = inputs[i]!;
       if (arg instanceof TensorSpec) {
@@ -222,7 +229,8 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
           throw new ValueError(`input ${JSON.stringify(info.name)} of model ${name}: ${arg.toString()} is a spec, which only concrete() (and so export) takes, for tensor inputs; a call needs a tensor`, "onnx model");
         }
         checkInput(arg, info, name);
-        if (staticIndex[i]) {
+        if (softStatic[i]) statics.push(null);
+        else if (staticIndex[i]) {
           throw new OnnxUnsupportedError(`input ${JSON.stringify(info.name)} of model ${name} sets shapes or sizes in the model, so it must be a concrete tensor, not ${arg.toString()}`, "onnx model");
         }
         tensors.push(arg as unknown as Tensor); // (staged.concrete takes specs where it takes tensors)
@@ -235,7 +243,10 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       }
       const t = toInputTensor(a, info);
       checkInput(t, info, name);
-      if (staticIndex[i]) {
+      if (softStatic[i] && t.isSymbolic) {
+        statics.push(null);
+        tensors.push(t);
+      } else if (staticIndex[i]) {
         if (t.isSymbolic) {
           throw new OnnxUnsupportedError(
             `input ${JSON.stringify(info.name)} of model ${name} sets shapes or sizes in the model, so it must be a concrete tensor; it is symbolic here (the model is called inside a staged function with a traced value)`,
@@ -339,11 +350,14 @@ function checkInput(t: { readonly dtype: DType; readonly shape: readonly number[
   }
 }
 
-/** Static input values as one string (the trace key): dtype, shape and values of each. */
-function encodeStatics(ts: Tensor[]): string {
-  return JSON.stringify(ts.map((t) => [t.dtype, t.shape, Array.from(t.dataSync(), (x) => (Number.isFinite(x) ? x : String(x)))]));
+/**
+ * Static input values as one string (the trace key): dtype, shape and values of each; null for
+ * a condition input given as a run-time tensor this time (it travels with the other tensors).
+ */
+function encodeStatics(ts: (Tensor | null)[]): string {
+  return JSON.stringify(ts.map((t) => (t === null ? null : [t.dtype, t.shape, Array.from(t.dataSync(), (x) => (Number.isFinite(x) ? x : String(x)))])));
 }
-function decodeStatics(key: string): Tensor[] {
-  const parsed = JSON.parse(key) as [DType, number[], (number | string)[]][];
-  return parsed.map(([dtype, shape, values]) => makeTensor("onnx static input", values.map(Number), shape, dtype));
+function decodeStatics(key: string): (Tensor | null)[] {
+  const parsed = JSON.parse(key) as ([DType, number[], (number | string)[]] | null)[];
+  return parsed.map((p) => (p === null ? null : makeTensor("onnx static input", p[2].map(Number), p[1], p[0])));
 }

@@ -3,6 +3,8 @@
  * (scan outputs gathered on iteration stacks). Subgraphs see the names of the graphs around
  * them; the tracer turns the outer values they use into operands of the structural node.
  * A predicate known at trace time takes its branch directly (as sc.cond does for JS values).
+ * Under a run-time predicate, a branch that cannot be traced for these shapes is staged as one
+ * that raises OnnxModelError if taken (condWithRaisingBranch).
  */
 import type { Tensor } from "../../../core/tensor.js";
 import * as ops from "../../../ops/index.js";
@@ -11,7 +13,8 @@ import { stage } from "../../../staging/stage.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 import { Slot } from "../scope.js";
-import { OnnxLimitError } from "../../errors.js";
+import { OnnxLimitError, OnnxModelError } from "../../errors.js";
+import { ShapeError } from "../../../core/errors.js";
 import { applyOp } from "../../../ops/registry.js";
 import { dimSizeOp } from "../../../ops/shape/dim-size.js";
 import { assertOp, hostCallOp, registerAssertion, registerHostFunction } from "../../../ops/host.js";
@@ -37,14 +40,63 @@ onnxOp("If", {
     const known = n.slot(0).known();
     if (known !== null) return n.runSubgraph(known.dataSync()[0] !== 0 ? thenG : elseG, [], "If branch");
     const pred = scalarOf(c.dtype === "bool" ? c : ops.notEqual(c, 0));
-    const branch = (g: typeof thenG) => () =>
-      n.runSubgraph(g, [], "If branch").map((s) => {
-        if (!s.isTensor) throw n.unsupported("branches that return sequences or optionals need a condition known at trace time");
-        return s.tensor();
-      });
-    return cond(pred, branch(thenG), branch(elseG));
+    let failing: "then" | "else" | null = null;
+    const branch = (g: typeof thenG, which: "then" | "else") => () => {
+      try {
+        return n.runSubgraph(g, [], "If branch").map((s) => {
+          if (!s.isTensor) throw n.unsupported("branches that return sequences or optionals need a condition known at trace time");
+          return s.tensor();
+        });
+      } catch (e) {
+        if (failing === null && untraceable(e)) failing = which;
+        throw e;
+      }
+    };
+    try {
+      return cond(pred, branch(thenG, "then"), branch(elseG, "else"));
+    } catch (e) {
+      if (failing === null) throw e;
+      return condWithRaisingBranch(n, pred, failing, failing === "then" ? branch(elseG, "else") : branch(thenG, "then"), e as Error);
+    }
   },
 });
+
+/**
+ * Errors that say a branch cannot be traced for this call's shapes (its shapes contradict the
+ * model's declarations or an op's rules): the model may still never take that branch for these
+ * inputs, as onnxruntime, which runs only the branch taken, would not.
+ */
+const untraceable = (e: unknown): boolean => e instanceof OnnxModelError || e instanceof ShapeError;
+
+/**
+ * An If whose `failing` branch cannot be traced under a run-time condition: stages the other
+ * branch as it is and, for the failing one, a branch that raises OnnxModelError (the trace
+ * error's message) if the model ever takes it, returning placeholder zeros of the other
+ * branch's types otherwise never seen. Never a wrong answer: taking it is an error. The working
+ * branch is traced first (the condition negated where it is the else branch) to learn its types.
+ */
+function condWithRaisingBranch(n: NodeContext, pred: Tensor, failing: "then" | "else", working: () => Tensor[], cause: Error): Tensor[] {
+  let types: { dtype: Tensor["dtype"]; shape: readonly number[] }[] | null = null;
+  const first = (): Tensor[] => {
+    const outs = working();
+    types = outs.map((t) => ({ dtype: t.dtype, shape: t.shape }));
+    return outs;
+  };
+  const message = `${n.label}: the ${failing} branch cannot run for these input shapes, and the condition, decided at run time, took it: ${cause.message}`;
+  let fnId = limitAssertions.get(message);
+  if (fnId === undefined) {
+    fnId = registerAssertion(() => new OnnxModelError(message, "If"));
+    limitAssertions.set(message, fnId);
+  }
+  const id = fnId;
+  // (the condition under which the raising branch runs, negated: false there, so the assert raises)
+  const takenWhen = failing === "then" ? pred : ops.logicalNot(pred);
+  const raising = (): Tensor[] => {
+    applyOp(assertOp, [ops.logicalNot(takenWhen)], { fnId: id, message });
+    return types!.map((t) => ops.full(t.shape.map((d) => Math.max(d, 0)), 0, t.dtype));
+  };
+  return cond(ops.logicalNot(takenWhen), first, raising);
+}
 
 /** The output types of `fn` on `args`, from a trace that is discarded (to size the scan-output stacks). */
 function probe(fn: (...xs: Tensor[]) => Tensor[], args: Tensor[]): { dtype: Tensor["dtype"]; shape: readonly number[] }[] {
