@@ -167,6 +167,7 @@ export function wrapIndices(idx: Tensor, dim: number): Tensor {
  * wrap only -dim..-1, so an out-of-range one reaches the kernel's check unchanged.
  */
 function gatherIndices(n: NodeContext, idx: Tensor, dim: number, axis: number, xShape: readonly number[]): Tensor {
+  if (dim < 0) return wrapIndices(idx, dim); // an axis of unknown size (a null inputSignature dim): as before, no range to check
   if (idx.isSymbolic) return ops.where(ops.logicalAnd(ops.less(idx, 0), ops.greaterEqual(idx, -dim)), ops.add(idx, dim), idx);
   const known = idx.dataSync();
   let negative = false;
