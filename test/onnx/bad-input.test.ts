@@ -217,3 +217,26 @@ test("exporting a staged function of arguments without their specs says what is 
   assert.ok(sc.onnx.exportFunction(f, sc.spec([null, 3])).length > 0);
   assert.ok(sc.onnx.exportFunction(sc.stage((x: sc.Tensor) => sc.neg(x), { inputSignature: [sc.spec([2])] })).length > 0);
 });
+
+test("a Gather index out of ONNX's range is named as the model wrote it (-9), not as wrapped (-5); in-range negatives wrap", () => {
+  const vi = onnx.makeValueInfo;
+  const x = sc.tensor([10, 11, 12, 13]);
+  // indices known when traced (a Constant): checked at trace time, with ONNX's range -4..3
+  const constant = (values: number[]) =>
+    onnx.load(onnx.modelBytes(onnx.makeModel(onnx.makeGraph([onnx.makeNode("Constant", [], ["i"], { value: sc.tensor(values, "int64") }), onnx.makeNode("Gather", ["x", "i"], ["y"], { axis: 0 }, { name: "pick" })], "g", [vi("x", "float32", [4])], [vi("y", "float32", [values.length])]))));
+  assert.deepEqual(Array.from((constant([-4, -1, 0, 3])(x) as sc.Tensor).dataSync()), [10, 13, 10, 13]);
+  for (const [bad, pos] of [[-9, 1], [-5, 0], [4, 1]] as const) {
+    const values = pos === 0 ? [bad, 0] : [0, bad];
+    assert.throws(
+      () => constant(values)(x),
+      (e: unknown) => e instanceof sc.IndexError && new RegExp(`index ${bad} at position \\[${pos}\\] of indices \\(shape \\[2\\]\\) is out of range for axis 0 of size 4 .*valid indices are -4\\.\\.3`).test((e as Error).message) && /Gather node "pick"/.test((e as Error).message) && !/not wrapped/.test((e as Error).message),
+      `index ${bad}`,
+    );
+  }
+  // indices given at run time: only -4..-1 wrap, so -9 reaches the kernel's check unchanged
+  const runTime = onnx.load(onnx.modelBytes(onnx.makeModel(onnx.makeGraph([onnx.makeNode("Gather", ["x", "i"], ["y"], { axis: 0 })], "g", [vi("x", "float32", [4]), vi("i", "int64", [2])], [vi("y", "float32", [2])]))));
+  assert.deepEqual(Array.from((runTime(x, sc.tensor([-4, -1], "int64")) as sc.Tensor).dataSync()), [10, 13]);
+  assert.deepEqual(Array.from((runTime(x, sc.tensor([0, 3], "int64")) as sc.Tensor).dataSync()), [10, 13]);
+  assert.throws(() => runTime(x, sc.tensor([0, -9], "int64")), (e: unknown) => e instanceof sc.IndexError && /index -9 at position \[1\]/.test((e as Error).message) && !/-5/.test((e as Error).message));
+  assert.throws(() => runTime(x, sc.tensor([-5, 0], "int64")), (e: unknown) => e instanceof sc.IndexError && /index -5 at position \[0\]/.test((e as Error).message));
+});

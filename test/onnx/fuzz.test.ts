@@ -6,14 +6,22 @@
  * layer's OnnxError or an op's ShapeError, DtypeError, ...), never a TypeError, RangeError, a
  * crash, a hang or an unbounded allocation (loads use small element and loop limits).
  * ONNX_FUZZ_ROUNDS=n runs n mutations per model (default 7: 1,190 models); ONNX_FUZZ_SEED=s another seed.
+ *
+ * Then the crafted classes (test/util/onnx-crafted.ts), a few seeded variants each: fan-out
+ * functions, nested Loops, run-time growth, total bytes and FIFOs as external data, each of
+ * which must give its typed error (OnnxLimitError / OnnxExternalDataError) promptly (the test's
+ * timeout guards hangs) with bounded memory.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, existsSync } from "node:fs";
+import { readdirSync, readFileSync, existsSync, mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { execFileSync, spawnSync } from "node:child_process";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
+import { fanOutModel, nestedLoopsModel, doublingLoopModel, scanRowsModel, constantsSumModel, externalDataModel } from "../util/onnx-crafted.js";
 
 const { onnx } = sc;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -230,4 +238,140 @@ test(`mutated conformance models raise only typed errors (${ROUNDS} mutations pe
   }
   assert.ok(total >= 1000 || ROUNDS < 7, `only ${total} mutated models`);
   console.log(`onnx fuzz: ${total} mutated models: ${[...outcomes].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+});
+
+// ---- crafted classes ---------------------------------------------------------------------------
+
+const CRAFTED_SEED = Number(process.env.ONNX_FUZZ_SEED ?? 20260613);
+/** Heap + external growth allowed for one crafted case (none may approach what it asks for). */
+const MEMORY_SLACK = 512 * 2 ** 20;
+
+/** Runs `run` expecting `type` with a message matching `re`; checks the process's memory did not jump. */
+function refuses(label: string, run: () => unknown, type: abstract new (...a: never[]) => Error, re: RegExp): void {
+  const before = process.memoryUsage().rss;
+  assert.throws(run, (e: unknown) => {
+    if (!(e instanceof type)) assert.fail(`${label}: expected ${type.name}, got ${(e as Error)?.constructor?.name}: ${(e as Error)?.message}`);
+    if (!re.test(e.message)) assert.fail(`${label}: ${type.name} message ${JSON.stringify(e.message)} does not match ${re}`);
+    return true;
+  }, label);
+  const grew = process.memoryUsage().rss - before;
+  assert.ok(grew < MEMORY_SLACK, `${label}: rss grew ${(grew / 2 ** 20).toFixed(0)} MiB`);
+}
+
+const crafted = new Map<string, number>();
+const count = (cls: string) => crafted.set(cls, (crafted.get(cls) ?? 0) + 1);
+
+test("crafted (a) fan-out: functions calling the next twice, depth 12-30, are refused past maxInlinedNodes", { timeout: 60_000 }, () => {
+  const rng = new Rng(CRAFTED_SEED ^ 0xa);
+  // within the limit the model runs and gives 2^depth (so the refusals below are of a working model)
+  assert.equal((onnx.load(fanOutModel(5))(sc.scalar(0)) as sc.Tensor).item(), 32);
+  for (let v = 0; v < 4; v++) {
+    const depth = rng.int(12, 31);
+    // the default (16,384) once (the slowest: it inlines that many nodes first), else a smaller one
+    const maxInlinedNodes = v === 0 ? undefined : rng.int(64, 2048);
+    const bytes = fanOutModel(depth);
+    assert.ok(bytes.length < 4096);
+    const fn = onnx.load(bytes, maxInlinedNodes === undefined ? {} : { maxInlinedNodes });
+    refuses(`fan-out depth ${depth}, maxInlinedNodes ${maxInlinedNodes ?? "default"}`, () => fn(sc.scalar(0)), onnx.OnnxLimitError, new RegExp(`inline more than ${maxInlinedNodes ?? 16384} nodes \\(the maxInlinedNodes load option\\)`));
+    count("fan-out");
+  }
+});
+
+test("crafted (b) nested Loops: each count under maxLoopIterations, their product past maxTotalIterations", { timeout: 60_000 }, () => {
+  const rng = new Rng(CRAFTED_SEED ^ 0xb);
+  for (let v = 0; v < 6; v++) {
+    const runTime = v % 2 === 1; // known counts are refused while tracing; run-time ones as they run
+    const depth = runTime ? 2 : rng.int(2, 4);
+    const maxLoopIterations = runTime ? 64 : 4096;
+    const trips = Array.from({ length: depth }, () => rng.int(maxLoopIterations >> 2, maxLoopIterations + 1));
+    const product = trips.reduce((a, b) => a * b, 1);
+    // a total under the product (and over each count, so it is the total that refuses)
+    const maxTotalIterations = rng.int(Math.max(...trips) + 1, Math.min(product, runTime ? 1500 : 2 ** 20));
+    const fn = onnx.load(nestedLoopsModel(trips, runTime), { maxLoopIterations, maxTotalIterations });
+    const args = [...(runTime ? trips.map((t) => sc.tensor([t], "int64")) : []), sc.scalar(0)];
+    refuses(`nested ${trips.join(" x ")} (${runTime ? "run-time" : "known"}), maxTotalIterations ${maxTotalIterations}`, () => fn(...args), onnx.OnnxLimitError, /iterations in all.*maxTotalIterations/);
+    count("nesting");
+  }
+  // and counts within the total run: s = the product
+  assert.equal((onnx.load(nestedLoopsModel([3, 4], true), { maxTotalIterations: 15 })(sc.tensor([3], "int64"), sc.tensor([4], "int64"), sc.scalar(0)) as sc.Tensor).item(), 12);
+});
+
+test("crafted (c) run-time growth: a Loop doubling its carried tensor, and a scan output, are held to maxElements", { timeout: 60_000 }, () => {
+  const rng = new Rng(CRAFTED_SEED ^ 0xc);
+  for (let v = 0; v < 3; v++) {
+    const maxElements = 2 ** rng.int(8, 15);
+    const width = rng.int(1, 5);
+    const fits = Math.floor(Math.log2(maxElements / width)); // doublings that stay within the limit
+    const fn = onnx.load(doublingLoopModel(width), { maxElements });
+    assert.equal((fn(sc.scalar(fits, "int64"), sc.ones([width])) as sc.Tensor).shape[0], width * 2 ** fits);
+    const m = fits + rng.int(1, 40);
+    refuses(`doubling width ${width}, ${m} iterations, maxElements ${maxElements}`, () => fn(sc.scalar(m, "int64"), sc.ones([width])), onnx.OnnxLimitError, new RegExp(`grow.*grew past the limit of ${maxElements} elements.*maxElements`));
+    count("run-time growth");
+  }
+  for (let v = 0; v < 3; v++) {
+    const maxElements = 2 ** rng.int(8, 12);
+    const width = rng.int(2, 33);
+    const fits = Math.floor(maxElements / width); // rows that stay within the limit
+    const fn = onnx.load(scanRowsModel(width), { maxElements });
+    assert.deepEqual((fn(sc.scalar(fits, "int64"), sc.zeros([width])) as sc.Tensor[])[1]!.shape, [fits, width]);
+    const m = fits + rng.int(1, 200);
+    refuses(`scan rows of ${width}, ${m} iterations, maxElements ${maxElements}`, () => fn(sc.scalar(m, "int64"), sc.zeros([width])), onnx.OnnxLimitError, /rows.*scan output/);
+    count("run-time growth");
+  }
+});
+
+test("crafted (d) total bytes: k ConstantOfShape and their Sum, each within maxElements, are refused past maxTotalBytes", { timeout: 60_000 }, () => {
+  const rng = new Rng(CRAFTED_SEED ^ 0xd);
+  for (let v = 0; v < 5; v++) {
+    const k = rng.int(2, 7);
+    const shape = [rng.int(16, 257), rng.int(16, 257)];
+    const bytesEach = 4 * shape[0]! * shape[1]!;
+    // room for j of the k + 1 values (k constants and the sum), j < k + 1
+    const maxTotalBytes = bytesEach * rng.int(1, k + 1);
+    const fn = onnx.load(constantsSumModel(k, shape), { maxElements: shape[0]! * shape[1]!, maxTotalBytes });
+    refuses(`${k} constants of [${shape.join(", ")}], maxTotalBytes ${maxTotalBytes}`, () => fn(), onnx.OnnxLimitError, /in all.*the maxTotalBytes load option/);
+    // with room for all of them it runs: 1 + 2 + ... + k
+    const all = onnx.load(constantsSumModel(k, shape), { maxElements: shape[0]! * shape[1]!, maxTotalBytes: bytesEach * (k + 2) + 4096 })() as sc.Tensor;
+    assert.equal(all.dataSync()[0], (k * (k + 1)) / 2);
+    count("total bytes");
+  }
+});
+
+test("crafted (e) FIFOs as external data in the model's folder are refused, not waited on", { timeout: 60_000 }, (t) => {
+  if (process.platform === "win32") {
+    t.skip("FIFOs (mkfifo) are POSIX only");
+    return;
+  }
+  const rng = new Rng(CRAFTED_SEED ^ 0xe);
+  const dir = mkdtempSync(path.join(tmpdir(), "onnx-fuzz-fifo-"));
+  try {
+    const files: { file: string; location: string }[] = [];
+    for (let v = 0; v < 4; v++) {
+      const sub = rng.next() < 0.5 ? `d${v}` : "";
+      const location = path.posix.join(sub, `w${v}${pick(rng, [".bin", ".data", ""])}`);
+      if (sub) mkdirSync(path.join(dir, sub), { recursive: true });
+      execFileSync("mkfifo", [path.join(dir, location)]);
+      const file = path.join(dir, `m${v}.onnx`);
+      writeFileSync(file, externalDataModel(location, rng.int(0, 2) * 16, 16));
+      files.push({ file, location });
+    }
+    // in a child process: a load that blocked on a FIFO would block this runner's event loop too
+    const script = `import * as sc from ${JSON.stringify(path.join(root, "src/api/index.ts"))};
+for (const f of ${JSON.stringify(files.map((f) => f.file))}) { try { sc.onnx.load(f); console.log("loaded"); } catch (e) { console.log(e.constructor.name + ": " + e.message); } }`;
+    const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { cwd: root, timeout: 30_000, encoding: "utf8" });
+    assert.equal(r.signal, null, `a load did not return (killed by ${r.signal}); so far:\n${r.stdout}`);
+    const lines = r.stdout.trim().split("\n");
+    assert.equal(lines.length, files.length, r.stdout + r.stderr);
+    files.forEach(({ location }, i) => {
+      assert.ok(lines[i]!.startsWith("OnnxExternalDataError: ") && lines[i]!.includes(`${JSON.stringify(location)} is not a regular file`), `${location}: ${lines[i]}`);
+      count("FIFO");
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("crafted classes: counts", () => {
+  console.log(`onnx fuzz crafted: ${[...crafted].map(([k, v]) => `${k} ${v}`).join(", ")}`);
+  assert.ok(crafted.size >= 4);
 });

@@ -82,15 +82,19 @@ export function checkIndexDtype(op: string, t: TensorType, what = "indices"): vo
 export function checkIndexRange(op: string, idx: TypedArray, idxShape: Shape, n: number, axis: number, xShape: Shape): void {
   for (let j = 0; j < idx.length; j++) {
     const k = idx[j]!;
-    if (k < 0 || k >= n) {
-      const valid = n > 0 ? `valid indices are 0..${n - 1}` : `the axis is empty`;
-      const neg = k < 0 ? " (negative indices are not wrapped)" : "";
-      throw new IndexError(
-        `index ${k} at position ${positionOf(j, idxShape)} of indices (shape ${fmtShape(idxShape)}) is out of range for axis ${axis} of size ${n} of a tensor of shape ${fmtShape(xShape)}: ${valid}${neg}`,
-        op,
-      );
-    }
+    if (k < 0 || k >= n) throw new IndexError(indexRangeMessage(Number(k), j, idxShape, n, axis, xShape, false), op);
   }
+}
+
+/**
+ * The message for index `k` at flat position `j` out of range for an axis of size n. With
+ * `wrapsNegative` (ONNX's Gather, whose importer wraps -n..-1) the valid range is -n..n-1 and
+ * `k` is the model's own index, not a wrapped one.
+ */
+export function indexRangeMessage(k: number, j: number, idxShape: Shape, n: number, axis: number, xShape: Shape, wrapsNegative: boolean): string {
+  const valid = n === 0 ? `the axis is empty` : wrapsNegative ? `valid indices are ${-n}..${n - 1}` : `valid indices are 0..${n - 1}`;
+  const neg = k < 0 && !wrapsNegative ? " (negative indices are not wrapped)" : "";
+  return `index ${k} at position ${positionOf(j, idxShape)} of indices (shape ${fmtShape(idxShape)}) is out of range for axis ${axis} of size ${n} of a tensor of shape ${fmtShape(xShape)}: ${valid}${neg}`;
 }
 
 /** Converts an index argument: integer tensors as they are, JS integers/arrays to int32. */

@@ -5,6 +5,8 @@
  */
 import { Tensor } from "../../../core/tensor.js";
 import { broadcastShapes } from "../../../core/shape.js";
+import { IndexError } from "../../../core/errors.js";
+import { indexRangeMessage } from "../../../ops/shape/common.js";
 import * as ops from "../../../ops/index.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
@@ -158,11 +160,30 @@ export function wrapIndices(idx: Tensor, dim: number): Tensor {
   return ops.where(ops.less(idx, 0), ops.add(idx, dim), idx);
 }
 
+/**
+ * Gather's indices in 0..dim-1 for the kernel: ONNX's -dim..-1 wrapped, and any index out of
+ * ONNX's range -dim..dim-1 named as the model wrote it (not as it would be after wrapping).
+ * Indices known when traced are checked here, with ONNX's range in the message; run-time ones
+ * wrap only -dim..-1, so an out-of-range one reaches the kernel's check unchanged.
+ */
+function gatherIndices(n: NodeContext, idx: Tensor, dim: number, axis: number, xShape: readonly number[]): Tensor {
+  if (dim < 0) return wrapIndices(idx, dim); // an axis of unknown size (a null inputSignature dim): as before, no range to check
+  if (idx.isSymbolic) return ops.where(ops.logicalAnd(ops.less(idx, 0), ops.greaterEqual(idx, -dim)), ops.add(idx, dim), idx);
+  const known = idx.dataSync();
+  let negative = false;
+  for (let j = 0; j < known.length; j++) {
+    const k = Number(known[j]);
+    if (k < -dim || k >= dim) throw new IndexError(indexRangeMessage(k, j, idx.shape as number[], dim, axis, xShape as number[], true), "gather");
+    if (k < 0) negative = true;
+  }
+  return negative ? ops.where(ops.less(idx, 0), ops.add(idx, dim), idx) : idx;
+}
+
 onnxOp("Gather", {
   run(n) {
     const x = n.input(0);
     const axis = axisOf(n, n.int("axis", 0), x.rank);
-    return ops.gather(x, wrapIndices(n.input(1), x.shape[axis]!), axis);
+    return ops.gather(x, gatherIndices(n, n.input(1), x.shape[axis]!, axis, x.shape as number[]), axis);
   },
 });
 
