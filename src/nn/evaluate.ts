@@ -14,10 +14,72 @@ import { concat } from "../ops/shape/join.js";
 import { isThenable } from "../data/prefetch.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { Module } from "./module.js";
-import { Mean } from "./metrics.js";
+import { add } from "../ops/binary.js";
+import { Mean, isCountingMetric, type CountingMetric } from "./metrics.js";
 
 /** A loss or metric of the model's output and the labels, as a scalar tensor. */
 export type BatchFunction = (output: Tensor, labels: Tensor) => Tensor;
+
+/**
+ * A metric: a function averaged over the batches (weighted by their rows), or a CountingMetric
+ * (Precision, Recall, F1) whose counts are summed over the batches before its value is taken.
+ */
+export type Metric = BatchFunction | CountingMetric;
+
+/** What a step computes for `metric`: its value, or a CountingMetric's counts. */
+export function metricStepValue(metric: Metric, output: Tensor, labels: Tensor): Tensor {
+  return isCountingMetric(metric) ? metric.counts(output, labels) : metric(output, labels);
+}
+
+/** Checks that each entry of `metrics` is a function or a CountingMetric. */
+export function checkMetrics(metrics: unknown, op: string): Record<string, Metric> {
+  if (metrics === undefined) return {};
+  if (metrics === null || typeof metrics !== "object" || Array.isArray(metrics)) throw new ValueError(`options.metrics must be an object of named metrics, got ${metrics === null ? "null" : Array.isArray(metrics) ? "an array" : typeof metrics}`, op);
+  for (const [k, m] of Object.entries(metrics)) {
+    if (typeof m !== "function" && !isCountingMetric(m)) throw new ValueError(`metrics.${k} must be a function (output, labels) => scalar tensor or a counting metric (sc.nn.Precision, ...), got ${typeof m}`, op);
+  }
+  return metrics as Record<string, Metric>;
+}
+
+/**
+ * Running values over batches: a row-weighted mean for the loss and function metrics, summed
+ * counts for CountingMetrics (precision over all rows is not the mean of batch precisions).
+ */
+export class StepTotals {
+  private readonly means = new Map<string, Mean>();
+  private readonly counts = new Map<string, Tensor>();
+  constructor(private readonly metrics: Record<string, Metric>, private readonly prefix = "") {}
+
+  /** The value of a step's output `t` named `name` ("loss" or a metric) on its own. */
+  value(name: string, t: Tensor): number {
+    const m = this.metrics[name];
+    return name !== "loss" && m !== undefined && isCountingMetric(m) ? m.fromCounts(t) : (t.item() as number);
+  }
+
+  /** Adds one step's outputs, from a batch of `rows` rows. */
+  update(values: Record<string, Tensor>, rows: number): void {
+    for (const [name, t] of Object.entries(values)) {
+      const key = `${this.prefix}${name}`;
+      const m = this.metrics[name];
+      if (name !== "loss" && m !== undefined && isCountingMetric(m)) {
+        const sum = this.counts.get(key);
+        this.counts.set(key, sum === undefined ? t : add(sum, t));
+      } else {
+        let mean = this.means.get(key);
+        if (mean === undefined) this.means.set(key, (mean = new Mean()));
+        mean.update(t, rows);
+      }
+    }
+  }
+
+  /** The values so far, in the order first seen ("loss" first). */
+  result(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [k, m] of this.means) out[k] = m.result();
+    for (const [k, c] of this.counts) out[k] = (this.metrics[k.slice(this.prefix.length)] as CountingMetric).fromCounts(c);
+    return out;
+  }
+}
 
 /** Batches of [inputs, labels] (a Dataset or any iterable of them). */
 export type Batches = Iterable<readonly Tensor[]>;
@@ -26,8 +88,8 @@ export interface EvaluateOptions {
   /** Batches of [inputs, labels]. */
   data: Batches;
   loss: BatchFunction;
-  /** Named metrics of (output, labels), averaged over the data weighted by batch rows. */
-  metrics?: Record<string, BatchFunction>;
+  /** Named metrics of (output, labels), averaged over the data weighted by batch rows (CountingMetrics: counts summed). */
+  metrics?: Record<string, Metric>;
   /** Stage the step (default true). */
   stage?: boolean;
 }
@@ -43,10 +105,10 @@ const EVALUATE_KEYS = optionKeys<EvaluateOptions>()("data", "loss", "metrics", "
 const PREDICT_KEYS = optionKeys<PredictOptions>()("data", "stage");
 
 /** Loss and metrics of a batch (the model's mode is the caller's). */
-function evalStep(model: Module, loss: BatchFunction, metrics: Record<string, BatchFunction>, x: Tensor, y: Tensor): Record<string, Tensor> {
+function evalStep(model: Module, loss: BatchFunction, metrics: Record<string, Metric>, x: Tensor, y: Tensor): Record<string, Tensor> {
   const output = model.call(x) as Tensor;
   const out: Record<string, Tensor> = { loss: loss(output, y) };
-  for (const [name, f] of Object.entries(metrics)) out[name] = f(output, y);
+  for (const [name, m] of Object.entries(metrics)) out[name] = metricStepValue(m, output, y);
   return out;
 }
 
@@ -91,16 +153,15 @@ function checkBatches(data: unknown, op: string, what: string): void {
  * The row-weighted mean loss and metrics of `step` over `data` (the caller sets the mode).
  * `prefix` names the values ("val_" for fit's validation).
  */
-export function meanOver(model: Module, step: typeof evalStep, data: Batches, loss: BatchFunction, metrics: Record<string, BatchFunction>, op: string, prefix = "", what = "batch"): Record<string, number> {
-  const means: Record<string, Mean> = {};
+export function meanOver(model: Module, step: typeof evalStep, data: Batches, loss: BatchFunction, metrics: Record<string, Metric>, op: string, prefix = "", what = "batch"): Record<string, number> {
+  const totals = new StepTotals(metrics, prefix);
   let i = 0;
   for (const batch of data) {
     const [x, y] = batchPair(batch, i++, op, what);
-    const rows = x.shape.length > 0 ? x.shape[0]! : 1;
-    for (const [k, t] of Object.entries(step(model, loss, metrics, x, y))) (means[`${prefix}${k}`] ??= new Mean()).update(t, rows);
+    totals.update(step(model, loss, metrics, x, y), x.shape.length > 0 ? x.shape[0]! : 1);
   }
   if (i === 0) throw new ValueError(`${what === "batch" ? "data" : what} has no batches`, op);
-  return Object.fromEntries(Object.entries(means).map(([k, m]) => [k, m.result()]));
+  return totals.result();
 }
 
 /** The loss and metrics of `model` over all of `data`, in eval mode: { loss, ...metrics }. */
@@ -112,7 +173,8 @@ export function evaluate(model: Module, options: EvaluateOptions): Record<string
   if (typeof options.loss !== "function") throw new ValueError(`options.loss must be a function (output, labels) => scalar tensor`, op);
   checkBatches(options.data, op, "options.data");
   const step = makeEvalStep(options.stage ?? true);
-  return inEvalMode(model, () => meanOver(model, step, options.data, options.loss, options.metrics ?? {}, op));
+  const metrics = checkMetrics(options.metrics, op);
+  return inEvalMode(model, () => meanOver(model, step, options.data, options.loss, metrics, op));
 }
 
 /** The outputs of `model` on every batch of `data`, in eval mode, concatenated along the batch axis. */

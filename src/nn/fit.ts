@@ -20,13 +20,12 @@ import { slice } from "../ops/shape/slice.js";
 import type { Optimizer } from "../optim/optimizer.js";
 import type { Dataset } from "../data/dataset.js";
 import { Module } from "./module.js";
-import { Mean } from "./metrics.js";
 import { Progress, PROGRESS_MODES, type ProgressOptions } from "./progress.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
-import { batchPair, inEvalMode, makeEvalStep, meanOver, type BatchFunction } from "./evaluate.js";
+import { batchPair, checkMetrics, inEvalMode, makeEvalStep, meanOver, metricStepValue, StepTotals, type BatchFunction, type Metric } from "./evaluate.js";
 import { checkCallback, type Callback, type FitCallbacks, type FitControl, type Logs } from "./callbacks.js";
 
-export type { BatchFunction } from "./evaluate.js";
+export type { BatchFunction, Metric } from "./evaluate.js";
 export type { FitCallbacks, FitControl, Logs } from "./callbacks.js";
 
 export interface FitOptions {
@@ -36,8 +35,8 @@ export interface FitOptions {
   optimizer: Optimizer;
   /** Default 1. */
   epochs?: number;
-  /** Named metrics of (output, labels), averaged over each epoch. */
-  metrics?: Record<string, BatchFunction>;
+  /** Named metrics of (output, labels), averaged over each epoch (CountingMetrics such as Precision: counts summed over it). */
+  metrics?: Record<string, Metric>;
   /** Batches to evaluate after each epoch (in eval mode, as `evaluate` does): "val_loss", "val_" + each metric. */
   validationData?: Iterable<readonly Tensor[]>;
   /**
@@ -66,14 +65,14 @@ export interface History {
 const FIT_KEYS = optionKeys<FitOptions>()("data", "loss", "optimizer", "epochs", "metrics", "validationData", "validationSplit", "stage", "progress", "callbacks");
 
 /** One step: loss and metrics of the batch, after the optimizer's update. */
-function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, metrics: Record<string, BatchFunction>, x: Tensor, y: Tensor): Record<string, Tensor> {
+function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, metrics: Record<string, Metric>, x: Tensor, y: Tensor): Record<string, Tensor> {
   let output: Tensor | null = null;
   const value = optimizer.minimize(() => {
     output = model.call(x) as Tensor;
     return loss(output, y);
   }, () => model.parameters());
   const out: Record<string, Tensor> = { loss: value };
-  for (const [name, f] of Object.entries(metrics)) out[name] = f(output!, y);
+  for (const [name, m] of Object.entries(metrics)) out[name] = metricStepValue(m, output!, y);
   return out;
 }
 
@@ -123,7 +122,7 @@ export function fit(model: Module, options: FitOptions): History {
   if (options.data instanceof Tensor) throw new ValueError(`options.data must be a dataset of [inputs, labels] batches, got a tensor: make one with sc.data.Dataset.fromTensorSlices([x, y]).batch(n)`, op);
   const epochs = options.epochs ?? 1;
   if (!Number.isInteger(epochs) || epochs < 1) throw new ValueError(`epochs must be a positive integer, got ${epochs}`, op);
-  const metrics = options.metrics ?? {};
+  const metrics = checkMetrics(options.metrics, op);
   checkChoice(op, "progress", options.progress, PROGRESS_MODES);
   const callbacks = (options.callbacks === undefined ? [] : Array.isArray(options.callbacks) ? options.callbacks : [options.callbacks]).map((c) => checkCallback(op, c));
   const split = options.validationSplit;
@@ -147,17 +146,15 @@ export function fit(model: Module, options: FitOptions): History {
     model.train();
     for (const c of callbacks) c.onEpochBegin?.(epoch, control);
     const progress = new Progress({ label: `epoch ${epoch}/${epochs}`, total: size !== undefined && Number.isFinite(size) ? size : 0, mode: options.progress });
-    const means: Record<string, Mean> = {};
+    const totals = new StepTotals(metrics);
     let batches = 0;
     const started = performance.now();
     for (const batch of data) {
       const [x, y] = batchPair(batch, batches, op);
       const values = train(model, optimizer, loss, metrics, x, y);
       const logs: Logs = {};
-      for (const [k, t] of Object.entries(values)) {
-        logs[k] = t.item() as number;
-        (means[k] ??= new Mean()).update(logs[k], x.shape[0]);
-      }
+      for (const [k, t] of Object.entries(values)) logs[k] = totals.value(k, t);
+      totals.update(values, x.shape[0]!);
       step++;
       batches++;
       history.steps.push(logs);
@@ -167,7 +164,7 @@ export function fit(model: Module, options: FitOptions): History {
     }
     progress.stop();
     history.stepsPerSecond.push(batches / ((performance.now() - started) / 1000));
-    const epochLogs: Logs = Object.fromEntries(Object.entries(means).map(([k, m]) => [k, m.result()]));
+    const epochLogs: Logs = totals.result();
     if (validationData) {
       Object.assign(epochLogs, inEvalMode(model, () => meanOver(model, evaluate, validationData, loss, metrics, op, "val_", "validation batch")));
     }

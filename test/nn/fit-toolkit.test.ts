@@ -164,3 +164,25 @@ test("fit's validationSplit holds out the last rows (floor(10 * 0.8) = 8 train r
   assert.throws(() => nn.fit(net(), { data: batches(x, y), validationSplit: 0.95, loss: nn.mse, optimizer: sc.optim.sgd(), progress: "off" }), (e: Error) => e instanceof sc.ValueError && /^fit: validationSplit 0.95 of 10 rows leaves no training rows/.test(e.message));
   assert.throws(() => nn.fit(net(), { data: batches(x, y), validationSplit: 0.5, validationData: batches(x, y), loss: nn.mse, optimizer: sc.optim.sgd(), progress: "off" }), (e: Error) => e instanceof sc.ValueError && /validationData or validationSplit, not both/.test(e.message));
 });
+
+test("a CountingMetric (Precision) in evaluate and fit is counted over all rows, as one big batch (staged and eager)", () => {
+  const [x] = rows();
+  const labels = sc.tensor([[1], [1], [0], [1], [0], [0], [0], [0], [1], [1]]);
+  const model = new nn.Sequential(new nn.Linear(1, { inFeatures: 3, seed: 4 }), new nn.Sigmoid());
+  model.eval();
+  const out = model.call(x) as sc.Tensor;
+  const whole = nn.precision(out, labels, { threshold: 0.5 }).item() as number;
+  // the row-weighted mean of the batch precisions is another number here: the counting is what is checked
+  const byBatch = [[0, 4], [4, 8], [8, 10]].map(([b, e]) => (e! - b!) * (nn.precision(sc.slice(out, [b!], [e!]), sc.slice(labels, [b!], [e!])).item() as number));
+  assert.ok(Math.abs((byBatch[0]! + byBatch[1]! + byBatch[2]!) / 10 - whole) > 1e-3, `${whole} vs ${byBatch}`);
+  model.train();
+  for (const stage of [true, false]) {
+    const ev = nn.evaluate(model, { data: batches(x, labels), loss: nn.mse, metrics: { precision: new nn.Precision() }, stage });
+    assert.ok(Math.abs(ev.precision! - whole) < 1e-6, `evaluate precision ${ev.precision} vs ${whole}`);
+  }
+  const trained = new nn.Sequential(new nn.Linear(1, { inFeatures: 3, seed: 4 }), new nn.Sigmoid());
+  const history = nn.fit(trained, { data: batches(x, labels), validationData: batches(x, labels), loss: nn.mse, metrics: { precision: new nn.Precision() }, optimizer: sc.optim.sgd({ learningRate: 0.1 }), progress: "off" });
+  assert.equal(history.epochs[0]!.val_precision, nn.evaluate(trained, { data: batches(x, labels), loss: nn.mse, metrics: { precision: new nn.Precision() } }).precision);
+  assert.ok(history.steps.every((s) => s.precision! >= 0 && s.precision! <= 1), "a step logs the batch's precision");
+  assert.throws(() => nn.evaluate(model, { data: batches(x, labels), loss: nn.mse, metrics: { p: 3 as never } }), (e: Error) => e instanceof sc.ValueError && /^evaluate: metrics\.p must be a function/.test(e.message));
+});
