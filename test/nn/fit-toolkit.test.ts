@@ -186,3 +186,18 @@ test("a CountingMetric (Precision) in evaluate and fit is counted over all rows,
   assert.ok(history.steps.every((s) => s.precision! >= 0 && s.precision! <= 1), "a step logs the batch's precision");
   assert.throws(() => nn.evaluate(model, { data: batches(x, labels), loss: nn.mse, metrics: { p: 3 as never } }), (e: Error) => e instanceof sc.ValueError && /^evaluate: metrics\.p must be a function/.test(e.message));
 });
+
+test("EarlyStopping in a staged fit: a diverging loss stops it, and the restored weights are what a staged evaluate then reads", () => {
+  const [x, y] = rows();
+  const model = net();
+  const snapshots: number[][][] = [];
+  const stopper = new nn.EarlyStopping({ monitor: "loss", restoreBestWeights: true });
+  const history = nn.fit(model, { data: batches(x, y), loss: nn.mse, optimizer: sc.optim.sgd({ learningRate: 3 }), epochs: 30, progress: "off", callbacks: [stopper, { onEpochEnd: (_e, _l, c) => void snapshots.push(c.model.variables().map((v) => values(v.peek()))) }] });
+  assert.ok(stopper.stoppedEpoch > 0 && history.epochs.length === stopper.stoppedEpoch, `stopped at ${stopper.stoppedEpoch} of ${history.epochs.length}`);
+  const restored = model.variables().map((v) => values(v.peek()));
+  assert.deepEqual(restored, snapshots[stopper.bestEpoch - 1]);
+  assert.notDeepEqual(restored, snapshots[snapshots.length - 1]);
+  const fresh = net();
+  fresh.variables().forEach((v, i) => v.assign(sc.tensor(snapshots[stopper.bestEpoch - 1]![i]!, v.dtype).reshape(v.shape)));
+  assert.equal(nn.evaluate(model, { data: batches(x, y), loss: nn.mse }).loss, nn.evaluate(fresh, { data: batches(x, y), loss: nn.mse }).loss);
+});
