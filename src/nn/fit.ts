@@ -15,26 +15,18 @@
 import { Tensor } from "../core/tensor.js";
 import { ValueError } from "../core/errors.js";
 import { stage } from "../staging/stage.js";
+import { concat } from "../ops/shape/join.js";
+import { slice } from "../ops/shape/slice.js";
 import type { Optimizer } from "../optim/optimizer.js";
 import type { Dataset } from "../data/dataset.js";
-import { isThenable } from "../data/prefetch.js";
 import { Module } from "./module.js";
-import { Mean } from "./metrics.js";
 import { Progress, PROGRESS_MODES, type ProgressOptions } from "./progress.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
+import { batchPair, checkMetrics, inEvalMode, makeEvalStep, meanOver, metricStepValue, StepTotals, type BatchFunction, type Metric } from "./evaluate.js";
+import { checkCallback, type Callback, type FitCallbacks, type FitControl, type Logs } from "./callbacks.js";
 
-/** A loss or metric of the model's output and the labels, as a scalar tensor. */
-export type BatchFunction = (output: Tensor, labels: Tensor) => Tensor;
-
-/** Values logged after a step or an epoch: "loss", each metric, and "val_..." after validation. */
-export type Logs = Record<string, number>;
-
-export interface FitCallbacks {
-  /** After every step: the 1-based step number (over all epochs) and the batch's values. */
-  onStepEnd?(step: number, logs: Logs): void;
-  /** After every epoch: the 1-based epoch and the epoch's mean values (and validation values). */
-  onEpochEnd?(epoch: number, logs: Logs): void;
-}
+export type { BatchFunction, Metric } from "./evaluate.js";
+export type { FitCallbacks, FitControl, Logs } from "./callbacks.js";
 
 export interface FitOptions {
   /** Batches of [inputs, labels]. */
@@ -43,15 +35,22 @@ export interface FitOptions {
   optimizer: Optimizer;
   /** Default 1. */
   epochs?: number;
-  /** Named metrics of (output, labels), averaged over each epoch. */
-  metrics?: Record<string, BatchFunction>;
-  /** Batches to evaluate after each epoch (in eval mode). */
+  /** Named metrics of (output, labels), averaged over each epoch (CountingMetrics such as Precision: counts summed over it). */
+  metrics?: Record<string, Metric>;
+  /** Batches to evaluate after each epoch (in eval mode, as `evaluate` does): "val_loss", "val_" + each metric. */
   validationData?: Iterable<readonly Tensor[]>;
+  /**
+   * A fraction in (0, 1): the last rows of the data (as Keras: before any shuffling of fit's, which
+   * there is none) are held out and evaluated after each epoch. The data is read once, split at
+   * floor(rows * (1 - validationSplit)), and both parts are batched as the first batch was.
+   */
+  validationSplit?: number;
   /** Stage the training step (default true). */
   stage?: boolean;
   /** Progress output (default "auto": a bar in a terminal, lines otherwise). */
   progress?: ProgressOptions["mode"];
-  callbacks?: FitCallbacks | FitCallbacks[];
+  /** Callbacks (EarlyStopping, TerminateOnNaN, or objects of hooks: see callbacks.ts). */
+  callbacks?: FitCallbacks | Callback | (FitCallbacks | Callback)[];
 }
 
 export interface History {
@@ -63,27 +62,50 @@ export interface History {
   stepsPerSecond: number[];
 }
 
-const FIT_KEYS = optionKeys<FitOptions>()("data", "loss", "optimizer", "epochs", "metrics", "validationData", "stage", "progress", "callbacks");
-const CALLBACK_KEYS = optionKeys<FitCallbacks>()("onStepEnd", "onEpochEnd");
+const FIT_KEYS = optionKeys<FitOptions>()("data", "loss", "optimizer", "epochs", "metrics", "validationData", "validationSplit", "stage", "progress", "callbacks");
 
 /** One step: loss and metrics of the batch, after the optimizer's update. */
-function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, metrics: Record<string, BatchFunction>, x: Tensor, y: Tensor): Record<string, Tensor> {
+function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, metrics: Record<string, Metric>, x: Tensor, y: Tensor): Record<string, Tensor> {
   let output: Tensor | null = null;
   const value = optimizer.minimize(() => {
     output = model.call(x) as Tensor;
     return loss(output, y);
   }, () => model.parameters());
   const out: Record<string, Tensor> = { loss: value };
-  for (const [name, f] of Object.entries(metrics)) out[name] = f(output!, y);
+  for (const [name, m] of Object.entries(metrics)) out[name] = metricStepValue(m, output!, y);
   return out;
 }
 
-/** Loss and metrics of a batch in eval mode. */
-function evalStep(model: Module, loss: BatchFunction, metrics: Record<string, BatchFunction>, x: Tensor, y: Tensor): Record<string, Tensor> {
-  const output = model.call(x) as Tensor;
-  const out: Record<string, Tensor> = { loss: loss(output, y) };
-  for (const [name, f] of Object.entries(metrics)) out[name] = f(output, y);
-  return out;
+/**
+ * Reads `data` once and splits its rows: the first floor(rows * (1 - fraction)) for training, the
+ * rest for validation, each batched as the first batch was (Keras's validation_split).
+ */
+function splitRows(data: Iterable<readonly Tensor[]>, fraction: number, op: string): [train: [Tensor, Tensor][], validation: [Tensor, Tensor][]] {
+  const xs: Tensor[] = [];
+  const ys: Tensor[] = [];
+  let i = 0;
+  for (const batch of data) {
+    const [x, y] = batchPair(batch, i++, op);
+    xs.push(x);
+    ys.push(y);
+  }
+  if (xs.length === 0) throw new ValueError(`options.data has no batches`, op);
+  const x = xs.length === 1 ? xs[0]! : concat(xs, 0);
+  const y = ys.length === 1 ? ys[0]! : concat(ys, 0);
+  const rows = x.shape[0]!;
+  if (y.shape[0] !== rows) throw new ValueError(`inputs have ${rows} rows and labels ${y.shape[0]}: validationSplit splits rows`, op);
+  const at = Math.floor(rows * (1 - fraction));
+  if (at === 0 || at === rows) throw new ValueError(`validationSplit ${fraction} of ${rows} rows leaves ${at === 0 ? "no training" : "no validation"} rows`, op);
+  const size = xs[0]!.shape[0]!;
+  const batches = (from: number, to: number): [Tensor, Tensor][] => {
+    const out: [Tensor, Tensor][] = [];
+    for (let b = from; b < to; b += size) {
+      const e = Math.min(b + size, to);
+      out.push([slice(x, [b], [e]), slice(y, [b], [e])]);
+    }
+    return out;
+  };
+  return [batches(0, at), batches(at, rows)];
 }
 
 /** Trains `model` and returns the history. The model is left in train mode. */
@@ -92,70 +114,67 @@ export function fit(model: Module, options: FitOptions): History {
   if (!(model instanceof Module)) throw new ValueError(`takes an nn.Module, got ${typeof model}`, op);
   if (options === null || typeof options !== "object") throw new ValueError(`takes an options object`, op);
   checkOptions(op, options, FIT_KEYS);
-  const { data, loss, optimizer } = options;
+  const { loss, optimizer } = options;
   if (typeof loss !== "function") throw new ValueError(`options.loss must be a function (output, labels) => scalar tensor`, op);
   if (!optimizer || typeof optimizer.minimize !== "function") throw new ValueError(`options.optimizer must be an optimizer (sc.optim.*)`, op);
-  if (!data || typeof (data as Iterable<unknown>)[Symbol.iterator] !== "function") throw new ValueError(`options.data must be a dataset of [inputs, labels] batches`, op);
+  if (!options.data || typeof (options.data as Iterable<unknown>)[Symbol.iterator] !== "function") throw new ValueError(`options.data must be a dataset of [inputs, labels] batches`, op);
   // (a tensor iterates over its rows, which are not batches)
-  if (data instanceof Tensor) throw new ValueError(`options.data must be a dataset of [inputs, labels] batches, got a tensor: make one with sc.data.Dataset.fromTensorSlices([x, y]).batch(n)`, op);
+  if (options.data instanceof Tensor) throw new ValueError(`options.data must be a dataset of [inputs, labels] batches, got a tensor: make one with sc.data.Dataset.fromTensorSlices([x, y]).batch(n)`, op);
   const epochs = options.epochs ?? 1;
   if (!Number.isInteger(epochs) || epochs < 1) throw new ValueError(`epochs must be a positive integer, got ${epochs}`, op);
-  const metrics = options.metrics ?? {};
+  const metrics = checkMetrics(options.metrics, op);
   checkChoice(op, "progress", options.progress, PROGRESS_MODES);
-  const callbacks = options.callbacks === undefined ? [] : Array.isArray(options.callbacks) ? options.callbacks : [options.callbacks];
-  for (const c of callbacks) {
-    checkOptions(`${op}: callbacks`, c, CALLBACK_KEYS);
-    for (const k of CALLBACK_KEYS) if (c[k] !== undefined && typeof c[k] !== "function") throw new ValueError(`callbacks.${k} must be a function, got ${typeof c[k]}`, op);
+  const callbacks = (options.callbacks === undefined ? [] : Array.isArray(options.callbacks) ? options.callbacks : [options.callbacks]).map((c) => checkCallback(op, c));
+  const split = options.validationSplit;
+  if (split !== undefined) {
+    if (!(typeof split === "number" && split > 0 && split < 1)) throw new ValueError(`validationSplit must be a number in (0, 1), got ${String(split)}`, op);
+    if (options.validationData !== undefined) throw new ValueError(`takes validationData or validationSplit, not both`, op);
   }
+  if (options.validationData !== undefined && (options.validationData instanceof Tensor || typeof (options.validationData as Iterable<unknown>)[Symbol.iterator] !== "function")) {
+    throw new ValueError(`options.validationData must be a dataset of [inputs, labels] batches`, op);
+  }
+  const [data, validationData] = split === undefined ? [options.data, options.validationData] : splitRows(options.data, split, op);
   const staged = options.stage ?? true;
   const train = staged ? stage(trainStep, { name: "fit_train_step", autograph: false }) : trainStep;
-  const evaluate = staged ? stage(evalStep, { name: "fit_eval_step", autograph: false }) : evalStep;
-  const size = (data as { size?: number }).size;
+  const evaluate = makeEvalStep(staged);
+  const size = (data as { size?: number }).size ?? (Array.isArray(data) ? data.length : undefined);
   const history: History = { epochs: [], steps: [], stepsPerSecond: [] };
+  const control: FitControl = { model, stopTraining: false };
+  for (const c of callbacks) c.onTrainBegin?.(control);
   let step = 0;
-  for (let epoch = 1; epoch <= epochs; epoch++) {
+  for (let epoch = 1; epoch <= epochs && !control.stopTraining; epoch++) {
     model.train();
+    for (const c of callbacks) c.onEpochBegin?.(epoch, control);
     const progress = new Progress({ label: `epoch ${epoch}/${epochs}`, total: size !== undefined && Number.isFinite(size) ? size : 0, mode: options.progress });
-    const means: Record<string, Mean> = {};
+    const totals = new StepTotals(metrics);
     let batches = 0;
     const started = performance.now();
     for (const batch of data) {
-      if (isThenable(batch)) {
-        throw new ValueError(`batch ${batches} is a promise (an async map's): fit trains on values; take an async pipeline with for await (see Dataset.prefetch) and call a staged step`, op);
-      }
-      if (!Array.isArray(batch) || batch.length !== 2 || !(batch[0] instanceof Tensor) || !(batch[1] instanceof Tensor)) {
-        throw new ValueError(`each batch must be [inputs, labels] tensors`, op);
-      }
-      const values = train(model, optimizer, loss, metrics, batch[0], batch[1]);
+      const [x, y] = batchPair(batch, batches, op);
+      const values = train(model, optimizer, loss, metrics, x, y);
       const logs: Logs = {};
-      for (const [k, t] of Object.entries(values)) {
-        logs[k] = t.item() as number;
-        (means[k] ??= new Mean()).update(logs[k], batch[0].shape[0]);
-      }
+      for (const [k, t] of Object.entries(values)) logs[k] = totals.value(k, t);
+      totals.update(values, x.shape[0]!);
       step++;
       batches++;
       history.steps.push(logs);
       progress.update(batches, logs);
-      for (const c of callbacks) c.onStepEnd?.(step, logs);
+      for (const c of callbacks) c.onStepEnd?.(step, logs, control);
+      if (control.stopTraining) break;
     }
     progress.stop();
     history.stepsPerSecond.push(batches / ((performance.now() - started) / 1000));
-    const epochLogs: Logs = Object.fromEntries(Object.entries(means).map(([k, m]) => [k, m.result()]));
-    if (options.validationData) {
-      model.eval();
-      const val: Record<string, Mean> = {};
-      for (const [x, y] of options.validationData) {
-        if (!(x instanceof Tensor) || !(y instanceof Tensor)) throw new ValueError(`each validation batch must be [inputs, labels] tensors`, op);
-        for (const [k, t] of Object.entries(evaluate(model, loss, metrics, x, y))) (val[`val_${k}`] ??= new Mean()).update(t, x.shape[0]);
-      }
-      model.train();
-      for (const [k, m] of Object.entries(val)) epochLogs[k] = m.result();
+    const epochLogs: Logs = totals.result();
+    if (validationData) {
+      Object.assign(epochLogs, inEvalMode(model, () => meanOver(model, evaluate, validationData, loss, metrics, op, "val_", "validation batch")));
     }
     history.epochs.push(epochLogs);
     if (options.progress !== "off") {
       console.log(`epoch ${epoch}/${epochs}: ${Object.entries(epochLogs).map(([k, v]) => `${k} ${v.toFixed(4)}`).join("  ")}`);
     }
-    for (const c of callbacks) c.onEpochEnd?.(epoch, epochLogs);
+    for (const c of callbacks) c.onEpochEnd?.(epoch, epochLogs, control);
   }
+  for (const c of callbacks) c.onTrainEnd?.(history.epochs[history.epochs.length - 1] ?? {}, control);
+  model.train();
   return history;
 }

@@ -1,5 +1,5 @@
 /**
- * `sc.nn`: modules (Module, Sequential), layers, initializers, losses, metrics and `fit`.
+ * `sc.nn`: modules (Module, Sequential), layers, initializers, losses, metrics, `fit` (with callbacks), `evaluate` and `predict`.
  * See module.ts for how modules track their state.
  */
 export { Module } from "./module.js";
@@ -17,5 +17,7 @@ export * as init from "./init.js";
 export type { Initializer, Fans } from "./init.js";
 export { softmaxCrossEntropy, binaryCrossEntropyWithLogits, mse, huber, l1, mae, nll, klDivergence, cosineSimilarity, type Reduction, type LossOptions, type CrossEntropyOptions, type HuberOptions, type BinaryCrossEntropyOptions } from "./losses.js";
 export { accuracy, Mean, topKAccuracy, precision, recall, f1, Precision, Recall, F1, meanAbsoluteError, meanSquaredError, type TopKOptions, type ClassificationMetricOptions, type CountingMetric } from "./metrics.js";
-export { fit, type FitOptions, type FitCallbacks, type History, type Logs, type BatchFunction } from "./fit.js";
+export { fit, type FitOptions, type FitCallbacks, type FitControl, type History, type Logs, type BatchFunction, type Metric } from "./fit.js";
+export { evaluate, predict, type EvaluateOptions, type PredictOptions } from "./evaluate.js";
+export { Callback, EarlyStopping, TerminateOnNaN, type EarlyStoppingOptions } from "./callbacks.js";
 export { Progress, type ProgressOptions } from "./progress.js";
