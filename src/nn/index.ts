@@ -19,3 +19,5 @@ export { softmaxCrossEntropy, binaryCrossEntropyWithLogits, mse, huber, l1, mae,
 export { accuracy, Mean, topKAccuracy, precision, recall, f1, Precision, Recall, F1, meanAbsoluteError, meanSquaredError, type TopKOptions, type ClassificationMetricOptions, type CountingMetric } from "./metrics.js";
 export { fit, type FitOptions, type FitCallbacks, type History, type Logs, type BatchFunction } from "./fit.js";
 export { Progress, type ProgressOptions } from "./progress.js";
+export { saveModel, loadModel } from "./save-model.js";
+export { registerLayer, ModelConfigError, UnknownLayerError } from "./model-config.js";
