@@ -94,7 +94,11 @@ function withOption(args: unknown[], i: number, key: string, value: unknown): vo
 export type LayerJson = { class: string; args: unknown[] };
 
 /** The JSON config of `m` (a registered layer); `where` names it in errors. */
-export function encodeLayer(m: Module, where = "model"): LayerJson {
+export function encodeLayer(m: Module, where = "model", seen = new Map<Module, string>()): LayerJson {
+  // A layer reached twice would load as two layers with one saved set of weights: refused here.
+  const first = seen.get(m);
+  if (first !== undefined) throw new ModelConfigError(`${where} is the same layer as ${first}: a model config cannot share a layer between two places`, "saveModel");
+  seen.set(m, where);
   const name = nameOf.get(m.constructor);
   if (name === undefined) throw new ModelConfigError(`${where} is a ${m.constructor.name}, which is not registered: call sc.nn.registerLayer(${JSON.stringify(m.constructor.name)}, ${m.constructor.name}) (and give it a getConfig() returning its constructor arguments)`, "saveModel");
   let args: unknown[];
@@ -110,18 +114,18 @@ export function encodeLayer(m: Module, where = "model"): LayerJson {
     BUILT_SIZES[name]?.(m, args);
   }
   while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
-  return { class: name, args: args.map((a, i) => encodeValue(a, `${where}.args[${i}]`)) };
+  return { class: name, args: args.map((a, i) => encodeValue(a, `${where}.args[${i}]`, seen)) };
 }
 
-function encodeValue(v: unknown, where: string): unknown {
+function encodeValue(v: unknown, where: string, seen: Map<Module, string>): unknown {
   if (v === undefined) return { $undefined: true };
   if (v === null || typeof v === "string" || typeof v === "boolean") return v;
   if (typeof v === "number") {
     if (!Number.isFinite(v)) throw new ModelConfigError(`${where} is ${v}, which JSON cannot hold`, "saveModel");
     return v;
   }
-  if (v instanceof Module) return { $layer: encodeLayer(v, where) };
-  if (Array.isArray(v)) return v.map((x, i) => encodeValue(x, `${where}[${i}]`));
+  if (v instanceof Module) return { $layer: encodeLayer(v, where, seen) };
+  if (Array.isArray(v)) return v.map((x, i) => encodeValue(x, `${where}[${i}]`, seen));
   if (isPlainObject(v)) {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
@@ -129,7 +133,7 @@ function encodeValue(v: unknown, where: string): unknown {
       if (x === undefined) continue;
       // Initializers only choose initial values, which the saved weights replace.
       if (typeof x === "function" && k.endsWith("Init")) continue;
-      out[k] = encodeValue(x, `${where}.${k}`);
+      out[k] = encodeValue(x, `${where}.${k}`, seen);
     }
     return out;
   }

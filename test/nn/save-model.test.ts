@@ -112,6 +112,8 @@ test("frozen modules stay frozen; a model that cannot be described is refused at
   nn.registerLayer("MyLinear", MyLinear);
   // registered, but it neither records its arguments nor has getConfig: not saved as a Linear
   assert.throws(() => nn.saveModel(new MyLinear(2), noSave), (e: unknown) => e instanceof nn.ModelConfigError && /\(MyLinear\) has no config: give the class a getConfig\(\)/.test((e as Error).message));
+  const shared = new nn.Linear(2, { inFeatures: 2 });
+  assert.throws(() => nn.saveModel(new nn.Sequential(shared, shared), noSave), (e: unknown) => e instanceof nn.ModelConfigError && /model\.args\[1\] is the same layer as model\.args\[0\]/.test((e as Error).message));
   assert.equal(existsSync(noSave), false);
   assert.throws(() => nn.registerLayer("Linear", MyLinear), (e: unknown) => e instanceof nn.ModelConfigError && /already registered/.test((e as Error).message));
 });
@@ -159,4 +161,52 @@ test("a tampered model.json or weights file gives typed errors, never a wrong mo
   assert.equal(bits(out(nn.loadModel(dir), sc.ones([1, 2]))), bits(out(model, sc.ones([1, 2]))));
   rmSync(path.join(dir, "weights.safetensors"));
   assert.throws(() => nn.loadModel(dir), checkpointError(/weights\.safetensors: cannot read it/));
+});
+
+test("every built-in layer round-trips its config and weights (non-default options, lazily built ones too)", () => {
+  const r = (shape: number[], seed: number) => sc.random.normal(shape, { seed });
+  const cases: [sc.nn.Module, sc.Tensor[]][] = [
+    [new nn.Linear(3, { seed: 1, bias: false }), [r([2, 4], 1)]],
+    [new nn.Conv1d(3, 2, { seed: 2, padding: "same", dilations: 2 }), [r([2, 2, 5], 2)]],
+    [new nn.Conv2d(4, [2, 3], { seed: 3, strides: [1, 2], groups: 2 }), [r([1, 2, 4, 5], 3)]],
+    [new nn.ConvTranspose2d(2, 2, { seed: 4, strides: 2 }), [r([1, 3, 3, 3], 4)]],
+    [new nn.MaxPool2d(2), [r([1, 1, 4, 4], 5)]],
+    [new nn.AvgPool2d(2, { strides: 1 }), [r([1, 1, 4, 4], 6)]],
+    [new nn.BatchNorm({ momentum: 0.2, epsilon: 1e-3 }), [r([4, 3], 7)]],
+    [new nn.LayerNorm(), [r([2, 5], 8)]],
+    [new nn.LayerNorm([2, 3], { epsilon: 1e-3 }), [r([2, 2, 3], 9)]],
+    [new nn.GroupNorm(2, 4), [r([2, 4, 3], 10)]],
+    [new nn.Dropout(0.3, { seed: 1 }), [r([2, 3], 11)]],
+    [new nn.Embedding(10, 3, { seed: 5 }), [sc.tensor([[1, 9], [0, 3]], "int32")]],
+    [new nn.LSTM(3, { seed: 6, bidirectional: true }), [r([2, 4, 2], 12)]],
+    [new nn.GRU(3, { seed: 7, numLayers: 2, returnSequences: false }), [r([2, 4, 2], 13)]],
+    [new nn.MultiHeadAttention(4, 2, { seed: 8 }), [r([2, 3, 4], 14)]],
+    [new nn.TransformerEncoderLayer(4, 2, { dimFeedforward: 8, normFirst: true, activation: "gelu", seed: 9 }), [r([2, 3, 4], 15)]],
+    [new nn.TransformerDecoderLayer(4, 2, { dimFeedforward: 8, causal: true, seed: 10 }), [r([2, 3, 4], 16), r([2, 2, 4], 17)]],
+    [new nn.Sequential(new nn.Flatten(), new nn.GELU(), new nn.Sigmoid(), new nn.Softmax(0), new nn.LogSoftmax()), [r([2, 2, 2], 18)]],
+  ];
+  let seed = 100;
+  for (const [layer, inputs] of cases) {
+    layer.call(...inputs);
+    // every float weight away from its initial value (running variances kept positive)
+    for (const [p, v] of layer.namedVariables()) {
+      if (v.dtype !== "float32") continue;
+      const [minval, maxval] = p.endsWith("runningVar") ? [0.5, 1.5] : [-0.5, 0.5];
+      v.assign(sc.random.uniform([...v.shape], { seed: seed++, minval, maxval }));
+    }
+    layer.eval();
+    const dir = freshDir();
+    nn.saveModel(layer, dir);
+    const loaded = nn.loadModel(dir).eval();
+    assert.equal(loaded.constructor, layer.constructor);
+    assert.equal(bits(loaded.call(...inputs) as sc.Tensor), bits(layer.call(...inputs) as sc.Tensor), layer.typeName);
+  }
+});
+
+test("a GRU given inputSize keeps its recurrent bias (the rebuilt layers are given it; it was dropped)", () => {
+  const cell = new nn.GRUCell(3, { inputSize: 2 });
+  assert.notEqual(cell.recurrentBias, null);
+  assert.deepEqual(cell.namedVariables().map(([p]) => p).sort(), ["bias", "kernel", "recurrentBias", "recurrentKernel"]);
+  // a stacked GRU's upper layer is made with inputSize too: 4 weights per cell
+  assert.equal(new nn.GRU(3, { numLayers: 2, inputSize: 2 }).variables().length, 8);
 });

@@ -156,7 +156,10 @@ export class LSTMCell extends GatedCell {
  * `call(x, h)` -> h'. (b' is `recurrentBias`, inside the reset gate's product as in PyTorch.)
  */
 export class GRUCell extends GatedCell {
-  recurrentBias: Variable | null = null;
+  // Not `= null`: a field initializer runs after super(), whose makeWeights (given inputSize)
+  // has already made this bias, and would drop it (a GRU with inputSize, or a stacked GRU's
+  // upper layers, silently lost b').
+  recurrentBias: Variable | null = (this as { recurrentBias?: Variable | null }).recurrentBias ?? null;
 
   constructor(hidden: number, options: RecurrentOptions = {}) {
     super("GRUCell", 3, hidden, options);
