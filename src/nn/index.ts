@@ -21,3 +21,5 @@ export { fit, type FitOptions, type FitCallbacks, type FitControl, type History,
 export { evaluate, predict, type EvaluateOptions, type PredictOptions } from "./evaluate.js";
 export { Callback, EarlyStopping, TerminateOnNaN, type EarlyStoppingOptions } from "./callbacks.js";
 export { Progress, type ProgressOptions } from "./progress.js";
+export { saveModel, loadModel } from "./save-model.js";
+export { registerLayer, ModelConfigError, UnknownLayerError } from "./model-config.js";

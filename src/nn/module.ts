@@ -30,6 +30,23 @@ let callObserver: CallObserver | null = null;
 
 const MODULE_FIELDS = new Set(["training", "trainable", "name"]);
 
+/**
+ * @internal A check run on every weight before its initializer allocates it: loadModel
+ * (save-model.ts) sets it while it rebuilds a model from a config, to bound what the config's
+ * sizes allocate by the size of the weights file.
+ */
+let weightGuard: ((shape: readonly number[], dtype: DType) => void) | null = null;
+/** @internal Runs `f` with `guard` checking each weight made (see weightGuard). */
+export function withWeightGuard<T>(guard: (shape: readonly number[], dtype: DType) => void, f: () => T): T {
+  const saved = weightGuard;
+  weightGuard = guard;
+  try {
+    return f();
+  } finally {
+    weightGuard = saved;
+  }
+}
+
 export abstract class Module extends Trackable {
   private _training = true;
   private _trainable = true;
@@ -88,6 +105,7 @@ export abstract class Module extends Trackable {
    */
   protected addWeight(name: string, shape: number[], init: Initializer, options: { dtype?: DType; trainable?: boolean; fanIn?: number; fanOut?: number } = {}): Variable {
     const dtype = options.dtype ?? "float32";
+    weightGuard?.(shape, dtype);
     const v = initScope(() => {
       const value = init(shape, dtype, { fanIn: options.fanIn ?? fanInOf(shape), fanOut: options.fanOut ?? fanOutOf(shape) });
       if (!(value instanceof Tensor) || value.dtype !== dtype || value.shape.length !== shape.length || value.shape.some((d, i) => d !== shape[i])) {

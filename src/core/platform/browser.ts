@@ -59,6 +59,7 @@ export const unlinkSync: typeof import("node:fs").unlinkSync = fsFunction("unlin
 export const lstatSync: typeof import("node:fs").lstatSync = fsFunction("lstatSync");
 export const openNonBlockingSync: (file: string) => number = fsFunction("openNonBlockingSync");
 export const readlinkSync: typeof import("node:fs").readlinkSync = fsFunction("readlinkSync");
+export const mkdirSync: typeof import("node:fs").mkdirSync = fsFunction("mkdirSync");
 
 /** `require` of a package: there is none in the browser (bundle the package and pass its data instead). */
 export function createRequire(_from: string | URL): (id: string) => never {

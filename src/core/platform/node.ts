@@ -16,7 +16,7 @@ export type { CliProgress, CliProgressBar, DawnModule } from "./types.js";
 
 export {
   readFileSync, statSync, existsSync, readdirSync, writeFileSync, openSync, closeSync, readSync, writeSync, fstatSync,
-  fsyncSync, realpathSync, renameSync, unlinkSync, lstatSync, readlinkSync,
+  fsyncSync, realpathSync, renameSync, unlinkSync, lstatSync, readlinkSync, mkdirSync,
 } from "node:fs";
 
 /**

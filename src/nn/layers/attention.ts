@@ -12,6 +12,7 @@ import { where } from "../../ops/where.js";
 import { Module } from "../module.js";
 import { Linear } from "./linear.js";
 import { axisSize, positiveInt, WEIGHT_KEYS, type WeightOptions, checkLayerOptions } from "./options.js";
+import { recordConfig } from "../layer-config.js";
 
 export interface AttentionOptions extends WeightOptions {}
 
@@ -34,6 +35,7 @@ export class MultiHeadAttention extends Module {
 
   constructor(embed: number, heads: number, options: AttentionOptions = {}) {
     super();
+    recordConfig(this, MultiHeadAttention, [embed, heads, options]);
     checkLayerOptions("MultiHeadAttention", options, WEIGHT_KEYS);
     this.embed = positiveInt("MultiHeadAttention", "embed", embed);
     this.heads = positiveInt("MultiHeadAttention", "heads", heads);

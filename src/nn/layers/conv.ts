@@ -8,6 +8,7 @@ import { expandDims, reshape, squeeze } from "../../ops/shape.js";
 import { Module } from "../module.js";
 import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions, checkLayerOptions } from "./options.js";
 import { checkOptions } from "../../core/options.js";
+import { recordConfig } from "../layer-config.js";
 
 type Pair = number | readonly [number, number];
 
@@ -44,6 +45,7 @@ export class Conv2d extends Module {
 
   constructor(filters: number, kernelSize: Pair, options: Conv2dLayerOptions = {}) {
     super();
+    recordConfig(this, Conv2d, [filters, kernelSize, options]);
     checkLayerOptions("Conv2d", options, [...WEIGHT_KEYS, "inChannels", "strides", "padding", "dilations", "groups"]);
     this.filters = positiveInt("Conv2d", "filters", filters);
     this.kernelSize = pairOf("Conv2d", "kernelSize", kernelSize);
@@ -115,6 +117,7 @@ export class Conv1d extends Module {
 
   constructor(filters: number, kernelSize: number, options: Conv1dLayerOptions = {}) {
     super();
+    recordConfig(this, Conv1d, [filters, kernelSize, options]);
     checkLayerOptions("Conv1d", options, [...WEIGHT_KEYS, "inChannels", "strides", "padding", "dilations", "groups"]);
     this.filters = positiveInt("Conv1d", "filters", filters);
     this.kernelSize = positiveInt("Conv1d", "kernelSize", kernelSize);
@@ -182,6 +185,7 @@ export class ConvTranspose2d extends Module {
 
   constructor(filters: number, kernelSize: Pair, options: ConvTranspose2dLayerOptions = {}) {
     super();
+    recordConfig(this, ConvTranspose2d, [filters, kernelSize, options]);
     checkLayerOptions("ConvTranspose2d", options, [...WEIGHT_KEYS, "inChannels", "strides", "padding", "outputPadding", "dilations", "groups"]);
     this.filters = positiveInt("ConvTranspose2d", "filters", filters);
     this.kernelSize = pairOf("ConvTranspose2d", "kernelSize", kernelSize);
@@ -232,6 +236,7 @@ abstract class Pool2d extends Module {
 export class MaxPool2d extends Pool2d {
   constructor(kernelSize: Pair, options: Omit<Pool2dOptions, "kernelSize"> = {}) {
     super("MaxPool2d", kernelSize, options);
+    recordConfig(this, MaxPool2d, [kernelSize, options]);
   }
   forward(x: Tensor): Tensor {
     return maxPool2d(x, this.options);
@@ -242,6 +247,7 @@ export class MaxPool2d extends Pool2d {
 export class AvgPool2d extends Pool2d {
   constructor(kernelSize: Pair, options: Omit<Pool2dOptions, "kernelSize"> = {}) {
     super("AvgPool2d", kernelSize, options);
+    recordConfig(this, AvgPool2d, [kernelSize, options]);
   }
   forward(x: Tensor): Tensor {
     return avgPool2d(x, this.options);

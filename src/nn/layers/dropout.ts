@@ -13,6 +13,7 @@ import { ValueError } from "../../core/errors.js";
 import { dropout, Generator } from "../../ops/random.js";
 import { checkOptions, optionKeys } from "../../core/options.js";
 import { Module } from "../module.js";
+import { recordConfig } from "../layer-config.js";
 
 export interface DropoutOptions {
   /** Seed of the mask sequence (default: a seed from the operating system). */
@@ -28,6 +29,7 @@ export class Dropout extends Module {
 
   constructor(rate: number, options: DropoutOptions = {}) {
     super();
+    recordConfig(this, Dropout, [rate, options]);
     checkOptions("Dropout", options, optionKeys<DropoutOptions>()("seed"));
     if (typeof rate !== "number" || !(rate >= 0 && rate < 1)) throw new ValueError(`rate must be in [0, 1), got ${String(rate)}`, "Dropout");
     this.rate = rate;

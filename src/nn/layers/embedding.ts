@@ -8,6 +8,7 @@ import { Module } from "../module.js";
 import { positiveInt, checkLayerOptions } from "./options.js";
 import type { Initializer } from "../init.js";
 import type { DType } from "../../core/dtype.js";
+import { recordConfig } from "../layer-config.js";
 
 export interface EmbeddingOptions {
   dtype?: DType;
@@ -24,6 +25,7 @@ export class Embedding extends Module {
 
   constructor(count: number, dim: number, options: EmbeddingOptions = {}) {
     super();
+    recordConfig(this, Embedding, [count, dim, options]);
     checkLayerOptions("Embedding", options, ["dtype", "seed", "init"]);
     this.count = positiveInt("Embedding", "count", count);
     this.dim = positiveInt("Embedding", "dim", dim);

@@ -8,6 +8,7 @@ import { gelu, relu, sigmoid, tanh } from "../../ops/unary.js";
 import { logSoftmax, softmax } from "../../ops/nn.js";
 import { Module } from "../module.js";
 import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions, checkLayerOptions } from "./options.js";
+import { recordConfig } from "../layer-config.js";
 
 export interface LinearOptions extends WeightOptions {
   /** Input features; without it they are read from the first input (the layer builds lazily). */
@@ -24,6 +25,7 @@ export class Linear extends Module {
 
   constructor(units: number, options: LinearOptions = {}) {
     super();
+    recordConfig(this, Linear, [units, options]);
     checkLayerOptions("Linear", options, [...WEIGHT_KEYS, "inFeatures"]);
     this.units = positiveInt("Linear", "units", units);
     this.options = options;
@@ -53,6 +55,10 @@ export class Linear extends Module {
 
 /** Flattens every axis after the first: [N, ...] -> [N, prod(...)]. */
 export class Flatten extends Module {
+  constructor() {
+    super();
+    recordConfig(this, Flatten, []);
+  }
   forward(x: Tensor): Tensor {
     const rest = x.shape.slice(1).reduce((a, b) => a * b, 1);
     return reshape(x, [x.shape[0]! < 0 ? -1 : x.shape[0]!, x.shape.slice(1).some((d) => d < 0) ? -1 : rest]);
@@ -78,30 +84,36 @@ export class Activation extends Module {
 export class ReLU extends Activation {
   constructor() {
     super(relu, "ReLU");
+    recordConfig(this, ReLU, []);
   }
 }
 export class Tanh extends Activation {
   constructor() {
     super(tanh, "Tanh");
+    recordConfig(this, Tanh, []);
   }
 }
 export class Sigmoid extends Activation {
   constructor() {
     super(sigmoid, "Sigmoid");
+    recordConfig(this, Sigmoid, []);
   }
 }
 export class GELU extends Activation {
   constructor() {
     super(gelu, "GELU");
+    recordConfig(this, GELU, []);
   }
 }
 export class Softmax extends Activation {
   constructor(axis = -1) {
     super((x) => softmax(x, axis), "Softmax");
+    recordConfig(this, Softmax, [axis]);
   }
 }
 export class LogSoftmax extends Activation {
   constructor(axis = -1) {
     super((x) => logSoftmax(x, axis), "LogSoftmax");
+    recordConfig(this, LogSoftmax, [axis]);
   }
 }

@@ -13,6 +13,7 @@ import { ones, zeros } from "../init.js";
 import { Module } from "../module.js";
 import { axisSize, positiveInt, checkLayerOptions } from "./options.js";
 import type { DType } from "../../core/dtype.js";
+import { recordConfig } from "../layer-config.js";
 
 export interface BatchNormOptions {
   /** The channel axis (default 1: NCHW images, or [N, C] features). */
@@ -52,6 +53,7 @@ export class BatchNorm extends Module {
 
   constructor(options: BatchNormOptions = {}) {
     super();
+    recordConfig(this, BatchNorm, [options]);
     checkLayerOptions("BatchNorm", options, ["axis", "numFeatures", "momentum", "epsilon", "affine", "dtype"]);
     this.axis = options.axis ?? 1;
     this.momentum = options.momentum ?? 0.1;
@@ -141,6 +143,7 @@ export class LayerNorm extends Module {
 
   constructor(normalizedShape?: number | number[], options: LayerNormOptions = {}) {
     super();
+    recordConfig(this, LayerNorm, [normalizedShape, options]);
     checkLayerOptions("LayerNorm", options, ["epsilon", "affine", "dtype"]);
     this.epsilon = options.epsilon ?? 1e-5;
     if (!(this.epsilon > 0)) throw new ValueError(`epsilon must be > 0, got ${this.epsilon}`, "LayerNorm");
@@ -202,6 +205,7 @@ export class GroupNorm extends Module {
 
   constructor(numGroups: number, numChannels: number, options: GroupNormOptions = {}) {
     super();
+    recordConfig(this, GroupNorm, [numGroups, numChannels, options]);
     checkLayerOptions("GroupNorm", options, ["epsilon", "affine", "dtype"]);
     this.numGroups = positiveInt("GroupNorm", "numGroups", numGroups);
     this.numChannels = positiveInt("GroupNorm", "numChannels", numChannels);

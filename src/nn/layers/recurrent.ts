@@ -22,6 +22,7 @@ import { whileLoop } from "../../staging/control-flow.js";
 import { initScope } from "../../staging/host.js";
 import { Module } from "../module.js";
 import { axisSize, biasInitOf, kernelInitOf, positiveInt, WEIGHT_KEYS, type WeightOptions, checkLayerOptions } from "./options.js";
+import { recordConfig } from "../layer-config.js";
 
 export interface RecurrentOptions extends WeightOptions {
   /** Input features; without it they are read from the first input. */
@@ -129,6 +130,7 @@ abstract class GatedCell extends Module {
 export class LSTMCell extends GatedCell {
   constructor(hidden: number, options: RecurrentOptions = {}) {
     super("LSTMCell", 4, hidden, options);
+    recordConfig(this, LSTMCell, [hidden, options]);
   }
 
   forward(x: Tensor, state: [Tensor, Tensor]): [Tensor, Tensor] {
@@ -154,10 +156,14 @@ export class LSTMCell extends GatedCell {
  * `call(x, h)` -> h'. (b' is `recurrentBias`, inside the reset gate's product as in PyTorch.)
  */
 export class GRUCell extends GatedCell {
-  recurrentBias: Variable | null = null;
+  // Not `= null`: a field initializer runs after super(), whose makeWeights (given inputSize)
+  // has already made this bias, and would drop it (a GRU with inputSize, or a stacked GRU's
+  // upper layers, silently lost b').
+  recurrentBias: Variable | null = (this as { recurrentBias?: Variable | null }).recurrentBias ?? null;
 
   constructor(hidden: number, options: RecurrentOptions = {}) {
     super("GRUCell", 3, hidden, options);
+    recordConfig(this, GRUCell, [hidden, options]);
   }
 
   protected override makeWeights(inputSize: number): void {
@@ -377,6 +383,7 @@ export class LSTM extends SequenceLayer<LSTMCell> {
     checkLayerOptions("LSTM", options, SEQUENCE_KEYS);
     const { returnSequences: _r, numLayers: _n, bidirectional: _b, ...cellOptions } = options;
     super(new LSTMCell(hidden, cellOptions), options, (o) => new LSTMCell(hidden, o));
+    recordConfig(this, LSTM, [hidden, options]);
   }
   protected cellStep(c: LSTMCell, w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
     return c.step(w, x, state);
@@ -393,6 +400,7 @@ export class GRU extends SequenceLayer<GRUCell> {
     checkLayerOptions("GRU", options, SEQUENCE_KEYS);
     const { returnSequences: _r, numLayers: _n, bidirectional: _b, ...cellOptions } = options;
     super(new GRUCell(hidden, cellOptions), options, (o) => new GRUCell(hidden, o));
+    recordConfig(this, GRU, [hidden, options]);
   }
   protected cellStep(c: GRUCell, w: CellWeights, x: Tensor, state: Tensor[]): Tensor[] {
     return [c.step(w, x, state[0]!)];

@@ -15,6 +15,7 @@ import { Dropout } from "./dropout.js";
 import { Linear } from "./linear.js";
 import { LayerNorm } from "./normalization.js";
 import { checkLayerOptions, positiveInt } from "./options.js";
+import { recordConfig } from "../layer-config.js";
 
 export interface TransformerLayerOptions {
   /** Width of the feed-forward block (default 2048, PyTorch's). */
@@ -117,6 +118,7 @@ export class TransformerEncoderLayer extends TransformerBlock {
 
   constructor(dModel: number, nHead: number, options: TransformerLayerOptions = {}) {
     super("TransformerEncoderLayer", dModel, nHead, options, LAYER_KEYS);
+    recordConfig(this, TransformerEncoderLayer, [dModel, nHead, options]);
     this.selfAttention = this.attention(0);
     this.norm1 = this.norm();
     this.norm2 = this.norm();
@@ -163,6 +165,7 @@ export class TransformerDecoderLayer extends TransformerBlock {
 
   constructor(dModel: number, nHead: number, options: TransformerDecoderLayerOptions = {}) {
     super("TransformerDecoderLayer", dModel, nHead, options, [...LAYER_KEYS, "causal"]);
+    recordConfig(this, TransformerDecoderLayer, [dModel, nHead, options]);
     this.causal = options.causal ?? false;
     if (typeof this.causal !== "boolean") throw new ValueError(`causal must be a boolean, got ${String(options.causal)}`, "TransformerDecoderLayer");
     this.selfAttention = this.attention(0);
