@@ -35,6 +35,7 @@ const suites: Suite[] = [
       return mod.benchMatmul();
     },
   },
+  { name: "vmap", file: "vmap.ts", run: async () => (await import("./vmap.js")).benchVmap(quick ? 3 : 7) },
   { name: "graph-ad", file: "graph-ad.ts", run: async () => (await import("./graph-ad.js")).benchGraphAd(), fullOnly: true },
   {
     name: "peers",

@@ -27,7 +27,7 @@ import { broadcastTo, expandDims, reshape, squeeze, transpose } from "./shape.js
 import { eye } from "./creation.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { mathGpu } from "../backends/webgpu/op-kernels/math.js";
-import { batchWhen, elementwiseBatch } from "./batching.js";
+import { matmulBatch } from "./batching.js";
 
 // ---------------------------------------------------------------------------------------
 // matmul
@@ -134,7 +134,7 @@ function matmulInt(dtype: DType, a: TypedArray, aOff: ArrayLike<number>, b: Type
 
 export const matmulOp = defineOp<MatmulAttrs>({
   name: "matmul",
-  batch: batchWhen("broadcast", (c) => c.inputs.every((t, i) => t.rank - (c.dims[i] === null ? 0 : 1) >= 2), elementwiseBatch),
+  batch: matmulBatch,
   family: "linalg",
   inputs: ["a", "b"],
   product: (attrs) => ({ transposeA: !!attrs.transposeA, transposeB: !!attrs.transposeB }),

@@ -1,0 +1,111 @@
+// Per-example gradients of an MLP 784-256-10 (tanh, softmax cross-entropy), batch 256, float32,
+// measured in one run with interleaved reps (each round times every variant once, in turn):
+// - vmap:         sc.vmap(sc.grad(loss), { inAxes: [null, 0, 0] })(params, xs, ys), eager and
+//                 staged (sc.stage around it);
+// - JS loop:      sc.grad(loss) called once per example (256 calls), eager and with the
+//                 per-example gradient staged;
+// - floor:        one batched gradient of the mean loss over the batch (staged), which does the
+//                 same arithmetic as the per-example gradients except that the weight gradient
+//                 is one product summed over the batch instead of 256 outer products.
+// The goal (issue 28): staged vmap within 2x of the floor and at least 10x the JS loop.
+// Rows: ratio = theirs / ours (times), so > 1 means vmap is faster.
+// Run standalone: node --import tsx bench/vmap.ts   (or: npm run bench -- vmap)
+import * as sc from "../src/api/index.js";
+import { type Row, isMainModule, median, randomValues } from "./common.js";
+
+const IN = 784, HIDDEN = 256, OUT = 10, BATCH = 256;
+
+type Params = { w1: sc.Tensor; b1: sc.Tensor; w2: sc.Tensor; b2: sc.Tensor };
+
+function makeData(): { params: Params; xs: sc.Tensor; ys: sc.Tensor } {
+  const t = (shape: number[], seed: number, scale: number) => sc.tensor(randomValues(shape.reduce((a, b) => a * b, 1), seed, scale), "float32", shape);
+  const params = { w1: t([IN, HIDDEN], 11, Math.sqrt(1 / IN)), b1: t([HIDDEN], 12, 0.1), w2: t([HIDDEN, OUT], 13, Math.sqrt(1 / HIDDEN)), b2: t([OUT], 14, 0.1) };
+  const xs = t([BATCH, IN], 15, 1);
+  const labels = Array.from({ length: BATCH }, (_, i) => (i * 7 + 3) % OUT);
+  const ys = sc.oneHot(sc.tensor(labels, "int32"), OUT).cast("float32");
+  return { params, xs, ys };
+}
+
+/** Cross-entropy of one example (x: [784], y: one-hot [10]) or of a batch (x: [B, 784], y: [B, 10]), as a mean. */
+function loss(p: Params, x: sc.Tensor, y: sc.Tensor): sc.Tensor {
+  const h = sc.tanh(sc.matmul(x, p.w1).add(p.b1));
+  const logits = sc.matmul(h, p.w2).add(p.b2);
+  return sc.mean(sc.logSoftmax(logits, -1).mul(y).sum(-1).neg());
+}
+const perExampleLoss = (p: Params, x: sc.Tensor, y: sc.Tensor): sc.Tensor => loss(p, x.reshape([1, IN]), y.reshape([1, OUT]));
+
+type Grads = Params;
+const sync = (g: Grads): number => g.w1.dataSync()[0]! + g.b2.dataSync()[0]!;
+
+function variants(d: ReturnType<typeof makeData>) {
+  const pg = sc.grad(perExampleLoss) as (p: Params, x: sc.Tensor, y: sc.Tensor) => Grads;
+  const vg = sc.vmap(pg, { inAxes: [null, 0, 0] }) as (p: Params, x: sc.Tensor, ys: sc.Tensor) => Grads;
+  const vgStaged = sc.stage(vg, { autograph: false });
+  const pgStaged = sc.stage(pg, { autograph: false });
+  const batchedStaged = sc.stage(sc.grad(loss) as (p: Params, x: sc.Tensor, y: sc.Tensor) => Grads, { autograph: false });
+  // The forward alone (per-example losses), where the output is small: the batching rules' own cost.
+  const vfStaged = sc.stage(sc.vmap(perExampleLoss, { inAxes: [null, 0, 0] }) as (p: Params, x: sc.Tensor, y: sc.Tensor) => sc.Tensor, { autograph: false });
+  const bfStaged = sc.stage((p: Params, x: sc.Tensor, y: sc.Tensor) => sc.logSoftmax(sc.matmul(sc.tanh(sc.matmul(x, p.w1).add(p.b1)), p.w2).add(p.b2), -1).mul(y).sum(-1).neg(), { autograph: false });
+  const xrows = sc.unstack(d.xs), yrows = sc.unstack(d.ys);
+  const loopOf = (g: (p: Params, x: sc.Tensor, y: sc.Tensor) => Grads) => (): number => {
+    let s = 0;
+    for (let b = 0; b < BATCH; b++) s += sync(g(d.params, xrows[b]!, yrows[b]!));
+    return s;
+  };
+  return {
+    "vmap staged": () => sync(vgStaged(d.params, d.xs, d.ys)),
+    "vmap eager": () => sync(vg(d.params, d.xs, d.ys)),
+    "loop staged": loopOf(pgStaged),
+    "loop eager": loopOf(pg),
+    "batched mean grad (floor)": () => sync(batchedStaged(d.params, d.xs, d.ys)),
+    "fwd: vmap losses staged": () => vfStaged(d.params, d.xs, d.ys).dataSync()[0]!,
+    "fwd: batched losses staged": () => bfStaged(d.params, d.xs, d.ys).dataSync()[0]!,
+    check: () => {
+      // vmap's per-example gradients equal the loop's (staged and eager), to float32 rounding.
+      const a = vgStaged(d.params, d.xs, d.ys), e = vg(d.params, d.xs, d.ys);
+      for (const b of [0, 97, 255]) {
+        const r = pg(d.params, xrows[b]!, yrows[b]!);
+        for (const k of ["w1", "b1", "w2", "b2"] as const) {
+          const want = r[k].dataSync();
+          for (const got of [a[k], e[k]]) {
+            const row = sc.unstack(got)[b]!.dataSync();
+            for (let i = 0; i < want.length; i += 97) {
+              if (!(Math.abs(Number(row[i]) - Number(want[i])) <= 1e-5 * (1 + Math.abs(Number(want[i]))))) throw new Error(`bench/vmap: ${k}[${b}][${i}]: ${row[i]} vs ${want[i]}`);
+            }
+          }
+        }
+      }
+    },
+  };
+}
+
+export async function benchVmap(rounds = 7): Promise<Row[]> {
+  const d = makeData();
+  const { check, ...v } = variants(d);
+  check();
+  const names = Object.keys(v) as (keyof typeof v)[];
+  const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (const n of names) v[n](); // warm-up (staging, compilation)
+  for (let r = 0; r < rounds; r++) {
+    for (const n of names) {
+      const t = performance.now();
+      v[n]();
+      times[n]!.push(performance.now() - t);
+    }
+  }
+  const med = (n: string) => median(times[n]!);
+  const min = (n: string) => Math.min(...times[n]!);
+  console.log(`per-example gradients, MLP ${IN}-${HIDDEN}-${OUT}, batch ${BATCH}, float32, ${rounds} interleaved rounds (ms per batch of ${BATCH}):`);
+  for (const n of names) console.log(`  ${n.padEnd(28)} min ${min(n).toFixed(2).padStart(9)}  median ${med(n).toFixed(2).padStart(9)}`);
+  const vs = med("vmap staged");
+  console.log(`  vmap staged / floor:       ${(vs / med("batched mean grad (floor)")).toFixed(2)}x the time (goal <= 2)`);
+  console.log(`  loop staged / vmap staged: ${(med("loop staged") / vs).toFixed(1)}x faster (goal >= 10)`);
+  console.log(`  loop eager / vmap staged:  ${(med("loop eager") / vs).toFixed(1)}x faster`);
+  console.log(`  fwd: vmap / batched losses: ${(med("fwd: vmap losses staged") / med("fwd: batched losses staged")).toFixed(2)}x the time`);
+  console.log(`  vmap eager / vmap staged:  ${(med("vmap eager") / vs).toFixed(2)}x`);
+  const row = (peer: string): Row => ({ name: `per-example grads MLP 784-256-10 b256 (vmap staged)`, peer, ours: vs, theirs: med(peer), unit: "ms", ratio: med(peer) / vs });
+  const fwd: Row = { name: "per-example losses MLP 784-256-10 b256 (vmap staged)", peer: "batched losses staged", ours: med("fwd: vmap losses staged"), theirs: med("fwd: batched losses staged"), unit: "ms", ratio: med("fwd: batched losses staged") / med("fwd: vmap losses staged") };
+  return [row("loop staged"), row("loop eager"), row("vmap eager"), row("batched mean grad (floor)"), fwd];
+}
+
+if (isMainModule(import.meta.url)) await benchVmap(Number(process.env.VMAP_ROUNDS ?? 7));
