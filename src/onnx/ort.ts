@@ -10,20 +10,53 @@ import { floatToHalfBits as floatToHalf, halfBitsToFloat as halfToFloat } from "
 import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
 import { checkOptions } from "../core/options.js";
 
-type Ort = typeof import("onnxruntime-node");
-type OrtTensor = import("onnxruntime-node").Tensor;
-export type OrtSession = import("onnxruntime-node").InferenceSession;
+// Our public declarations use these small structural types, never onnxruntime-node's own: its
+// declarations need DOM types (ImageData, WebGLTexture), which a Node consumer with
+// `lib: ["ES2022"]` lacks, and a consumer that skipped optional dependencies has none of them.
+// onnxruntime's objects satisfy these types; its module is cast to them where it is loaded.
 
-let ort: Ort | null = null;
+/** The element types of an onnxruntime tensor Stagecraft converts (onnxruntime's names). */
+export type OrtTensorType = "float32" | "float64" | "float16" | "int8" | "int16" | "int32" | "int64" | "uint8" | "uint16" | "uint32" | "uint64" | "bool" | "string";
+
+/** What Stagecraft reads of an onnxruntime tensor (an `ort.Tensor` is one). */
+export interface OrtTensor {
+  readonly type: string;
+  readonly dims: readonly number[];
+  readonly data: unknown;
+}
+
+/** What Stagecraft uses of an onnxruntime inference session (an `ort.InferenceSession` is one). */
+export interface OrtSession {
+  readonly inputNames: readonly string[];
+  readonly outputNames: readonly string[];
+  run(feeds: Record<string, OrtTensor>, options?: object): Promise<Record<string, OrtTensor>>;
+  release(): Promise<void>;
+}
+
+/** The options Stagecraft passes when it creates a session. */
+export interface OrtSessionCreateOptions {
+  executionProviders?: string[];
+  logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
+}
+
+/** What Stagecraft uses of the onnxruntime-node module (`loadOnnxRuntime()` returns it). */
+export interface OrtModule {
+  Tensor: new (type: OrtTensorType, data: ArrayLike<number | bigint | boolean | string> | ArrayBufferView, dims?: readonly number[]) => OrtTensor;
+  InferenceSession: {
+    create(model: string | Uint8Array, options?: OrtSessionCreateOptions): Promise<OrtSession>;
+  };
+}
+
+let ort: OrtModule | null = null;
 
 /**
  * The onnxruntime-node module; OnnxRuntimeMissingError (saying how to add it) when it is not
  * installed. (`moduleName` is for tests of that error.)
  */
-export function loadOnnxRuntime(moduleName = "onnxruntime-node"): Ort {
+export function loadOnnxRuntime(moduleName = "onnxruntime-node"): OrtModule {
   if (ort !== null && moduleName === "onnxruntime-node") return ort;
   try {
-    const m = createRequire(import.meta.url)(moduleName) as Ort;
+    const m = createRequire(import.meta.url)(moduleName) as OrtModule;
     if (moduleName !== "onnxruntime-node") return m;
     ort = m;
   } catch (e) {
@@ -35,6 +68,19 @@ export function loadOnnxRuntime(moduleName = "onnxruntime-node"): Ort {
   }
   return ort;
 }
+
+/**
+ * Never called: it type-checks (here, not in our declarations) that onnxruntime's objects are
+ * what our structural types say, so a change in its API fails our build rather than a run.
+ */
+function typesFit(o: typeof import("onnxruntime-node")): void {
+  const session: OrtSession = null as unknown as import("onnxruntime-node").InferenceSession;
+  const tensor: OrtTensor = new o.Tensor("float32", new Float32Array(1), [1]);
+  const create: OrtModule["InferenceSession"]["create"] = (model, options) => (typeof model === "string" ? o.InferenceSession.create(model, options) : o.InferenceSession.create(model, options));
+  const tensorType: import("onnxruntime-node").Tensor.Type = null as unknown as OrtTensorType;
+  void [session, tensor, create, tensorType];
+}
+void typesFit;
 
 /** Whether onnxruntime-node can be loaded. */
 export function hasOnnxRuntime(): boolean {
@@ -141,14 +187,14 @@ function fromOrt(t: OrtTensor, dims: readonly number[]): Tensor {
 export async function runSession(session: OrtSession, feeds: Record<string, Tensor>): Promise<Record<string, Tensor>> {
   const ortFeeds: Record<string, OrtTensor> = {};
   for (const [k, v] of Object.entries(feeds)) ortFeeds[k] = toOrtTensor(v);
-  let out: Awaited<ReturnType<OrtSession["run"]>>;
+  let out: Record<string, OrtTensor>;
   try {
     out = await session.run(ortFeeds);
   } catch (e) {
     throw new OnnxError(`onnxruntime could not run the model: ${(e as Error).message}`, "onnxruntime");
   }
   const result: Record<string, Tensor> = {};
-  for (const [k, v] of Object.entries(out)) result[k] = fromOrtResult(v as OrtTensor);
+  for (const [k, v] of Object.entries(out)) result[k] = fromOrtResult(v);
   return result;
 }
 

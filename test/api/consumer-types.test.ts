@@ -51,8 +51,8 @@ test("a strict TypeScript consumer type-checks the package's declarations withou
       target: ts.ScriptTarget.ES2022,
       module: ts.ModuleKind.NodeNext,
       moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      // (DOM: onnxruntime-node's own declarations name ImageData, WebGLTexture; see the report of issue 24)
-      lib: ["lib.es2022.d.ts", "lib.dom.d.ts"],
+      // (no DOM: onnxruntime-node's own declarations, which need it, stay out of ours)
+      lib: ["lib.es2022.d.ts"],
       types: ["node"],
     });
     const diags = ts.getPreEmitDiagnostics(program);
@@ -62,6 +62,10 @@ test("a strict TypeScript consumer type-checks the package's declarations withou
     const dev = ["@webgpu/types", "@types/cli-progress"];
     const leaked = program.getSourceFiles().map((f) => f.fileName).filter((f) => dev.some((d) => f.includes(`/node_modules/${d}/`)));
     assert.deepEqual(leaked, [], "declarations reach a devDependency's types");
+    // Nor may an optional dependency's: a consumer that skipped optional dependencies has none of them.
+    const optional = ["onnxruntime-node", "onnxruntime-common"];
+    const optionalLeaked = program.getSourceFiles().map((f) => f.fileName).filter((f) => optional.some((d) => f.includes(`/node_modules/${d}/`)));
+    assert.deepEqual(optionalLeaked, [], "declarations reach an optional dependency's types");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

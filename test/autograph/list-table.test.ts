@@ -118,3 +118,50 @@ test("sc.stack and sc.concat take a list along any axis; an empty one is their e
   assert.deepEqual(c!.arraySync(), [0, 0, 1, 1, 2, 2]);
   assert.throws(() => f(sc.scalar(0, "int32")), /stack: needs at least one tensor, got an empty list/);
 });
+
+// Lists built in staged loops whose trip count is known at trace time (a for...of over a tensor
+// of known length, without break), each reporting `[sc.stack(xs).shape, xs.length]` as seen
+// while tracing: the same as eagerly (static), not [-1, ...] and a length tensor.
+const staticLength: Record<string, string> = {
+  pushRows: "const xs = []; for (const row of m) xs.push(row * 2);",
+  prefixTwoPushes: "const xs = [m[0]]; for (const row of m) { xs.push(row); xs.push(row + 1); }",
+  pushPushPop: "const xs = [m[0]]; for (const row of m) { xs.push(row); xs.push(row * 3); xs.pop(); }",
+  nestedForOf: "const xs = []; for (const row of m) { for (const v of row) xs.push(sc.reshape(v, [1])); }",
+  twoLoops: "const xs = []; for (const row of m) xs.push(row); for (const row of m) xs.push(row * 3);",
+  numbers: "const xs = []; let k = 0; for (const row of m) { xs.push(k); k = k + 1; }",
+  // written at a tensor index in a while of unknown trip count: no push, so the length stays known
+  indexWrites: "const xs = [m[0], m[1]]; let i = 0; while (sc.sum(m) > i) { xs[i % 2] = xs[i % 2] + 1; i = i + 10; }",
+  // JS bounds: the loop runs natively (unrolled), the list is an array
+  jsBounds: "const xs = []; for (let i = 0; i < 4; i++) xs.push(m[i]);",
+};
+// Data-dependent trip counts: the length is known only when the graph runs (never a wrong static one).
+const dynamicLength: Record<string, string> = {
+  breakOnData: "const xs = []; for (const row of m) { if (sc.sum(row) > 10) break; xs.push(row); }",
+  continueOnData: "const xs = []; for (const row of m) { if (sc.sum(row) > 10) continue; xs.push(row); }",
+  pushInIf: "const xs = []; for (const row of m) { if (sc.sum(row) > 10) xs.push(row); }",
+};
+
+test("a list after a staged loop of known trip count has a static length while tracing; values as eager", () => {
+  const report = "seen.push([sc.stack(xs).shape, typeof xs.length === 'number' ? xs.length : 'tensor']); return [sc.stack(xs), xs.length];";
+  const inputs = [
+    sc.tensor([[1, 2, 3], [4, 5, 6], [7, 8, 9], [1, 1, 1], [2, 2, 2]]),
+    sc.tensor([[0, 1, 0], [1, 2, 3], [9, 9, 9], [0, 0, 0], [5, 5, 5]]),
+  ];
+  for (const [name, build] of [...Object.entries(staticLength), ...Object.entries(dynamicLength)]) {
+    const seen: Any[] = [];
+    const f = new Function("sc", "seen", `return function f(m) { ${build} ${report} }`)(sc, seen) as (m: Any) => Any;
+    const converted = sc.autograph(f, { scope: { sc, seen } });
+    const staged = sc.stage(converted);
+    for (const m of inputs) {
+      seen.length = 0;
+      const eager = numbers(converted(m));
+      const eagerSeen = seen.splice(0);
+      const got = numbers(staged(m));
+      assert.deepEqual(got, eager, `${name}: values`);
+      if (seen.length === 0) continue; // (traced once: the first input's trace serves the second)
+      if (name in staticLength) assert.deepEqual(seen, eagerSeen, `${name}: shape and length seen while tracing vs eager`);
+      else assert.ok(seen[0][0][0] === -1 && seen[0][1] === "tensor", `${name}: a data-dependent length must stay unknown, got ${JSON.stringify(seen)}`);
+    }
+    assert.equal(staged.traceCount, 1, name);
+  }
+});

@@ -90,3 +90,34 @@ test("every registry op has a case of known shapes that runs eagerly", () => {
     .filter((n) => !eagerRuns.has(n));
   assert.deepEqual(missing, [], `registry ops without a case of known shapes: ${missing.join(", ")}`);
 });
+
+test("AutoGraph: a list pushed to in a staged for...of over a tensor of known length stacks to its static shape (issue 24)", () => {
+  const seen: unknown[] = [];
+  const f = sc.autograph(
+    function (x: any) {
+      const out: any[] = [];
+      for (const row of x) out.push(row * row);
+      const s = sc.stack(out);
+      seen.push([...s.shape], out.length);
+      return sc.sum(s.slice([s.shape[0] - 1, 0])); // (shape arithmetic on the stacked list: its last row)
+    },
+    { scope: { sc, seen } },
+  );
+  const x = new Rng(24).tensor([5, 3], -1, 1, "float32");
+  const eager = f(x) as sc.Tensor;
+  const eagerSeen = seen.splice(0);
+  assert.deepEqual(eagerSeen, [[5, 3], 5]);
+  const staged = sc.stage(f);
+  const got = staged(x) as sc.Tensor;
+  assert.deepEqual(seen, eagerSeen, "shape and length seen while tracing vs eager");
+  assert.deepEqual(got.arraySync(), eager.arraySync());
+  // the gradient, eagerly and staged again: 2 x on the last row, 0 elsewhere
+  const g = sc.grad(f);
+  const ge = g(x) as sc.Tensor;
+  const gs = sc.stage(g)(x) as sc.Tensor;
+  // (zeros as +0: the rows the slice drops get a zero of either sign)
+  const rows = (t: sc.Tensor) => (t.arraySync() as number[][]).map((r) => r.map((v) => v + 0));
+  assert.deepEqual(rows(gs), rows(ge));
+  const xv = x.arraySync() as number[][];
+  assert.deepEqual(rows(ge), xv.map((r, i) => r.map((v) => (i === 4 ? Math.fround(2 * v) : 0))));
+});

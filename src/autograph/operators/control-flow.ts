@@ -235,6 +235,8 @@ function stagedCounterLoop(
   names: readonly string[],
   loc: string | null | undefined,
   opts: LoopOptions,
+  /** How many times `more` holds from `start` on, when known at trace time. */
+  count?: number,
 ): void {
   let i = start;
   const test = (): unknown => {
@@ -259,6 +261,8 @@ function stagedCounterLoop(
     loc,
     opts,
     construct: "for...of",
+    // (a break, or a return inside the loop, ends it early: the extra test; then it is not known)
+    ...(count !== undefined && !opts.extraTest ? { tripCount: Math.min(count, opts.maximumIterations ?? Infinity) } : {}),
   });
 }
 
@@ -275,6 +279,7 @@ function stagedTensorFor(t: Tensor, body: (item: any) => void, getState: GetStat
     names,
     loc,
     opts,
+    typeof n === "number" ? n : undefined,
   );
 }
 

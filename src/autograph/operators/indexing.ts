@@ -257,7 +257,7 @@ function tensorSetItem(t: Tensor, i: unknown, v: unknown): Tensor {
  */
 export function setItem(x: unknown, i: unknown, v: unknown, strict = true): unknown {
   if (x instanceof TensorList && !(typeof i === "symbol" || (typeof i === "string" && i in x))) {
-    x.buffer = tensorSetItem(x.buffer, i, v);
+    x.replaceBuffer(tensorSetItem(x.buffer, i, v), 0);
     return x;
   }
   if (x instanceof Tensor) {

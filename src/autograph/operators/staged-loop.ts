@@ -16,7 +16,7 @@ import { assertOrThrow } from "./logging.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
 import { full } from "../../ops/fill.js";
-import { broadcastTo, stack } from "../../ops/shape.js";
+import { broadcastTo, reshape, stack } from "../../ops/shape.js";
 import {
   AutoGraphError,
   asElement,
@@ -46,6 +46,8 @@ import {
   type Snap,
   TensorList,
   emptyBuffer,
+  lengthRelative,
+  relateLength,
 } from "./state.js";
 import { symbolicPredicate } from "./logical.js";
 import type { LoopOptions } from "./control-flow.js";
@@ -175,6 +177,12 @@ export interface StagedLoop {
   opts: LoopOptions;
   /** The source construct, for messages ("while", "for...of"). */
   construct: string;
+  /**
+   * The number of iterations when it is known at trace time (a for...of over a tensor of known
+   * length without break): a list the body appends to a known number of elements then has a
+   * static length after the loop.
+   */
+  tripCount?: number;
 }
 
 /**
@@ -298,7 +306,11 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
     return scalarOf(r ? 1 : 0, "bool");
   };
 
+  // The body's loop variables as it starts and as it ends (the last trace of it), for lengths.
+  let bodyIn: readonly Tensor[] = [];
+  let bodyOut: readonly Tensor[] = [];
   const bodyFn = (...vs: Tensor[]): Tensor[] => {
+    bodyIn = vs;
     write(vs);
     body();
     const { after, values } = readLeaves();
@@ -399,6 +411,7 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
       }
       results.push(t);
     });
+    bodyOut = results;
     return results;
   };
 
@@ -423,5 +436,26 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
     );
     outs.pop();
   }
-  write(outs);
+  write(vars.map((p, k) => withKnownLength(p.init, bodyIn[k], bodyOut[k], outs[k]!, loop.tripCount)));
+}
+
+/**
+ * A loop variable after the loop with its length (axis 0) made static where tracing knows it:
+ * the body changes it by a known number of rows (a list it pushes to) and the trip count is
+ * known, or it changes it by none. Its length relative to the start's is recorded too (a loop
+ * inside another loop's body: the outer loop reads it).
+ */
+function withKnownLength(init: Tensor, bodyIn: Tensor | undefined, bodyOut: Tensor | undefined, out: Tensor, tripCount: number | undefined): Tensor {
+  if (!bodyIn || !bodyOut || out.rank === 0 || out.shape[0]! >= 0) return out;
+  const r = lengthRelative(bodyOut);
+  if (r.base !== bodyIn || (r.delta !== 0 && tripCount === undefined)) return out;
+  const growth = r.delta === 0 ? 0 : r.delta * tripCount!;
+  relateLength(out, init, growth);
+  const n = init.shape[0]!;
+  const rest = out.shape.slice(1);
+  if (n < 0 || rest.filter((d) => d < 0).length > 1) return out;
+  // (a reshape to the shape the loop gives: a check when the graph runs, should tracing be wrong)
+  const t = reshape(out, [n + growth, ...rest]);
+  relateLength(t, init, growth);
+  return t;
 }

@@ -250,6 +250,27 @@ export function relaxedShapeOf(x: unknown): (number | null)[] | undefined {
 // ---------------------------------------------------------------------------------------------
 // tensor lists
 
+/**
+ * A list buffer's length (its axis 0) where it is known relative to another buffer's while
+ * tracing: length(t) = length(base) + delta. Inside a staged loop's body a list's length is
+ * unknown, but a push there makes the body's buffer one longer than the one the body started
+ * from; with a trip count known at trace time that makes the length after the loop static.
+ * Every tensor not in the map is its own base (delta 0).
+ */
+const lengthRelation = new WeakMap<Tensor, { base: Tensor; delta: number }>();
+
+/** length(t) = length(base) + delta, as far as tracing knows (base = t, delta = 0 at least). */
+export function lengthRelative(t: Tensor): { base: Tensor; delta: number } {
+  return lengthRelation.get(t) ?? { base: t, delta: 0 };
+}
+
+/** Records that `t` is `delta` rows longer than `from` (as lengthRelative(from) goes). */
+export function relateLength(t: Tensor, from: Tensor, delta: number): void {
+  if (t === from) return;
+  const r = lengthRelative(from);
+  lengthRelation.set(t, { base: r.base, delta: r.delta + delta });
+}
+
 export { dimSizeOp };
 
 /**
@@ -291,9 +312,15 @@ export class TensorList implements StackedSequence {
     return n >= 0 ? n : markWeak(applyOp1(dimSizeOp, [this.current], { axis: 0 }));
   }
 
+  /** Replaces the buffer by `t`, which has `lengthChange` more rows than the current one. */
+  replaceBuffer(t: Tensor, lengthChange: number): void {
+    relateLength(t, this.current, lengthChange);
+    this.buffer = t;
+  }
+
   /** Appends elements (of the list's dtype and element shape); returns the new length. */
   push(...items: unknown[]): number | Tensor {
-    for (const item of items) this.buffer = concat([this.current, expandDims(this.element(item), 0)], 0);
+    for (const item of items) this.replaceBuffer(concat([this.current, expandDims(this.element(item), 0)], 0), 1);
     return this.length;
   }
 
@@ -304,7 +331,8 @@ export class TensorList implements StackedSequence {
   pop(): Tensor | undefined {
     if (this.current.shape[0] === 0) return undefined;
     const last = squeeze(slice(this.current, [-1]), 0);
-    this.buffer = slice(this.current, [0], [-1]);
+    // (an empty list of unknown length fails here when the graph runs, so the length is one less)
+    this.replaceBuffer(slice(this.current, [0], [-1]), -1);
     return this.weak ? markWeak(last) : last;
   }
 
