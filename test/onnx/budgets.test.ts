@@ -7,25 +7,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
+import { fanOutModel } from "../util/onnx-crafted.js";
 
 const { onnx } = sc;
 const vi = onnx.makeValueInfo;
 
-/** f0(x) = x + 1 for depth 0; f_k(x) = f_{k-1}(f_{k-1}(x)): 2^depth additions once inlined. */
+/** The fan-out model of test/util/onnx-crafted.ts (2^depth additions once inlined), loaded. */
 function fanOut(depth: number, options: sc.onnx.LoadOptions = {}) {
-  const fns = [{ name: "f0", domain: "local", input: ["a"], output: ["b"], node: [onnx.makeNode("Constant", [], ["one"], { value: sc.scalar(1, "float32") }), onnx.makeNode("Add", ["a", "one"], ["b"])], opset_import: [{ domain: "", version: 18 }] }];
-  for (let k = 1; k <= depth; k++) {
-    fns.push({
-      name: `f${k}`,
-      domain: "local",
-      input: ["a"],
-      output: ["b"],
-      node: [onnx.makeNode(`f${k - 1}`, ["a"], ["m"], {}, { domain: "local" }), onnx.makeNode(`f${k - 1}`, ["m"], ["b"], {}, { domain: "local" })],
-      opset_import: [{ domain: "", version: 18 }, { domain: "local", version: 1 }],
-    });
-  }
-  const g = onnx.makeGraph([onnx.makeNode(`f${depth}`, ["x"], ["y"], {}, { domain: "local" })], "g", [vi("x", "float32", [])], [vi("y", "float32", [])]);
-  const bytes = onnx.modelBytes(onnx.makeModel(g, { opsets: { local: 1 }, functions: fns }));
+  const bytes = fanOutModel(depth);
   return { bytes, fn: onnx.load(bytes, options) };
 }
 

