@@ -19,7 +19,7 @@ export { softmaxCrossEntropy, binaryCrossEntropyWithLogits, mse, huber, l1, mae,
 export { accuracy, Mean, topKAccuracy, precision, recall, f1, Precision, Recall, F1, meanAbsoluteError, meanSquaredError, type TopKOptions, type ClassificationMetricOptions, type CountingMetric } from "./metrics.js";
 export { fit, type FitOptions, type FitCallbacks, type FitControl, type History, type Logs, type BatchFunction, type Metric } from "./fit.js";
 export { evaluate, predict, type EvaluateOptions, type PredictOptions } from "./evaluate.js";
-export { Callback, EarlyStopping, TerminateOnNaN, type EarlyStoppingOptions } from "./callbacks.js";
+export { Callback, EarlyStopping, TerminateOnNaN, ModelCheckpoint, ReduceLROnPlateau, type EarlyStoppingOptions, type ModelCheckpointOptions, type ReduceLROnPlateauOptions } from "./callbacks.js";
 export { Progress, type ProgressOptions } from "./progress.js";
 export { saveModel, loadModel } from "./save-model.js";
 export { registerLayer, ModelConfigError, UnknownLayerError } from "./model-config.js";
