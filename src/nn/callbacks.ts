@@ -336,7 +336,8 @@ export class ReduceLROnPlateau extends Callback {
     if (this.wait < this.patience) return;
     const { optimizer } = control;
     const from = optimizer.currentLearningRate();
-    if (from > this.minLr) {
+    // (relative slack: a rate set to minLr and read back through the scale may come out a rounding above it)
+    if (from - this.minLr > 1e-12 * from) {
       const to = Math.max(from * this.factor, this.minLr);
       const scale = optimizer.learningRateScale.item() as number;
       optimizer.setLearningRateScale((scale * to) / from);

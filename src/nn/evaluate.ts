@@ -19,7 +19,7 @@ import { checkOptions, optionKeys } from "../core/options.js";
 import { Module } from "./module.js";
 import { add } from "../ops/binary.js";
 import { Mean, isCountingMetric, type CountingMetric } from "./metrics.js";
-import { checkSampleWeights, weightedLoss } from "./sample-weights.js";
+import { checkSampleWeights, refuseSampleWeightOption, weightedLoss } from "./sample-weights.js";
 
 /** A loss or metric of the model's output and the labels, as a scalar tensor. */
 export type BatchFunction = (output: Tensor, labels: Tensor) => Tensor;
@@ -176,6 +176,7 @@ export function evaluate(model: Module, options: EvaluateOptions): Record<string
   const op = "evaluate";
   if (!(model instanceof Module)) throw new ValueError(`takes an nn.Module, got ${typeof model}`, op);
   if (options === null || typeof options !== "object") throw new ValueError(`takes an options object`, op);
+  refuseSampleWeightOption(op, options);
   checkOptions(op, options, EVALUATE_KEYS);
   if (typeof options.loss !== "function") throw new ValueError(`options.loss must be a function (output, labels) => scalar tensor`, op);
   checkBatches(options.data, op, "options.data");

@@ -24,7 +24,7 @@ import { Progress, PROGRESS_MODES, type ProgressOptions } from "./progress.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 import { batchParts, checkMetrics, inEvalMode, makeEvalStep, meanOver, metricStepValue, StepTotals, type BatchFunction, type Metric } from "./evaluate.js";
 import { checkCallback, type Callback, type FitCallbacks, type FitControl, type Logs } from "./callbacks.js";
-import { classWeightTable, classWeightsOf, weightedLoss, type ClassWeight } from "./sample-weights.js";
+import { classWeightTable, classWeightsOf, refuseSampleWeightOption, weightedLoss, type ClassWeight } from "./sample-weights.js";
 import { mul } from "../ops/binary.js";
 
 export type { BatchFunction, Metric } from "./evaluate.js";
@@ -136,6 +136,7 @@ export function fit(model: Module, options: FitOptions): History {
   const op = "fit";
   if (!(model instanceof Module)) throw new ValueError(`takes an nn.Module, got ${typeof model}`, op);
   if (options === null || typeof options !== "object") throw new ValueError(`takes an options object`, op);
+  refuseSampleWeightOption(op, options);
   checkOptions(op, options, FIT_KEYS);
   const { loss, optimizer } = options;
   if (typeof loss !== "function") throw new ValueError(`options.loss must be a function (output, labels) => scalar tensor`, op);

@@ -94,3 +94,10 @@ export function weightedLoss(op: string, loss: BatchFunction, output: Tensor, la
   const w = weights.rank === per.rank ? weights : reshape(weights, [...weights.shape, ...new Array<number>(per.rank - weights.rank).fill(1)]);
   return mean(mul(per, cast(w, per.dtype)));
 }
+
+/** Keras users pass sample_weight as an argument; here the weights ride in the batches: say so rather than "unknown option". */
+export function refuseSampleWeightOption(op: string, options: object): void {
+  for (const key of ["sampleWeight", "sample_weight", "sampleWeights"]) {
+    if (key in options) throw new ValueError(`sample weights are a third tensor of each batch, [inputs, labels, sampleWeights] (Dataset.fromTensorSlices([x, y, w]).batch(n) keeps them with their rows when shuffled), not the option ${key}`, op);
+  }
+}
