@@ -17,7 +17,7 @@ export * as init from "./init.js";
 export type { Initializer, Fans } from "./init.js";
 export { softmaxCrossEntropy, binaryCrossEntropyWithLogits, mse, huber, l1, mae, nll, klDivergence, cosineSimilarity, type Reduction, type LossOptions, type CrossEntropyOptions, type HuberOptions, type BinaryCrossEntropyOptions } from "./losses.js";
 export { accuracy, Mean, topKAccuracy, precision, recall, f1, Precision, Recall, F1, meanAbsoluteError, meanSquaredError, type TopKOptions, type ClassificationMetricOptions, type CountingMetric } from "./metrics.js";
-export { fit, type FitOptions, type FitCallbacks, type FitControl, type History, type Logs, type BatchFunction, type Metric } from "./fit.js";
+export { fit, type FitOptions, type FitCallbacks, type FitControl, type History, type Logs, type BatchFunction, type Metric, type ClassWeight } from "./fit.js";
 export { evaluate, predict, type EvaluateOptions, type PredictOptions } from "./evaluate.js";
 export { Callback, EarlyStopping, TerminateOnNaN, ModelCheckpoint, ReduceLROnPlateau, type EarlyStoppingOptions, type ModelCheckpointOptions, type ReduceLROnPlateauOptions } from "./callbacks.js";
 export { Progress, type ProgressOptions } from "./progress.js";
