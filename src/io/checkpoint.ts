@@ -159,6 +159,8 @@ interface Plan {
   deferrable: Set<string>;
   /** Nodes whose waiting slots this plan placed. */
   slotsPlaced: number[];
+  /** Optional children the saved object lacks, set to their defaults (Trackable.optionalChildren). */
+  defaults: { variable: Variable; value: Tensor }[];
 }
 
 const list = (names: string[]) => `${names.slice(0, 8).join(", ")}${names.length > 8 ? `, ... (${names.length - 8} more)` : ""}`;
@@ -182,7 +184,7 @@ class RestoreSession {
   plan(start: [number, object][]): Plan {
     const { nodes, tensors, path, liveOf } = this;
     const matched = new Map<number, object>();
-    const plan: Plan = { matched, assigns: [], deferrals: [], deferrable: new Set(), slotsPlaced: [] };
+    const plan: Plan = { matched, assigns: [], deferrals: [], deferrable: new Set(), slotsPlaced: [], defaults: [] };
     const queue: [number, object][] = [];
     const slotRequests: [Trackable, number, string, number][] = [];
     const visit = (id: number, obj: object) => {
@@ -225,6 +227,11 @@ class RestoreSession {
           if (waiting) {
             for (const [optimizer, slot, node] of waiting) slotRequests.push([optimizer, id, slot, node]);
             plan.slotsPlaced.push(id);
+          }
+        }
+        if (live instanceof Trackable) {
+          for (const [name, variable, value] of live.optionalChildren()) {
+            if (!saved.children.some((c) => c.name === name)) plan.defaults.push({ variable, value });
           }
         }
         if (saved.children.length > 0) {
@@ -273,6 +280,10 @@ class RestoreSession {
       status.parked.delete(entry);
       status.filled.add(variable);
     }
+    for (const { variable, value } of plan.defaults) {
+      initScope(() => variable.assign(value));
+      status.filled.add(variable);
+    }
     for (const [id, obj] of plan.matched) this.liveOf.set(id, obj);
     for (const id of plan.slotsPlaced) this.waitingSlots.delete(id);
     if (!deferred) return;
@@ -316,7 +327,7 @@ export function restore(root: unknown, path: string, options?: RestoreOptions): 
   const plan = session.plan([[0, root]]);
   if (strict) {
     const planned = new Set(plan.assigns.map((a) => a.entry));
-    const filled = new Set(plan.assigns.map((a) => a.variable));
+    const filled = new Set([...plan.assigns, ...plan.defaults].map((a) => a.variable));
     const unexpected = [...tensors.keys()].filter((t) => !planned.has(t) && !(deferred && plan.deferrable.has(t)));
     const missing = liveVariables(root).filter(([, v]) => !filled.has(v)).map(([p]) => p);
     if (unexpected.length > 0 || missing.length > 0) {

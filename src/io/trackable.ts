@@ -12,6 +12,7 @@
  * (`childCreated` / `slotCreated`).
  */
 import type { Variable } from "../core/variable.js";
+import type { Tensor } from "../core/tensor.js";
 
 /** Applies a parked restore to the child once it exists. */
 export type DeferredRestore = (child: unknown) => void;
@@ -19,6 +20,15 @@ export type DeferredRestore = (child: unknown) => void;
 export abstract class Trackable {
   /** Named edges to what a checkpoint saves: Trackables, Variables, and arrays/Maps/plain objects of them. */
   abstract trackedChildren(): Iterable<readonly [string, unknown]>;
+
+  /**
+   * Tracked Variable children a checkpoint may lack (added after files were written): a restore
+   * from a saved object without that edge sets the Variable to the default value given, and a
+   * strict restore does not count it as missing. [edge name, the Variable, its default value].
+   */
+  optionalChildren(): Iterable<readonly [string, Variable, Tensor]> {
+    return [];
+  }
 
   /** Slot variables: [the variable the slot belongs to, slot name, slot variable]. */
   trackedSlots(): Iterable<readonly [Variable, string, Variable]> {

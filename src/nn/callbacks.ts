@@ -10,7 +10,10 @@
 import { ValueError } from "../core/errors.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 import type { Tensor } from "../core/tensor.js";
+import type { Optimizer } from "../optim/optimizer.js";
+import { save } from "../io/checkpoint.js";
 import type { Module } from "./module.js";
+import { saveModel } from "./save-model.js";
 
 /** Values logged after a step or an epoch: "loss", each metric, and "val_..." after validation. */
 export type Logs = Record<string, number>;
@@ -18,6 +21,8 @@ export type Logs = Record<string, number>;
 /** What a callback can see and change of the training in progress. */
 export interface FitControl {
   readonly model: Module;
+  /** The optimizer fit steps with (ReduceLROnPlateau sets its learningRateScale). */
+  readonly optimizer: Optimizer;
   /** Set to true to end training after the current step (the epoch's end hooks still run). */
   stopTraining: boolean;
 }
@@ -50,6 +55,48 @@ export function checkCallback(op: string, c: unknown): FitCallbacks {
   return c as FitCallbacks;
 }
 
+const MODES = ["min", "max", "auto"] as const;
+
+/** Checks a `monitor` option (default `fallback`). */
+function checkMonitor(op: string, monitor: unknown, fallback: string): string {
+  const m = monitor ?? fallback;
+  if (typeof m !== "string" || m === "") throw new ValueError(`monitor must be the name of a logged value ("loss", "val_loss", a metric), got ${String(m)}`, op);
+  return m;
+}
+
+/** "min" or "max" for a `mode` option: "auto" is "max" when the monitored name holds "acc" (as Keras). */
+function resolveMode(op: string, mode: unknown, monitor: string): "min" | "max" {
+  const m = checkChoice(op, "mode", mode as "min" | "max" | "auto" | undefined, MODES) ?? "auto";
+  return m === "auto" ? (monitor.includes("acc") ? "max" : "min") : m;
+}
+
+/** The monitored value of an epoch's logs, or a ValueError naming what was logged. */
+function monitored(op: string, monitor: string, logs: Logs): number {
+  const value = logs[monitor];
+  if (value === undefined) {
+    throw new ValueError(`monitor ${JSON.stringify(monitor)} is not among the logged values (${Object.keys(logs).join(", ")})${monitor.startsWith("val_") ? "; val_ values need validationData or validationSplit" : ""}`, op);
+  }
+  return value;
+}
+
+/** Whether `value` improves on `best` by more than `minDelta` (NaN never does; the first value, best NaN, always does). */
+function improves(mode: "min" | "max", value: number, best: number, minDelta: number): boolean {
+  if (Number.isNaN(value)) return false;
+  if (Number.isNaN(best)) return true;
+  return mode === "min" ? value + minDelta < best : value - minDelta > best;
+}
+
+function checkCount(op: string, name: string, v: unknown, fallback: number): number {
+  const n = v ?? fallback;
+  if (!(Number.isInteger(n) && (n as number) >= 0)) throw new ValueError(`${name} must be an integer >= 0, got ${String(n)}`, op);
+  return n as number;
+}
+
+function checkFlag(op: string, name: string, v: unknown): boolean {
+  if (v !== undefined && typeof v !== "boolean") throw new ValueError(`${name} must be a boolean, got ${typeof v}`, op);
+  return v ?? false;
+}
+
 export interface EarlyStoppingOptions {
   /** The logged value to watch: "loss", "val_loss" (the default, as Keras), a metric, "val_" + a metric. */
   monitor?: string;
@@ -64,7 +111,6 @@ export interface EarlyStoppingOptions {
 }
 
 const EARLY_STOPPING_KEYS = optionKeys<EarlyStoppingOptions>()("monitor", "minDelta", "patience", "mode", "restoreBestWeights");
-const MODES = ["min", "max", "auto"] as const;
 
 /** Stops training when the monitored value has not improved for `patience` epochs (Keras's EarlyStopping). */
 export class EarlyStopping extends Callback {
@@ -85,22 +131,12 @@ export class EarlyStopping extends Callback {
     super();
     const op = "EarlyStopping";
     checkOptions(op, options, EARLY_STOPPING_KEYS);
-    const mode = checkChoice(op, "mode", options.mode, MODES) ?? "auto";
-    this.monitor = options.monitor ?? "val_loss";
-    if (typeof this.monitor !== "string" || this.monitor === "") throw new ValueError(`monitor must be the name of a logged value ("loss", "val_loss", a metric), got ${String(this.monitor)}`, op);
+    this.monitor = checkMonitor(op, options.monitor, "val_loss");
+    this.mode = resolveMode(op, options.mode, this.monitor);
     this.minDelta = options.minDelta ?? 0;
     if (!(typeof this.minDelta === "number" && this.minDelta >= 0)) throw new ValueError(`minDelta must be a number >= 0, got ${String(this.minDelta)}`, op);
-    this.patience = options.patience ?? 0;
-    if (!(Number.isInteger(this.patience) && this.patience >= 0)) throw new ValueError(`patience must be an integer >= 0, got ${String(this.patience)}`, op);
-    this.restoreBestWeights = options.restoreBestWeights ?? false;
-    if (typeof this.restoreBestWeights !== "boolean") throw new ValueError(`restoreBestWeights must be a boolean, got ${typeof this.restoreBestWeights}`, op);
-    this.mode = mode === "auto" ? (this.monitor.includes("acc") ? "max" : "min") : mode;
-  }
-
-  private improves(value: number): boolean {
-    if (Number.isNaN(value)) return false;
-    if (this.bestEpoch === 0) return true;
-    return this.mode === "min" ? value + this.minDelta < this.best : value - this.minDelta > this.best;
+    this.patience = checkCount(op, "patience", options.patience, 0);
+    this.restoreBestWeights = checkFlag(op, "restoreBestWeights", options.restoreBestWeights);
   }
 
   onTrainBegin(): void {
@@ -112,11 +148,8 @@ export class EarlyStopping extends Callback {
   }
 
   onEpochEnd(epoch: number, logs: Logs, control: FitControl): void {
-    const value = logs[this.monitor];
-    if (value === undefined) {
-      throw new ValueError(`monitor ${JSON.stringify(this.monitor)} is not among the logged values (${Object.keys(logs).join(", ")})${this.monitor.startsWith("val_") ? "; val_ values need validationData or validationSplit" : ""}`, "EarlyStopping");
-    }
-    if (this.improves(value)) {
+    const value = monitored("EarlyStopping", this.monitor, logs);
+    if (improves(this.mode, value, this.best, this.minDelta)) {
       this.best = value;
       this.bestEpoch = epoch;
       this.wait = 0;
@@ -146,6 +179,171 @@ export class TerminateOnNaN extends Callback {
     if (loss !== undefined && !Number.isFinite(loss)) {
       this.stoppedStep = step;
       control.stopTraining = true;
+    }
+  }
+}
+
+export interface ModelCheckpointOptions {
+  /**
+   * Where to save: a folder for saveModel (model.json + weights.safetensors), or with weightsOnly a
+   * checkpoint file (sc.io.save of the model; sc.io.restore(model, path) reads it back).
+   * "{epoch}" in it is replaced by the 1-based epoch, so each save can keep its own copy.
+   */
+  path: string;
+  /** The logged value saveBestOnly watches (default "val_loss", as Keras). */
+  monitor?: string;
+  /** Save only when the monitored value improves on the best so far (default false: every epoch). */
+  saveBestOnly?: boolean;
+  /** "min", "max", or "auto" (default: "max" when the name holds "acc", "min" otherwise). */
+  mode?: "min" | "max" | "auto";
+  /**
+   * Save the weights only, as an object-based checkpoint file (default false: the whole model by
+   * saveModel, which needs built-in or registered layer classes; a Module subclass of your own
+   * saves with weightsOnly).
+   */
+  weightsOnly?: boolean;
+}
+
+const MODEL_CHECKPOINT_KEYS = optionKeys<ModelCheckpointOptions>()("path", "monitor", "saveBestOnly", "mode", "weightsOnly");
+
+/**
+ * Saves the model at the end of each epoch, or with saveBestOnly of each epoch whose monitored
+ * value improves (Keras's ModelCheckpoint). Writes are atomic per file, so an interrupted
+ * training leaves the last complete save.
+ */
+export class ModelCheckpoint extends Callback {
+  readonly path: string;
+  readonly monitor: string;
+  readonly saveBestOnly: boolean;
+  readonly mode: "min" | "max";
+  readonly weightsOnly: boolean;
+  /** The best monitored value so far (NaN before any; kept with saveBestOnly only), and its 1-based epoch. */
+  best = Number.NaN;
+  bestEpoch = 0;
+  /** The epochs saved, and the path each went to. */
+  readonly saved: { epoch: number; path: string }[] = [];
+
+  constructor(options: ModelCheckpointOptions) {
+    super();
+    const op = "ModelCheckpoint";
+    if (options === null || typeof options !== "object") throw new ValueError(`takes an options object ({ path, monitor, saveBestOnly, mode, weightsOnly })`, op);
+    checkOptions(op, options, MODEL_CHECKPOINT_KEYS);
+    if (typeof options.path !== "string" || options.path === "") throw new ValueError(`path must be a non-empty string (a folder, or a file with weightsOnly), got ${String(options.path)}`, op);
+    this.path = options.path;
+    this.monitor = checkMonitor(op, options.monitor, "val_loss");
+    this.mode = resolveMode(op, options.mode, this.monitor);
+    this.saveBestOnly = checkFlag(op, "saveBestOnly", options.saveBestOnly);
+    this.weightsOnly = checkFlag(op, "weightsOnly", options.weightsOnly);
+  }
+
+  onTrainBegin(): void {
+    this.best = Number.NaN;
+    this.bestEpoch = 0;
+    this.saved.length = 0;
+  }
+
+  onEpochEnd(epoch: number, logs: Logs, control: FitControl): void {
+    if (this.saveBestOnly) {
+      const value = monitored("ModelCheckpoint", this.monitor, logs);
+      if (!improves(this.mode, value, this.best, 0)) return;
+      this.best = value;
+      this.bestEpoch = epoch;
+    }
+    const path = this.path.replaceAll("{epoch}", String(epoch));
+    if (this.weightsOnly) save(control.model, path);
+    else saveModel(control.model, path);
+    this.saved.push({ epoch, path });
+  }
+}
+
+export interface ReduceLROnPlateauOptions {
+  /** The logged value to watch (default "val_loss", as Keras). */
+  monitor?: string;
+  /** The rate is multiplied by this, in (0, 1) (default 0.1). */
+  factor?: number;
+  /** Epochs without improvement after which the rate is lowered (default 10). */
+  patience?: number;
+  /** "min", "max", or "auto" (default: "max" when the name holds "acc", "min" otherwise). */
+  mode?: "min" | "max" | "auto";
+  /** The least change that counts as an improvement (default 1e-4, as Keras). */
+  minDelta?: number;
+  /** Epochs after a reduction during which no epoch counts as one without improvement (default 0). */
+  cooldown?: number;
+  /** The rate is never lowered below this (default 0). */
+  minLr?: number;
+}
+
+const REDUCE_LR_KEYS = optionKeys<ReduceLROnPlateauOptions>()("monitor", "factor", "patience", "mode", "minDelta", "cooldown", "minLr");
+
+/**
+ * Lowers the learning rate when the monitored value has not improved for `patience` epochs
+ * (Keras's ReduceLROnPlateau): rate = max(rate * factor, minLr), then `cooldown` epochs of
+ * rest. "The rate" is the optimizer's currentLearningRate(); the reduction is made by setting
+ * the optimizer's learningRateScale, which a staged step reads when it runs (no retrace), and
+ * which multiplies a schedule too (the schedule keeps its shape, scaled).
+ */
+export class ReduceLROnPlateau extends Callback {
+  readonly monitor: string;
+  readonly factor: number;
+  readonly patience: number;
+  readonly mode: "min" | "max";
+  readonly minDelta: number;
+  readonly cooldown: number;
+  readonly minLr: number;
+  /** The best value so far (NaN before any). */
+  best = Number.NaN;
+  /** Each reduction: the 1-based epoch after which it was made, and the rates before and after. */
+  readonly reductions: { epoch: number; from: number; to: number }[] = [];
+  private wait = 0;
+  private cooldownLeft = 0;
+
+  constructor(options: ReduceLROnPlateauOptions = {}) {
+    super();
+    const op = "ReduceLROnPlateau";
+    checkOptions(op, options, REDUCE_LR_KEYS);
+    this.monitor = checkMonitor(op, options.monitor, "val_loss");
+    this.mode = resolveMode(op, options.mode, this.monitor);
+    this.factor = options.factor ?? 0.1;
+    if (!(typeof this.factor === "number" && this.factor > 0 && this.factor < 1)) throw new ValueError(`factor must be a number in (0, 1), got ${String(this.factor)}`, op);
+    this.patience = checkCount(op, "patience", options.patience, 10);
+    this.minDelta = options.minDelta ?? 1e-4;
+    if (!(typeof this.minDelta === "number" && this.minDelta >= 0)) throw new ValueError(`minDelta must be a number >= 0, got ${String(this.minDelta)}`, op);
+    this.cooldown = checkCount(op, "cooldown", options.cooldown, 0);
+    this.minLr = options.minLr ?? 0;
+    if (!(typeof this.minLr === "number" && this.minLr >= 0 && Number.isFinite(this.minLr))) throw new ValueError(`minLr must be a finite number >= 0, got ${String(this.minLr)}`, op);
+  }
+
+  onTrainBegin(): void {
+    this.best = Number.NaN;
+    this.wait = 0;
+    this.cooldownLeft = 0;
+    this.reductions.length = 0;
+  }
+
+  onEpochEnd(epoch: number, logs: Logs, control: FitControl): void {
+    const value = monitored("ReduceLROnPlateau", this.monitor, logs);
+    if (this.cooldownLeft > 0) {
+      this.cooldownLeft--;
+      this.wait = 0;
+    }
+    if (improves(this.mode, value, this.best, this.minDelta)) {
+      this.best = value;
+      this.wait = 0;
+      return;
+    }
+    if (this.cooldownLeft > 0) return;
+    this.wait++;
+    if (this.wait < this.patience) return;
+    const { optimizer } = control;
+    const from = optimizer.currentLearningRate();
+    // (relative slack: a rate set to minLr and read back through the scale may come out a rounding above it)
+    if (from - this.minLr > 1e-12 * from) {
+      const to = Math.max(from * this.factor, this.minLr);
+      const scale = optimizer.learningRateScale.item() as number;
+      optimizer.setLearningRateScale((scale * to) / from);
+      this.reductions.push({ epoch, from, to });
+      this.cooldownLeft = this.cooldown;
+      this.wait = 0;
     }
   }
 }

@@ -6,6 +6,9 @@
  *
  * Batch means are weighted by the batch's rows, so a short last batch counts for what it holds
  * and the result is the mean over one big batch (for mean-reduced losses and metrics).
+ *
+ * A batch may carry sample weights as a third tensor, [inputs, labels, sampleWeights]: the loss
+ * is then the weighted one of sample-weights.ts (sum(w * l) / N, Keras's); metrics stay unweighted.
  */
 import { Tensor } from "../core/tensor.js";
 import { ValueError } from "../core/errors.js";
@@ -16,6 +19,7 @@ import { checkOptions, optionKeys } from "../core/options.js";
 import { Module } from "./module.js";
 import { add } from "../ops/binary.js";
 import { Mean, isCountingMetric, type CountingMetric } from "./metrics.js";
+import { checkSampleWeights, refuseSampleWeightOption, weightedLoss } from "./sample-weights.js";
 
 /** A loss or metric of the model's output and the labels, as a scalar tensor. */
 export type BatchFunction = (output: Tensor, labels: Tensor) => Tensor;
@@ -85,7 +89,7 @@ export class StepTotals {
 export type Batches = Iterable<readonly Tensor[]>;
 
 export interface EvaluateOptions {
-  /** Batches of [inputs, labels]. */
+  /** Batches of [inputs, labels], or [inputs, labels, sampleWeights] for a weighted loss (sample-weights.ts). */
   data: Batches;
   loss: BatchFunction;
   /** Named metrics of (output, labels), averaged over the data weighted by batch rows (CountingMetrics: counts summed). */
@@ -104,10 +108,10 @@ export interface PredictOptions {
 const EVALUATE_KEYS = optionKeys<EvaluateOptions>()("data", "loss", "metrics", "stage");
 const PREDICT_KEYS = optionKeys<PredictOptions>()("data", "stage");
 
-/** Loss and metrics of a batch (the model's mode is the caller's). */
-function evalStep(model: Module, loss: BatchFunction, metrics: Record<string, Metric>, x: Tensor, y: Tensor): Record<string, Tensor> {
+/** Loss (weighted by `weights` when given) and metrics of a batch (the model's mode is the caller's). */
+function evalStep(model: Module, loss: BatchFunction, metrics: Record<string, Metric>, x: Tensor, y: Tensor, weights: Tensor | null): Record<string, Tensor> {
   const output = model.call(x) as Tensor;
-  const out: Record<string, Tensor> = { loss: loss(output, y) };
+  const out: Record<string, Tensor> = { loss: weights === null ? loss(output, y) : weightedLoss("evaluate", loss, output, y, weights) };
   for (const [name, m] of Object.entries(metrics)) out[name] = metricStepValue(m, output, y);
   return out;
 }
@@ -132,15 +136,18 @@ export function inEvalMode<T>(model: Module, body: () => T): T {
   }
 }
 
-/** The [inputs, labels] of a batch, or a ValueError naming `op` and what came instead. */
-export function batchPair(batch: unknown, index: number, op: string, what = "batch"): [Tensor, Tensor] {
+/** The [inputs, labels, sampleWeights or null] of a batch, or a ValueError naming `op` and what came instead. */
+export function batchParts(batch: unknown, index: number, op: string, what = "batch"): [Tensor, Tensor, Tensor | null] {
   if (isThenable(batch)) {
     throw new ValueError(`${what} ${index} is a promise (an async map's): ${op} takes values; take an async pipeline with for await (see Dataset.prefetch) and call a staged step`, op);
   }
-  if (!Array.isArray(batch) || batch.length !== 2 || !(batch[0] instanceof Tensor) || !(batch[1] instanceof Tensor)) {
-    throw new ValueError(`each ${what} must be [inputs, labels] tensors (${what} ${index} is not)`, op);
+  if (!Array.isArray(batch) || (batch.length !== 2 && batch.length !== 3) || !batch.every((t) => t instanceof Tensor)) {
+    throw new ValueError(`each ${what} must be [inputs, labels] tensors, or [inputs, labels, sampleWeights] (${what} ${index} is not)`, op);
   }
-  return [batch[0], batch[1]];
+  const [x, y, w] = batch as Tensor[];
+  if (w === undefined) return [x!, y!, null];
+  checkSampleWeights(op, w, x!.rank > 0 ? x!.shape[0]! : 1, index, what);
+  return [x!, y!, w];
 }
 
 function checkBatches(data: unknown, op: string, what: string): void {
@@ -157,8 +164,8 @@ export function meanOver(model: Module, step: typeof evalStep, data: Batches, lo
   const totals = new StepTotals(metrics, prefix);
   let i = 0;
   for (const batch of data) {
-    const [x, y] = batchPair(batch, i++, op, what);
-    totals.update(step(model, loss, metrics, x, y), x.shape.length > 0 ? x.shape[0]! : 1);
+    const [x, y, w] = batchParts(batch, i++, op, what);
+    totals.update(step(model, loss, metrics, x, y, w), x.shape.length > 0 ? x.shape[0]! : 1);
   }
   if (i === 0) throw new ValueError(`${what === "batch" ? "data" : what} has no batches`, op);
   return totals.result();
@@ -169,6 +176,7 @@ export function evaluate(model: Module, options: EvaluateOptions): Record<string
   const op = "evaluate";
   if (!(model instanceof Module)) throw new ValueError(`takes an nn.Module, got ${typeof model}`, op);
   if (options === null || typeof options !== "object") throw new ValueError(`takes an options object`, op);
+  refuseSampleWeightOption(op, options);
   checkOptions(op, options, EVALUATE_KEYS);
   if (typeof options.loss !== "function") throw new ValueError(`options.loss must be a function (output, labels) => scalar tensor`, op);
   checkBatches(options.data, op, "options.data");

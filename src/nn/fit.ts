@@ -22,14 +22,20 @@ import type { Dataset } from "../data/dataset.js";
 import { Module } from "./module.js";
 import { Progress, PROGRESS_MODES, type ProgressOptions } from "./progress.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
-import { batchPair, checkMetrics, inEvalMode, makeEvalStep, meanOver, metricStepValue, StepTotals, type BatchFunction, type Metric } from "./evaluate.js";
+import { batchParts, checkMetrics, inEvalMode, makeEvalStep, meanOver, metricStepValue, StepTotals, type BatchFunction, type Metric } from "./evaluate.js";
 import { checkCallback, type Callback, type FitCallbacks, type FitControl, type Logs } from "./callbacks.js";
+import { classWeightTable, classWeightsOf, refuseSampleWeightOption, weightedLoss, type ClassWeight } from "./sample-weights.js";
+import { mul } from "../ops/binary.js";
 
 export type { BatchFunction, Metric } from "./evaluate.js";
 export type { FitCallbacks, FitControl, Logs } from "./callbacks.js";
+export type { ClassWeight } from "./sample-weights.js";
 
 export interface FitOptions {
-  /** Batches of [inputs, labels]. */
+  /**
+   * Batches of [inputs, labels], or [inputs, labels, sampleWeights]: the loss is then
+   * sum(w * l) / rows (Keras's sample_weight; see sample-weights.ts). Metrics stay unweighted.
+   */
   data: Iterable<readonly Tensor[]> | Dataset<readonly Tensor[]>;
   loss: BatchFunction;
   optimizer: Optimizer;
@@ -49,7 +55,13 @@ export interface FitOptions {
   stage?: boolean;
   /** Progress output (default "auto": a bar in a terminal, lines otherwise). */
   progress?: ProgressOptions["mode"];
-  /** Callbacks (EarlyStopping, TerminateOnNaN, or objects of hooks: see callbacks.ts). */
+  /**
+   * Weights by class index ({ 0: 1, 1: 5 } or [1, 5]) for the training loss (not validation, as
+   * Keras's class_weight): each row weighs its label's class weight (classes not named weigh 1),
+   * times its sample weight if the batch has one.
+   */
+  classWeight?: ClassWeight;
+  /** Callbacks (EarlyStopping, TerminateOnNaN, ModelCheckpoint, ReduceLROnPlateau, or objects of hooks: see callbacks.ts). */
   callbacks?: FitCallbacks | Callback | (FitCallbacks | Callback)[];
 }
 
@@ -60,16 +72,26 @@ export interface History {
   steps: Logs[];
   /** Steps per second of each epoch (the first includes tracing). */
   stepsPerSecond: number[];
+  /** How many times the training step was traced (0 when not staged): one per kind of batch, unless something forced a retrace. */
+  traceCount: number;
 }
 
-const FIT_KEYS = optionKeys<FitOptions>()("data", "loss", "optimizer", "epochs", "metrics", "validationData", "validationSplit", "stage", "progress", "callbacks");
+const FIT_KEYS = optionKeys<FitOptions>()("data", "loss", "optimizer", "epochs", "metrics", "validationData", "validationSplit", "stage", "progress", "classWeight", "callbacks");
 
-/** One step: loss and metrics of the batch, after the optimizer's update. */
-function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, metrics: Record<string, Metric>, x: Tensor, y: Tensor): Record<string, Tensor> {
+/**
+ * One step: loss and metrics of the batch, after the optimizer's update. With sample weights or
+ * a class-weight table the loss differentiated is the weighted one (sample-weights.ts).
+ */
+function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, metrics: Record<string, Metric>, x: Tensor, y: Tensor, sampleWeights: Tensor | null, classTable: Tensor | null): Record<string, Tensor> {
   let output: Tensor | null = null;
   const value = optimizer.minimize(() => {
     output = model.call(x) as Tensor;
-    return loss(output, y);
+    let w = sampleWeights;
+    if (classTable !== null) {
+      const byClass = classWeightsOf(classTable, y);
+      w = w === null ? byClass : mul(byClass, w);
+    }
+    return w === null ? loss(output, y) : weightedLoss("fit", loss, output, y, w);
   }, () => model.parameters());
   const out: Record<string, Tensor> = { loss: value };
   for (const [name, m] of Object.entries(metrics)) out[name] = metricStepValue(m, output!, y);
@@ -80,28 +102,29 @@ function trainStep(model: Module, optimizer: Optimizer, loss: BatchFunction, met
  * Reads `data` once and splits its rows: the first floor(rows * (1 - fraction)) for training, the
  * rest for validation, each batched as the first batch was (Keras's validation_split).
  */
-function splitRows(data: Iterable<readonly Tensor[]>, fraction: number, op: string): [train: [Tensor, Tensor][], validation: [Tensor, Tensor][]] {
-  const xs: Tensor[] = [];
-  const ys: Tensor[] = [];
+function splitRows(data: Iterable<readonly Tensor[]>, fraction: number, op: string): [train: Tensor[][], validation: Tensor[][]] {
+  const parts: Tensor[][] = [[], [], []];
   let i = 0;
   for (const batch of data) {
-    const [x, y] = batchPair(batch, i++, op);
-    xs.push(x);
-    ys.push(y);
+    const [x, y, w] = batchParts(batch, i, op);
+    if ((w === null) !== (parts[2]!.length === 0) && i > 0) throw new ValueError(`batch ${i} ${w === null ? "has no" : "has"} sample weights and batch 0 ${w === null ? "has" : "has none"}: validationSplit needs all or none`, op);
+    parts[0]!.push(x);
+    parts[1]!.push(y);
+    if (w !== null) parts[2]!.push(w);
+    i++;
   }
-  if (xs.length === 0) throw new ValueError(`options.data has no batches`, op);
-  const x = xs.length === 1 ? xs[0]! : concat(xs, 0);
-  const y = ys.length === 1 ? ys[0]! : concat(ys, 0);
-  const rows = x.shape[0]!;
-  if (y.shape[0] !== rows) throw new ValueError(`inputs have ${rows} rows and labels ${y.shape[0]}: validationSplit splits rows`, op);
+  if (i === 0) throw new ValueError(`options.data has no batches`, op);
+  const whole = parts.filter((p) => p.length > 0).map((p) => (p.length === 1 ? p[0]! : concat(p, 0)));
+  const rows = whole[0]!.shape[0]!;
+  if (whole[1]!.shape[0] !== rows) throw new ValueError(`inputs have ${rows} rows and labels ${whole[1]!.shape[0]}: validationSplit splits rows`, op);
   const at = Math.floor(rows * (1 - fraction));
   if (at === 0 || at === rows) throw new ValueError(`validationSplit ${fraction} of ${rows} rows leaves ${at === 0 ? "no training" : "no validation"} rows`, op);
-  const size = xs[0]!.shape[0]!;
-  const batches = (from: number, to: number): [Tensor, Tensor][] => {
-    const out: [Tensor, Tensor][] = [];
+  const size = parts[0]![0]!.shape[0]!;
+  const batches = (from: number, to: number): Tensor[][] => {
+    const out: Tensor[][] = [];
     for (let b = from; b < to; b += size) {
       const e = Math.min(b + size, to);
-      out.push([slice(x, [b], [e]), slice(y, [b], [e])]);
+      out.push(whole.map((t) => slice(t, [b], [e])));
     }
     return out;
   };
@@ -113,6 +136,7 @@ export function fit(model: Module, options: FitOptions): History {
   const op = "fit";
   if (!(model instanceof Module)) throw new ValueError(`takes an nn.Module, got ${typeof model}`, op);
   if (options === null || typeof options !== "object") throw new ValueError(`takes an options object`, op);
+  refuseSampleWeightOption(op, options);
   checkOptions(op, options, FIT_KEYS);
   const { loss, optimizer } = options;
   if (typeof loss !== "function") throw new ValueError(`options.loss must be a function (output, labels) => scalar tensor`, op);
@@ -124,6 +148,7 @@ export function fit(model: Module, options: FitOptions): History {
   if (!Number.isInteger(epochs) || epochs < 1) throw new ValueError(`epochs must be a positive integer, got ${epochs}`, op);
   const metrics = checkMetrics(options.metrics, op);
   checkChoice(op, "progress", options.progress, PROGRESS_MODES);
+  const classTable = options.classWeight === undefined ? null : classWeightTable(op, options.classWeight);
   const callbacks = (options.callbacks === undefined ? [] : Array.isArray(options.callbacks) ? options.callbacks : [options.callbacks]).map((c) => checkCallback(op, c));
   const split = options.validationSplit;
   if (split !== undefined) {
@@ -135,11 +160,12 @@ export function fit(model: Module, options: FitOptions): History {
   }
   const [data, validationData] = split === undefined ? [options.data, options.validationData] : splitRows(options.data, split, op);
   const staged = options.stage ?? true;
-  const train = staged ? stage(trainStep, { name: "fit_train_step", autograph: false }) : trainStep;
+  const stagedTrain = staged ? stage(trainStep, { name: "fit_train_step", autograph: false }) : null;
+  const train = stagedTrain ?? trainStep;
   const evaluate = makeEvalStep(staged);
   const size = (data as { size?: number }).size ?? (Array.isArray(data) ? data.length : undefined);
-  const history: History = { epochs: [], steps: [], stepsPerSecond: [] };
-  const control: FitControl = { model, stopTraining: false };
+  const history: History = { epochs: [], steps: [], stepsPerSecond: [], traceCount: 0 };
+  const control: FitControl = { model, optimizer, stopTraining: false };
   for (const c of callbacks) c.onTrainBegin?.(control);
   let step = 0;
   for (let epoch = 1; epoch <= epochs && !control.stopTraining; epoch++) {
@@ -150,8 +176,8 @@ export function fit(model: Module, options: FitOptions): History {
     let batches = 0;
     const started = performance.now();
     for (const batch of data) {
-      const [x, y] = batchPair(batch, batches, op);
-      const values = train(model, optimizer, loss, metrics, x, y);
+      const [x, y, w] = batchParts(batch, batches, op);
+      const values = train(model, optimizer, loss, metrics, x, y, w, classTable);
       const logs: Logs = {};
       for (const [k, t] of Object.entries(values)) logs[k] = totals.value(k, t);
       totals.update(values, x.shape[0]!);
@@ -174,6 +200,7 @@ export function fit(model: Module, options: FitOptions): History {
     }
     for (const c of callbacks) c.onEpochEnd?.(epoch, epochLogs, control);
   }
+  history.traceCount = stagedTrain?.traceCount ?? 0;
   for (const c of callbacks) c.onTrainEnd?.(history.epochs[history.epochs.length - 1] ?? {}, control);
   model.train();
   return history;

@@ -14,7 +14,9 @@
  * ```
  *
  * All state is Variables: the step count (`iterations`, int32), the learning rate of the step
- * that ran last (`learningRateVariable`, float64), and the slots (Adam's m and v, ...). Updates
+ * that ran last (`learningRateVariable`, float64), a factor on the schedule
+ * (`learningRateScale`, float64, 1 at first: what ReduceLROnPlateau lowers), and the slots
+ * (Adam's m and v, ...). Updates
  * are written with ops that read them, so a step gives the same numbers eagerly, inside
  * `sc.stage`, and in a staged loop over steps: nothing is a JS number read at trace time.
  * Variables the optimizer makes (slots on a variable's first update) are made eagerly, outside
@@ -31,7 +33,7 @@ import { fmtShape, shapesEqual } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
 import { Variable, variable } from "../core/variable.js";
 import { GradientTape } from "../ad/tape.js";
-import { add } from "../ops/binary.js";
+import { add, mul } from "../ops/binary.js";
 import { cast } from "../ops/cast.js";
 import { scalar } from "../ops/creation.js";
 import { zerosLikeTensor, full } from "../ops/fill.js";
@@ -85,6 +87,13 @@ export abstract class Optimizer extends Trackable {
   readonly iterations: Variable;
   /** The learning rate the last step used (float64 Variable; the initial rate before any step). */
   readonly learningRateVariable: Variable;
+  /**
+   * A factor on the schedule (float64 Variable, 1 at first): each step's rate is
+   * `schedule(iterations) * learningRateScale`. A staged step reads it when it runs, so changing
+   * it (setLearningRateScale, ReduceLROnPlateau) takes effect at the next step without a retrace.
+   * Checkpoints hold it; one written before it existed restores it to 1.
+   */
+  readonly learningRateScale: Variable;
   /** Slot names this optimizer keeps per variable, e.g. ["m", "v"] for Adam. */
   abstract readonly slotNames: readonly string[];
   private readonly slots = new Map<Variable, Map<string, Variable>>();
@@ -95,17 +104,33 @@ export abstract class Optimizer extends Trackable {
     this.schedule = toSchedule(name, options.learningRate ?? defaultRate);
     if (options.clipNorm !== undefined) checkHyper(name, "clipNorm", options.clipNorm, 0, Infinity, true);
     this.clipNorm = options.clipNorm;
-    const { iterations, rate } = initScope(() => ({
+    const { iterations, rate, scale } = initScope(() => ({
       iterations: variable(scalar(0, "int32"), { name: "iterations", trainable: false }),
       rate: variable(this.schedule.at(scalar(0, "float64")), { name: "learning_rate", trainable: false }),
+      scale: variable(scalar(1, "float64"), { name: "learning_rate_scale", trainable: false }),
     }));
     this.iterations = iterations;
     this.learningRateVariable = rate;
+    this.learningRateScale = scale;
   }
 
-  /** The learning rate of the step about to run (the schedule at `iterations`), read eagerly. */
+  /** The rate of the step after `done` completed steps: the schedule times the scale (float64 ops, so it stages). */
+  private rateAt(done: Tensor): Tensor {
+    return mul(this.schedule.at(cast(done, "float64")), this.learningRateScale.peek());
+  }
+
+  /** The learning rate of the step about to run (the schedule at `iterations`, times the scale), read eagerly. */
   currentLearningRate(): number {
-    return initScope(() => this.schedule.at(cast(this.iterations.peek(), "float64")).item() as number);
+    return initScope(() => this.rateAt(this.iterations.peek()).item() as number);
+  }
+
+  /**
+   * Sets the factor on the schedule (`learningRateScale`) from eager code: the steps after this
+   * use `schedule(iterations) * scale`, staged ones included (the scale is read when they run).
+   */
+  setLearningRateScale(scale: number): void {
+    checkHyper(this.name, "learningRateScale", scale, 0, Infinity);
+    initScope(() => this.learningRateScale.assign(scalar(scale, "float64")));
   }
 
   /**
@@ -141,7 +166,7 @@ export abstract class Optimizer extends Trackable {
     }
     withoutRecorders(null, () => {
       const done = this.iterations.peek();
-      const lr = this.schedule.at(cast(done, "float64"));
+      const lr = this.rateAt(done);
       this.learningRateVariable.assign(lr);
       const t = cast(add(done, 1), "float64");
       this.iterations.assign(add(done, 1));
@@ -220,18 +245,19 @@ export abstract class Optimizer extends Trackable {
     return [...this.slots.keys()];
   }
 
-  /** Every Variable the optimizer owns: iterations, learning rate, slots. */
+  /** Every Variable the optimizer owns: iterations, learning rate and its scale, slots. */
   stateVariables(): Variable[] {
-    const out = [this.iterations, this.learningRateVariable];
+    const out = [this.iterations, this.learningRateVariable, this.learningRateScale];
     for (const m of this.slots.values()) out.push(...m.values());
     return out;
   }
 
-  /** Sets every slot to zeros and `iterations` to 0 (keeps the slot Variables). */
+  /** Sets every slot to zeros, `iterations` to 0 and the scale to 1 (keeps the slot Variables). */
   reset(): void {
     initScope(() => {
       for (const m of this.slots.values()) for (const s of m.values()) s.assign(zerosLikeTensor(s.peek()));
       this.iterations.assign(scalar(0, "int32"));
+      this.learningRateScale.assign(scalar(1, "float64"));
       this.learningRateVariable.assign(this.schedule.at(scalar(0, "float64")));
     });
   }
@@ -240,7 +266,13 @@ export abstract class Optimizer extends Trackable {
     return [
       ["iterations", this.iterations],
       ["learning_rate", this.learningRateVariable],
+      ["learning_rate_scale", this.learningRateScale],
     ];
+  }
+
+  override optionalChildren(): Iterable<readonly [string, Variable, Tensor]> {
+    // (checkpoints written before the scale existed had none: their rate was the schedule's)
+    return [["learning_rate_scale", this.learningRateScale, scalar(1, "float64")]];
   }
 
   override *trackedSlots(): Iterable<readonly [Variable, string, Variable]> {

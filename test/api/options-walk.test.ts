@@ -114,6 +114,8 @@ const TABLE: Record<string, [api: string, call: Call]> = {
   "nn.evaluate": ["evaluate", (o) => sc.nn.evaluate(model(), { data: [[sc.ones([2, 1]), sc.ones([2, 1])]], loss: sc.nn.mse, ...o })],
   "nn.predict": ["predict", (o) => sc.nn.predict(model(), { data: [sc.ones([2, 1])], ...o })],
   "nn.EarlyStopping": ["EarlyStopping", (o) => new sc.nn.EarlyStopping(o)],
+  "nn.ModelCheckpoint": ["ModelCheckpoint", (o) => new sc.nn.ModelCheckpoint({ path: "unused.safetensors", ...o })],
+  "nn.ReduceLROnPlateau": ["ReduceLROnPlateau", (o) => new sc.nn.ReduceLROnPlateau(o)],
   "nn.Progress": ["Progress", (o) => new sc.nn.Progress({ total: 1, mode: "off", ...o })],
   "optim.SGD": ["SGD", (o) => new sc.optim.SGD(o)],
   "optim.sgd": ["SGD", (o) => sc.optim.sgd(o)],
@@ -210,6 +212,14 @@ test("the options issue 24 found ignored are refused, with the key meant", () =>
   slip("cosineDecay", () => sc.optim.cosineDecay({ initial: 0.1, decaySteps: 10, warmup: 5 } as any), "warmup", "warmupSteps");
   slip("Dataset.shuffle", () => dataset().shuffle(3, { sed: 1 } as any), "sed", "seed");
   slip("fit: callbacks", () => fitWith({ callbacks: { onEpochEnds: () => {} } }), "onEpochEnds", "onEpochEnd");
+  slip("fit", () => fitWith({ class_weight: { 0: 1 } }), "class_weight", "classWeight");
+  slip("ReduceLROnPlateau", () => new sc.nn.ReduceLROnPlateau({ min_lr: 0.1 } as any), "min_lr", "minLr");
+  slip("ModelCheckpoint", () => new sc.nn.ModelCheckpoint({ path: "p", save_best_only: true } as any), "save_best_only", "saveBestOnly");
+  // Keras's sample_weight argument is a third tensor of each batch here: the error says so
+  for (const key of ["sampleWeight", "sample_weight"]) {
+    assert.throws(() => fitWith({ [key]: sc.ones([2]) }), (e: Error) => e instanceof sc.ValueError && e.message.startsWith(`fit: sample weights are a third tensor of each batch`), key);
+    assert.throws(() => sc.nn.evaluate(model(), { data: [[sc.ones([2, 1]), sc.ones([2, 1])]], loss: sc.nn.mse, [key]: sc.ones([2]) } as any), (e: Error) => e instanceof sc.ValueError && e.message.startsWith(`evaluate: sample weights are a third tensor of each batch`), key);
+  }
   assert.throws(() => fitWith({ progress: "none" }), (e: Error) => e instanceof sc.ValueError && e.message.startsWith(`fit: progress must be one of "auto", "bar", "lines", "off", got the string "none"`));
   assert.throws(() => fitWith({ callbacks: [{ onStepEnd: "log" }] }), (e: Error) => e instanceof sc.ValueError && /^fit: callbacks\.onStepEnd must be a function/.test(e.message));
   // the right spellings still work
