@@ -8,6 +8,8 @@ import { broadcastShapes } from "../../../core/shape.js";
 import { IndexError } from "../../../core/errors.js";
 import { indexRangeMessage } from "../../../ops/shape/common.js";
 import * as ops from "../../../ops/index.js";
+import { applyOp1 } from "../../../ops/registry.js";
+import { gatherOp } from "../../../ops/shape/gather.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 
@@ -164,7 +166,8 @@ export function wrapIndices(idx: Tensor, dim: number): Tensor {
  * Gather's indices in 0..dim-1 for the kernel: ONNX's -dim..-1 wrapped, and any index out of
  * ONNX's range -dim..dim-1 named as the model wrote it (not as it would be after wrapping).
  * Indices known when traced are checked here, with ONNX's range in the message; run-time ones
- * wrap only -dim..-1, so an out-of-range one reaches the kernel's check unchanged.
+ * wrap only -dim..-1, so an out-of-range one reaches the kernel's check unchanged (the gather
+ * is told so, `wrappedBy`, and states ONNX's range and the node).
  */
 function gatherIndices(n: NodeContext, idx: Tensor, dim: number, axis: number, xShape: readonly number[]): Tensor {
   if (dim < 0) return wrapIndices(idx, dim); // an axis of unknown size (a null inputSignature dim): as before, no range to check
@@ -183,7 +186,12 @@ onnxOp("Gather", {
   run(n) {
     const x = n.input(0);
     const axis = axisOf(n, n.int("axis", 0), x.rank);
-    return ops.gather(x, gatherIndices(n, n.input(1), x.shape[axis]!, axis, x.shape as number[]), axis);
+    const idx = n.input(1);
+    const dim = x.shape[axis]!;
+    const wrapped = gatherIndices(n, idx, dim, axis, x.shape as number[]);
+    // indices decided at run time: the kernel's range check names ONNX's range and this node
+    if (idx.isSymbolic && dim >= 0) return applyOp1(gatherOp, [x, wrapped], { axis, wrappedBy: `ONNX ${n.label}` });
+    return ops.gather(x, wrapped, axis);
   },
 });
 
