@@ -335,6 +335,7 @@ export function evaluateExpr(e: Expr, operands: readonly number[]): number | boo
  */
 export const SCALAR_HELPERS_JS = `
 function erf(x) {
+  if (x === 0) return x; // (erf is odd: erf(-0) is -0, which the series below turns into +0)
   const ax = Math.abs(x);
   if (ax < 2.5) {
     let sum = x, term = x, x2 = x * x;

@@ -233,10 +233,22 @@ test("a Gather index out of ONNX's range is named as the model wrote it (-9), no
       `index ${bad}`,
     );
   }
-  // indices given at run time: only -4..-1 wrap, so -9 reaches the kernel's check unchanged
-  const runTime = onnx.load(onnx.modelBytes(onnx.makeModel(onnx.makeGraph([onnx.makeNode("Gather", ["x", "i"], ["y"], { axis: 0 })], "g", [vi("x", "float32", [4]), vi("i", "int64", [2])], [vi("y", "float32", [2])]))));
+  // indices given at run time: only -4..-1 wrap, so -9 reaches the kernel's check unchanged, and
+  // the kernel states ONNX's range -4..3 (not its own 0..3) and names the node
+  const runTime = onnx.load(onnx.modelBytes(onnx.makeModel(onnx.makeGraph([onnx.makeNode("Gather", ["x", "i"], ["y"], { axis: 0 }, { name: "pick" })], "g", [vi("x", "float32", [4]), vi("i", "int64", [2])], [vi("y", "float32", [2])]))));
   assert.deepEqual(Array.from((runTime(x, sc.tensor([-4, -1], "int64")) as sc.Tensor).dataSync()), [10, 13]);
   assert.deepEqual(Array.from((runTime(x, sc.tensor([0, 3], "int64")) as sc.Tensor).dataSync()), [10, 13]);
-  assert.throws(() => runTime(x, sc.tensor([0, -9], "int64")), (e: unknown) => e instanceof sc.IndexError && /index -9 at position \[1\]/.test((e as Error).message) && !/-5/.test((e as Error).message));
-  assert.throws(() => runTime(x, sc.tensor([-5, 0], "int64")), (e: unknown) => e instanceof sc.IndexError && /index -5 at position \[0\]/.test((e as Error).message));
+  for (const [bad, pos] of [[-9, 1], [-5, 0], [4, 1], [2 ** 40, 0]] as const) {
+    const values = pos === 0 ? [bad, 0] : [0, bad];
+    assert.throws(
+      () => runTime(x, sc.tensor(values, "int64")),
+      (e: unknown) => {
+        const m = (e as Error).message;
+        return e instanceof sc.IndexError && new RegExp(`index ${bad} at position \\[${pos}\\] of indices \\(shape \\[2\\]\\) is out of range for axis 0 of size 4 .*valid indices are -4\\.\\.3`).test(m) && /Gather node "pick"/.test(m) && !/0\.\.3|not wrapped/.test(m);
+      },
+      `run-time index ${bad}`,
+    );
+  }
+  // a gather of the library itself keeps its own range 0..3 (no wrapping)
+  assert.throws(() => sc.gather(x, sc.tensor([-1], "int64")), (e: unknown) => e instanceof sc.IndexError && /valid indices are 0\.\.3 \(negative indices are not wrapped\)/.test((e as Error).message));
 });

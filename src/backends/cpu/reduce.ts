@@ -282,18 +282,22 @@ export function argReduce(kind: "max" | "min", x: TypedArray, outer: number, red
   }
 }
 
-/** Cumulative sum along the middle dimension of x viewed as [outer, n, inner]. */
+/**
+ * Cumulative sum along the middle dimension of x viewed as [outer, n, inner]. The sums start at
+ * -0, IEEE's additive identity (-0 + v is v, -0 included), so each is the sum of its elements as
+ * `sum` gives it (a leading -0 stays -0); an exclusive scan's first entry, the empty sum, is +0.
+ */
 export function cumsum3(x: TypedArray, out: TypedArray, outer: number, n: number, inner: number, exclusive: boolean, reverse: boolean): void {
   if (inner === 1) {
     const start = reverse ? n - 1 : 0,
       step = reverse ? -1 : 1;
     for (let o = 0; o < outer; o++) {
       const base = o * n;
-      let acc = 0;
+      let acc = -0;
       for (let s = 0, r = base + start; s < n; s++, r += step) {
         const v = x[r]!;
         if (exclusive) {
-          out[r] = acc;
+          out[r] = s === 0 ? 0 : acc;
           acc += v;
         } else {
           acc += v;
@@ -306,14 +310,14 @@ export function cumsum3(x: TypedArray, out: TypedArray, outer: number, n: number
   const acc = new Float64Array(inner);
   for (let o = 0; o < outer; o++) {
     const base = o * n * inner;
-    acc.fill(0);
+    acc.fill(-0);
     for (let s = 0; s < n; s++) {
       const r = reverse ? n - 1 - s : s;
       const rb = base + r * inner;
       if (exclusive) {
         for (let i = 0; i < inner; i++) {
           const v = x[rb + i]!;
-          out[rb + i] = acc[i]!;
+          out[rb + i] = s === 0 ? 0 : acc[i]!;
           acc[i] += v;
         }
       } else {

@@ -166,7 +166,10 @@ class ExprEmitter {
         const q = b.op1("Div", [b.op1("Mul", [um1, x]), b.op1("Log", [u])]);
         const big = b.op1("Where", [b.op1("Equal", [um1, this.constant(-1)]), um1, q]);
         const inf = b.op1("Where", [b.op1("Equal", [u, this.constant(Infinity)]), u, big]);
-        return numVal(b.op1("Where", [b.op1("Equal", [u, this.constant(1)]), x, inf]));
+        // (x, which may be -0, in Where's second slot: onnxruntime's Where turns a -0 from the
+        // first into +0; the negation as Xor, which its NotWhereFusion does not swap back)
+        const notOne = b.op1("Xor", [b.op1("Equal", [u, this.constant(1)]), b.constant([1], "bool", [])]);
+        return numVal(b.op1("Where", [notOne, inf, x]));
       }
       case "atan2": {
         // atan(y / x), moved by pi where x is negative (or -0) toward y's side (y's sign bit,

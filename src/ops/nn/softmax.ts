@@ -46,8 +46,9 @@ function softmaxKernel(x: TypedArray, out: TypedArray, outer: number, n: number,
       let s = 0;
       if (log) {
         for (let j = base; j < end; j += inner) s += Math.exp(x[j]! - m);
-        const shift = m + Math.log(s);
-        for (let j = base; j < end; j += inner) out[j] = x[j]! - shift;
+        // (x - m) - log s, not x - (m + log s): a lone -0 gives +0 (-0 - -0), as onnxruntime and PyTorch
+        const ls = Math.log(s);
+        for (let j = base; j < end; j += inner) out[j] = x[j]! - m - ls;
       } else {
         for (let j = base; j < end; j += inner) {
           const e = Math.exp(x[j]! - m);

@@ -78,11 +78,18 @@ export function checkIndexDtype(op: string, t: TensorType, what = "indices"): vo
   }
 }
 
-/** Throws IndexError for the first index outside 0..n-1. */
-export function checkIndexRange(op: string, idx: TypedArray, idxShape: Shape, n: number, axis: number, xShape: Shape): void {
+/**
+ * Throws IndexError for the first index outside 0..n-1. `wrappedBy` names a caller that wrapped
+ * -n..-1 before (ONNX's Gather at run time, where the indices are not known when traced): its
+ * indices out of range are as it was given them, the message states its range -n..n-1 and names it.
+ */
+export function checkIndexRange(op: string, idx: TypedArray, idxShape: Shape, n: number, axis: number, xShape: Shape, wrappedBy?: string): void {
   for (let j = 0; j < idx.length; j++) {
     const k = idx[j]!;
-    if (k < 0 || k >= n) throw new IndexError(indexRangeMessage(Number(k), j, idxShape, n, axis, xShape, false), op);
+    if (k < 0 || k >= n) {
+      const message = indexRangeMessage(Number(k), j, idxShape, n, axis, xShape, wrappedBy !== undefined);
+      throw new IndexError(wrappedBy === undefined ? message : `${message} (in ${wrappedBy})`, op);
+    }
   }
 }
 

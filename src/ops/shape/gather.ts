@@ -18,9 +18,18 @@ import { shapeGpu } from "../../backends/webgpu/op-kernels/shape.js";
 import { batchWhen, leadingBatch, perExample, shiftAxis } from "../batching.js";
 
 
-export const gatherOp = defineOp<AxisAttrs>({
+/**
+ * `wrappedBy`: set by a caller that wrapped negative indices -n..-1 itself (ONNX's Gather with
+ * indices computed at run time): an index left out of range is reported against that caller's
+ * range -n..n-1 and names it. It changes nothing else.
+ */
+export interface GatherAttrs extends AxisAttrs {
+  wrappedBy?: string;
+}
+
+export const gatherOp = defineOp<GatherAttrs>({
   name: "gather",
-  batch: batchWhen("axis", (c) => c.dims[1] === null, leadingBatch<{ axis: number }>("axis", (a, r) => ({ ...a, axis: shiftAxis(a.axis, r) }), [0])),
+  batch: batchWhen("axis", (c) => c.dims[1] === null, leadingBatch<GatherAttrs>("axis", (a, r) => ({ ...a, axis: shiftAxis(a.axis, r) }), [0])),
   family: "shape",
   inputs: ["x", "indices"],
   infer(inputs, attrs) {
@@ -37,7 +46,7 @@ export const gatherOp = defineOp<AxisAttrs>({
       const axis = attrs.axis;
       const n = x.shape[axis]!;
       const id = idx.concrete();
-      checkIndexRange("gather", id, idx.shape, n, axis, x.shape);
+      checkIndexRange("gather", id, idx.shape, n, axis, x.shape, attrs.wrappedBy);
       const out = alloc(outs[0]!);
       gatherAxis(x.concrete(), prod(x.shape, 0, axis), n, prod(x.shape, axis + 1), id, out);
       return [out];

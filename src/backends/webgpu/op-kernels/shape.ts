@@ -17,13 +17,14 @@ function callSite(): SourceLocation | null {
 
 
 /** The IndexError of an index out of range along an axis (the CPU kernels' message). */
-function axisOutOfRange(op: string, idxShape: readonly number[], n: number, axis: number, xShape: readonly number[]): OutOfRange {
+function axisOutOfRange(op: string, idxShape: readonly number[], n: number, axis: number, xShape: readonly number[], wrappedBy?: string): OutOfRange {
   const site = callSite();
   return (j, k) => {
-    const valid = n > 0 ? `valid indices are 0..${n - 1}` : `the axis is empty`;
-    const neg = k < 0 ? " (negative indices are not wrapped)" : "";
+    const valid = n === 0 ? `the axis is empty` : wrappedBy !== undefined ? `valid indices are ${-n}..${n - 1}` : `valid indices are 0..${n - 1}`;
+    const neg = k < 0 && wrappedBy === undefined ? " (negative indices are not wrapped)" : "";
+    const by = wrappedBy === undefined ? "" : ` (in ${wrappedBy})`;
     return new IndexError(
-      `index ${k} at position ${positionOf(j, idxShape)} of indices (shape ${fmtShape(idxShape)}) is out of range for axis ${axis} of size ${n} of a tensor of shape ${fmtShape(xShape)}: ${valid}${neg} (found on the GPU; raised at the next read)`,
+      `index ${k} at position ${positionOf(j, idxShape)} of indices (shape ${fmtShape(idxShape)}) is out of range for axis ${axis} of size ${n} of a tensor of shape ${fmtShape(xShape)}: ${valid}${neg} (found on the GPU; raised at the next read)${by}`,
       op,
       site,
     );
@@ -191,9 +192,9 @@ export const shapeGpu = gpuEntries(
       return [out];
     },
 
-    gather(dev, [x, idx], a: Axis, outs) {
+    gather(dev, [x, idx], a: Axis & { wrappedBy?: string }, outs) {
       const n = x!.shape[a.axis]!;
-      return [gather(dev, x!, idx!, prod(x!.shape, 0, a.axis), n, prod(x!.shape, a.axis + 1), outs[0]!.shape, axisOutOfRange("gather", idx!.shape, n, a.axis, x!.shape))];
+      return [gather(dev, x!, idx!, prod(x!.shape, 0, a.axis), n, prod(x!.shape, a.axis + 1), outs[0]!.shape, axisOutOfRange("gather", idx!.shape, n, a.axis, x!.shape, a.wrappedBy))];
     },
     gatherND(dev, [x, idx], _a, outs) {
       const k = idx!.shape[idx!.shape.length - 1]!;

@@ -32,6 +32,19 @@ function accumulate(b: OnnxBuilder, x: string, n: LowerNode, f: (v: string) => s
   return storeFloat(b, f(castTo(b, x, n.inputTypes[0]!.dtype, "float64")), "float64", out);
 }
 
+/**
+ * ReduceMean over attrs.axes; a group known to be empty (every reduced dim static, one of them 0)
+ * is 0 / 0 = NaN, as ours (onnxruntime's ReduceMean gives 0 there). With a symbolic reduced dim
+ * that is 0 when the model runs, onnxruntime's 0 stays (docs/onnx.md, "Special values").
+ */
+function reduceMean(b: OnnxBuilder, x: string, n: LowerNode): string {
+  const shape = n.inputTypes[0]!.shape;
+  const axes = n.attrs.axes as number[];
+  const empty = axes.length > 0 && axes.every((a) => shape[a]! >= 0) && axes.some((a) => shape[a] === 0);
+  if (!empty) return reduce(b, "ReduceMean", x, n);
+  return b.op1("Div", [reduce(b, "ReduceSum", x, n), b.scalar(0, n.outputTypes[0]!.dtype)]);
+}
+
 /** Ops onnxruntime's CPU provider runs in float32 only (Conv, pooling): float64 goes through float32. */
 function float32Only(lower: LowerFn): LowerFn {
   return (b, ins, n) => {
@@ -109,7 +122,7 @@ function windowCounts(size: number, out: number, k: number, s: number, padBefore
 
 export const mathLowerings: Table = {
   sum: (b, [x], n) => [accumulate(b, x!, n, (v) => reduce(b, "ReduceSum", v, n))],
-  mean: (b, [x], n) => [accumulate(b, x!, n, (v) => reduce(b, "ReduceMean", v, n))],
+  mean: (b, [x], n) => [accumulate(b, x!, n, (v) => reduceMean(b, v, n))],
   prod: (b, [x], n) => [accumulate(b, x!, n, (v) => reduce(b, "ReduceProd", v, n))],
   max: (b, [x], n) => [reduceKeepingDtype(b, "ReduceMax", x!, n)],
   min: (b, [x], n) => [reduceKeepingDtype(b, "ReduceMin", x!, n)],
@@ -119,7 +132,7 @@ export const mathLowerings: Table = {
     const axes = n.attrs.axes as number[];
     const m = b.op1("ReduceMean", [v, b.i64(axes)], { keepdims: 1 });
     const c = b.op1("Sub", [v, m]);
-    return [reduce(b, "ReduceMean", b.op1("Mul", [c, c]), n)];
+    return [reduceMean(b, b.op1("Mul", [c, c]), n)];
   },
   any: (b, [x], n) => [b.cast(reduce(b, "ReduceMax", b.cast(nonZero(b, x!, n.inputTypes[0]!.dtype), "int32"), n), "bool")],
   all: (b, [x], n) => [b.cast(reduce(b, "ReduceMin", b.cast(nonZero(b, x!, n.inputTypes[0]!.dtype), "int32"), n), "bool")],
@@ -158,7 +171,14 @@ export const mathLowerings: Table = {
     return [lowerElementwise(b, getOp("relu").elementwise!, n.attrs, [{ name: x!, dtype: n.inputTypes[0]!.dtype }], d)];
   },
   softmax: (b, [x], n) => [b.op1("Softmax", [x!], { axis: n.attrs.axis })],
-  logSoftmax: (b, [x], n) => [b.op1("LogSoftmax", [x!], { axis: n.attrs.axis })],
+  // (+ the group's sum of relu(x) * 0: NaN for a group holding NaN or +Inf, where ours is NaN
+  // throughout (x - max is NaN there); onnxruntime's float64 LogSoftmax gives -Inf, or finite
+  // values, for the other entries. Finite and -Inf entries add zeros.)
+  logSoftmax: (b, [x], n) => {
+    const zero = b.scalar(0, n.outputTypes[0]!.dtype);
+    const nanIfNaNOrInf = b.op1("ReduceSum", [b.op1("Mul", [b.op1("Relu", [x!]), zero]), b.i64([n.attrs.axis])], { keepdims: 1 });
+    return [b.op1("Add", [b.op1("LogSoftmax", [x!], { axis: n.attrs.axis }), nanIfNaNOrInf])];
+  },
   conv2d: float32Only((b, [x, w], n) => [b.op1("Conv", [x!, w!], convAttrs(n.attrs))]),
   conv2dTranspose: float32Only((b, [x, w], n) => [b.op1("ConvTranspose", [x!, w!], { ...convAttrs(n.attrs), output_padding: { ints: n.attrs.outputPadding } })]),
   conv2dBackpropFilter: float32Only((b, [x, dy], n) => {

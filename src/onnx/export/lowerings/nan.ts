@@ -25,7 +25,8 @@ function nanFlags(b: OnnxBuilder, x: string, as: DType = "int32"): string {
  * `reduce` applies the same Reduce*'s axes and keepdims to an int32 value.
  */
 export function propagateNaN(b: OnnxBuilder, x: string, reduced: string, dtype: DType, reduce: (v: string, opType: string) => string): string {
-  const any = b.cast(reduce(nanFlags(b, x), "ReduceMax"), "bool");
+  // (the count of NaNs, not their ReduceMax: the max of an empty group is INT32_MIN, "true")
+  const any = b.cast(reduce(nanFlags(b, x), "ReduceSum"), "bool");
   return b.op1("Where", [any, b.scalar(NaN, dtype), reduced]);
 }
 

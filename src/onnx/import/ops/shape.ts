@@ -8,6 +8,10 @@ import { broadcastShapes } from "../../../core/shape.js";
 import { IndexError } from "../../../core/errors.js";
 import { indexRangeMessage } from "../../../ops/shape/common.js";
 import * as ops from "../../../ops/index.js";
+import { applyOp1 } from "../../../ops/registry.js";
+import { gatherOp } from "../../../ops/shape/gather.js";
+import { dimSizeOp } from "../../../ops/shape/dim-size.js";
+import type { DType } from "../../../core/dtype.js";
 import { onnxOp } from "../op-table.js";
 import type { NodeContext } from "../node-context.js";
 
@@ -153,22 +157,47 @@ function clampBound(b: number, dim: number): number {
   return b;
 }
 
-/** Indices with ONNX's negative entries (counting from the end of an axis of size `dim`) made positive. */
-export function wrapIndices(idx: Tensor, dim: number): Tensor {
+/**
+ * The sizes of axes `axes` of `x` as a 1-D tensor of `dtype`: constants where known while
+ * tracing, the run-time size (dimSize) of an axis that is unknown (-1 in a traced shape: a
+ * symbolic dim), so negative indices never wrap by that -1.
+ */
+function axisSizes(x: Tensor, axes: readonly number[], dtype: DType): Tensor {
+  if (axes.every((a) => x.shape[a]! >= 0)) return ops.tensor(axes.map((a) => x.shape[a]!), dtype);
+  return ops.stack(axes.map((a) => (x.shape[a]! >= 0 ? ops.scalar(x.shape[a]!, dtype) : ops.cast(applyOp1(dimSizeOp, [x], { axis: a }), dtype))));
+}
+
+/** The size of axis `axis` of `x`: a number where known while tracing, else a run-time scalar of `dtype`. */
+function axisSize(x: Tensor, axis: number, dtype: DType): number | Tensor {
+  const d = x.shape[axis]!;
+  return d >= 0 ? d : ops.cast(applyOp1(dimSizeOp, [x], { axis }), dtype);
+}
+
+/**
+ * Indices into axis `axis` of `x` with ONNX's negative entries (counting from the end of the
+ * axis) made positive; an axis of unknown size wraps by its run-time size.
+ */
+export function wrapIndices(idx: Tensor, x: Tensor, axis: number): Tensor {
   const known = idx.isSymbolic ? null : idx.dataSync();
   if (known !== null && known.every((v) => v >= 0)) return idx;
-  return ops.where(ops.less(idx, 0), ops.add(idx, dim), idx);
+  return ops.where(ops.less(idx, 0), ops.add(idx, axisSize(x, axis, idx.dtype)), idx);
 }
 
 /**
  * Gather's indices in 0..dim-1 for the kernel: ONNX's -dim..-1 wrapped, and any index out of
  * ONNX's range -dim..dim-1 named as the model wrote it (not as it would be after wrapping).
  * Indices known when traced are checked here, with ONNX's range in the message; run-time ones
- * wrap only -dim..-1, so an out-of-range one reaches the kernel's check unchanged.
+ * wrap only -dim..-1, so an out-of-range one reaches the kernel's check unchanged (the gather
+ * is told so, `wrappedBy`, and states ONNX's range and the node).
  */
-function gatherIndices(n: NodeContext, idx: Tensor, dim: number, axis: number, xShape: readonly number[]): Tensor {
-  if (dim < 0) return wrapIndices(idx, dim); // an axis of unknown size (a null inputSignature dim): as before, no range to check
-  if (idx.isSymbolic) return ops.where(ops.logicalAnd(ops.less(idx, 0), ops.greaterEqual(idx, -dim)), ops.add(idx, dim), idx);
+function gatherIndices(n: NodeContext, idx: Tensor, x: Tensor, axis: number): Tensor {
+  const dim = x.shape[axis]!;
+  if (dim < 0 || idx.isSymbolic) {
+    // (an axis of unknown size, a symbolic dim: its run-time size; checked by the kernel)
+    const size = axisSize(x, axis, idx.dtype);
+    return ops.where(ops.logicalAnd(ops.less(idx, 0), ops.greaterEqual(idx, typeof size === "number" ? -size : ops.neg(size))), ops.add(idx, size), idx);
+  }
+  const xShape = x.shape;
   const known = idx.dataSync();
   let negative = false;
   for (let j = 0; j < known.length; j++) {
@@ -183,7 +212,11 @@ onnxOp("Gather", {
   run(n) {
     const x = n.input(0);
     const axis = axisOf(n, n.int("axis", 0), x.rank);
-    return ops.gather(x, gatherIndices(n, n.input(1), x.shape[axis]!, axis, x.shape as number[]), axis);
+    const idx = n.input(1);
+    const wrapped = gatherIndices(n, idx, x, axis);
+    // indices or axis size decided at run time: the kernel's range check names ONNX's range and this node
+    if (idx.isSymbolic || x.shape[axis]! < 0) return applyOp1(gatherOp, [x, wrapped], { axis, wrappedBy: `ONNX ${n.label}` });
+    return ops.gather(x, wrapped, axis);
   },
 });
 
@@ -197,7 +230,7 @@ onnxOp("GatherND", {
     if (b + m > x.rank) throw n.fail(`indices address ${m} axes after ${b} batch axes of data of rank ${x.rank}`);
     for (let d = 0; d < b; d++) if (x.shape[d] !== idx.shape[d]) throw n.fail(`batch axis ${d} has size ${x.shape[d]} in data but ${idx.shape[d]} in indices`);
     // wrap negative indices per indexed axis
-    const dims = ops.tensor(x.shape.slice(b, b + m), idx.dtype);
+    const dims = axisSizes(x, Array.from({ length: m }, (_, k) => b + k), idx.dtype);
     const wrapped = ops.where(ops.less(idx, 0), ops.add(idx, dims), idx);
     if (b === 0) return ops.gatherND(x, wrapped);
     // Batch axes: flatten them into one, prefix each index tuple with its batch number, gather
@@ -329,7 +362,7 @@ onnxOp("GatherElements", {
   run(n) {
     const x = n.input(0);
     const axis = axisOf(n, n.int("axis", 0), x.rank);
-    return ops.gatherElements(x, wrapIndices(n.input(1), x.shape[axis]!), axis);
+    return ops.gatherElements(x, wrapIndices(n.input(1), x, axis), axis);
   },
 });
 
@@ -344,7 +377,7 @@ onnxOp(["ScatterElements", "Scatter"], {
   run(n) {
     const x = n.input(0);
     const axis = axisOf(n, n.int("axis", 0), x.rank);
-    return ops.scatterElements(x, wrapIndices(n.input(1), x.shape[axis]!), n.input(2), axis, reductionOf(n));
+    return ops.scatterElements(x, wrapIndices(n.input(1), x, axis), n.input(2), axis, reductionOf(n));
   },
 });
 
@@ -353,7 +386,7 @@ onnxOp("ScatterND", {
     const x = n.input(0);
     const idx = n.input(1);
     const k = idx.shape[idx.rank - 1]!;
-    const dims = ops.tensor(x.shape.slice(0, k), idx.dtype);
+    const dims = axisSizes(x, Array.from({ length: k }, (_, a) => a), idx.dtype);
     return ops.scatterND(x, ops.where(ops.less(idx, 0), ops.add(idx, dims), idx), n.input(2), reductionOf(n));
   },
 });
