@@ -127,12 +127,12 @@ export function makeEvalStep(staged: boolean): typeof evalStep {
 
 /** Runs `body` with every module of `model` in eval mode, then puts each back in its mode. */
 export function inEvalMode<T>(model: Module, body: () => T): T {
-  const modes = model.namedModules().map(([, m]) => [m, m.training] as const);
+  const restoreModes = model.saveModes();
   model.eval();
   try {
     return body();
   } finally {
-    for (const [m, t] of modes) m.training = t;
+    restoreModes();
   }
 }
 

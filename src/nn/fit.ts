@@ -168,8 +168,14 @@ export function fit(model: Module, options: FitOptions): History {
   const control: FitControl = { model, optimizer, stopTraining: false };
   for (const c of callbacks) c.onTrainBegin?.(control);
   let step = 0;
+  // Train mode for the epochs, the children's own modes kept: a model in eval mode is put in
+  // train mode, but a child the user put in eval mode (a frozen batch norm) stays so, as with
+  // PyTorch's model.train() before the loop and bn.eval() after it. The modes go back after.
+  const restoreModes = model.saveModes();
+  if (!model.training) model.train();
+  const restoreTrainModes = model.saveModes();
   for (let epoch = 1; epoch <= epochs && !control.stopTraining; epoch++) {
-    model.train();
+    restoreTrainModes();
     for (const c of callbacks) c.onEpochBegin?.(epoch, control);
     const progress = new Progress({ label: `epoch ${epoch}/${epochs}`, total: size !== undefined && Number.isFinite(size) ? size : 0, mode: options.progress });
     const totals = new StepTotals(metrics);
@@ -202,6 +208,6 @@ export function fit(model: Module, options: FitOptions): History {
   }
   history.traceCount = stagedTrain?.traceCount ?? 0;
   for (const c of callbacks) c.onTrainEnd?.(history.epochs[history.epochs.length - 1] ?? {}, control);
-  model.train();
+  restoreModes();
   return history;
 }

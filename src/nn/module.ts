@@ -189,6 +189,18 @@ export abstract class Module extends Trackable {
     return this.train(false);
   }
 
+  /**
+   * The mode of this module and of every child, as a function that puts them back: what
+   * `summary`, `evaluate` and `fit` use to leave a model as they found it (a child the user put
+   * in eval mode, a frozen batch norm say, stays so).
+   */
+  saveModes(): () => void {
+    const modes = this.namedModules().map(([, m]) => [m, m.training] as const);
+    return () => {
+      for (const [m, t] of modes) m.training = t;
+    };
+  }
+
   /** The number of elements in `parameters()` (or in every variable with `{ all: true }`). */
   parameterCount(options: { all?: boolean } = {}): number {
     checkOptions("Module.parameterCount", options, ["all"]);
@@ -203,7 +215,7 @@ export abstract class Module extends Trackable {
   summary(...inputs: unknown[]): string {
     const paths = new Map<Module, string>();
     const calls: { module: Module; path: string; type: string; shape: string }[] = [];
-    const modes = this.namedModules().map(([, m]) => [m, m.training] as const);
+    const restoreModes = this.saveModes();
     this.eval();
     const saved = callObserver;
     callObserver = (m, out) => {
@@ -215,7 +227,7 @@ export abstract class Module extends Trackable {
       initScope(() => this.call(...inputs));
     } finally {
       callObserver = saved;
-      for (const [m, t] of modes) m.training = t;
+      restoreModes();
     }
     // One row per module called (a module called again adds its call count, not a second row).
     const rows: { module: Module; path: string; type: string; shape: string; calls: number; params: number }[] = [];

@@ -201,3 +201,29 @@ test("EarlyStopping in a staged fit: a diverging loss stops it, and the restored
   fresh.variables().forEach((v, i) => v.assign(sc.tensor(snapshots[stopper.bestEpoch - 1]![i]!, v.dtype).reshape(v.shape)));
   assert.equal(nn.evaluate(model, { data: batches(x, y), loss: nn.mse }).loss, nn.evaluate(fresh, { data: batches(x, y), loss: nn.mse }).loss);
 });
+
+for (const staged of [true, false]) {
+  test(`fit (${staged ? "staged" : "eager"}) keeps a child the user put in eval mode (a frozen batch norm) in eval mode, and puts every mode back after`, () => {
+    const [x, y] = rows();
+    const bn = new nn.BatchNorm({ numFeatures: 8 });
+    const model = new nn.Sequential(new nn.Linear(8, { inFeatures: 3, seed: 1 }), bn, new nn.Tanh(), new nn.Linear(2, { inFeatures: 8, seed: 3 }));
+    model.call(x);
+    bn.eval();
+    const meanBefore = values(bn.runningMean);
+    const modesSeen: boolean[] = [];
+    nn.fit(model, { data: batches(x, y), loss: nn.mse, optimizer: sc.optim.sgd({ learningRate: 0.1 }), epochs: 2, progress: "off", stage: staged, callbacks: [{ onEpochBegin: () => void modesSeen.push(model.training, bn.training) }] });
+    assert.deepEqual(modesSeen, [true, false, true, false], "the model trains with the batch norm in eval mode");
+    assert.deepEqual(values(bn.runningMean), meanBefore, "an eval-mode batch norm does not update its running mean");
+    assert.equal(bn.training, false);
+    assert.equal(model.training, true);
+
+    // a model in eval mode is trained in train mode (its batch norm updates) and left in eval mode
+    model.eval();
+    const seen: boolean[] = [];
+    nn.fit(model, { data: batches(x, y), loss: nn.mse, optimizer: sc.optim.sgd({ learningRate: 0.1 }), epochs: 1, progress: "off", stage: staged, callbacks: [{ onEpochBegin: () => void seen.push(model.training, bn.training) }] });
+    assert.deepEqual(seen, [true, true]);
+    assert.notDeepEqual(values(bn.runningMean), meanBefore, "in train mode the batch norm updates its running mean");
+    assert.equal(model.training, false);
+    assert.equal(bn.training, false);
+  });
+}
