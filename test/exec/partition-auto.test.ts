@@ -2,13 +2,14 @@
  * engine "auto" (onnx/partition): a staged graph cut into segments, the exportable ones run as
  * onnxruntime sessions and the rest on our executor, must give our executor's answers. The
  * measured choice is forced to the partitioned plan (setAutoPolicy), so these tests never depend
- * on timings; every function is built so that part of it cannot be exported (a host call, random
- * draws, a print) and part of it is big enough for the engine, so the plan really mixes both.
+ * on timings; every function is built so that part of it cannot be exported (a host call) and
+ * part of it is big enough for the engine, so the plan really mixes both.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
 import { autoStats, setAutoPolicy } from "../../src/onnx/partition/auto.js";
+import { cutGraph } from "../../src/onnx/partition/cut.js";
 import { Rng } from "../util/rng.js";
 
 setAutoPolicy({ choice: "plan", warmCalls: 0 });
@@ -52,12 +53,27 @@ for (const [name, f, xs] of cases) {
   });
 }
 
-test("auto with random draws keeps them on our executor: the same draws as ours for the same key", () => {
-  const f = (x: sc.Tensor, key: sc.Tensor) => heavy(x.add(sc.random.uniform([128, 128], { key })));
-  const x = big([128, 128]), key = sc.random.key(5);
+test("auto runs random draws on the engine (they export): the same draws as ours for the same key", () => {
+  const spec = sc.spec([128, 128], "float32");
+  const f = (x: sc.Tensor, key: sc.Tensor) => {
+    const h = sc.hostCall((t: sc.Tensor) => sc.mul(t, 3), spec, heavy(x.add(sc.random.uniform([128, 128], { key })))) as sc.Tensor;
+    return heavy(h.add(sc.random.normal([128, 128], { key: sc.random.foldIn(key, 1) })));
+  };
+  const x = big([128, 128]);
+  const cf = sc.stage(f, { autograph: false }).concrete(x, sc.random.key(5));
+  const cut = cutGraph(cf.graph, cf.library, 2);
+  const placement = (op: string) => cut.segments.filter((s) => s.graph.nodes.some((n) => n.op === op)).map((s) => s.onEngine);
+  assert.deepEqual(placement("randomUniform"), [true], "the uniform draw is in an engine segment");
+  assert.deepEqual(placement("randomNormal"), [true], "the normal draw is in an engine segment");
+  assert.deepEqual(placement("hostCall"), [false]);
   const ours = sc.stage(f, { autograph: false, engine: "stagecraft" });
   const auto = sc.stage(f, { autograph: false, engine: "auto" });
-  for (let call = 0; call < 2; call++) close(auto(x, key), ours(x, key), `call ${call}`);
+  const before = autoStats.plans;
+  for (let call = 0; call < 3; call++) {
+    const key = sc.random.key(5 + call);
+    close(auto(x, key), ours(x, key), `call ${call}`);
+  }
+  assert.ok(autoStats.plans > before, "a partitioned plan was made");
 });
 
 test("a variable the graph assigns is updated once per call under auto, as ours", () => {

@@ -64,7 +64,6 @@ const cases: ShapeCase[] = [
     inputs: (r, b) => [f(r, [b, 4])],
     dynamic: [[0]],
     reset: (m) => (m as sc.nn.Dropout).generator.reset(6),
-    noExport: "keyed random draws are refused by design",
   },
   { name: "Dropout (eval mode)", layers: ["Dropout"], make: () => new nn.Dropout(0.5, { seed: 6 }), inputs: (r, b) => [f(r, [b, 4])], dynamic: [[0]], eval: true },
   { name: "Embedding", layers: ["Embedding"], make: () => new nn.Embedding(5, 3, { seed: 7 }), inputs: (r, b, t) => [ids(r, [b, t], 5)], dynamic: [[0, 1]] },

@@ -6,8 +6,8 @@
  * constant at trace time (not even of a constant input, nor inside a Loop body); Dropout is the
  * exact identity in inference mode and with ratio 0, and input * mask / (1 - ratio) in training
  * mode, with that gradient; bad attributes are typed errors naming the node. ONNX models with
- * random ops do not export (the exporter refuses the registry's random ops with a reason); an
- * inference-mode Dropout exports and runs in onnxruntime with the same outputs.
+ * random ops export (the keyed generator in ONNX integer ops) and onnxruntime draws the same
+ * numbers; an inference-mode Dropout exports and runs in onnxruntime with the same outputs.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -283,11 +283,17 @@ test("bad attributes and inputs of the random ops are typed errors naming the no
   }
 });
 
-test("a model with random draws does not export (typed refusal); an inference-mode Dropout exports and runs in onnxruntime", async () => {
-  const u = likeModel("RandomUniformLike", {}, "float32", [3]);
+test("a model with random draws exports, and onnxruntime draws what it draws here; an inference-mode Dropout exports and runs in onnxruntime", async () => {
   const x = sc.tensor([1, -2, 3], "float32");
-  u(x);
-  assert.throws(() => onnx.exportModel(u as never, [x]), (e: Error) => e instanceof OnnxUnsupportedError && /cannot export op random\w+: ONNX's random ops draw from onnxruntime's own generator/.test(e.message));
+  for (const attrs of [{}, { seed: f(5) }]) {
+    const u = likeModel("RandomUniformLike", attrs, "float32", [3]);
+    u(x);
+    // (the exported model reads the generator's state as it is now, and outputs it advanced)
+    const exported = onnx.exportModel(u as never, [x]);
+    const got = await onnx.runOnnxRuntime(exported.bytes, { [exported.inputNames[0]!]: x });
+    assert.deepEqual(values(got[exported.outputNames[0]!]!), values(u(x) as sc.Tensor), `RandomUniformLike ${JSON.stringify(attrs)}`);
+    assert.equal(exported.updatedVariables.length, 1, "the generator's state is an updated variable");
+  }
 
   const d = dropoutModel([3]);
   const inputs = [x, sc.scalar(0.5, "float32"), sc.scalar(false)];

@@ -8,6 +8,7 @@ import type { LowerFn } from "../lowering.js";
 import { shapeLowerings } from "./shape.js";
 import { mathLowerings } from "./math.js";
 import { otherLowerings, refusals } from "./other.js";
+import { randomLowerings } from "./random.js";
 import "../lowering.js";
 
 let installed = false;
@@ -15,7 +16,7 @@ let installed = false;
 export function installLowerings(): void {
   if (installed) return;
   installed = true;
-  const tables: Record<string, LowerFn>[] = [shapeLowerings, mathLowerings, otherLowerings];
+  const tables: Record<string, LowerFn>[] = [shapeLowerings, mathLowerings, otherLowerings, randomLowerings];
   for (const t of tables) {
     for (const [name, lower] of Object.entries(t)) {
       const def = lookupOp(name);

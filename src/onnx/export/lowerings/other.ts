@@ -1,4 +1,4 @@
-/** ONNX lowerings of the bitwise ops, fused elementwise groups, the custom-gradient op and residual records; the refusals. */
+/** ONNX lowerings of the bitwise ops, fused elementwise groups, the custom-gradient op and residual records; the refusals. (The random ops: random.ts.) */
 import type { DType } from "../../../core/dtype.js";
 import type { ElementwiseGroup } from "../../../core/expr.js";
 import { getOp } from "../../../ops/registry.js";
@@ -66,8 +66,6 @@ export const otherLowerings: Table = {
   hostCall: (b, _ins, n) => (n.attrs.guard === true && n.outputTypes.length === 0 ? [] : b.unsupported(refusals.hostCall!)),
 };
 
-const RANDOM = "ONNX's random ops draw from onnxruntime's own generator, so an exported draw could not give the values Stagecraft's keyed generator gives";
-
 /** Ops without an ONNX form, with the reason export gives. */
 /** Collectives talk to the other processes of an MPI job, which an ONNX model cannot reach. */
 const COLLECTIVE = "a collective communicates with the other processes of a distributed job, which an ONNX model cannot reach";
@@ -80,12 +78,4 @@ export const refusals: Record<string, string> = {
   print: "printing calls into JavaScript, which an ONNX model cannot hold",
   assert: "an assertion calls into JavaScript, which an ONNX model cannot hold",
   bitcast: "ONNX has no bit-reinterpreting cast",
-  randomKey: RANDOM,
-  randomSplit: RANDOM,
-  randomFoldIn: RANDOM,
-  randomNextKey: RANDOM,
-  randomUniform: RANDOM,
-  randomNormal: RANDOM,
-  randomBernoulli: RANDOM,
-  randomCategorical: RANDOM,
 };
