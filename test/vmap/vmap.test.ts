@@ -1,6 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
+import { WASM_C_GROUP_BYTES } from "../../src/backends/cpu/matmul.js";
+import { Rng } from "../util/rng.js";
 
 const close = (a: sc.Tensor, b: sc.Tensor) => {
   assert.deepEqual(a.shape, b.shape);
@@ -38,6 +40,25 @@ test("per-example gradients: vmap(grad) equals a loop of grads (float64)", () =>
   // grad of vmap: the gradient of the summed batched losses
   const gv = sc.grad((q: sc.Tensor) => sc.vmap((x: sc.Tensor, y: sc.Tensor) => loss(q, x, y))(xs, ys).sum())(p);
   close(gv, sc.sum(g, 0));
+});
+
+test("per-example gradients in float32, a weight gradient past the matmul kernel's group size: vmap(grad) equals a loop of grads, eager and staged", () => {
+  // 160 outer products of 128 x 64 (5.2 MB) pass WASM_C_GROUP_BYTES: the kernel runs them in groups
+  const [IN, OUT, B] = [128, 64, 160];
+  assert.ok(B * IN * OUT * 4 > WASM_C_GROUP_BYTES);
+  const rng = new Rng(28);
+  const w = rng.tensor([IN, OUT], -0.2, 0.2, "float32");
+  const xs = rng.tensor([B, IN], -1, 1, "float32");
+  const loss = (p: sc.Tensor, x: sc.Tensor) => sc.tanh(sc.matmul(x.reshape([1, IN]), p)).square().sum();
+  const want = loop((x) => sc.grad(loss)(w, x!) as sc.Tensor, [xs], [0]).dataSync();
+  const vg = sc.vmap(sc.grad(loss), { inAxes: [null, 0] }) as (p: sc.Tensor, x: sc.Tensor) => sc.Tensor;
+  for (const [how, g] of [["eager", vg(w, xs)], ["staged", sc.stage(vg, { autograph: false })(w, xs)]] as const) {
+    assert.deepEqual(g.shape, [B, IN, OUT]);
+    const got = g.dataSync();
+    for (let i = 0; i < want.length; i++) {
+      if (!(Math.abs(Number(got[i]) - Number(want[i])) <= 1e-5 * (1 + Math.abs(Number(want[i]))))) assert.fail(`${how} [${i}]: ${got[i]} vs ${want[i]}`);
+    }
+  }
 });
 
 test("nested vmap and outAxes", () => {

@@ -39,6 +39,15 @@ export function matmul(dtype: "float32" | "float64", a: TypedArray, aOffsets: Ar
   }
 }
 
+/**
+ * Most bytes of C the WebAssembly path computes before copying them out: a batch whose results
+ * are bigger runs in groups of products, each group into the same arena region, copied out while
+ * it is still in cache. One pass over the whole C in the arena and another copying it out cost
+ * twice the memory traffic, and grow the shared memory (which never shrinks) to the size of C
+ * (per-example weight gradients: 256 outer products of 784 x 256 are 205 MB).
+ */
+export const WASM_C_GROUP_BYTES = 4 << 20;
+
 function matmulWasm(rt: WasmRuntime, a: TypedArray, aOffsets: ArrayLike<number>, b: TypedArray,
                     bOffsets: ArrayLike<number>, out: TypedArray, m: number, k: number, n: number,
                     transA: boolean, transB: boolean): void {
@@ -46,12 +55,17 @@ function matmulWasm(rt: WasmRuntime, a: TypedArray, aOffsets: ArrayLike<number>,
   rt.reset();
   const aPtrs = copyIn(rt, a, aOffsets, m * k);
   const bPtrs = copyIn(rt, b, bOffsets, k * n);
-  const c = rt.alloc(batch * m * n * 4);
+  const group = Math.max(1, Math.min(batch, Math.floor(WASM_C_GROUP_BYTES / (m * n * 4))));
+  const c = rt.alloc(group * m * n * 4);
   const cPtrs: number[] = [];
-  for (let i = 0; i < batch; i++) cPtrs.push(c + i * m * n * 4);
-  sgemmBatch(rt, aPtrs, bPtrs, cPtrs, m, n, k, transA ? m : k, transB ? k : n, n, transA, transB);
-  const f = rt.f32();
-  out.set(f.subarray(c >>> 2, (c >>> 2) + batch * m * n));
+  for (let i = 0; i < group; i++) cPtrs.push(c + i * m * n * 4);
+  // (each group's task table is a few bytes of arena: groups add no reset)
+  for (let i0 = 0; i0 < batch; i0 += group) {
+    const g = Math.min(group, batch - i0);
+    sgemmBatch(rt, aPtrs.slice(i0, i0 + g), bPtrs.slice(i0, i0 + g), g === group ? cPtrs : cPtrs.slice(0, g), m, n, k, transA ? m : k, transB ? k : n, n, transA, transB);
+    const f = rt.f32();
+    out.set(f.subarray(c >>> 2, (c >>> 2) + g * m * n), i0 * m * n);
+  }
 }
 
 /** Copies the matrices at `offsets` (each `size` long) into the arena; returns their addresses. */

@@ -1,7 +1,7 @@
 // CPU backend kernels (matmul, conv2d and its gradients) against naive reference loops.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { matmul } from "../../../src/backends/cpu/matmul.js";
+import { matmul, WASM_C_GROUP_BYTES } from "../../../src/backends/cpu/matmul.js";
 import { getWasmRuntime } from "../../../src/backends/cpu/wasm-runtime.js";
 import { poolStats } from "../../../src/backends/cpu/worker-pool.js";
 import { nativeKernels, nativeStats, useNativeKernels } from "../../../src/backends/cpu/native.js";
@@ -98,6 +98,30 @@ test("matmul float32: large, crossing the threading threshold (native kernels an
     checkMatmul("float32", 3, 200, 1100, false, true); // split by columns
     checkMatmul("float32", 140, 150, 160, true, false, [0, 140 * 150, 2 * 140 * 150], [0, 0, 0]); // a batch, B repeated
   });
+});
+test("matmul float32: a batch whose results pass WASM_C_GROUP_BYTES runs in groups, each product the bits it has alone", () => {
+  useNativeKernels(false); // the WebAssembly path is the one that groups
+  try {
+    // [m, k, n, tA, tB, batch]: a 100 KB product (groups of 40: one full, one partial), and the
+    // per-example weight gradient's outer products (k = 1, A transposed; 800 KB each, groups of 5)
+    const cases: [number, number, number, boolean, boolean, number][] = [[200, 3, 128, false, false, 45], [784, 1, 256, true, false, 7]];
+    for (const [m, k, n, tA, tB, batch] of cases) {
+      const group = Math.floor(WASM_C_GROUP_BYTES / (m * n * 4));
+      assert.ok(group < batch && batch % group !== 0, `the case runs in several groups, the last one partial (group ${group}, batch ${batch})`);
+      const ao = Array.from({ length: batch }, (_, i) => i * m * k), bo = Array.from({ length: batch }, (_, i) => ((i * 5) % 3) * k * n); // B shared by some
+      const a = rand("float32", batch * m * k, m + k), b = rand("float32", 3 * k * n, n + 1);
+      const out = new Float32Array(batch * m * n).fill(Number.NaN);
+      matmul("float32", a, ao, b, bo, out, m, k, n, tA, tB);
+      close("float32", out, refMatmul(a, ao, b, bo, m, k, n, tA, tB), `${m}x${k}x${n} batch ${batch}`);
+      for (const i of [0, group - 1, group, batch - 1]) {
+        const alone = new Float32Array(m * n).fill(Number.NaN);
+        matmul("float32", a, [ao[i]!], b, [bo[i]!], alone, m, k, n, tA, tB);
+        assert.deepEqual(out.subarray(i * m * n, (i + 1) * m * n), alone, `product ${i} of ${batch}`);
+      }
+    }
+  } finally {
+    useNativeKernels(true);
+  }
 });
 test("matmul float32: k = 0 gives zeros", () => {
   const out = new Float32Array(40 * 40).fill(7);
