@@ -24,6 +24,7 @@ import { Progress, PROGRESS_MODES, type ProgressOptions } from "./progress.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 import { batchPair, checkMetrics, inEvalMode, makeEvalStep, meanOver, metricStepValue, StepTotals, type BatchFunction, type Metric } from "./evaluate.js";
 import { checkCallback, type Callback, type FitCallbacks, type FitControl, type Logs } from "./callbacks.js";
+import { anyRank, broadcastFromRoot, checkSameBatchCount, dataParallelJob, meanOverRanks, sumOverRanks } from "./data-parallel.js";
 
 export type { BatchFunction, Metric } from "./evaluate.js";
 export type { FitCallbacks, FitControl, Logs } from "./callbacks.js";
@@ -138,6 +139,18 @@ export function fit(model: Module, options: FitOptions): History {
   const train = staged ? stage(trainStep, { name: "fit_train_step", autograph: false }) : trainStep;
   const evaluate = makeEvalStep(staged);
   const size = (data as { size?: number }).size ?? (Array.isArray(data) ? data.length : undefined);
+  // (a DistributedOptimizer: a data-parallel job, see data-parallel.ts)
+  const job = dataParallelJob(optimizer);
+  const everyVariable = () => [...model.variables(), ...optimizer.stateVariables()];
+  // (the model's variables at the start; layers that build on their first call add theirs in step 1)
+  let builtBefore = -1;
+  if (job) {
+    checkSameBatchCount(size, op);
+    broadcastFromRoot(everyVariable());
+    builtBefore = model.variables().length;
+  }
+  const stepHooks = callbacks.some((c) => c.onStepEnd !== undefined);
+  const quiet = options.progress === "off" || (job !== null && job.rank !== 0);
   const history: History = { epochs: [], steps: [], stepsPerSecond: [] };
   const control: FitControl = { model, stopTraining: false };
   for (const c of callbacks) c.onTrainBegin?.(control);
@@ -145,7 +158,7 @@ export function fit(model: Module, options: FitOptions): History {
   for (let epoch = 1; epoch <= epochs && !control.stopTraining; epoch++) {
     model.train();
     for (const c of callbacks) c.onEpochBegin?.(epoch, control);
-    const progress = new Progress({ label: `epoch ${epoch}/${epochs}`, total: size !== undefined && Number.isFinite(size) ? size : 0, mode: options.progress });
+    const progress = new Progress({ label: `epoch ${epoch}/${epochs}`, total: size !== undefined && Number.isFinite(size) ? size : 0, mode: quiet ? "off" : options.progress });
     const totals = new StepTotals(metrics);
     let batches = 0;
     const started = performance.now();
@@ -159,20 +172,24 @@ export function fit(model: Module, options: FitOptions): History {
       batches++;
       history.steps.push(logs);
       progress.update(batches, logs);
+      if (step === 1 && job && model.variables().length !== builtBefore) broadcastFromRoot(everyVariable());
       for (const c of callbacks) c.onStepEnd?.(step, logs, control);
+      if (job && stepHooks) control.stopTraining = anyRank(control.stopTraining);
       if (control.stopTraining) break;
     }
     progress.stop();
     history.stepsPerSecond.push(batches / ((performance.now() - started) / 1000));
-    const epochLogs: Logs = totals.result();
+    const epochLogs: Logs = job ? totals.resultOverRanks(sumOverRanks) : totals.result();
     if (validationData) {
-      Object.assign(epochLogs, inEvalMode(model, () => meanOver(model, evaluate, validationData, loss, metrics, op, "val_", "validation batch")));
+      const val = inEvalMode(model, () => meanOver(model, evaluate, validationData, loss, metrics, op, "val_", "validation batch"));
+      Object.assign(epochLogs, job ? meanOverRanks(val) : val);
     }
     history.epochs.push(epochLogs);
-    if (options.progress !== "off") {
+    if (!quiet) {
       console.log(`epoch ${epoch}/${epochs}: ${Object.entries(epochLogs).map(([k, v]) => `${k} ${v.toFixed(4)}`).join("  ")}`);
     }
     for (const c of callbacks) c.onEpochEnd?.(epoch, epochLogs, control);
+    if (job) control.stopTraining = anyRank(control.stopTraining);
   }
   for (const c of callbacks) c.onTrainEnd?.(history.epochs[history.epochs.length - 1] ?? {}, control);
   model.train();
