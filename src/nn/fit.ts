@@ -11,6 +11,10 @@
  *   metrics: { accuracy: sc.nn.accuracy },
  * });
  * ```
+ *
+ * With a `sc.distributed.DistributedOptimizer` (a data-parallel job under mpirun) it also starts
+ * every rank from rank 0's weights, logs epoch values over all ranks and prints on rank 0 only:
+ * data-parallel.ts.
  */
 import { Tensor } from "../core/tensor.js";
 import { ValueError } from "../core/errors.js";
