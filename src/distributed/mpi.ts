@@ -6,7 +6,7 @@
  */
 import { createRequire } from "../core/platform/node.js";
 import type { DType, TypedArray } from "../core/dtype.js";
-import { DistributedError, type CollectiveProvider } from "../ops/collective.js";
+import { DistributedError, type CollectiveCallCounts, type CollectiveProvider } from "../ops/collective.js";
 
 /** koffi or libmpi is missing: what to install. */
 export class MpiUnavailableError extends DistributedError {}
@@ -49,6 +49,8 @@ function loadLibmpi(koffi: any, path: string | undefined): { lib: any; path: str
 }
 
 let binding: Binding | null = null;
+/** Every MPI collective this process called (empty buffers make no call and are not counted). */
+const calls: CollectiveCallCounts = { allReduce: 0, broadcast: 0, allGather: 0, elements: 0 };
 let initialized = false;
 
 /** Initializes MPI (once per process) and returns the provider of MPI_COMM_WORLD. */
@@ -95,19 +97,26 @@ export function mpiProvider(options: { libmpi?: string } = {}): CollectiveProvid
     return t;
   };
   return {
+    callCounts: () => calls,
     name: "mpi",
     rank: r[0]!,
     size: s[0]!,
     allReduce(send: TypedArray, recv: TypedArray, dtype: DType, reduce: "sum" | "max") {
       if (send.length === 0) return;
+      calls.allReduce++;
+      calls.elements += send.length;
       check(b.allreduce(send, recv, send.length, typeOf(dtype), b.ops[reduce], b.world), "MPI_Allreduce");
     },
     broadcast(data: TypedArray, dtype: DType, root: number) {
       if (data.length === 0) return;
+      calls.broadcast++;
+      calls.elements += data.length;
       check(b.bcast(data, data.length, typeOf(dtype), root, b.world), "MPI_Bcast");
     },
     allGather(send: TypedArray, recv: TypedArray, dtype: DType) {
       if (send.length === 0) return;
+      calls.allGather++;
+      calls.elements += send.length;
       const t = typeOf(dtype);
       check(b.allgather(send, send.length, t, recv, send.length, t, b.world), "MPI_Allgather");
     },

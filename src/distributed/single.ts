@@ -3,17 +3,27 @@
  * rank is the rank's own value). For programs written for N ranks run alone, and for tests of
  * the collective ops without a launcher.
  */
-import type { CollectiveProvider } from "../ops/collective.js";
+import type { CollectiveCallCounts, CollectiveProvider } from "../ops/collective.js";
+
+const calls: CollectiveCallCounts = { allReduce: 0, broadcast: 0, allGather: 0, elements: 0 };
 
 export const singleProcessProvider: CollectiveProvider = {
   name: "single",
   rank: 0,
   size: 1,
   allReduce(send, recv) {
+    calls.allReduce++;
+    calls.elements += send.length;
     recv.set(send);
   },
-  broadcast() {},
+  broadcast(data) {
+    calls.broadcast++;
+    calls.elements += data.length;
+  },
   allGather(send, recv) {
+    calls.allGather++;
+    calls.elements += send.length;
     recv.set(send);
   },
+  callCounts: () => calls,
 };

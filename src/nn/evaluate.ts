@@ -18,6 +18,7 @@ import { isThenable } from "../data/prefetch.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { Module } from "./module.js";
 import { add } from "../ops/binary.js";
+import { tensor } from "../ops/creation.js";
 import { Mean, isCountingMetric, type CountingMetric } from "./metrics.js";
 import { checkSampleWeights, refuseSampleWeightOption, weightedLoss } from "./sample-weights.js";
 
@@ -74,6 +75,37 @@ export class StepTotals {
         mean.update(t, rows);
       }
     }
+  }
+
+  /**
+   * The values over the steps of every rank of a data-parallel job: `sumOverRanks` sums a vector
+   * over the ranks (an all-reduce), applied once to every mean's total and weight and every
+   * counting metric's counts, so each value is the one a single process would get from all
+   * ranks' batches (a counting metric's too, which a mean of per-rank values would not be).
+   */
+  resultOverRanks(sumOverRanks: (v: Float64Array) => ArrayLike<number>): Record<string, number> {
+    const means = [...this.means];
+    const counts = [...this.counts].map(([k, c]) => [k, c, c.dataSync()] as const);
+    const v = new Float64Array(2 * means.length + counts.reduce((n, [, , d]) => n + d.length, 0));
+    let at = 0;
+    for (const [, m] of means) {
+      v[at++] = m.count === 0 ? 0 : m.result() * m.count;
+      v[at++] = m.count;
+    }
+    for (const [, , d] of counts) for (let i = 0; i < d.length; i++) v[at++] = Number(d[i]);
+    const s = sumOverRanks(v);
+    const out: Record<string, number> = {};
+    at = 0;
+    for (const [k] of means) {
+      const total = s[at++]!;
+      const weight = s[at++]!;
+      out[k] = weight === 0 ? Number.NaN : total / weight;
+    }
+    for (const [k, c, d] of counts) {
+      const summed = Array.from(d, () => s[at++]!);
+      out[k] = (this.metrics[k.slice(this.prefix.length)] as CountingMetric).fromCounts(tensor(summed, c.dtype, c.shape.slice()));
+    }
+    return out;
   }
 
   /** The values so far, in the order first seen ("loss" first). */

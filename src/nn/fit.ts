@@ -11,6 +11,10 @@
  *   metrics: { accuracy: sc.nn.accuracy },
  * });
  * ```
+ *
+ * With a `sc.distributed.DistributedOptimizer` (a data-parallel job under mpirun) it also starts
+ * every rank from rank 0's weights, logs epoch values over all ranks and prints on rank 0 only:
+ * data-parallel.ts.
  */
 import { Tensor } from "../core/tensor.js";
 import { ValueError } from "../core/errors.js";
@@ -26,6 +30,7 @@ import { batchParts, checkMetrics, inEvalMode, makeEvalStep, meanOver, metricSte
 import { checkCallback, type Callback, type FitCallbacks, type FitControl, type Logs } from "./callbacks.js";
 import { classWeightTable, classWeightsOf, refuseSampleWeightOption, weightedLoss, type ClassWeight } from "./sample-weights.js";
 import { mul } from "../ops/binary.js";
+import { anyRank, broadcastFromRoot, checkSameBatchCount, dataParallelJob, meanOverRanks, sumOverRanks } from "./data-parallel.js";
 
 export type { BatchFunction, Metric } from "./evaluate.js";
 export type { FitCallbacks, FitControl, Logs } from "./callbacks.js";
@@ -164,6 +169,18 @@ export function fit(model: Module, options: FitOptions): History {
   const train = stagedTrain ?? trainStep;
   const evaluate = makeEvalStep(staged);
   const size = (data as { size?: number }).size ?? (Array.isArray(data) ? data.length : undefined);
+  // (a DistributedOptimizer: a data-parallel job, see data-parallel.ts)
+  const job = dataParallelJob(optimizer);
+  const everyVariable = () => [...model.variables(), ...optimizer.stateVariables()];
+  // (the model's variables at the start; layers that build on their first call add theirs in step 1)
+  let builtBefore = -1;
+  if (job) {
+    checkSameBatchCount(size, op);
+    broadcastFromRoot(everyVariable());
+    builtBefore = model.variables().length;
+  }
+  const stepHooks = callbacks.some((c) => c.onStepEnd !== undefined);
+  const quiet = options.progress === "off" || (job !== null && job.rank !== 0);
   const history: History = { epochs: [], steps: [], stepsPerSecond: [], traceCount: 0 };
   const control: FitControl = { model, optimizer, stopTraining: false };
   for (const c of callbacks) c.onTrainBegin?.(control);
@@ -177,7 +194,7 @@ export function fit(model: Module, options: FitOptions): History {
   for (let epoch = 1; epoch <= epochs && !control.stopTraining; epoch++) {
     restoreTrainModes();
     for (const c of callbacks) c.onEpochBegin?.(epoch, control);
-    const progress = new Progress({ label: `epoch ${epoch}/${epochs}`, total: size !== undefined && Number.isFinite(size) ? size : 0, mode: options.progress });
+    const progress = new Progress({ label: `epoch ${epoch}/${epochs}`, total: size !== undefined && Number.isFinite(size) ? size : 0, mode: quiet ? "off" : options.progress });
     const totals = new StepTotals(metrics);
     let batches = 0;
     const started = performance.now();
@@ -191,20 +208,24 @@ export function fit(model: Module, options: FitOptions): History {
       batches++;
       history.steps.push(logs);
       progress.update(batches, logs);
+      if (step === 1 && job && model.variables().length !== builtBefore) broadcastFromRoot(everyVariable());
       for (const c of callbacks) c.onStepEnd?.(step, logs, control);
+      if (job && stepHooks) control.stopTraining = anyRank(control.stopTraining);
       if (control.stopTraining) break;
     }
     progress.stop();
     history.stepsPerSecond.push(batches / ((performance.now() - started) / 1000));
-    const epochLogs: Logs = totals.result();
+    const epochLogs: Logs = job ? totals.resultOverRanks(sumOverRanks) : totals.result();
     if (validationData) {
-      Object.assign(epochLogs, inEvalMode(model, () => meanOver(model, evaluate, validationData, loss, metrics, op, "val_", "validation batch")));
+      const val = inEvalMode(model, () => meanOver(model, evaluate, validationData, loss, metrics, op, "val_", "validation batch"));
+      Object.assign(epochLogs, job ? meanOverRanks(val) : val);
     }
     history.epochs.push(epochLogs);
-    if (options.progress !== "off") {
+    if (!quiet) {
       console.log(`epoch ${epoch}/${epochs}: ${Object.entries(epochLogs).map(([k, v]) => `${k} ${v.toFixed(4)}`).join("  ")}`);
     }
     for (const c of callbacks) c.onEpochEnd?.(epoch, epochLogs, control);
+    if (job) control.stopTraining = anyRank(control.stopTraining);
   }
   history.traceCount = stagedTrain?.traceCount ?? 0;
   for (const c of callbacks) c.onTrainEnd?.(history.epochs[history.epochs.length - 1] ?? {}, control);

@@ -49,6 +49,17 @@ export interface CollectiveProvider {
   broadcast(data: TypedArray, dtype: DType, root: number): void;
   /** `recv` is `size` blocks of send's length, rank r's in block r. */
   allGather(send: TypedArray, recv: TypedArray, dtype: DType): void;
+  /** The calls made into the library so far (`sc.distributed.callCounts()`: tests of tensor fusion, benchmarks). */
+  callCounts?(): CollectiveCallCounts;
+}
+
+/** Library calls of each kind, and the elements sent by them. */
+export interface CollectiveCallCounts {
+  allReduce: number;
+  broadcast: number;
+  allGather: number;
+  /** Elements of the send buffers, summed over the calls. */
+  elements: number;
 }
 
 /** A collective op called before `sc.distributed.init()` (or after finalize). */
