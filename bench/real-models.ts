@@ -31,6 +31,7 @@ import { fileURLToPath } from "node:url";
 import * as sc from "../src/api/index.js";
 import type { OrtSession, OrtTensor } from "../src/onnx/ort.js";
 import type { GraphProto } from "../src/onnx/protobuf.js";
+import { autoStats } from "../src/onnx/partition/auto.js";
 import { relativeSpread } from "./baseline.js";
 import { isMainModule, median, randomValues, type Row } from "./common.js";
 
@@ -91,6 +92,8 @@ export interface ModelResult {
   ratio: Record<string, { median: number; spread: number | null; low: number; high: number }>;
   failed: Record<string, string>;
   rounds: number;
+  /** What the "auto" engine chose for the model's graph(s) by its own measurement. */
+  autoChose: string;
 }
 
 const ORT = "onnxruntime";
@@ -173,6 +176,7 @@ async function timeCalls(call: () => unknown, calls: number): Promise<number> {
 
 async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
   const feeds = c.feeds();
+  const auto0 = { ...autoStats };
   const { systems, release } = await systemsOf(c, feeds);
   const failed: Record<string, string> = {};
   const maxAbs: Record<string, number> = {};
@@ -235,7 +239,9 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
       const rs = t.map((x, i) => ortTimes[i]! / x);
       ratio[name] = { median: median(rs), spread: relativeSpread(rs), low: Math.min(...rs), high: Math.max(...rs) };
     }
-    return { label: c.label, input: c.input, maxAbsDiff: maxAbs, ms, ratio, failed, rounds };
+    const [plan, ours, fell] = [autoStats.chosePlan - auto0.chosePlan, autoStats.choseOurs - auto0.choseOurs, autoStats.fallbacks - auto0.fallbacks];
+    const autoChose = [plan > 0 ? `the partitioned plan${plan > 1 ? ` x${plan}` : ""}` : "", ours > 0 ? `ours${ours > 1 ? ` x${ours}` : ""}` : "", fell > 0 ? `${fell} fallback(s)` : ""].filter(Boolean).join(", ") || "not yet";
+    return { label: c.label, input: c.input, maxAbsDiff: maxAbs, ms, ratio, failed, rounds, autoChose };
   } finally {
     await release();
   }
@@ -249,7 +255,7 @@ export function markdownTable(results: readonly ModelResult[]): string {
     if (r.failed[col] !== undefined) return `n/a (${r.failed[col]})`;
     const q = r.ratio[col];
     if (q === undefined) return "-";
-    return `${r.ms[col]!.toFixed(2)} (${q.median.toFixed(2)}x)`;
+    return `${r.ms[col]!.toFixed(2)} (${q.median.toFixed(2)}x)${col === "engine auto" ? `, chose ${r.autoChose}` : ""}`;
   };
   const diffs = (r: ModelResult) => Object.entries(r.maxAbsDiff).map(([k, v]) => `${k} ${v.toExponential(1)}`).join(", ");
   const lines = [
