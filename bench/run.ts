@@ -118,6 +118,8 @@ if (unknownSuites.length > 0) {
   console.error(`unknown suite(s) ${unknownSuites.join(", ")}: the suites are ${suites.map((s) => s.name).join(", ")}`);
   process.exit(2);
 }
+// (before the suites: the peer suite rewrites RESULTS.md, peers.json and peers.svg)
+const commit = currentCommit();
 const runs: SuiteRow[][] = [];
 for (let k = 0; k < repeat; k++) {
   if (repeat > 1) console.log(`\n--- run ${k + 1} of ${repeat} ---`);
@@ -174,7 +176,7 @@ if (record && failures.length === 0) {
   const note = process.env.BENCH_BASELINE_NOTE;
   writeBaseline(baselinePath, {
     recorded: new Date().toISOString(),
-    commit: currentCommit(),
+    commit,
     command,
     machine,
     ...(note ? { note } : {}),
