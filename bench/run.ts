@@ -10,7 +10,9 @@
 // the machine, node and commit); `--check` compares the run with it and exits 1 when a workload
 // is slower than the baseline beyond its noise (bench/baseline.ts says how). `--repeat=N` runs
 // the suites N times and keeps the median per workload (the spread across runs counts as noise).
-// They combine with a suite list and --quick: `npm run bench -- --quick --check`.
+// They combine with a suite list and --quick: `npm run bench -- --quick --check`. A check does
+// not rewrite the peer tables; BENCH_BASELINE_NOTE="..." stores a note with a recording (a
+// recording of some suites keeps the other suites' workloads, with the new machine description).
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -51,8 +53,12 @@ const suites: Suite[] = [
       const peers = await import("./peers/index.js");
       const results = await peers.benchPeers(quick);
       console.log("\n" + (await import("./peers/report.js")).consoleTables(results));
-      await peers.writePeerResults(results, { ...machine }, quick);
-      console.log("wrote the peer tables to bench/RESULTS.md, bench/peers.json and bench/peers.svg");
+      // (a check leaves the committed tables alone)
+      if (check) console.log("--check: the peer tables in bench/RESULTS.md, peers.json and peers.svg are left as they are");
+      else {
+        await peers.writePeerResults(results, { ...machine }, quick);
+        console.log("wrote the peer tables to bench/RESULTS.md, bench/peers.json and bench/peers.svg");
+      }
       return [];
     },
   },
