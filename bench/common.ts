@@ -1,7 +1,10 @@
 /** What every benchmark suite shares: its result rows, seeded data, and how it runs standalone. */
 
-/** One measured comparison (ratio > 1: Stagecraft is better). */
-export type Row = { name: string; peer: string; ours: number; theirs: number; unit: string; ratio: number };
+/**
+ * One measured comparison (ratio > 1: Stagecraft is better); `spread`, where a suite measures
+ * it, is the relative MAD-based spread of the per-round ratios (bench/baseline.ts's relativeSpread).
+ */
+export type Row = { name: string; peer: string; ours: number; theirs: number; unit: string; ratio: number; spread?: number };
 
 /** Seeded float32 values in [-scale, scale) (a linear congruential generator). */
 export function randomValues(n: number, seed: number, scale = 1): Float32Array {

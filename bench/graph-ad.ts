@@ -18,6 +18,7 @@
 // Run standalone: node --import tsx bench/graph-ad.ts
 import * as sc from "../src/api/index.js";
 import { type Row, isMainModule, median, randomValues } from "./common.js";
+import { relativeSpread } from "./baseline.js";
 
 
 const PEER = "stagecraft eager tape";
@@ -306,7 +307,7 @@ const callsPerRound = (fn: () => unknown): number => Math.max(1, Math.round(ROUN
  * as a training loop does: a single step timed right after the other variant's steps would
  * mostly time the garbage collection the other one left running.
  */
-function measure(c: StepCase, rounds: number, warmupSeconds: number): { eager: number; staged: number; ratio: number } {
+function measure(c: StepCase, rounds: number, warmupSeconds: number): { eager: number; staged: number; ratio: number; spread: number | null } {
   for (const fn of [c.staged, c.eager]) {
     const t = performance.now();
     let n = 0;
@@ -327,7 +328,7 @@ function measure(c: StepCase, rounds: number, warmupSeconds: number): { eager: n
     s.push(b);
     r.push(a / b);
   }
-  return { eager: median(e), staged: median(s), ratio: median(r) };
+  return { eager: median(e), staged: median(s), ratio: median(r), spread: relativeSpread(r) };
 }
 
 export async function benchGraphAd(): Promise<Row[]> {
@@ -340,7 +341,7 @@ export async function benchGraphAd(): Promise<Row[]> {
   for (const [c, rounds, warmup] of cases) {
     checkCase(c);
     const m = measure(c, rounds, warmup);
-    rows.push({ name: c.name, peer: PEER, ours: m.staged, theirs: m.eager, unit: "ms/step", ratio: m.ratio });
+    rows.push({ name: c.name, peer: PEER, ours: m.staged, theirs: m.eager, unit: "ms/step", ratio: m.ratio, ...(m.spread !== null ? { spread: m.spread } : {}) });
   }
   if (sink === null) throw new Error("unreachable");
   return rows;

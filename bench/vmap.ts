@@ -12,6 +12,7 @@
 // Run standalone: node --import tsx bench/vmap.ts   (or: npm run bench -- vmap)
 import * as sc from "../src/api/index.js";
 import { type Row, isMainModule, median, randomValues } from "./common.js";
+import { relativeSpread } from "./baseline.js";
 
 const IN = 784, HIDDEN = 256, OUT = 10, BATCH = 256;
 
@@ -103,8 +104,13 @@ export async function benchVmap(rounds = 7): Promise<Row[]> {
   console.log(`  loop eager / vmap staged:  ${(med("loop eager") / vs).toFixed(1)}x faster`);
   console.log(`  fwd: vmap / batched losses: ${(med("fwd: vmap losses staged") / med("fwd: batched losses staged")).toFixed(2)}x the time`);
   console.log(`  vmap eager / vmap staged:  ${(med("vmap eager") / vs).toFixed(2)}x`);
-  const row = (peer: string): Row => ({ name: `per-example grads MLP 784-256-10 b256 (vmap staged)`, peer, ours: vs, theirs: med(peer), unit: "ms", ratio: med(peer) / vs });
-  const fwd: Row = { name: "per-example losses MLP 784-256-10 b256 (vmap staged)", peer: "batched losses staged", ours: med("fwd: vmap losses staged"), theirs: med("fwd: batched losses staged"), unit: "ms", ratio: med("fwd: batched losses staged") / med("fwd: vmap losses staged") };
+  // (the spread of the per-round ratios: the rounds are interleaved)
+  const spreadOf = (peer: string, of: string) => {
+    const s = relativeSpread(times[peer]!.map((t, r) => t / times[of]![r]!));
+    return s === null ? {} : { spread: s };
+  };
+  const row = (peer: string): Row => ({ name: `per-example grads MLP 784-256-10 b256 (vmap staged)`, peer, ours: vs, theirs: med(peer), unit: "ms", ratio: med(peer) / vs, ...spreadOf(peer, "vmap staged") });
+  const fwd: Row = { name: "per-example losses MLP 784-256-10 b256 (vmap staged)", peer: "batched losses staged", ours: med("fwd: vmap losses staged"), theirs: med("fwd: batched losses staged"), unit: "ms", ratio: med("fwd: batched losses staged") / med("fwd: vmap losses staged"), ...spreadOf("fwd: batched losses staged", "fwd: vmap losses staged") };
   return [row("loop staged"), row("loop eager"), row("vmap eager"), row("batched mean grad (floor)"), fwd];
 }
 

