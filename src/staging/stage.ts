@@ -123,6 +123,9 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   function call(args: A): R {
     const h = currentHandler();
+    // Under a value transformation (vmap) the function runs inline, converted as staged: the
+    // transformation sees each op (and its control flow), and a trace below it records them.
+    if (h.controlFlow) return fn(...args);
     const found = lookup(args);
     if ("pending" in found) return recursion.call(found.pending, found.sig.tensors) as R;
     const { cf, sig } = found;
