@@ -161,17 +161,27 @@ function checkPredicate(pred: Tensor): void {
 
 /**
  * cond's merge where the predicate differs per example (vmap): the two branches' results, leaf
- * by leaf, `where(pred, a, b)`; JavaScript leaves must be equal, tensors agree in dtype and rank.
+ * by leaf, `where(pred, a, b)`; leaves equal in both stay as they are (a JS value must be), and
+ * tensors agree in dtype and rank.
  */
 function selectLeaves<T>(pred: Tensor, a: T, b: T): T {
-  const ta = toTensors(a as Structure<unknown>, COND);
-  const tb = toTensors(b as Structure<unknown>, COND);
-  checkSameJsLeaves(COND, ta, tb);
-  const la = leaves(ta).filter((x): x is Tensor => x instanceof Tensor);
-  const lb = leaves(tb).filter((x): x is Tensor => x instanceof Tensor);
-  structureTypes(COND, la, lb, "the branches");
+  const la = leaves(a as Structure<unknown>);
+  const lb = leaves(b as Structure<unknown>);
+  if (la.length !== lb.length) throw new ValueError(`the branches return structures of different sizes (${la.length} vs ${lb.length} leaves)`, COND);
+  const isTensorLike = (x: unknown) => x instanceof Tensor || typeof x === "number" || typeof x === "boolean";
+  const pairs = la.map((x, i) => {
+    const y = lb[i];
+    if (Object.is(x, y)) return null;
+    if (!isTensorLike(x) || !isTensorLike(y)) checkSameJsLeaves(COND, [x], [y]);
+    return [toTensor(x as Tensor, COND), toTensor(y as Tensor, COND)] as const;
+  });
+  const selected = pairs.filter((p) => p !== null);
+  structureTypes(COND, selected.map((p) => p[0]), selected.map((p) => p[1]), "the branches");
   let k = 0;
-  return mapStructure(ta, (x) => (x instanceof Tensor ? where(pred, x, lb[k++]!) : x)) as T;
+  return mapStructure(a as Structure<unknown>, (x) => {
+    const p = pairs[k++];
+    return p ? where(pred, p[0], p[1]) : x;
+  }) as T;
 }
 
 /**

@@ -14,7 +14,7 @@
  *   widened and the loop traced again (`Widen`). A batched predicate makes it the masked loop:
  *   the node's condition is any(pred), its body where(pred, body(state), state).
  */
-import { currentHandler, recorders, withHandler, type OpHandler } from "../core/context.js";
+import { currentHandler, recorders, withHandler, type OpHandler, type OpRecorder } from "../core/context.js";
 import { GradientError } from "../core/errors.js";
 import { mapStructure, type Structure } from "../core/structure.js";
 import { Tensor } from "../core/tensor.js";
@@ -72,8 +72,17 @@ export function untrackedGradientError(opName: string): GradientError {
 
 type Level = BatchLevel & { regionTapes: (typeof recorders) | null };
 
+/**
+ * Whether tape `r` needs the gradient of `t` (batched at its level) at that level: it tracks `t`
+ * but not its value below (grad inside vmap), so a structural node recorded below loses it.
+ * (grad of vmap tracks the value below as well: the node's gradient rule there serves it.)
+ */
+export function losesGradient(r: OpRecorder, t: BatchedTensor): boolean {
+  return r.tracks(t) && !r.tracks(t.value);
+}
+
 function refuseTracked(level: Level, vars: Tensor[], construct: string): void {
-  if (vars.some((v) => isBatchedAt(v, level) && recorders.some((r) => r.tracks(v)))) throw untrackedGradientError(construct);
+  if (vars.some((v) => isBatchedAt(v, level) && recorders.some((r) => losesGradient(r, v)))) throw untrackedGradientError(construct);
 }
 
 export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, elseFn: () => T, select: (pred: Tensor, a: T, b: T) => T): T {

@@ -9,7 +9,7 @@ import type { Tensor } from "../core/tensor.js";
 import { batchRuleOf, type OpDef } from "../ops/registry.js";
 import type { BatchDims } from "../ops/batching.js";
 import { BatchedTensor, type BatchLevel } from "./batched-tensor.js";
-import { batchedCond, batchedWhile, untrackedGradientError } from "./batched-control-flow.js";
+import { batchedCond, batchedWhile, losesGradient, untrackedGradientError } from "./batched-control-flow.js";
 
 export class VmapLevel implements OpHandler, BatchLevel {
   /**
@@ -36,7 +36,7 @@ export class VmapLevel implements OpHandler, BatchLevel {
     // (not batched here: the level below runs it; applyOp's recorders see it once, from our caller)
     if (dims.every((d) => d === null)) return this.outer.run(ref, values, attrs);
     const def = ref as OpDef;
-    if (this.regionTapes !== null && inputs.some((t, i) => dims[i] !== null && this.regionTapes!.some((r) => r.tracks(t)))) throw untrackedGradientError(def.name);
+    if (this.regionTapes !== null && inputs.some((t, i) => dims[i] !== null && this.regionTapes!.some((r) => losesGradient(r, t as BatchedTensor)))) throw untrackedGradientError(def.name);
     const rule = batchRuleOf(def);
     if (rule === null) throw new ValueError(`op ${def.name} has no batching rule`, "vmap");
     if ("refuse" in rule) throw new ValueError(`${def.name} cannot run on batched values: ${rule.refuse}`, "vmap");
