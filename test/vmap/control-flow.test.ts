@@ -190,6 +190,21 @@ function agForCondition(a: Any) {
   for (; sc.abs(x * x - a) > a * 1e-12; i++) x = (x + a / x) * 0.5;
   return x + i;
 }
+function agBreak(a: Any) {
+  let x = a;
+  let i = 0;
+  while (i < 100) {
+    if (sc.abs(x * x - a) < a * 1e-12) break;
+    x = (x + a / x) * 0.5;
+    i = i + 1;
+  }
+  return x + i;
+}
+function agRange(n: Any) {
+  let s = 0;
+  for (const i of sc.range(n)) s = s + i * i;
+  return s;
+}
 function agForOf(row: Any) {
   let acc = 0;
   for (const v of row) {
@@ -210,6 +225,8 @@ test("AutoGraph: native if / return / ?: / while / for with per-example conditio
     [agTernary, [vs]],
     [agNewton, [as]],
     [agForCondition, [as]],
+    [agBreak, [as]],
+    [agRange, [sc.tensor([0, 1, 2, 5, 3], "int32")]],
     [agForOf, [xs]],
   ] as [F, sc.Tensor[]][]) {
     const converted = sc.autograph(f, { scope: { sc } }) as F;
@@ -242,6 +259,17 @@ test("what cannot be batched is a typed error naming the construct and why", () 
     return label === "pos" ? x : -x;
   };
   assert.throws(() => sc.vmap(sc.autograph(jsValue, { scope: { sc } }) as F)(as), (e: Error) => e instanceof sc.StagecraftError && /label/.test(e.message) && /vmap/.test(e.message));
+  // a list that grows by a different count per example
+  const grow = (a: Any) => {
+    const ys = [];
+    let x = a;
+    while (x > 1) {
+      ys.push(x);
+      x = x / 2;
+    }
+    return x;
+  };
+  assert.throws(() => sc.stage(sc.vmap(grow))(as), (e: Error) => e instanceof sc.AutoGraphError && /ys changes length/.test(e.message) && /vmap/.test(e.message));
   // branch results of different ranks
   assert.throws(
     () => sc.vmap((x: sc.Tensor) => sc.cond(x.greater(3), () => x, () => x.reshape([1])))(as),

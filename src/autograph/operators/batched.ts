@@ -180,6 +180,9 @@ export function transformedWhile(
       }
       if (Array.isArray(t) && Array.isArray(x) && t.length === x.length) return t.forEach((e, i) => walk(e, x[i], `${path}[${i}]`));
       if (isPlainObject(t) && isPlainObject(x) && Object.keys(t).length === Object.keys(x).length) return Object.keys(t).forEach((k) => walk(t[k], x[k], `${path}.${k}`));
+      if (Array.isArray(t) && Array.isArray(x)) {
+        throw new AutoGraphError(`${subjectOf(path)} changes length from ${t.length} to ${x.length} in the body of ${where_}: a list that grows by a different count per example cannot be batched yet; preallocate a tensor and write rows with a mask`, loc);
+      }
       if (!Object.is(t, x)) {
         throw new AutoGraphError(`${subjectOf(path)} changes from ${describeValue(t)} to ${describeValue(x)} in the body of ${where_}; only tensors, numbers and booleans can change in a batched loop`, loc);
       }
