@@ -42,9 +42,11 @@ function loop(f: F, args: sc.Tensor[], axes: (number | null)[] = args.map(() => 
 
 /** vmap(f) eagerly, inside stage, and the staged f inside vmap: each equals the loop. */
 function allWays(f: F, args: sc.Tensor[], { axes = args.map(() => 0) as (number | null)[], autograph = false, tol = 0 } = {}): void {
-  const want = loop(f, args, axes);
+  // (with AutoGraph: the loop and the eager vmap run the converted f)
+  const one = autograph ? (sc.autograph(f, { scope: { sc } }) as F) : f;
+  const want = loop(one, args, axes);
   const opts = { inAxes: axes };
-  same(sc.vmap(f, opts)(...args), want, tol, "vmap (eager)");
+  same(sc.vmap(one, opts)(...args), want, tol, "vmap (eager)");
   same(sc.stage(sc.vmap(f, opts), { autograph })(...args), want, tol, "stage(vmap)");
   same(sc.vmap(sc.stage(f, { autograph }), opts)(...args), want, tol, "vmap(stage)");
 }
@@ -95,6 +97,17 @@ test("cond whose predicate is the same for every example stays a cond (staged), 
   const f = (x: sc.Tensor, k: sc.Tensor) => sc.cond(k.greater(0), () => x.mul(k), () => x.sub(k).sum(0, true).add(x));
   for (const k of [2, -2]) allWays(f, [xs, sc.scalar(k, "float64")], { axes: [0, null] });
   assert.ok(/= cond\(/.test(graphOf(f, [xs, sc.scalar(2, "float64")], [0, null])));
+});
+
+test("grad of vmap, staged, through a cond whose predicate is shared: the cond node's gradient", () => {
+  const xs = new Rng(21).tensor([5], -2, 2);
+  const f = (x: sc.Tensor, k: sc.Tensor) => sc.vmap((e: sc.Tensor) => sc.cond(k.greater(0), () => e.mul(e).mul(k), () => e.sin()))(x).sum();
+  const staged = sc.stage(sc.grad(f), { autograph: false });
+  for (const k of [2, -2]) {
+    const kt = sc.scalar(k, "float64");
+    const want = loop((x) => sc.grad((e: sc.Tensor) => sc.cond(kt.greater(0), () => e.mul(e).mul(kt), () => e.sin()))(x!), [xs]);
+    same(staged(xs, kt), want, 1e-15, `k = ${k}`);
+  }
 });
 
 test("batched while: Newton's sqrt with per-example trip counts, eager and staged", () => {
@@ -235,6 +248,15 @@ test("AutoGraph: native if / return / ?: / while / for with per-example conditio
     same(sc.stage(sc.vmap(f))(...args), want, 0, `${f.name}: stage(vmap)`);
     same(sc.vmap(sc.stage(f))(...args), want, 0, `${f.name}: vmap(stage)`);
   }
+  // an if whose condition is shared by every example stays a cond node
+  function sharedIf(x: Any, k: Any) {
+    let y;
+    if (k > 0) y = x * k;
+    else y = x - k;
+    return y;
+  }
+  for (const k of [2, -2]) allWays(sharedIf as F, [xs, sc.scalar(k, "float64")], { axes: [0, null], autograph: true });
+  assert.ok(/= cond\(/.test(graphOf(sharedIf as F, [xs, sc.scalar(2, "float64")], [0, null], true)));
   // (the staged while is one loop node with the masked body)
   const printed = sc.stage(sc.vmap(agNewton)).concrete(as).toString();
   assert.ok(/= while\(/.test(printed) && /where\(/.test(printed), printed);
@@ -270,6 +292,11 @@ test("what cannot be batched is a typed error naming the construct and why", () 
     return x;
   };
   assert.throws(() => sc.stage(sc.vmap(grow))(as), (e: Error) => e instanceof sc.AutoGraphError && /ys changes length/.test(e.message) && /vmap/.test(e.message));
+  // a recursion ending on a batched cond (both branches run: it never ends)
+  const recurse: (n: sc.Tensor, x: sc.Tensor) => sc.Tensor = sc.stage((n: sc.Tensor, x: sc.Tensor): sc.Tensor => sc.cond(n.lessEqual(0), () => x.exp(), () => recurse(n.sub(1), x.mul(0.9))), {
+    autograph: false,
+  });
+  assert.throws(() => sc.vmap(recurse)(sc.tensor([1, 2], "int32"), as), (e: Error) => e instanceof sc.RecursionDepthError && /under vmap/.test(e.message) && /both branches/.test(e.message));
   // branch results of different ranks
   assert.throws(
     () => sc.vmap((x: sc.Tensor) => sc.cond(x.greater(3), () => x, () => x.reshape([1])))(as),
