@@ -176,6 +176,9 @@ test("nested vmap with a predicate batched at both levels", () => {
 
 // AutoGraph: native control flow in converted functions.
 
+/** |x^2 - a| (typed as any: converted code compares it with native operators). */
+const residual = (x: Any, a: Any): Any => sc.abs(x * x - a);
+
 function agIf(x: Any) {
   let y;
   if (x.sum() > 0) y = x * 2;
@@ -191,7 +194,7 @@ const agTernary = (x: Any) => (x > 0 ? sc.exp(x) : x * 3 - 1);
 function agNewton(a: Any) {
   let x = a;
   let steps = 0;
-  while (sc.abs(x * x - a) > a * 1e-12) {
+  while (residual(x, a) > a * 1e-12) {
     x = (x + a / x) * 0.5;
     steps = steps + 1;
   }
@@ -200,14 +203,14 @@ function agNewton(a: Any) {
 function agForCondition(a: Any) {
   let x = a;
   let i = 0;
-  for (; sc.abs(x * x - a) > a * 1e-12; i++) x = (x + a / x) * 0.5;
+  for (; residual(x, a) > a * 1e-12; i++) x = (x + a / x) * 0.5;
   return x + i;
 }
 function agBreak(a: Any) {
   let x = a;
   let i = 0;
   while (i < 100) {
-    if (sc.abs(x * x - a) < a * 1e-12) break;
+    if (residual(x, a) < a * 1e-12) break;
     x = (x + a / x) * 0.5;
     i = i + 1;
   }
@@ -215,7 +218,7 @@ function agBreak(a: Any) {
 }
 function agRange(n: Any) {
   let s = 0;
-  for (const i of sc.range(n)) s = s + i * i;
+  for (const i of sc.range(n) as Any) s = s + i * i;
   return s;
 }
 function agForOf(row: Any) {
