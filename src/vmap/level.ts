@@ -6,6 +6,7 @@
 import { withHandler, type ControlFlowTransform, type OpHandler, type OpRecorder, type OpRef } from "../core/context.js";
 import { ValueError } from "../core/errors.js";
 import type { Tensor } from "../core/tensor.js";
+import type { Variable } from "../core/variable.js";
 import { batchRuleOf, type OpDef } from "../ops/registry.js";
 import type { BatchDims } from "../ops/batching.js";
 import { BatchedTensor, type BatchLevel } from "./batched-tensor.js";
@@ -28,6 +29,23 @@ export class VmapLevel implements OpHandler, BatchLevel {
       cond: (pred, thenFn, elseFn, select) => batchedCond(this, pred, thenFn, elseFn, select),
       whileLoop: (cond, body, vars, max) => batchedWhile(this, cond, body, vars, max),
     };
+  }
+
+  /** A variable is read where the level below reads it (a graph read while a trace is below: not its value now, baked in). */
+  readVariable(v: Variable): Tensor {
+    return withHandler(this.outer, () => v.peek());
+  }
+
+  /** Assigned below; a value that differs per example has no one value to assign. */
+  assignVariable(v: Variable, value: Tensor): void {
+    if (value instanceof BatchedTensor && value.level === this) {
+      throw new ValueError(`variable ${v.name} cannot be assigned a batched value (one per example) under vmap; return the values from the function, or assign a reduction of them (their mean) outside vmap`, "assign");
+    }
+    withHandler(this.outer, () => v.setValue(value));
+  }
+
+  createVariable(name: string): void {
+    this.outer.createVariable?.(name);
   }
 
   run(ref: OpRef, inputs: Tensor[], attrs: any): Tensor[] {
