@@ -221,6 +221,18 @@ function agRange(n: Any) {
   for (const i of sc.range(n) as Any) s = s + i * i;
   return s;
 }
+function agInPlace(x: Any) {
+  const a = [x, x * 3];
+  const o = { s: x, t: { u: x } };
+  if (x > 0) {
+    a[0] = x * 2;
+    o.s = x * 5;
+  } else {
+    a[1] = x - 5;
+    o.t.u = x * 7;
+  }
+  return a[0] + a[1] + o.s + o.t.u;
+}
 function agForOf(row: Any) {
   let acc = 0;
   for (const v of row) {
@@ -242,6 +254,7 @@ test("AutoGraph: native if / return / ?: / while / for with per-example conditio
     [agNewton, [as]],
     [agForCondition, [as]],
     [agBreak, [as]],
+    [agInPlace, [vs]],
     [agRange, [sc.tensor([0, 1, 2, 5, 3], "int32")]],
     [agForOf, [xs]],
   ] as [F, sc.Tensor[]][]) {

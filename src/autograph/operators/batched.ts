@@ -26,6 +26,7 @@ import {
   subjectOf,
   type GetState,
   type SetState,
+  type Snap,
 } from "./state.js";
 import { symbolicPredicate } from "./logical.js";
 
@@ -108,15 +109,48 @@ export function transformedIf(
 ): void {
   const init = getState();
   const snaps = init.map((v) => snapshot(v));
+  // (per branch: the arrays and objects it left the same objects as before it, which it may have changed in place)
+  const kept: Set<string>[] = [];
   const branch = (fn: (() => void) | null | undefined) => () => {
     for (const s of snaps) restore(s);
     setState(init);
     if (fn) fn();
-    return getState().map(copyNest);
+    const state = getState();
+    const same = new Set<string>();
+    state.forEach((v, i) => keptNests(v, snaps[i]!, String(i), same));
+    kept.push(same);
+    return state.map(copyNest);
   };
   const site: Site = { construct: "a batched if (under vmap)", loc, isState: true };
-  const finals = tr.cond(pred, branch(thenFn), branch(elseFn), (p, a, b) => a.map((x, i) => selectValue(p, x, b[i], names[i] ?? `state[${i}]`, site)));
-  setState(finals);
+  const merged = tr.cond(pred, branch(thenFn), branch(elseFn), (p, a, b) => a.map((x, i) => selectValue(p, x, b[i], names[i] ?? `state[${i}]`, site)));
+  // an array or object both branches kept (changed in place, a const) holds the merged values
+  const both = new Set([...(kept[0] ?? [])].filter((k) => kept.every((s) => s.has(k))));
+  setState(merged.map((m, i) => writeBack(init[i], m, String(i), both)));
+}
+
+/** The paths (under `path`) where `now` is the same array or plain object as before the branch (`before`, its snapshot). */
+function keptNests(now: unknown, before: Snap, path: string, out: Set<string>): void {
+  if ((before.kind !== "array" && before.kind !== "object") || now !== before.orig) return;
+  out.add(path);
+  if (before.kind === "array") before.items.forEach((c, i) => keptNests((now as unknown[])[i], c, `${path}[${i}]`, out));
+  else before.items.forEach((c, i) => keptNests((now as Record<string, unknown>)[before.keys[i]!], c, `${path}.${before.keys[i]}`, out));
+}
+
+/** `merged` written into `orig` in place where both branches kept `orig` (`keep`), else `merged` itself. */
+function writeBack(orig: unknown, merged: unknown, path: string, keep: Set<string>): unknown {
+  if (!keep.has(path)) return merged;
+  if (Array.isArray(orig) && Array.isArray(merged)) {
+    const vals = merged.map((m, i) => writeBack(orig[i], m, `${path}[${i}]`, keep));
+    orig.length = vals.length;
+    vals.forEach((v, i) => (orig[i] = v));
+    return orig;
+  }
+  if (isPlainObject(orig) && isPlainObject(merged)) {
+    for (const k of Object.keys(orig)) if (!(k in merged)) delete orig[k];
+    for (const [k, m] of Object.entries(merged)) orig[k] = writeBack(orig[k], m, `${path}.${k}`, keep);
+    return orig;
+  }
+  return merged;
 }
 
 /** `pred ? a : b` under vmap. */
