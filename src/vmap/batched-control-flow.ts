@@ -62,6 +62,16 @@ function lower(level: BatchLevel, t: Tensor): Tensor {
   return isBatchedAt(t, level) ? batchToFront(t.value, t.dim) : materializeBatch(t, null, level.size);
 }
 
+/** Runs `fn`, a branch or loop body every example runs whatever its predicate (no variable assignments there). */
+function forEveryExample<T>(level: BatchLevel, fn: () => T): T {
+  level.everyExample++;
+  try {
+    return fn();
+  } finally {
+    level.everyExample--;
+  }
+}
+
 export function untrackedGradientError(opName: string): GradientError {
   return new GradientError(
     `a gradient with respect to a batched value reaches ${opName} inside a staged cond or while loop under vmap (grad inside vmap, staged): ` +
@@ -87,7 +97,10 @@ function refuseTracked(level: Level, vars: Tensor[], construct: string): void {
 
 export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, elseFn: () => T, select: (pred: Tensor, a: T, b: T) => T): T {
   // per example (batched here or below): both branches, merged by the predicate
-  if (pred instanceof BatchedTensor) return select(pred, thenFn(), elseFn());
+  if (pred instanceof BatchedTensor) {
+    const [a, b] = forEveryExample(level, () => [thenFn(), elseFn()] as const);
+    return select(pred, a, b);
+  }
   // the same for every example, symbolic in the trace below: a cond there, branches run here
   const tapes = recorders.slice();
   const branch = (fn: () => T) => () =>
@@ -100,7 +113,7 @@ export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, else
 }
 
 export function batchedWhile(level: Level, condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number): Tensor[] {
-  if (!tracedBelow(level)) return eagerWhile(condFn, bodyFn, init, max);
+  if (!tracedBelow(level)) return eagerWhile(level, condFn, bodyFn, init, max);
   refuseTracked(level, init, "whileLoop");
   let batched = init.map((v) => isBatchedAt(v, level));
   let masked = false;
@@ -120,7 +133,7 @@ function where(p: Tensor, a: Tensor, b: Tensor): Tensor {
   return op("where", [p, a, b]);
 }
 
-function eagerWhile(condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number): Tensor[] {
+function eagerWhile(level: BatchLevel, condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number): Tensor[] {
   let vars = init;
   for (let i = 0; i < max; i++) {
     const p = condFn(...vars);
@@ -131,7 +144,7 @@ function eagerWhile(condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Ten
     }
     // (some example of some level still runs)
     if (!bottomValue(p).dataSync().some((v) => v !== 0)) break;
-    const next = bodyFn(...vars);
+    const next = forEveryExample(level, () => bodyFn(...vars));
     vars = next.map((n, k) => where(p, n, vars[k]!));
   }
   return vars;
@@ -170,7 +183,7 @@ function tracedWhile(
   const body = (...xs: Tensor[]): Tensor[] =>
     atRegion(level, tapes, () => {
       const vs = lift(xs);
-      let next = bodyFn(...vs);
+      let next = masked ? forEveryExample(level, () => bodyFn(...vs)) : bodyFn(...vs);
       if (masked) {
         const p = condFn(...vs);
         next = next.map((n, k) => where(p, n, vs[k]!));

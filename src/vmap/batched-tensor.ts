@@ -7,6 +7,12 @@ export interface BatchLevel extends OpHandler {
   /** The handler the level's rules run under: the one current at vmap's call, or, inside a region traced below it, that region. */
   outer: OpHandler;
   readonly size: number;
+  /**
+   * How many branches or loop bodies that run for every example whatever its predicate (a
+   * batched cond's, a masked loop's) are running now: a variable assigned there would be
+   * assigned for the examples that did not take that path too.
+   */
+  everyExample: number;
 }
 
 /** A value of one vmap level: `value` holds every example, along axis `dim`. */

@@ -19,6 +19,7 @@ export class VmapLevel implements OpHandler, BatchLevel {
    * node is recorded below this level), so it is refused (untrackedGradientError).
    */
   regionTapes: OpRecorder[] | null = null;
+  everyExample = 0;
   readonly controlFlow: ControlFlowTransform;
 
   constructor(
@@ -40,6 +41,13 @@ export class VmapLevel implements OpHandler, BatchLevel {
   assignVariable(v: Variable, value: Tensor): void {
     if (value instanceof BatchedTensor && value.level === this) {
       throw new ValueError(`variable ${v.name} cannot be assigned a batched value (one per example) under vmap; return the values from the function, or assign a reduction of them (their mean) outside vmap`, "assign");
+    }
+    if (this.everyExample > 0) {
+      throw new ValueError(
+        `variable ${v.name} is assigned in a branch of a cond (or the body of a loop) whose predicate differs per example under vmap: every example runs it, ` +
+          `so the assignment cannot be made for some examples only; compute the value with the cond and assign it after, outside vmap`,
+        "assign",
+      );
     }
     withHandler(this.outer, () => v.setValue(value));
   }

@@ -297,6 +297,18 @@ test("what cannot be batched is a typed error naming the construct and why", () 
     return label === "pos" ? x : -x;
   };
   assert.throws(() => sc.vmap(sc.autograph(jsValue, { scope: { sc } }) as F)(as), (e: Error) => e instanceof sc.StagecraftError && /label/.test(e.message) && /vmap/.test(e.message));
+  // a variable assigned where only some examples go (every example runs the branch or body)
+  const v = sc.variable(sc.tensor(0, "float64"));
+  const assigns = [
+    (x: sc.Tensor) => sc.cond(x.greater(3), () => (v.assign(sc.tensor(1, "float64")), x), () => x),
+    (x: sc.Tensor) => sc.whileLoop((y) => y.less(5), (y) => (v.assign(sc.tensor(2, "float64")), [y.add(1)]), [x])[0]!,
+  ];
+  for (const f of assigns) {
+    for (const run of [() => sc.vmap(f)(as), () => sc.stage(sc.vmap(f), { autograph: false })(as)]) {
+      assert.throws(run, (e: Error) => e instanceof sc.ValueError && /variable/.test(e.message) && /differs per example/.test(e.message));
+    }
+  }
+  assert.equal(v.peek().dataSync()[0], 0);
   // a list that grows by a different count per example
   const grow = (a: Any) => {
     const ys = [];
