@@ -9,6 +9,9 @@
 //                 is one product summed over the batch instead of 256 outer products.
 // The goal (issue 28): staged vmap within 2x of the floor and at least 10x the JS loop.
 // Rows: ratio = theirs / ours (times), so > 1 means vmap is faster.
+// A second table: a batched while loop (Newton's sqrt of 1024 float64 values, each example its
+// own trip count, 3 to 14): sc.vmap of the one-example loop (staged: one while node, the masked
+// body) vs the same masked loop written by hand on the batch vs a JS loop over the examples.
 // Run standalone: node --import tsx bench/vmap.ts   (or: npm run bench -- vmap)
 import * as sc from "../src/api/index.js";
 import { type Row, isMainModule, median, randomValues } from "./common.js";
@@ -111,7 +114,69 @@ export async function benchVmap(rounds = 7): Promise<Row[]> {
   };
   const row = (peer: string): Row => ({ name: `per-example grads MLP 784-256-10 b256 (vmap staged)`, peer, ours: vs, theirs: med(peer), unit: "ms", ratio: med(peer) / vs, ...spreadOf(peer, "vmap staged") });
   const fwd: Row = { name: "per-example losses MLP 784-256-10 b256 (vmap staged)", peer: "batched losses staged", ours: med("fwd: vmap losses staged"), theirs: med("fwd: batched losses staged"), unit: "ms", ratio: med("fwd: batched losses staged") / med("fwd: vmap losses staged"), ...spreadOf("fwd: batched losses staged", "fwd: vmap losses staged") };
-  return [row("loop staged"), row("loop eager"), row("vmap eager"), row("batched mean grad (floor)"), fwd];
+  return [row("loop staged"), row("loop eager"), row("vmap eager"), row("batched mean grad (floor)"), fwd, ...benchVmapWhile(rounds)];
 }
 
-if (isMainModule(import.meta.url)) await benchVmap(Number(process.env.VMAP_ROUNDS ?? 7));
+const NEWTON_BATCH = 1024;
+
+/** Newton's sqrt of one example until |x^2 - a| <= 1e-12 a. */
+const newton = (a: sc.Tensor): sc.Tensor =>
+  sc.whileLoop((x) => x.mul(x).sub(a).abs().greater(a.mul(1e-12)), (x) => [x.add(a.div(x)).mul(0.5)], [a])[0]!;
+
+/** The same loop written by hand on the batch: run while any example is not done, each done example keeps its value. */
+const newtonByHand = (a: sc.Tensor): sc.Tensor => {
+  const going = (x: sc.Tensor) => x.mul(x).sub(a).abs().greater(a.mul(1e-12));
+  return sc.whileLoop((x) => sc.any(going(x)), (x) => [sc.where(going(x), x.add(a.div(x)).mul(0.5), x)], [a])[0]!;
+};
+
+/** Batched while (Newton per example): vmap vs hand-batched vs a JS loop over the examples, interleaved rounds. */
+export function benchVmapWhile(rounds = 7): Row[] {
+  // (a in [1, 1e6]: 3 to 14 steps)
+  const values = Array.from(randomValues(NEWTON_BATCH, 21, 1), (v) => 10 ** (3 * (v + 1)));
+  const as = sc.tensor(values, "float64");
+  const rows = sc.unstack(as);
+  const vStaged = sc.stage(sc.vmap(newton), { autograph: false });
+  const hStaged = sc.stage(newtonByHand, { autograph: false });
+  const oneStaged = sc.stage(newton, { autograph: false });
+  const v = {
+    "vmap staged": () => vStaged(as).dataSync()[0]!,
+    "hand-batched staged": () => hStaged(as).dataSync()[0]!,
+    "vmap eager": () => sc.vmap(newton)(as).dataSync()[0]!,
+    "hand-batched eager": () => newtonByHand(as).dataSync()[0]!,
+    "loop staged": () => rows.reduce((s, r) => s + Number(oneStaged(r).dataSync()[0]), 0),
+    "loop eager": () => rows.reduce((s, r) => s + Number(newton(r).dataSync()[0]), 0),
+  };
+  // (every way gives the same roots, bit for bit: the same arithmetic per example)
+  const want = sc.stack(rows.map((r) => newton(r))).dataSync();
+  for (const got of [vStaged(as), hStaged(as), sc.vmap(newton)(as)]) {
+    const g = got.dataSync();
+    for (let i = 0; i < want.length; i++) if (g[i] !== want[i]) throw new Error(`bench/vmap (while): element ${i}: ${g[i]} vs ${want[i]}`);
+  }
+  const names = Object.keys(v) as (keyof typeof v)[];
+  const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (const n of names) v[n]();
+  // (each round starts at the next variant: the first of a round runs measurably slower here)
+  for (let r = 0; r < rounds; r++) {
+    for (let j = 0; j < names.length; j++) {
+      const n = names[(r + j) % names.length]!;
+      const t = performance.now();
+      v[n]();
+      times[n]!.push(performance.now() - t);
+    }
+  }
+  const med = (n: string) => median(times[n]!);
+  console.log(`batched while: Newton's sqrt per example, batch ${NEWTON_BATCH}, float64, ${rounds} interleaved rounds (ms per batch):`);
+  for (const n of names) console.log(`  ${n.padEnd(28)} min ${Math.min(...times[n]!).toFixed(2).padStart(9)}  median ${med(n).toFixed(2).padStart(9)}`);
+  const vs = med("vmap staged");
+  console.log(`  vmap staged / hand-batched staged: ${(vs / med("hand-batched staged")).toFixed(2)}x the time`);
+  console.log(`  vmap eager / hand-batched eager:   ${(med("vmap eager") / med("hand-batched eager")).toFixed(2)}x the time`);
+  console.log(`  loop staged / vmap staged:         ${(med("loop staged") / vs).toFixed(1)}x faster`);
+  console.log(`  loop eager / vmap staged:          ${(med("loop eager") / vs).toFixed(1)}x faster`);
+  const row = (peer: string): Row => ({ name: `batched while, Newton b${NEWTON_BATCH} f64 (vmap staged)`, peer, ours: vs, theirs: med(peer), unit: "ms", ratio: med(peer) / vs });
+  return [row("hand-batched staged"), row("loop staged"), row("loop eager"), row("vmap eager")];
+}
+
+if (isMainModule(import.meta.url)) {
+  if (process.env.VMAP_ONLY === "while") benchVmapWhile(Number(process.env.VMAP_ROUNDS ?? 7));
+  else await benchVmap(Number(process.env.VMAP_ROUNDS ?? 7));
+}

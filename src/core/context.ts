@@ -20,6 +20,23 @@ export interface OpHandler {
   assignVariable?(v: Variable, value: Tensor): void;
   /** Staging: called before a variable is created while this handler is active (may refuse). */
   createVariable?(name: string): void;
+  /**
+   * A handler that transforms the values ops see (vmap's levels) runs control flow itself:
+   * staging's cond/whileLoop and AutoGraph's if/while hand it their callbacks, and a staged
+   * function called under it runs its function inline (so the handler sees every op).
+   */
+  readonly controlFlow?: ControlFlowTransform;
+}
+
+/**
+ * Control flow under a value transformation (vmap): `cond` with a predicate that is not a JS
+ * value or a concrete tensor, and `whileLoop`. `select(pred, a, b)` merges the two branches'
+ * results where the predicate differs per example (`where` leaf by leaf, as the caller's
+ * construct merges its values); the loop's `cond` returns a bool scalar tensor per example.
+ */
+export interface ControlFlowTransform {
+  cond<T>(pred: Tensor, thenFn: () => T, elseFn: () => T, select: (pred: Tensor, a: T, b: T) => T): T;
+  whileLoop(cond: (...vars: Tensor[]) => Tensor, body: (...vars: Tensor[]) => Tensor[], vars: Tensor[], maxIterations: number): Tensor[];
 }
 
 export interface OpRecorder {

@@ -15,6 +15,7 @@ import { scalarOf, toTensor } from "../ops/convert.js";
 import { expandDims, gather, reshape, scatterAdd, stack, unstack } from "../ops/shape.js";
 import { add } from "../ops/binary.js";
 import { less } from "../ops/compare.js";
+import { where } from "../ops/where.js";
 import { full } from "../ops/fill.js";
 import { recordCond, recordWhile } from "./recording.js";
 import { checkOptions, optionKeys } from "../core/options.js";
@@ -130,10 +131,13 @@ export function cond<T>(pred: Tensor | boolean | number, thenBranch: () => T, el
   const thenFn = traceCallback(thenBranch);
   const elseFn = traceCallback(elseBranch);
   const ctx = activeTrace();
-  if (!(pred instanceof Tensor) || !ctx || !isSymbolicIn(pred)) return truthy(pred, COND) ? thenFn() : elseFn();
-  if (pred.dtype !== "bool" || pred.size !== 1) {
-    throw new DtypeError(`the predicate must be a bool scalar, got ${pred.dtype}${fmtShape(pred.shape)}`, COND);
+  const transform = currentHandler().controlFlow;
+  if (pred instanceof Tensor && transform && pred.isSymbolic) {
+    checkPredicate(pred);
+    return transform.cond(pred, thenFn, elseFn, selectLeaves);
   }
+  if (!(pred instanceof Tensor) || !ctx || !isSymbolicIn(pred)) return truthy(pred, COND) ? thenFn() : elseFn();
+  checkPredicate(pred);
   // Branches are traced plainly: while tapes record, the gradient rule splits them afterwards.
   const t = withoutRecorders(null, () => traceRegion(ctx, THEN, [], () => toTensors(thenFn() as Structure<unknown>, COND)));
   const e = withoutRecorders(null, () => traceRegion(ctx, ELSE, [], () => toTensors(elseFn() as Structure<unknown>, COND)));
@@ -147,6 +151,37 @@ export function cond<T>(pred: Tensor | boolean | number, thenBranch: () => T, el
   const outs = emitCond(ctx, pred, operands, t.ctx.graph, e.ctx.graph, types);
   let k = 0;
   return mapStructure(t.result, (x) => (x instanceof Tensor ? outs[k++]! : x)) as T;
+}
+
+function checkPredicate(pred: Tensor): void {
+  if (pred.dtype !== "bool" || pred.size !== 1) {
+    throw new DtypeError(`the predicate must be a bool scalar, got ${pred.dtype}${fmtShape(pred.shape)}`, COND);
+  }
+}
+
+/**
+ * cond's merge where the predicate differs per example (vmap): the two branches' results, leaf
+ * by leaf, `where(pred, a, b)`; leaves equal in both stay as they are (a JS value must be), and
+ * tensors agree in dtype and rank.
+ */
+function selectLeaves<T>(pred: Tensor, a: T, b: T): T {
+  const la = leaves(a as Structure<unknown>);
+  const lb = leaves(b as Structure<unknown>);
+  if (la.length !== lb.length) throw new ValueError(`the branches return structures of different sizes (${la.length} vs ${lb.length} leaves)`, COND);
+  const isTensorLike = (x: unknown) => x instanceof Tensor || typeof x === "number" || typeof x === "boolean";
+  const pairs = la.map((x, i) => {
+    const y = lb[i];
+    if (Object.is(x, y)) return null;
+    if (!isTensorLike(x) || !isTensorLike(y)) checkSameJsLeaves(COND, [x], [y]);
+    return [toTensor(x as Tensor, COND), toTensor(y as Tensor, COND)] as const;
+  });
+  const selected = pairs.filter((p) => p !== null);
+  structureTypes(COND, selected.map((p) => p[0]), selected.map((p) => p[1]), "the branches");
+  let k = 0;
+  return mapStructure(a as Structure<unknown>, (x) => {
+    const p = pairs[k++];
+    return p ? where(pred, p[0], p[1]) : x;
+  }) as T;
 }
 
 /**
@@ -212,6 +247,17 @@ function whileLoopOf(condition: (...vars: Tensor[]) => Tensor | boolean, body: (
   const max = options.maxIterations ?? Infinity;
   if (!(Number.isInteger(max) || max === Infinity) || max < 0) throw new ValueError(`maxIterations must be a non-negative integer, got ${String(max)}`, "whileLoop");
   const init = loopVars.map((v) => toTensor(v, "whileLoop"));
+  const transform = currentHandler().controlFlow;
+  if (transform) {
+    if (options.shapeInvariants) throw new ValueError("shapeInvariants are not supported under vmap yet (the batched loop's variables keep their shapes)", "whileLoop");
+    const condT = (...vars: Tensor[]) => {
+      const p = condFn(...vars);
+      const t = p instanceof Tensor ? p : toTensor(p, "whileLoop");
+      if (t.dtype !== "bool" || t.size !== 1) throw new DtypeError(`the condition must return a bool scalar, got ${t.dtype}${fmtShape(t.shape)}`, "whileLoop");
+      return t;
+    };
+    return transform.whileLoop(condT, (...vars) => checkBody(bodyFn(...vars), vars, options), init, max);
+  }
   const ctx = activeTrace();
   if (!ctx) {
     let vars = init;

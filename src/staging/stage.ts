@@ -10,7 +10,7 @@ import { currentHandler, isTracing, recorders, withCallbackConversion } from "..
 import { checkOptions, optionKeys } from "../core/options.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
-import { CallDepthExceeded, ValueError } from "../core/errors.js";
+import { CallDepthExceeded, RecursionDepthError, ValueError } from "../core/errors.js";
 import type { Signature } from "./signature.js";
 import { DEFAULT_MAX_TRACES, TraceCache } from "./trace-cache.js";
 import { collectStateReads, noteStateReads } from "../core/tracked-state.js";
@@ -123,6 +123,9 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   function call(args: A): R {
     const h = currentHandler();
+    // Under a value transformation (vmap) the function runs inline, converted as staged: the
+    // transformation sees each op (and its control flow), and a trace below it records them.
+    if (h.controlFlow) return fn(...args);
     const found = lookup(args);
     if ("pending" in found) return recursion.call(found.pending, found.sig.tensors) as R;
     const { cf, sig } = found;
@@ -148,6 +151,14 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
       return call(args);
     } catch (e) {
       if (e instanceof CallDepthExceeded) throw recursion.callDepthError(e);
+      // (inline under vmap, a recursion whose base case is a batched cond runs both branches: no end)
+      if (isStackOverflow(e) && currentHandler().controlFlow) {
+        throw new RecursionDepthError(
+          `staged function "${name}" ran out of JavaScript stack on batched values (under vmap): a cond whose predicate differs per example runs both branches, ` +
+            `so a recursion that ends on such a cond never ends; write it as a loop (sc.whileLoop, or a while loop in converted code), which vmap batches`,
+          name,
+        );
+      }
       throw isStackOverflow(e) ? recursion.overflowError(e as RangeError, () => cache.peek(args)) : e;
     }
   }) as StagedFunction<A, R>;

@@ -6,43 +6,16 @@
  * (eager, a staging trace, an outer vmap), so vmap inside stage emits ordinary graph ops and
  * nested vmaps compose. Ops whose inputs are not batched at this level pass through.
  */
-import { currentHandler, withHandler, type OpHandler, type OpRef } from "../core/context.js";
+import { currentHandler, traceCallback, withHandler } from "../core/context.js";
 import { ShapeError, ValueError } from "../core/errors.js";
 import { checkOptions } from "../core/options.js";
 import { mapStructure, type Structure } from "../core/structure.js";
 import { Tensor } from "../core/tensor.js";
-import { applyOp, batchRuleOf, getOp, type OpDef } from "../ops/registry.js";
-import type { BatchDims } from "../ops/batching.js";
+import { applyOp, getOp } from "../ops/registry.js";
+import { BatchedTensor } from "./batched-tensor.js";
+import { VmapLevel } from "./level.js";
 
-/** A value of one vmap level: `value` holds every example, along axis `dim`. */
-export class BatchedTensor extends Tensor {
-  constructor(
-    readonly value: Tensor,
-    readonly dim: number,
-    readonly level: VmapLevel,
-  ) {
-    super(null, value.shape.filter((_, i) => i !== dim), value.dtype, value.device);
-  }
-}
-
-class VmapLevel implements OpHandler {
-  constructor(
-    readonly outer: OpHandler,
-    readonly size: number,
-  ) {}
-  run(ref: OpRef, inputs: Tensor[], attrs: any): Tensor[] {
-    const dims: BatchDims = inputs.map((t) => (t instanceof BatchedTensor && t.level === this ? t.dim : null));
-    const values = inputs.map((t, i) => (dims[i] === null ? t : (t as BatchedTensor).value));
-    // (not batched here: the level below runs it; applyOp's recorders see it once, from our caller)
-    if (dims.every((d) => d === null)) return this.outer.run(ref, values, attrs);
-    const def = ref as OpDef;
-    const rule = batchRuleOf(def);
-    if (rule === null) throw new ValueError(`op ${def.name} has no batching rule`, "vmap");
-    if ("refuse" in rule) throw new ValueError(`${def.name} cannot run on batched values: ${rule.refuse}`, "vmap");
-    const r = withHandler(this.outer, () => rule.apply({ op: def.name, inputs: values, dims, attrs, size: this.size }));
-    return r.outputs.map((o, k) => (r.dims[k] === null ? o : new BatchedTensor(o, r.dims[k]!, this)));
-  }
-}
+export { BatchedTensor };
 
 type Axes = number | null | Structure<number | null>[];
 export interface VmapOptions {
@@ -79,7 +52,9 @@ export function vmap<F extends (...args: any[]) => any>(f: F, options: VmapOptio
       const ax = inAxes[i] as number | null;
       return ax === null ? a : mapStructure(a as Structure<unknown>, (leaf) => (leaf instanceof Tensor ? new BatchedTensor(leaf, norm(ax, leaf.rank), level) : leaf));
     });
-    const out = withHandler(level, () => f(...wrapped));
+    // (f is converted by AutoGraph when a function staged with it calls vmap, as sc.grad's f is)
+    const fn = traceCallback(f);
+    const out = withHandler(level, () => fn(...wrapped));
     const outAx = options.outAxes ?? 0;
     return mapStructure(out as Structure<unknown>, (leaf) => {
       if (!(leaf instanceof Tensor)) return leaf;

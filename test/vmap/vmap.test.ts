@@ -91,3 +91,15 @@ test("jacrev = jacfwd = finite differences; hessian", () => {
   const h = sc.hessian((v: sc.Tensor) => v.mul(v).mul(v).sum())(x);
   close(h, sc.tensor([[6 * 0.3, 0, 0], [0, 6 * -0.7, 0], [0, 0, 6 * 1.1]], "float64"));
 });
+
+test("vmap inside stage reads a variable where the graph runs (not its value at trace time); a batched value cannot be assigned", () => {
+  const w = sc.variable(sc.tensor(2, "float64"));
+  const xs = sc.tensor([1, 2, 3], "float64");
+  const f = sc.stage(sc.vmap((x: sc.Tensor) => x.mul(w)), { autograph: false });
+  close(f(xs), sc.tensor([2, 4, 6], "float64"));
+  w.assign(sc.tensor(10, "float64"));
+  close(f(xs), sc.tensor([10, 20, 30], "float64"));
+  assert.throws(() => sc.vmap((x: sc.Tensor) => (w.assign(x), x))(xs), (e: Error) => e instanceof sc.ValueError && /batched value/.test(e.message) && /variable/.test(e.message));
+  // (the variable is left as it was)
+  close(w.peek(), sc.tensor(10, "float64"));
+});

@@ -43,6 +43,7 @@ import {
 } from "./state.js";
 import { concreteTruth } from "./logical.js";
 import { call, registerConverted } from "./calls.js";
+import { controlFlowTransform, transformedCondValue } from "./batched.js";
 
 
 /** How a staged conditional names its values in messages. */
@@ -368,6 +369,8 @@ export function stagedCond(ctx: TraceContext, pred: Tensor, thenFn: () => unknow
 /** A staged conditional over values: `pred ? thenFn() : elseFn()` with `pred` a symbolic bool scalar. */
 export function condValues(pred: Tensor, thenFn: () => unknown, elseFn: () => unknown, construct: string, label: string, loc?: string | null): unknown {
   const ctx = activeTrace();
+  const tr = controlFlowTransform();
+  if (!ctx && tr) return transformedCondValue(tr, pred, thenFn, elseFn, construct, label, loc);
   if (!ctx) return concreteTruth(pred, construct, loc) ? thenFn() : elseFn();
   return stagedCond(ctx, pred, () => [thenFn()], () => [elseFn()], { construct: `a staged ${construct}`, loc, isState: false, labels: [label] })[0];
 }

@@ -36,6 +36,7 @@ import { concreteTruth, symbolicPredicate } from "./logical.js";
 import { dimSize } from "./indexing.js";
 import { condValues, stagedCond } from "./cond.js";
 import { stagedWhile } from "./staged-loop.js";
+import { controlFlowTransform, transformedIf, transformedWhile } from "./batched.js";
 
 // ---------------------------------------------------------------------------------------------
 // dispatch on a condition
@@ -48,7 +49,7 @@ export function dispatchCondition(c: unknown, construct: string, loc?: string | 
   if (!(c instanceof Tensor)) return Boolean(c);
   const t = readIfVariable(c) as Tensor;
   if (!t.isSymbolic) return concreteTruth(t, construct, loc);
-  if (!activeTrace()) t.concrete(`use as the condition of ${construct}`);
+  if (!activeTrace() && !controlFlowTransform()) t.concrete(`use as the condition of ${construct}`);
   return symbolicPredicate(t, construct, loc);
 }
 
@@ -75,6 +76,8 @@ export function ifStmt(
     else if (elseFn) elseFn();
     return;
   }
+  const tr = controlFlowTransform();
+  if (tr) return transformedIf(tr, p, thenFn, elseFn, getState, setState, names, loc);
   const ctx = activeTrace()!;
   const init = getState();
   const snaps = init.map((v) => snapshot(v));
@@ -133,6 +136,8 @@ export function whileStmt(
   for (;;) {
     const p = dispatchCondition(test(), "while", loc);
     if (typeof p !== "boolean") {
+      const tr = controlFlowTransform();
+      if (tr) return transformedWhile(tr, { test, body, getState, setState, names, loc, construct: "while", maximumIterations: opts.maximumIterations });
       stagedWhile({ test, body, getState, setState, names, loc, opts, construct: "while" });
       return;
     }
@@ -170,7 +175,8 @@ export function forOf(
   if (iterable instanceof Tensor) {
     const t = readIfVariable(iterable) as Tensor;
     if (t.rank === 0) throw new ShapeError(`cannot iterate over a scalar tensor (shape [])`, "for...of", locArg(loc));
-    if (!t.isSymbolic) return nativeFor(t.shape[0] === 0 ? [] : unstack(t, 0), body, getState, setState, names, loc, opts);
+    // (under vmap a batched tensor's rows are known in number: the loop runs natively, each row batched)
+    if (!t.isSymbolic || (controlFlowTransform() && t.shape[0]! >= 0)) return nativeFor(t.shape[0] === 0 ? [] : unstack(t, 0), body, getState, setState, names, loc, opts);
     return stagedTensorFor(t, body, getState, setState, names, loc, opts);
   }
   return nativeFor(iterable, body, getState, setState, names, loc, opts);

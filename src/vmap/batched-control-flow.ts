@@ -1,0 +1,197 @@
+/**
+ * Control flow on batched values (vmap), as JAX batches cond and while_loop:
+ *
+ * - cond whose predicate is batched (at this level or one below): both branches run on the
+ *   batch and the caller's `select` merges them per example (`where`, the [B] predicate
+ *   broadcast over each output). A predicate that is symbolic in a trace below (the same for
+ *   every example): the cond stays a cond there, its branches run at this level (`atRegion`),
+ *   their outputs batched at 0.
+ * - whileLoop, eagerly: a JS loop; while the predicate is batched it runs as long as some
+ *   example's holds, and each example keeps its state once its own predicate is false
+ *   (state = where(pred, body(state), state)), so the trip counts differ per example.
+ * - whileLoop over a trace: one while node below. Its loop variables are the batched ones'
+ *   values (batch at 0) and the unbatched ones as they are; a variable the body makes batched is
+ *   widened and the loop traced again (`Widen`). A batched predicate makes it the masked loop:
+ *   the node's condition is any(pred), its body where(pred, body(state), state).
+ */
+import { currentHandler, recorders, withHandler, type OpHandler, type OpRecorder } from "../core/context.js";
+import { GradientError } from "../core/errors.js";
+import { mapStructure, type Structure } from "../core/structure.js";
+import { Tensor } from "../core/tensor.js";
+import { applyOp, getOp } from "../ops/registry.js";
+import { batchToFront, materializeBatch } from "../ops/batching.js";
+import { toTensor } from "../ops/convert.js";
+import { TraceContext } from "../staging/trace-context.js";
+import { cond as stagedCond, whileLoop as stagedWhileLoop } from "../staging/control-flow.js";
+import { BatchedTensor, isBatchedAt, type BatchLevel } from "./batched-tensor.js";
+
+const op = (name: string, xs: Tensor[], attrs: unknown = {}): Tensor => applyOp(getOp(name), xs, attrs as never)[0]!;
+
+/** The unbatched bottom of a (nested) batched value: every example of every level. */
+function bottomValue(t: Tensor): Tensor {
+  while (t instanceof BatchedTensor) t = t.value;
+  return t;
+}
+
+/** Whether the handlers below `level` end in a trace (staging) rather than eager execution. */
+function tracedBelow(level: BatchLevel): boolean {
+  let h: OpHandler = level.outer;
+  while ((h as Partial<BatchLevel>).controlFlow !== undefined && (h as BatchLevel).outer !== undefined) h = (h as BatchLevel).outer;
+  return h instanceof TraceContext;
+}
+
+/**
+ * Runs `fn` at `level` inside a region traced below it (a branch or loop body of the handler
+ * current now): the level's rules run under that region while `fn` runs.
+ */
+function atRegion<T>(level: BatchLevel & { regionTapes: unknown }, tapes: typeof recorders, fn: () => T): T {
+  const savedOuter = level.outer;
+  const savedTapes = level.regionTapes;
+  level.outer = currentHandler();
+  level.regionTapes = tapes;
+  try {
+    return withHandler(level, fn);
+  } finally {
+    level.outer = savedOuter;
+    level.regionTapes = savedTapes;
+  }
+}
+
+/** A value of `level` as a value of the level below, batched at 0 (an unbatched one broadcast). */
+function lower(level: BatchLevel, t: Tensor): Tensor {
+  return isBatchedAt(t, level) ? batchToFront(t.value, t.dim) : materializeBatch(t, null, level.size);
+}
+
+/** Runs `fn`, a branch or loop body every example runs whatever its predicate (no variable assignments there). */
+function forEveryExample<T>(level: BatchLevel, fn: () => T): T {
+  level.everyExample++;
+  try {
+    return fn();
+  } finally {
+    level.everyExample--;
+  }
+}
+
+export function untrackedGradientError(opName: string): GradientError {
+  return new GradientError(
+    `a gradient with respect to a batched value reaches ${opName} inside a staged cond or while loop under vmap (grad inside vmap, staged): ` +
+      `that loop is traced below the vmap level, where this gradient is not recorded; take the gradient outside vmap, or run vmap(grad(f)) eagerly`,
+    "vmap",
+  );
+}
+
+type Level = BatchLevel & { regionTapes: (typeof recorders) | null };
+
+/**
+ * Whether tape `r` needs the gradient of `t` (batched at its level) at that level: it tracks `t`
+ * but not its value below (grad inside vmap), so a structural node recorded below loses it.
+ * (grad of vmap tracks the value below as well: the node's gradient rule there serves it.)
+ */
+export function losesGradient(r: OpRecorder, t: BatchedTensor): boolean {
+  return r.tracks(t) && !r.tracks(t.value);
+}
+
+function refuseTracked(level: Level, vars: Tensor[], construct: string): void {
+  if (vars.some((v) => isBatchedAt(v, level) && recorders.some((r) => losesGradient(r, v)))) throw untrackedGradientError(construct);
+}
+
+export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, elseFn: () => T, select: (pred: Tensor, a: T, b: T) => T): T {
+  // per example (batched here or below): both branches, merged by the predicate
+  if (pred instanceof BatchedTensor) {
+    const [a, b] = forEveryExample(level, () => [thenFn(), elseFn()] as const);
+    return select(pred, a, b);
+  }
+  // the same for every example, symbolic in the trace below: a cond there, branches run here
+  const tapes = recorders.slice();
+  const branch = (fn: () => T) => () =>
+    atRegion(level, tapes, () => {
+      const out = fn();
+      return withHandler(level.outer, () => mapStructure(out as Structure<unknown>, (x) => (x instanceof Tensor || typeof x === "number" || typeof x === "boolean" ? lower(level, toTensor(x, "cond")) : x)));
+    });
+  const out = withHandler(level.outer, () => stagedCond(pred, branch(thenFn), branch(elseFn)));
+  return mapStructure(out as Structure<unknown>, (x) => (x instanceof Tensor ? new BatchedTensor(x, 0, level) : x)) as T;
+}
+
+export function batchedWhile(level: Level, condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number): Tensor[] {
+  if (!tracedBelow(level)) return eagerWhile(level, condFn, bodyFn, init, max);
+  refuseTracked(level, init, "whileLoop");
+  let batched = init.map((v) => isBatchedAt(v, level));
+  let masked = false;
+  // each retry widens at least one variable (or turns the loop masked): at most init.length + 1 traces
+  for (;;) {
+    try {
+      return tracedWhile(level, condFn, bodyFn, init, max, batched, masked);
+    } catch (e) {
+      if (!(e instanceof Widen) || e.level !== level) throw e;
+      batched = e.batched;
+      masked = e.masked;
+    }
+  }
+}
+
+function where(p: Tensor, a: Tensor, b: Tensor): Tensor {
+  return op("where", [p, a, b]);
+}
+
+function eagerWhile(level: BatchLevel, condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number): Tensor[] {
+  let vars = init;
+  for (let i = 0; i < max; i++) {
+    const p = condFn(...vars);
+    if (!(p instanceof BatchedTensor)) {
+      if (p.dataSync()[0] === 0) break;
+      vars = bodyFn(...vars);
+      continue;
+    }
+    // (some example of some level still runs)
+    if (!bottomValue(p).dataSync().some((v) => v !== 0)) break;
+    const next = forEveryExample(level, () => bodyFn(...vars));
+    vars = next.map((n, k) => where(p, n, vars[k]!));
+  }
+  return vars;
+}
+
+/** Thrown while tracing a batched loop: trace it again with these variables batched. */
+class Widen {
+  constructor(
+    readonly level: BatchLevel,
+    readonly batched: boolean[],
+    readonly masked: boolean,
+  ) {}
+}
+
+function tracedWhile(
+  level: Level,
+  condFn: (...vars: Tensor[]) => Tensor,
+  bodyFn: (...vars: Tensor[]) => Tensor[],
+  init: Tensor[],
+  max: number,
+  batched: boolean[],
+  masked: boolean,
+): Tensor[] {
+  const tapes = recorders.slice();
+  const lift = (xs: Tensor[]) => xs.map((x, k) => (batched[k] ? new BatchedTensor(x, 0, level) : x));
+  const vals = withHandler(level.outer, () => init.map((v, k) => (batched[k] ? lower(level, v) : v)));
+  const cond = (...xs: Tensor[]): Tensor =>
+    atRegion(level, tapes, () => {
+      const p = condFn(...lift(xs));
+      if (!isBatchedAt(p, level)) return p;
+      if (!masked) throw new Widen(level, batched.map(() => true), true);
+      // (the node runs while some example's predicate holds)
+      const all = batchToFront(p.value, p.dim);
+      return withHandler(level.outer, () => op("any", [all], { axes: all.shape.map((_, i) => i), keepDims: false }));
+    });
+  const body = (...xs: Tensor[]): Tensor[] =>
+    atRegion(level, tapes, () => {
+      const vs = lift(xs);
+      let next = masked ? forEveryExample(level, () => bodyFn(...vs)) : bodyFn(...vs);
+      if (masked) {
+        const p = condFn(...vs);
+        next = next.map((n, k) => where(p, n, vs[k]!));
+      }
+      const widen = next.map((n, k) => batched[k] || isBatchedAt(n, level));
+      if (widen.some((w, k) => w !== batched[k])) throw new Widen(level, widen, masked);
+      return withHandler(level.outer, () => next.map((n, k) => (batched[k] ? lower(level, n) : n)));
+    });
+  const out = withHandler(level.outer, () => stagedWhileLoop(cond, body, vals, Number.isFinite(max) ? { maxIterations: max } : {}));
+  return lift(out);
+}

@@ -1,0 +1,72 @@
+/**
+ * One vmap level: the handler vmap pushes. An op with an input batched at this level runs its
+ * batching rule (ops/batching.ts) under `outer`; other ops pass through to `outer`. Control flow
+ * (cond, whileLoop, AutoGraph's if/while) is batched by batched-control-flow.ts.
+ */
+import { withHandler, type ControlFlowTransform, type OpHandler, type OpRecorder, type OpRef } from "../core/context.js";
+import { ValueError } from "../core/errors.js";
+import type { Tensor } from "../core/tensor.js";
+import type { Variable } from "../core/variable.js";
+import { batchRuleOf, type OpDef } from "../ops/registry.js";
+import type { BatchDims } from "../ops/batching.js";
+import { BatchedTensor, type BatchLevel } from "./batched-tensor.js";
+import { batchedCond, batchedWhile, losesGradient, untrackedGradientError } from "./batched-control-flow.js";
+
+export class VmapLevel implements OpHandler, BatchLevel {
+  /**
+   * While a cond/while region is traced below this level: the tapes that recorded outside it.
+   * A batched value they track, used in the region, would lose its gradient (the structural
+   * node is recorded below this level), so it is refused (untrackedGradientError).
+   */
+  regionTapes: OpRecorder[] | null = null;
+  everyExample = 0;
+  readonly controlFlow: ControlFlowTransform;
+
+  constructor(
+    public outer: OpHandler,
+    readonly size: number,
+  ) {
+    this.controlFlow = {
+      cond: (pred, thenFn, elseFn, select) => batchedCond(this, pred, thenFn, elseFn, select),
+      whileLoop: (cond, body, vars, max) => batchedWhile(this, cond, body, vars, max),
+    };
+  }
+
+  /** A variable is read where the level below reads it (a graph read while a trace is below: not its value now, baked in). */
+  readVariable(v: Variable): Tensor {
+    return withHandler(this.outer, () => v.peek());
+  }
+
+  /** Assigned below; a value that differs per example has no one value to assign. */
+  assignVariable(v: Variable, value: Tensor): void {
+    if (value instanceof BatchedTensor && value.level === this) {
+      throw new ValueError(`variable ${v.name} cannot be assigned a batched value (one per example) under vmap; return the values from the function, or assign a reduction of them (their mean) outside vmap`, "assign");
+    }
+    if (this.everyExample > 0) {
+      throw new ValueError(
+        `variable ${v.name} is assigned in a branch of a cond (or the body of a loop) whose predicate differs per example under vmap: every example runs it, ` +
+          `so the assignment cannot be made for some examples only; compute the value with the cond and assign it after, outside vmap`,
+        "assign",
+      );
+    }
+    withHandler(this.outer, () => v.setValue(value));
+  }
+
+  createVariable(name: string): void {
+    this.outer.createVariable?.(name);
+  }
+
+  run(ref: OpRef, inputs: Tensor[], attrs: any): Tensor[] {
+    const dims: BatchDims = inputs.map((t) => (t instanceof BatchedTensor && t.level === this ? t.dim : null));
+    const values = inputs.map((t, i) => (dims[i] === null ? t : (t as BatchedTensor).value));
+    // (not batched here: the level below runs it; applyOp's recorders see it once, from our caller)
+    if (dims.every((d) => d === null)) return this.outer.run(ref, values, attrs);
+    const def = ref as OpDef;
+    if (this.regionTapes !== null && inputs.some((t, i) => dims[i] !== null && this.regionTapes!.some((r) => losesGradient(r, t as BatchedTensor)))) throw untrackedGradientError(def.name);
+    const rule = batchRuleOf(def);
+    if (rule === null) throw new ValueError(`op ${def.name} has no batching rule`, "vmap");
+    if ("refuse" in rule) throw new ValueError(`${def.name} cannot run on batched values: ${rule.refuse}`, "vmap");
+    const r = withHandler(this.outer, () => rule.apply({ op: def.name, inputs: values, dims, attrs, size: this.size }));
+    return r.outputs.map((o, k) => (r.dims[k] === null ? o : new BatchedTensor(o, r.dims[k]!, this)));
+  }
+}
