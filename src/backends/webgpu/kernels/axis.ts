@@ -150,19 +150,25 @@ export function cumsum(dev: KernelDevice, x: GpuArray, outer: number, n: number,
   const add = s === "u32" ? "(acc + v) & 0xffu" : "acc + v";
   // float32: Kahan-compensated (the CPU accumulates in float64)
   const absorb = s === "f32" ? `{ let yv = v - comp; let tv = acc + yv; comp = (tv - acc) - yv; acc = tv; }` : `acc = ${add};`;
-  const body = `  var acc = ${s}(0);
+  // float32 sums start at -0, IEEE's additive identity, as on the CPU (backends/cpu/reduce.ts
+  // cumsum3): a leading -0 stays -0; an exclusive scan's first entry, the empty sum, is +0.
+  const zero = s === "f32" ? "neg_zero_f32()" : `${s}(0)`;
+  const body = `  var acc: ${s} = ${zero};
   var comp = ${s}(0);
   for (var k = 0u; k < p.n; k++) {
     let at = base + ${step("k")} * p.inner;
     let v = ${s}(x[at]);
-    ${exclusive ? `y[at] = acc; ${absorb}` : `${absorb} y[at] = acc;`}
+    ${exclusive ? `y[at] = select(acc, ${s}(0), k == 0u); ${absorb}` : `${absorb} y[at] = acc;`}
   }`;
   // (a sequential scan per line; a long single line runs on one thread)
   lineKernel(dev, "cumsum", `${exclusive}|${reverse}`, { x, outer, n, inner }, [["x", "r", storageType(x.dtype, "cumsum")], ["y", "w", s]], [x.id, out.id], body, null);
   return out;
 }
 
-/** softmax or logSoftmax along the middle axis (float32). */
+/**
+ * softmax or logSoftmax along the middle axis (float32). logSoftmax is (x - max) - log s, not
+ * x - (max + log s), as on the CPU (ops/nn/softmax.ts): a lone -0 gives +0 (-0 - -0).
+ */
 export function softmax(dev: KernelDevice, x: GpuArray, outer: number, n: number, inner: number, log: boolean): GpuArray {
   const out = allocArray(dev, x.shape, "float32");
   if (sizeOf(x.shape) === 0) return out;
@@ -175,8 +181,8 @@ export function softmax(dev: KernelDevice, x: GpuArray, outer: number, n: number
 ${
   log
     ? `  for (var k = 0u; k < p.n; k++) { s += exp(x[${at("k")}] - m); }
-  let shift = m + log(s);
-  for (var k = 0u; k < p.n; k++) { y[${at("k")}] = x[${at("k")}] - shift; }`
+  let ls = log(s);
+  for (var k = 0u; k < p.n; k++) { y[${at("k")}] = (x[${at("k")}] - m) - ls; }`
     : `  for (var k = 0u; k < p.n; k++) { let e = exp(x[${at("k")}] - m); y[${at("k")}] = e; s += e; }
   let r = 1.0 / s;
   for (var k = 0u; k < p.n; k++) { y[${at("k")}] = y[${at("k")}] * r; }`
@@ -187,7 +193,7 @@ ${
   var ls = 0.0;
   for (var k = t; k < p.n; k += ${WG}u) { ls += exp(x[base + k] - m); }
   let s = wg_sum(ls, t);
-${log ? `  let shift = m + log(s);\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = x[base + k] - shift; }` : `  let r = 1.0 / s;\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = exp(x[base + k] - m) * r; }`}`;
+${log ? `  let lg = log(s);\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = (x[base + k] - m) - lg; }` : `  let r = 1.0 / s;\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = exp(x[base + k] - m) * r; }`}`;
   lineKernel(dev, log ? "log_softmax" : "softmax", "", { x, outer, n, inner }, [["x", "r", "f32"], ["y", "w", "f32"]], [x.id, out.id], seq, row);
   return out;
 }
