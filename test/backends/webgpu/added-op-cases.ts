@@ -115,6 +115,12 @@ export const cases: StagedCase[] = [
     fn: (x) => [sc.gatherElements(x, sc.tensor([[0, 3]], "int32"), 1)],
   },
   {
+    op: "cumsum",
+    label: "compensated float32 sums: 1e8 then 10000 ones (uncompensated, each 1 is lost: 1e-4 off)",
+    inputs: () => [f32([1e8, ...Array<number>(10000).fill(1)])],
+    fn: (x) => [sc.cumsum(x), sc.cumsum(x, 0, { reverse: true })],
+  },
+  {
     op: "scatterND",
     label: "an index tuple out of range is an IndexError on both devices",
     inputs: (r) => [r.tensor([2, 3], -1, 1, "float32")],

@@ -59,7 +59,8 @@ function lineKernel(dev: KernelDevice, label: string, variant: string, l: Line, 
   if (lines === 0) return;
   const mode = row !== null && l.inner === 1 && l.n >= ROW_MIN ? "row" : "seq";
   const b = bindings(decls);
-  const params = new Params().u32("lines", lines).u32("n", l.n).u32("inner", l.inner);
+  // (p.zero is 0, which the shader compiler cannot know: see cumsum's compensation)
+  const params = new Params().u32("lines", lines).u32("n", l.n).u32("inner", l.inner).u32("zero", 0);
   const head = `${SCALAR_HELPERS}${b.wgsl}${params.wgsl(decls.length)}`;
   const make = () => {
   let source: string;
@@ -148,8 +149,14 @@ export function cumsum(dev: KernelDevice, x: GpuArray, outer: number, n: number,
   if (sizeOf(x.shape) === 0) return out;
   const step = (k: string) => (reverse ? `(p.n - 1u - ${k})` : k);
   const add = s === "u32" ? "(acc + v) & 0xffu" : "acc + v";
-  // float32: Kahan-compensated (the CPU accumulates in float64)
-  const absorb = s === "f32" ? `{ let yv = v - comp; let tv = acc + yv; comp = (tv - acc) - yv; acc = tv; }` : `acc = ${add};`;
+  // float32: Kahan-compensated (the CPU accumulates in float64). The new sum passes through an
+  // XOR with p.zero so that the compiler cannot fold (tv - acc) - yv to 0 (WGSL has no `precise`;
+  // Mesa's lavapipe did fold it); an infinite sum zeroes the compensation, else it would be
+  // Inf - Inf = NaN and turn the rest of the line into NaN where the CPU keeps the infinity.
+  const absorb =
+    s === "f32"
+      ? `{ let yv = v - comp; let tv = bitcast<f32>(bitcast<u32>(acc + yv) ^ p.zero); comp = select(0.0, (tv - acc) - yv, is_finite(tv)); acc = tv; }`
+      : `acc = ${add};`;
   // float32 sums start at -0, IEEE's additive identity, as on the CPU (backends/cpu/reduce.ts
   // cumsum3): a leading -0 stays -0; an exclusive scan's first entry, the empty sum, is +0.
   const zero = s === "f32" ? "neg_zero_f32()" : `${s}(0)`;
