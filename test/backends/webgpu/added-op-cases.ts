@@ -121,6 +121,12 @@ export const cases: StagedCase[] = [
     fn: (x) => [sc.cumsum(x), sc.cumsum(x, 0, { reverse: true })],
   },
   {
+    op: "sum",
+    label: "compensated float32 sums down columns: 1e8 then 5000 ones (uncompensated: 5e-5 off)",
+    inputs: () => [sc.tensor([1e8, 1e8, ...Array<number>(10000).fill(1)], "float32", [5001, 2])],
+    fn: (x) => [sc.sum(x, 0), sc.mean(x, 0)],
+  },
+  {
     op: "scatterND",
     label: "an index tuple out of range is an IndexError on both devices",
     inputs: (r) => [r.tensor([2, 3], -1, 1, "float32")],
@@ -142,8 +148,8 @@ const SCAN_ROWS = [
 
 /**
  * Cases whose results must match the CPU's also in the sign of zero (sweep.test.ts compares them
- * with -0 distinct from +0, NaN equal to NaN): cumsum sums from -0 (a leading -0 stays -0, an
- * exclusive scan's first entry is +0), erf(-0) is -0, logSoftmax is (x - max) - log s (a lone -0
+ * with -0 distinct from +0, NaN equal to NaN): sum and cumsum sum from -0 (a group of -0 sums to
+ * -0, a leading -0 stays -0, an exclusive scan's first entry is +0), erf(-0) is -0, logSoftmax is (x - max) - log s (a lone -0
  * gives +0), as on the CPU and in onnxruntime.
  */
 export const signedZeroCases: StagedCase[] = [
@@ -161,6 +167,12 @@ export const signedZeroCases: StagedCase[] = [
       const t = sc.transpose(x); // [4, rows]: each scan runs down a column
       return [sc.cumsum(t, 0), sc.cumsum(t, 0, { exclusive: true }), sc.cumsum(t, 0, { reverse: true }), sc.cumsum(t, 0, { exclusive: true, reverse: true })];
     },
+  },
+  {
+    op: "sum",
+    label: "groups of -0 sum to -0 (short rows, columns, rows of 300, one long group), with +0, infinities and NaN",
+    inputs: () => [sc.tensor(SCAN_ROWS.flat(), "float32", [SCAN_ROWS.length, 4]), f32(Array<number>(600).fill(-0)), f32(Array<number>(9000).fill(-0))],
+    fn: (x, rows, long) => [sc.sum(x, 1), sc.sum(x, 0), sc.mean(x, 1), sc.mean(x, 0), sc.sum(sc.reshape(rows, [2, 300]), 1), sc.sum(sc.reshape(rows, [300, 2]), 0), sc.sum(long), sc.mean(long)],
   },
   {
     op: "erf",
