@@ -151,7 +151,7 @@ export function cumsum(dev: KernelDevice, x: GpuArray, outer: number, n: number,
   const add = s === "u32" ? "(acc + v) & 0xffu" : "acc + v";
   // float32: Kahan-compensated (the CPU accumulates in float64). The new sum passes through an
   // XOR with p.zero so that the compiler cannot fold (tv - acc) - yv to 0 (WGSL has no `precise`;
-  // Mesa's lavapipe did fold it); an infinite sum zeroes the compensation, else it would be
+  // lavapipe folded it); an infinite sum zeroes the compensation, else it would be
   // Inf - Inf = NaN and turn the rest of the line into NaN where the CPU keeps the infinity.
   const absorb =
     s === "f32"
