@@ -115,9 +115,81 @@ export const cases: StagedCase[] = [
     fn: (x) => [sc.gatherElements(x, sc.tensor([[0, 3]], "int32"), 1)],
   },
   {
+    op: "cumsum",
+    label: "compensated float32 sums: 1e8 then 10000 ones (uncompensated, each 1 is lost: 1e-4 off)",
+    inputs: () => [f32([1e8, ...Array<number>(10000).fill(1)])],
+    fn: (x) => [sc.cumsum(x), sc.cumsum(x, 0, { reverse: true })],
+  },
+  {
+    op: "sum",
+    label: "compensated float32 sums down columns: 1e8 then 5000 ones (uncompensated: 5e-5 off)",
+    inputs: () => [sc.tensor([1e8, 1e8, ...Array<number>(10000).fill(1)], "float32", [5001, 2])],
+    fn: (x) => [sc.sum(x, 0), sc.mean(x, 0)],
+  },
+  {
     op: "scatterND",
     label: "an index tuple out of range is an IndexError on both devices",
     inputs: (r) => [r.tensor([2, 3], -1, 1, "float32")],
     fn: (x) => [sc.scatterND(x, sc.tensor([[1, 0], [2, 0]], "int32"), f32([1, 2]), "add")],
+  },
+];
+
+/** Rows for scans: leading and trailing -0, +0 among -0, infinities of both signs, NaN. */
+const SCAN_ROWS = [
+  [-0, -0, -0, -0],
+  [-0, 0, -0, -0],
+  [0, -0, -0, 0],
+  [-0, 1, -1, -0],
+  [Infinity, 1, -0, 2],
+  [-Infinity, -0, Infinity, 1],
+  [NaN, -0, 1, -0],
+  [-0, -0, NaN, -0],
+];
+
+/**
+ * Cases whose results must match the CPU's also in the sign of zero (sweep.test.ts compares them
+ * with -0 distinct from +0, NaN equal to NaN): sum and cumsum sum from -0 (a group of -0 sums to
+ * -0, a leading -0 stays -0, an exclusive scan's first entry is +0), erf(-0) is -0, logSoftmax is (x - max) - log s (a lone -0
+ * gives +0), as on the CPU and in onnxruntime.
+ */
+export const signedZeroCases: StagedCase[] = [
+  {
+    op: "cumsum",
+    label: "signed zeros, infinities and NaN along the last axis (inclusive, exclusive, reverse)",
+    inputs: () => [sc.tensor(SCAN_ROWS.flat(), "float32", [SCAN_ROWS.length, 4])],
+    fn: (x) => [sc.cumsum(x, 1), sc.cumsum(x, 1, { exclusive: true }), sc.cumsum(x, 1, { reverse: true }), sc.cumsum(x, 1, { exclusive: true, reverse: true })],
+  },
+  {
+    op: "cumsum",
+    label: "signed zeros, infinities and NaN along a leading axis (inclusive, exclusive, reverse)",
+    inputs: () => [sc.tensor(SCAN_ROWS.flat(), "float32", [SCAN_ROWS.length, 4])],
+    fn: (x) => {
+      const t = sc.transpose(x); // [4, rows]: each scan runs down a column
+      return [sc.cumsum(t, 0), sc.cumsum(t, 0, { exclusive: true }), sc.cumsum(t, 0, { reverse: true }), sc.cumsum(t, 0, { exclusive: true, reverse: true })];
+    },
+  },
+  {
+    op: "sum",
+    label: "groups of -0 sum to -0 (short rows, columns, rows of 300, one long group), with +0, infinities and NaN",
+    inputs: () => [sc.tensor(SCAN_ROWS.flat(), "float32", [SCAN_ROWS.length, 4]), f32(Array<number>(600).fill(-0)), f32(Array<number>(9000).fill(-0))],
+    fn: (x, rows, long) => [sc.sum(x, 1), sc.sum(x, 0), sc.mean(x, 1), sc.mean(x, 0), sc.sum(sc.reshape(rows, [2, 300]), 1), sc.sum(sc.reshape(rows, [300, 2]), 0), sc.sum(long), sc.mean(long)],
+  },
+  {
+    op: "erf",
+    label: "at signed zeros, infinities and NaN",
+    inputs: () => [f32(SPECIAL)],
+    fn: (x) => [sc.erf(x), sc.erf(sc.neg(x))],
+  },
+  {
+    op: "logSoftmax",
+    label: "a lone -0, -0 among -Infinity, +Infinity and NaN in a group (short lines)",
+    inputs: () => [sc.tensor([-0, -Infinity, -Infinity, -0, Infinity, 1, NaN, 1, -Infinity, -Infinity], "float32", [5, 2]), f32([-0])],
+    fn: (rows, lone) => [sc.logSoftmax(lone), sc.logSoftmax(rows), sc.logSoftmax(sc.transpose(rows), 0), sc.softmax(rows)],
+  },
+  {
+    op: "logSoftmax",
+    label: "-0 among -Infinity in a row of 300 (a workgroup per row)",
+    inputs: () => [f32(Array.from({ length: 600 }, (_, i) => (i === 7 ? -0 : i === 300 + 299 ? 0 : -Infinity)))],
+    fn: (x) => [sc.logSoftmax(sc.reshape(x, [2, 300]))],
   },
 ];

@@ -7,6 +7,8 @@
  * movement and sorting; a few ulp for float32 arithmetic; more for transcendental functions and for sums
  * of many terms (reductions, products, convolutions), whose order differs.
  *
+ * ./added-op-cases.ts's signedZeroCases also compare the sign of zero (-0 distinct from +0).
+ *
  * An input the CPU rejects must be rejected on the GPU with the same error class (an index a GPU
  * kernel finds out of range raises at the next read). A case that computes in float64 or int64
  * must raise a DtypeError on the GPU (no silent downcast); those are counted and reported.
@@ -18,7 +20,7 @@ import { Rng } from "../../util/rng.js";
 import { allCases } from "../../util/grad-cases/index.js";
 import { cases as stagedCases, type StagedCase } from "../../staging/staged-cases.js";
 import { cases as dtypeCases } from "../../staging/staged-cases-dtypes.js";
-import { cases as addedOpCases } from "./added-op-cases.js";
+import { cases as addedOpCases, signedZeroCases } from "./added-op-cases.js";
 import { gpuSkip, onGpu } from "../../util/webgpu.js";
 import { unplanned } from "../../../src/exec/webgpu-executor.js";
 
@@ -36,7 +38,11 @@ export function tolerance(op: string): [number, number] {
 
 const flat = (r: sc.Tensor | sc.Tensor[]): sc.Tensor[] => (Array.isArray(r) ? r : [r]);
 
-function assertMatches(gpu: sc.Tensor, cpu: sc.Tensor, [atol, rtol]: [number, number], what: string): void {
+/**
+ * gpu's values must be cpu's (NaN equal to NaN), within the tolerance for float32 unless exact.
+ * zeroSigns: a zero must have the CPU's sign too (-0 is not +0, which the tolerance would accept).
+ */
+function assertMatches(gpu: sc.Tensor, cpu: sc.Tensor, [atol, rtol]: [number, number], what: string, zeroSigns = false): void {
   assert.equal(gpu.dtype, cpu.dtype, `${what}: dtype`);
   assert.deepEqual(gpu.shape, cpu.shape, `${what}: shape`);
   assert.equal(gpu.device, "webgpu:0", `${what}: device`);
@@ -47,8 +53,10 @@ function assertMatches(gpu: sc.Tensor, cpu: sc.Tensor, [atol, rtol]: [number, nu
     const x = a[i]!,
       y = b[i]!;
     if (Object.is(x, y) || (Number.isNaN(x) && Number.isNaN(y))) continue;
-    if (!exact && Number.isFinite(y) && Math.abs(x - y) <= atol + rtol * Math.abs(y)) continue;
-    assert.fail(`${what}: element ${i} is ${x} on the GPU but ${y} on the CPU (tolerance ${exact ? "exact" : `${atol} + ${rtol}|x|`})`);
+    const signedZeros = zeroSigns && x === 0 && y === 0;
+    if (!exact && !signedZeros && Number.isFinite(y) && Math.abs(x - y) <= atol + rtol * Math.abs(y)) continue;
+    const show = (v: number) => (Object.is(v, -0) ? "-0" : String(v));
+    assert.fail(`${what}: element ${i} is ${show(x)} on the GPU but ${show(y)} on the CPU (tolerance ${exact ? "exact" : `${atol} + ${rtol}|x|`}${zeroSigns ? ", zeros signed" : ""})`);
   }
 }
 
@@ -72,7 +80,7 @@ function runAndRead(fn: () => sc.Tensor[]): sc.Tensor[] {
   return out;
 }
 
-function sweep(c: StagedCase, name: string): void {
+function sweep(c: StagedCase, name: string, zeroSigns = false): void {
   const rng = new Rng(hash(name));
   const xs = c.inputs(rng).map((x) => (x.dtype === "float64" ? sc.cast(x, "float32") : x));
   const tol = tolerance(c.op);
@@ -106,7 +114,7 @@ function sweep(c: StagedCase, name: string): void {
         throw e;
       }
       assert.equal(gpu.length, cpu!.length, `${name}: number of outputs`);
-      gpu.forEach((t, i) => assertMatches(t, cpu![i]!, tol, `${name} (${mode} on the GPU) output ${i}`));
+      gpu.forEach((t, i) => assertMatches(t, cpu![i]!, tol, `${name} (${mode} on the GPU) output ${i}`, zeroSigns));
     }
   } finally {
     console.log = quiet;
@@ -134,6 +142,12 @@ test("every registry op declares its WebGPU kernel (or is elementwise), and the 
 
 for (const [c, name] of all) {
   test(`webgpu: ${name}`, { skip: gpuSkip }, () => sweep(c, name));
+}
+
+// (special values where the sign of zero is part of the CPU's answer: -0 must not read as +0)
+for (const c of signedZeroCases) {
+  const name = `${c.op} (${c.label}) [signed zeros]`;
+  test(`webgpu: ${name}`, { skip: gpuSkip }, () => sweep(c, name, true));
 }
 
 test("staged cases run as device plans unless they hold host work", { skip: gpuSkip }, (t) => {

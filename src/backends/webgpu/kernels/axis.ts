@@ -59,7 +59,8 @@ function lineKernel(dev: KernelDevice, label: string, variant: string, l: Line, 
   if (lines === 0) return;
   const mode = row !== null && l.inner === 1 && l.n >= ROW_MIN ? "row" : "seq";
   const b = bindings(decls);
-  const params = new Params().u32("lines", lines).u32("n", l.n).u32("inner", l.inner);
+  // (p.zero is 0, which the shader compiler cannot know: see cumsum's compensation)
+  const params = new Params().u32("lines", lines).u32("n", l.n).u32("inner", l.inner).u32("zero", 0);
   const head = `${SCALAR_HELPERS}${b.wgsl}${params.wgsl(decls.length)}`;
   const make = () => {
   let source: string;
@@ -148,21 +149,33 @@ export function cumsum(dev: KernelDevice, x: GpuArray, outer: number, n: number,
   if (sizeOf(x.shape) === 0) return out;
   const step = (k: string) => (reverse ? `(p.n - 1u - ${k})` : k);
   const add = s === "u32" ? "(acc + v) & 0xffu" : "acc + v";
-  // float32: Kahan-compensated (the CPU accumulates in float64)
-  const absorb = s === "f32" ? `{ let yv = v - comp; let tv = acc + yv; comp = (tv - acc) - yv; acc = tv; }` : `acc = ${add};`;
-  const body = `  var acc = ${s}(0);
+  // float32: Kahan-compensated (the CPU accumulates in float64). The new sum passes through an
+  // XOR with p.zero so that the compiler cannot fold (tv - acc) - yv to 0 (WGSL has no `precise`;
+  // lavapipe folded it); an infinite sum zeroes the compensation, else it would be
+  // Inf - Inf = NaN and turn the rest of the line into NaN where the CPU keeps the infinity.
+  const absorb =
+    s === "f32"
+      ? `{ let yv = v - comp; let tv = bitcast<f32>(bitcast<u32>(acc + yv) ^ p.zero); comp = select(0.0, (tv - acc) - yv, is_finite(tv)); acc = tv; }`
+      : `acc = ${add};`;
+  // float32 sums start at -0, IEEE's additive identity, as on the CPU (backends/cpu/reduce.ts
+  // cumsum3): a leading -0 stays -0; an exclusive scan's first entry, the empty sum, is +0.
+  const zero = s === "f32" ? "neg_zero_f32()" : `${s}(0)`;
+  const body = `  var acc: ${s} = ${zero};
   var comp = ${s}(0);
   for (var k = 0u; k < p.n; k++) {
     let at = base + ${step("k")} * p.inner;
     let v = ${s}(x[at]);
-    ${exclusive ? `y[at] = acc; ${absorb}` : `${absorb} y[at] = acc;`}
+    ${exclusive ? `y[at] = select(acc, ${s}(0), k == 0u); ${absorb}` : `${absorb} y[at] = acc;`}
   }`;
   // (a sequential scan per line; a long single line runs on one thread)
   lineKernel(dev, "cumsum", `${exclusive}|${reverse}`, { x, outer, n, inner }, [["x", "r", storageType(x.dtype, "cumsum")], ["y", "w", s]], [x.id, out.id], body, null);
   return out;
 }
 
-/** softmax or logSoftmax along the middle axis (float32). */
+/**
+ * softmax or logSoftmax along the middle axis (float32). logSoftmax is (x - max) - log s, not
+ * x - (max + log s), as on the CPU (ops/nn/softmax.ts): a lone -0 gives +0 (-0 - -0).
+ */
 export function softmax(dev: KernelDevice, x: GpuArray, outer: number, n: number, inner: number, log: boolean): GpuArray {
   const out = allocArray(dev, x.shape, "float32");
   if (sizeOf(x.shape) === 0) return out;
@@ -175,8 +188,8 @@ export function softmax(dev: KernelDevice, x: GpuArray, outer: number, n: number
 ${
   log
     ? `  for (var k = 0u; k < p.n; k++) { s += exp(x[${at("k")}] - m); }
-  let shift = m + log(s);
-  for (var k = 0u; k < p.n; k++) { y[${at("k")}] = x[${at("k")}] - shift; }`
+  let ls = log(s);
+  for (var k = 0u; k < p.n; k++) { y[${at("k")}] = (x[${at("k")}] - m) - ls; }`
     : `  for (var k = 0u; k < p.n; k++) { let e = exp(x[${at("k")}] - m); y[${at("k")}] = e; s += e; }
   let r = 1.0 / s;
   for (var k = 0u; k < p.n; k++) { y[${at("k")}] = y[${at("k")}] * r; }`
@@ -187,7 +200,7 @@ ${
   var ls = 0.0;
   for (var k = t; k < p.n; k += ${WG}u) { ls += exp(x[base + k] - m); }
   let s = wg_sum(ls, t);
-${log ? `  let shift = m + log(s);\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = x[base + k] - shift; }` : `  let r = 1.0 / s;\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = exp(x[base + k] - m) * r; }`}`;
+${log ? `  let lg = log(s);\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = (x[base + k] - m) - lg; }` : `  let r = 1.0 / s;\n  for (var k = t; k < p.n; k += ${WG}u) { y[base + k] = exp(x[base + k] - m) * r; }`}`;
   lineKernel(dev, log ? "log_softmax" : "softmax", "", { x, outer, n, inner }, [["x", "r", "f32"], ["y", "w", "f32"]], [x.id, out.id], seq, row);
   return out;
 }

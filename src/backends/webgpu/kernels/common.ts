@@ -140,6 +140,10 @@ var<private> NAN_BITS: u32 = 0x7fc00000u;
 var<private> INF_BITS: u32 = 0x7f800000u;
 fn nan_f32() -> f32 { return bitcast<f32>(NAN_BITS); }
 fn inf_f32() -> f32 { return bitcast<f32>(INF_BITS); }
+// -0 read at run time too: a -0 initializer of a loop's accumulator (-0.0, or a bitcast constant)
+// reaches lavapipe's code as +0, while run-time arithmetic keeps the sign (-0 + -0 is -0).
+var<private> NEG_ZERO_BITS: u32 = 0x80000000u;
+fn neg_zero_f32() -> f32 { return bitcast<f32>(NEG_ZERO_BITS); }
 // ToInt32 of a float (Int32Array stores): truncate, wrap modulo 2^32, NaN and infinities give 0.
 fn f2i(x: f32) -> i32 {
   if (!is_finite(x)) { return 0; }

@@ -5,7 +5,9 @@
  * - rows (inner = 1, red >= 256): a workgroup per row, threads striding over it, a tree in
  *   workgroup memory (pairwise, so float32 sums keep ~log2(n) rounding error);
  * - columns and short rows: a thread per output, looping over the group (float32 sums with Kahan
- *   compensation);
+ *   compensation: each new sum passes through an XOR with a uniform 0, so that the compiler cannot
+ *   fold (t - acc) - v to 0 as lavapipe did; an infinite sum zeroes the compensation, which would
+ *   otherwise be Inf - Inf = NaN);
  * - few outputs over long groups: the group is split into chunks reduced in parallel, then the
  *   partial results are reduced (a second pass).
  *
@@ -71,7 +73,8 @@ function reducer(c: Combine, inT: WgslScalar, outDtype: DType): Reducer {
   };
   switch (c) {
     case "sum":
-      return { acc, init: `${acc}(0)`, absorb: (a, v) => `${a} + ${v}`, merge: (a, b) => `${a} + ${b}`, load, kahan: acc === "f32" };
+      // (float32 sums start at -0, IEEE's additive identity, as on the CPU: a group of -0 sums to -0)
+      return { acc, init: acc === "f32" ? "neg_zero_f32()" : `${acc}(0)`, absorb: (a, v) => `${a} + ${v}`, merge: (a, b) => `${a} + ${b}`, load, kahan: acc === "f32" };
     case "prod":
       return { acc, init: `${acc}(1)`, absorb: (a, v) => `${a} * ${v}`, merge: (a, b) => `${a} * ${b}`, load, kahan: false };
     case "max":
@@ -105,7 +108,7 @@ function reduceSource(r: Reducer, inT: WgslScalar, outT: WgslScalar, mode: "row"
     ["x", "r", inT],
     ["y", "w", outT],
   ]);
-  const params = new Params().u32("outer", 0).u32("red", 0).u32("inner", 0).u32("chunks", 0).u32("chunk", 0).f32("scale", 0);
+  const params = new Params().u32("outer", 0).u32("red", 0).u32("inner", 0).u32("chunks", 0).u32("chunk", 0).f32("scale", 0).u32("zero", 0);
   const head = `${SCALAR_HELPERS}${b.wgsl}${params.wgsl(2)}`;
   // Output o = (outer index, chunk, inner index); its group: red elements from base, inner apart.
   const locate = `
@@ -120,7 +123,7 @@ function reduceSource(r: Reducer, inT: WgslScalar, outT: WgslScalar, mode: "row"
   if (mode === "seq") {
     const loop = r.kahan
       ? `var acc = ${r.init}; var comp = 0.0;
-  for (var k = start; k < stop; k++) { let v = ${r.load("x[base + k * p.inner]")} - comp; let t = acc + v; comp = (t - acc) - v; acc = t; }`
+  for (var k = start; k < stop; k++) { let v = ${r.load("x[base + k * p.inner]")} - comp; let t = bitcast<f32>(bitcast<u32>(acc + v) ^ p.zero); comp = select(0.0, (t - acc) - v, is_finite(t)); acc = t; }`
       : `var acc = ${r.init};
   for (var k = start; k < stop; k++) { acc = ${r.absorb("acc", r.load("x[base + k * p.inner]"))}; }`;
     return `${head}@compute @workgroup_size(${WG})
@@ -156,7 +159,8 @@ function runReduce(dev: KernelDevice, x: GpuArray, outer: number, red: number, i
   const chunk = Math.ceil(red / chunks);
   const mode = inner === 1 && chunk >= ROW_MIN ? "row" : "seq";
 
-  const params = new Params().u32("outer", outer).u32("red", red).u32("inner", inner).u32("chunks", chunks).u32("chunk", chunk).f32("scale", scale);
+  // (p.zero is 0, which the shader compiler cannot know: it keeps the Kahan compensation from being folded away)
+  const params = new Params().u32("outer", outer).u32("red", red).u32("inner", inner).u32("chunks", chunks).u32("chunk", chunk).f32("scale", scale).u32("zero", 0);
   const n = outer * chunks * inner;
   const groups = mode === "row" ? grid(n, 1, dev.limits.maxComputeWorkgroupsPerDimension) : grid(n, WG, dev.limits.maxComputeWorkgroupsPerDimension);
   const k = lazy(`reduce|${label}|${inT}|${outT}|${r.acc}|${mode}|${finish}`, () => ({ source: reduceSource(r, inT, outT, mode, finish), layout: "rwu", label: `${label}_${mode}` }));
