@@ -15,7 +15,6 @@
  *   the node's condition is any(pred), its body where(pred, body(state), state).
  */
 import { currentHandler, recorders, withHandler, type OpHandler, type OpRecorder } from "../core/context.js";
-import { GradientError } from "../core/errors.js";
 import { mapStructure, type Structure } from "../core/structure.js";
 import { Tensor } from "../core/tensor.js";
 import { applyOp, getOp } from "../ops/registry.js";
@@ -24,6 +23,7 @@ import { toTensor } from "../ops/convert.js";
 import { TraceContext } from "../staging/trace-context.js";
 import { cond as stagedCond, whileLoop as stagedWhileLoop } from "../staging/control-flow.js";
 import { BatchedTensor, isBatchedAt, type BatchLevel } from "./batched-tensor.js";
+import { bridgeDown, liftTracked, recordingBelow, sharedTracked, sharedTrackedError } from "./gradient-bridge.js";
 
 const op = (name: string, xs: Tensor[], attrs: unknown = {}): Tensor => applyOp(getOp(name), xs, attrs as never)[0]!;
 
@@ -57,8 +57,16 @@ function atRegion<T>(level: BatchLevel & { regionTapes: unknown }, tapes: typeof
   }
 }
 
-/** A value of `level` as a value of the level below, batched at 0 (an unbatched one broadcast). */
-function lower(level: BatchLevel, t: Tensor): Tensor {
+/**
+ * A value of `level` as a value of the level below, batched at 0 (an unbatched one broadcast).
+ * Inside a region, a batched value from outside it that a tape tracks crosses by a bridge
+ * (gradient-bridge.ts), so the node's gradient rule below sees its value tracked.
+ */
+function lower(level: Level, t: Tensor): Tensor {
+  if (level.regionTapes !== null) {
+    if (sharedTracked(level.regionTapes, t, level)) throw sharedTrackedError("a loop variable or branch output");
+    bridgeDown(level.regionTapes, t, level);
+  }
   return isBatchedAt(t, level) ? batchToFront(t.value, t.dim) : materializeBatch(t, null, level.size);
 }
 
@@ -72,28 +80,7 @@ function forEveryExample<T>(level: BatchLevel, fn: () => T): T {
   }
 }
 
-export function untrackedGradientError(opName: string): GradientError {
-  return new GradientError(
-    `a gradient with respect to a batched value reaches ${opName} inside a staged cond or while loop under vmap (grad inside vmap, staged): ` +
-      `that loop is traced below the vmap level, where this gradient is not recorded; take the gradient outside vmap, or run vmap(grad(f)) eagerly`,
-    "vmap",
-  );
-}
-
-type Level = BatchLevel & { regionTapes: (typeof recorders) | null };
-
-/**
- * Whether tape `r` needs the gradient of `t` (batched at its level) at that level: it tracks `t`
- * but not its value below (grad inside vmap), so a structural node recorded below loses it.
- * (grad of vmap tracks the value below as well: the node's gradient rule there serves it.)
- */
-export function losesGradient(r: OpRecorder, t: BatchedTensor): boolean {
-  return r.tracks(t) && !r.tracks(t.value);
-}
-
-function refuseTracked(level: Level, vars: Tensor[], construct: string): void {
-  if (vars.some((v) => isBatchedAt(v, level) && recorders.some((r) => losesGradient(r, v)))) throw untrackedGradientError(construct);
-}
+type Level = BatchLevel & { regionTapes: (typeof recorders) | null; readonly outerTapes: readonly OpRecorder[] };
 
 export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, elseFn: () => T, select: (pred: Tensor, a: T, b: T) => T): T {
   // per example (batched here or below): both branches, merged by the predicate
@@ -108,13 +95,14 @@ export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, else
       const out = fn();
       return withHandler(level.outer, () => mapStructure(out as Structure<unknown>, (x) => (x instanceof Tensor || typeof x === "number" || typeof x === "boolean" ? lower(level, toTensor(x, "cond")) : x)));
     });
-  const out = withHandler(level.outer, () => stagedCond(pred, branch(thenFn), branch(elseFn)));
-  return mapStructure(out as Structure<unknown>, (x) => (x instanceof Tensor ? new BatchedTensor(x, 0, level) : x)) as T;
+  const out = withHandler(level.outer, () => recordingBelow(level, () => stagedCond(pred, branch(thenFn), branch(elseFn))));
+  return mapStructure(out as Structure<unknown>, (x) => (x instanceof Tensor ? liftTracked(tapes, x, level) : x)) as T;
 }
 
 export function batchedWhile(level: Level, condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number): Tensor[] {
   if (!tracedBelow(level)) return eagerWhile(level, condFn, bodyFn, init, max);
-  refuseTracked(level, init, "whileLoop");
+  // (a batched variable the tape inside vmap tracks crosses to the node below by a bridge)
+  for (const v of init) bridgeDown(recorders.slice(), v, level);
   let batched = init.map((v) => isBatchedAt(v, level));
   let masked = false;
   // each retry widens at least one variable (or turns the loop masked): at most init.length + 1 traces
@@ -192,6 +180,6 @@ function tracedWhile(
       if (widen.some((w, k) => w !== batched[k])) throw new Widen(level, widen, masked);
       return withHandler(level.outer, () => next.map((n, k) => (batched[k] ? lower(level, n) : n)));
     });
-  const out = withHandler(level.outer, () => stagedWhileLoop(cond, body, vals, Number.isFinite(max) ? { maxIterations: max } : {}));
-  return lift(out);
+  const out = withHandler(level.outer, () => recordingBelow(level, () => stagedWhileLoop(cond, body, vals, Number.isFinite(max) ? { maxIterations: max } : {})));
+  return out.map((x, k) => (batched[k] ? liftTracked(tapes, x, level) : x));
 }

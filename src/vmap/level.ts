@@ -3,23 +3,26 @@
  * batching rule (ops/batching.ts) under `outer`; other ops pass through to `outer`. Control flow
  * (cond, whileLoop, AutoGraph's if/while) is batched by batched-control-flow.ts.
  */
-import { withHandler, type ControlFlowTransform, type OpHandler, type OpRecorder, type OpRef } from "../core/context.js";
+import { recorders, withHandler, type ControlFlowTransform, type OpHandler, type OpRecorder, type OpRef } from "../core/context.js";
 import { ValueError } from "../core/errors.js";
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { batchRuleOf, type OpDef } from "../ops/registry.js";
 import type { BatchDims } from "../ops/batching.js";
 import { BatchedTensor, type BatchLevel } from "./batched-tensor.js";
-import { batchedCond, batchedWhile, losesGradient, untrackedGradientError } from "./batched-control-flow.js";
+import { batchedCond, batchedWhile } from "./batched-control-flow.js";
+import { bridgeDown, sharedTracked, sharedTrackedError } from "./gradient-bridge.js";
 
 export class VmapLevel implements OpHandler, BatchLevel {
   /**
    * While a cond/while region is traced below this level: the tapes that recorded outside it.
-   * A batched value they track, used in the region, would lose its gradient (the structural
-   * node is recorded below this level), so it is refused (untrackedGradientError).
+   * A batched value they track, used in the region, crosses to the level below by a bridge
+   * (gradient-bridge.ts), so the structural node's gradient rule below sees it tracked.
    */
   regionTapes: OpRecorder[] | null = null;
   everyExample = 0;
+  /** The tapes recording when vmap was called (grad of vmap): not inside this level. */
+  readonly outerTapes: readonly OpRecorder[] = recorders.slice();
   readonly controlFlow: ControlFlowTransform;
 
   constructor(
@@ -58,11 +61,13 @@ export class VmapLevel implements OpHandler, BatchLevel {
 
   run(ref: OpRef, inputs: Tensor[], attrs: any): Tensor[] {
     const dims: BatchDims = inputs.map((t) => (t instanceof BatchedTensor && t.level === this ? t.dim : null));
+    if (this.regionTapes !== null && inputs.some((t) => sharedTracked(this.regionTapes!, t, this))) throw sharedTrackedError((ref as OpDef).name);
     const values = inputs.map((t, i) => (dims[i] === null ? t : (t as BatchedTensor).value));
     // (not batched here: the level below runs it; applyOp's recorders see it once, from our caller)
     if (dims.every((d) => d === null)) return this.outer.run(ref, values, attrs);
     const def = ref as OpDef;
-    if (this.regionTapes !== null && inputs.some((t, i) => dims[i] !== null && this.regionTapes!.some((r) => losesGradient(r, t as BatchedTensor)))) throw untrackedGradientError(def.name);
+    // (inside a region traced below: a batched value from outside it that a tape tracks crosses by a bridge)
+    if (this.regionTapes !== null) for (let i = 0; i < inputs.length; i++) if (dims[i] !== null) bridgeDown(this.regionTapes, inputs[i]!, this);
     const rule = batchRuleOf(def);
     if (rule === null) throw new ValueError(`op ${def.name} has no batching rule`, "vmap");
     if ("refuse" in rule) throw new ValueError(`${def.name} cannot run on batched values: ${rule.refuse}`, "vmap");

@@ -280,10 +280,15 @@ test("AutoGraph: native if / return / ?: / while / for with per-example conditio
 
 test("what cannot be batched is a typed error naming the construct and why", () => {
   const as = sc.tensor([2, 9], "float64");
-  // grad inside vmap, through a loop staged below the vmap
+  // grad inside vmap, staged through a loop below the vmap: a shared value's gradient (it would be the batch's total), a second derivative
+  const w = sc.scalar(0.7, "float64");
   assert.throws(
-    () => sc.stage(sc.vmap((a: sc.Tensor) => sc.grad((b: sc.Tensor) => newton(b)[0]!)(a)), { autograph: false })(as),
-    (e: Error) => e instanceof sc.GradientError && /vmap/.test(e.message) && /while/.test(e.message) && /eagerly/.test(e.message),
+    () => sc.stage(sc.vmap((a: sc.Tensor) => sc.grad((p: sc.Tensor) => sc.whileLoop((x) => x.greater(a), (x) => [x.mul(p).add(1)], [a.sub(3)])[0]!)(w)), { autograph: false })(as),
+    (e: Error) => e instanceof sc.GradientError && /vmap/.test(e.message) && /shared by every example/.test(e.message) && /eagerly/.test(e.message),
+  );
+  assert.throws(
+    () => sc.stage(sc.vmap(sc.grad(sc.grad((b: sc.Tensor) => newton(b)[0]!))), { autograph: false })(as),
+    (e: Error) => e instanceof sc.GradientError && /second derivative inside vmap/.test(e.message),
   );
   // shape-changing loops
   assert.throws(
@@ -330,4 +335,24 @@ test("what cannot be batched is a typed error naming the construct and why", () 
     () => sc.vmap((x: sc.Tensor) => sc.cond(x.greater(3), () => x, () => x.reshape([1])))(as),
     (e: Error) => e instanceof sc.ShapeError && /cond/.test(e.message) && /rank/.test(e.message),
   );
+});
+
+test("staged vmap(grad(f)) through a masked while, a shared-predicate cond and a shared counter loop: each example's gradient (graph AD below the level)", () => {
+  const as = sc.tensor([1.5, 2, 9, 100, 1e4], "float64");
+  const cases: [string, F, sc.Tensor[], (number | null)[]][] = [
+    ["masked while (Newton)", (a) => sc.grad((b: sc.Tensor) => newton(b)[0]!.mul(b))(a!), [as], [0]],
+    ["batched cond of loops", (a) => sc.grad((b: sc.Tensor) => sc.cond(b.greater(5), () => newton(b)[0]!.mul(b), () => newton(b)[0]!))(a!), [as], [0]],
+    ["shared counter loop", (x) => sc.grad((e: sc.Tensor) => sc.whileLoop((i) => i.less(3), (i, s) => [i.add(1), s!.mul(e).sin()], [sc.scalar(0, "int32"), e])[1]!)(x!), [new Rng(31).tensor([4])], [0]],
+  ];
+  for (const k of [2, -2]) {
+    cases.push([`shared-predicate cond, k = ${k}`, (x, kt) => sc.grad((e: sc.Tensor) => sc.cond(kt!.greater(0), () => e.mul(e).mul(kt!), () => e.sin().mul(kt!)))(x!), [new Rng(32).tensor([4], -2, 2), sc.scalar(k, "float64")], [0, null]]);
+  }
+  for (const [name, f, args, axes] of cases) {
+    const want = loop(f, args, axes);
+    same(sc.stage(sc.vmap(f, { inAxes: axes }), { autograph: false })(...args), want, 1e-14, `${name}: stage(vmap(grad))`);
+    same(sc.vmap(f, { inAxes: axes })(...args), want, 0, `${name}: vmap(grad) eagerly`);
+  }
+  // (the staged one is one while node with the masked body, and its gradient loop)
+  const printed = sc.stage(sc.vmap(cases[0]![1]), { autograph: false }).concrete(as).toString();
+  assert.ok((printed.match(/= while\(/g) ?? []).length >= 2 && /any\(/.test(printed), printed);
 });
