@@ -8,6 +8,7 @@
  */
 import { currentHandler, isTracing, recorders, withCallbackConversion } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
+import { config } from "../core/config.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
 import { CallDepthExceeded, ValueError } from "../core/errors.js";
@@ -43,7 +44,8 @@ export interface StageOptions {
   /**
    * What runs the function's graphs when it is called from eager code: the default executor, or
    * an installed engine ("onnxruntime": its exported ONNX model in an onnxruntime-node session).
-   * Its gradients run on the same engine.
+   * Its gradients run on the same engine. Without it: the process-wide default, which the
+   * environment variable STAGECRAFT_ENGINE names (read once, when Stagecraft loads; unset: ours).
    */
   engine?: string;
 }
@@ -75,6 +77,23 @@ export function setStageConverter(c: StageConverter): void {
   stageConverter = c;
 }
 
+function installedEngineList(): string {
+  return engineNames().map((n) => JSON.stringify(n)).join(", ") || "none";
+}
+
+/**
+ * The engine a staged function runs on when its options name none: STAGECRAFT_ENGINE's (null, our
+ * executor, when unset, empty or "stagecraft": the default executor as it always was).
+ */
+function defaultEngine(): string | null {
+  const name = config.engine;
+  if (name === undefined || name === "" || name === "stagecraft") return null;
+  if (!engineNames().includes(name)) {
+    throw new ValueError(`the environment variable STAGECRAFT_ENGINE is ${JSON.stringify(name)}, but the installed engines are ${installedEngineList()}`, "stage");
+  }
+  return name;
+}
+
 export function stage<A extends unknown[], R>(original: (...args: A) => R, options: StageOptions = {}): StagedFunction<A, R> {
   checkOptions("stage", options, STAGE_OPTIONS);
   const name = options.name ?? (original.name || "staged");
@@ -101,9 +120,9 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   // (made once: a call allocates nothing to look its signature up)
   const pending = (key: string) => recursion.pending(key);
-  const engine = options.engine ?? null;
+  const engine = options.engine ?? defaultEngine();
   if (engine !== null && !engineNames().includes(engine)) {
-    throw new ValueError(`options.engine is ${JSON.stringify(engine)}, but the installed engines are ${engineNames().map((n) => JSON.stringify(n)).join(", ") || "none"}`, "stage");
+    throw new ValueError(`options.engine is ${JSON.stringify(engine)}, but the installed engines are ${installedEngineList()}`, "stage");
   }
   const trace = (args: readonly unknown[], sig: Signature) => {
     // (the modules' modes and flags the trace reads: the function is valid while they hold)
