@@ -81,17 +81,33 @@ function installedEngineList(): string {
   return engineNames().map((n) => JSON.stringify(n)).join(", ") || "none";
 }
 
+/** The process-wide default engine's name (null: our executor): STAGECRAFT_ENGINE's, read once. */
+let defaultEngineName: string | null = config.engine === undefined || config.engine === "" || config.engine === "stagecraft" ? null : config.engine;
+
 /**
- * The engine a staged function runs on when its options name none: STAGECRAFT_ENGINE's (null, our
- * executor, when unset, empty or "stagecraft": the default executor as it always was).
+ * The engine a staged function runs on when its options name none (null: the default executor,
+ * as it always was). Checked when a function is staged (the engines are installed by then).
  */
 function defaultEngine(): string | null {
-  const name = config.engine;
-  if (name === undefined || name === "" || name === "stagecraft") return null;
-  if (!engineNames().includes(name)) {
+  const name = defaultEngineName;
+  if (name !== null && !engineNames().includes(name)) {
     throw new ValueError(`the environment variable STAGECRAFT_ENGINE is ${JSON.stringify(name)}, but the installed engines are ${installedEngineList()}`, "stage");
   }
   return name;
+}
+
+/**
+ * @internal Sets the default engine of functions staged from now on (benchmarks, tests: the
+ * program-wide choice is STAGECRAFT_ENGINE); "stagecraft" or null is our executor. Returns the
+ * previous one.
+ */
+export function setDefaultEngine(name: string | null): string | null {
+  if (name !== null && name !== "stagecraft" && !engineNames().includes(name)) {
+    throw new ValueError(`setDefaultEngine: ${JSON.stringify(name)} is not an installed engine (installed: ${installedEngineList()})`, "setDefaultEngine");
+  }
+  const before = defaultEngineName;
+  defaultEngineName = name === "stagecraft" ? null : name;
+  return before;
 }
 
 export function stage<A extends unknown[], R>(original: (...args: A) => R, options: StageOptions = {}): StagedFunction<A, R> {

@@ -80,3 +80,27 @@ test("STAGECRAFT_ENGINE naming no installed engine: stage() throws a ValueError 
   assert.match(error.message, /"onnxruntime"/);
   assert.match(error.message, /"auto"/);
 });
+
+test("setDefaultEngine (internals) changes the engine of functions staged afterwards; those staged before keep theirs", async () => {
+  const sc = await import("../../src/api/index.js");
+  const { setDefaultEngine } = await import("../../src/api/internals.js");
+  const { engineStats } = await import("../../src/onnx/engine.js");
+  const body = (x: sc.Tensor) => x.mul(2).add(1);
+  const x = sc.tensor([1, 2, 3], "float32");
+  const before = sc.stage(body, { autograph: false });
+  const previous = setDefaultEngine("onnxruntime");
+  try {
+    const after = sc.stage(body, { autograph: false });
+    const runs0 = engineStats.runs;
+    assert.deepEqual(after(x).arraySync(), [3, 5, 7]);
+    assert.equal(engineStats.runs - runs0, 1, "staged after: ran on onnxruntime");
+    assert.deepEqual(before(x).arraySync(), [3, 5, 7]);
+    assert.equal(engineStats.runs - runs0, 1, "staged before: still ours");
+    assert.equal(after.concrete(x).engine, "onnxruntime");
+    assert.equal(before.concrete(x).engine, null);
+    assert.throws(() => setDefaultEngine("onnx"), (e: Error) => e.name === "ValueError" && /"onnx" is not an installed engine/.test(e.message));
+  } finally {
+    setDefaultEngine(previous);
+  }
+  assert.equal(sc.stage(body, { autograph: false }).concrete(x).engine, null, "put back");
+});
