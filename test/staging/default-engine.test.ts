@@ -8,6 +8,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import * as sc from "../../src/api/index.js";
+import { setDefaultEngine } from "../../src/api/internals.js";
+import { engineStats } from "../../src/onnx/engine.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -81,14 +84,13 @@ test("STAGECRAFT_ENGINE naming no installed engine: stage() throws a ValueError 
   assert.match(error.message, /"auto"/);
 });
 
-test("setDefaultEngine (internals) changes the engine of functions staged afterwards; those staged before keep theirs", async () => {
-  const sc = await import("../../src/api/index.js");
-  const { setDefaultEngine } = await import("../../src/api/internals.js");
-  const { engineStats } = await import("../../src/onnx/engine.js");
+test("setDefaultEngine (internals) changes the engine of functions staged afterwards; those staged before keep theirs", () => {
   const body = (x: sc.Tensor) => x.mul(2).add(1);
   const x = sc.tensor([1, 2, 3], "float32");
+  // (from our executor, whatever STAGECRAFT_ENGINE this process was given)
+  const previous = setDefaultEngine(null);
   const before = sc.stage(body, { autograph: false });
-  const previous = setDefaultEngine("onnxruntime");
+  setDefaultEngine("onnxruntime");
   try {
     const after = sc.stage(body, { autograph: false });
     const runs0 = engineStats.runs;
@@ -99,8 +101,9 @@ test("setDefaultEngine (internals) changes the engine of functions staged afterw
     assert.equal(after.concrete(x).engine, "onnxruntime");
     assert.equal(before.concrete(x).engine, null);
     assert.throws(() => setDefaultEngine("onnx"), (e: Error) => e.name === "ValueError" && /"onnx" is not an installed engine/.test(e.message));
+    setDefaultEngine("stagecraft");
+    assert.equal(sc.stage(body, { autograph: false }).concrete(x).engine, null, "\"stagecraft\" is our executor");
   } finally {
     setDefaultEngine(previous);
   }
-  assert.equal(sc.stage(body, { autograph: false }).concrete(x).engine, null, "put back");
 });
