@@ -90,7 +90,10 @@ let defaultEngineName: string | null = config.engine === undefined || config.eng
  */
 function defaultEngine(): string | null {
   const name = defaultEngineName;
-  if (name !== null && !engineNames().includes(name)) {
+  // (no engine installed at all: staging without the package entry, which has no executor either
+  // and says so when a function is called: "import Stagecraft through its package entry")
+  if (name === null || engineNames().length === 0) return null;
+  if (!engineNames().includes(name)) {
     throw new ValueError(`the environment variable STAGECRAFT_ENGINE is ${JSON.stringify(name)}, but the installed engines are ${installedEngineList()}`, "stage");
   }
   return name;

@@ -107,3 +107,13 @@ test("setDefaultEngine (internals) changes the engine of functions staged afterw
     setDefaultEngine(previous);
   }
 });
+
+test("STAGECRAFT_ENGINE without the package entry (no engine installed): stage() works, and a call says no executor is installed, as without the variable", () => {
+  const code = `
+    import { tensor } from "./src/ops/index.js";
+    import { stage } from "./src/staging/stage.js";
+    try { stage((x) => x.mul(2), { autograph: false })(tensor([1, 2])); console.log("no error"); } catch (e) { console.log(e.constructor.name + ": " + e.message); }`;
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: root, env: { ...process.env, STAGECRAFT_ENGINE: "auto" }, encoding: "utf8", timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout.trim(), /^StagingError: no executor is installed to run staged functions: import Stagecraft through its package entry/);
+});
