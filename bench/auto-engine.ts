@@ -11,10 +11,15 @@
 // on ours, fallbacks), and auto's one-time cost: cutting and preparing the plans (planMs) and the
 // plans' first runs, which export and make the sessions (firstRunMs), over how many graphs.
 //   node --import tsx bench/auto-engine.ts [workload ...]     (names below; default: all)
+// --first-call: instead, auto's one-time cost per graph (a fresh function per graph, called until
+// auto has chosen): cutting and preparing the plan, the plan's first run (export and sessions),
+// beside our first call (trace and compile), for graphs from tiny to a training step.
+//   node --import tsx bench/auto-engine.ts --first-call
 import { setDefaultEngine } from "../src/api/internals.js";
 import { autoStats } from "../src/onnx/partition/auto.js";
 import { engineStats } from "../src/onnx/engine.js";
-import { isMainModule } from "./common.js";
+import * as sc from "../src/api/index.js";
+import { isMainModule, randomValues } from "./common.js";
 import { QUICK, measure, type System, type Workload } from "./peers/harness.js";
 import { l2hmcWorkload } from "./peers/l2hmc.js";
 import { rnnWorkload } from "./peers/rnn.js";
@@ -140,7 +145,43 @@ function fmtRow(r: AutoRow): string {
   );
 }
 
-if (isMainModule(import.meta.url)) {
+/** Auto's one-time cost for a few graphs (see --first-call above). */
+export function firstCallCosts(log: (line: string) => void = console.log): void {
+  const rand = (shape: number[], seed: number, scale = 0.1) => sc.tensor(randomValues(shape.reduce((a, b) => a * b, 1), seed, scale), "float32", shape);
+  const x = rand([64, 784], 1, 1), W1 = new sc.Variable(rand([784, 256], 2)), W2 = new sc.Variable(rand([256, 10], 3));
+  const y = sc.tensor(Array.from({ length: 64 }, (_, i) => i % 10), "int32");
+  const mlp = (x: sc.Tensor) => sc.softmax(sc.matmul(sc.relu(sc.matmul(x, W1)), W2), -1);
+  const cases: [string, () => () => unknown][] = [
+    ["tiny tanh [8] (below the threshold: no session)", () => { const t = rand([8], 4); const f = sc.stage((a: sc.Tensor) => sc.tanh(a)); return () => f(t); }],
+    ["elementwise chain [512,512]", () => { const t = rand([512, 512], 5); const f = sc.stage((a: sc.Tensor) => sc.tanh(a.mul(1.5).add(0.25)).mul(a)); return () => f(t); }],
+    ["MLP forward [64,784]->256->10", () => { const f = sc.stage(mlp); return () => f(x); }],
+    ["MLP training step (SGD, graph AD)", () => {
+      const opt = new sc.optim.SGD({ learningRate: 1e-3 });
+      const f = sc.stage((x: sc.Tensor, y: sc.Tensor) => opt.minimize(() => sc.nn.softmaxCrossEntropy(sc.matmul(sc.relu(sc.matmul(x, W1)), W2), y), () => [W1, W2]));
+      return () => f(x, y);
+    }],
+  ];
+  // (the process's first session loads onnxruntime: a cost paid once, not per graph)
+  const t0 = performance.now();
+  sc.stage((a: sc.Tensor) => a.add(1), { engine: "onnxruntime" })(rand([4], 6));
+  log(`loading onnxruntime and its first session: ${(performance.now() - t0).toFixed(1)} ms (once per process)`);
+  log(`${"graph".padEnd(48)} ${"ours 1st".padStart(9)} ${"ours warm".padStart(10)} ${"cut ms".padStart(7)} ${"1st plan run".padStart(13)} ${"sessions".padStart(9)}  chose`);
+  for (const [name, make] of cases) {
+    const time = (f: () => unknown) => { const t = performance.now(); f(); return performance.now() - t; };
+    const ours = withEngine("ours", make);
+    const oursFirst = time(ours);
+    for (let i = 0; i < 20; i++) ours();
+    const oursWarm = Math.min(...Array.from({ length: 5 }, () => time(ours)));
+    const s0 = { ...autoStats }, sessions0 = engineStats.sessions;
+    const auto = withEngine("auto", make);
+    for (let i = 0; i < 20 && autoStats.chosePlan + autoStats.choseOurs === s0.chosePlan + s0.choseOurs && autoStats.fallbacks === s0.fallbacks; i++) auto();
+    const chose = autoStats.chosePlan > s0.chosePlan ? "plan" : autoStats.choseOurs > s0.choseOurs ? "ours" : autoStats.plans > s0.plans ? "ours (no engine segment)" : "-";
+    log(`${name.padEnd(48)} ${oursFirst.toFixed(1).padStart(9)} ${oursWarm.toFixed(2).padStart(10)} ${(autoStats.planMs - s0.planMs).toFixed(1).padStart(7)} ${(autoStats.firstRunMs - s0.firstRunMs).toFixed(1).padStart(13)} ${String(engineStats.sessions - sessions0).padStart(9)}  ${chose}`);
+  }
+}
+
+if (isMainModule(import.meta.url) && process.argv.includes("--first-call")) firstCallCosts();
+else if (isMainModule(import.meta.url)) {
   const names = process.argv.slice(2);
   const t = performance.now();
   const rows = await benchAutoEngine(names.length > 0 ? names : undefined);
