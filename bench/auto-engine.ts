@@ -85,6 +85,8 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
     const make = WORKLOADS[name];
     if (make === undefined) throw new Error(`unknown workload ${name}: the workloads are ${Object.keys(WORKLOADS).join(", ")}`);
     const built: Partial<Record<EngineName, Workload>> = {};
+    // (from before the builds: a workload's set-up calls its functions, and auto may choose there)
+    let stats0 = { ...autoStats };
     try {
       for (const e of ENGINES) {
         const before = setDefaultEngine(e === "ours" ? null : e);
@@ -105,7 +107,6 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
         const s = built[e]!.systems.find((x) => x.name === sys)!;
         return { name: `${sys} [${e}]`, enter: s.enter, run: () => withEngine(e, s.run) };
       });
-      const stats0 = { ...autoStats };
       const r = await measure({ name: `${name}: ${sys}`, call: built.ours!.call, systems }, QUICK);
       const ms: AutoRow["ms"] = {};
       const errors: string[] = [];
@@ -128,6 +129,7 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
         firstRunMs: autoStats.firstRunMs - stats0.firstRunMs,
       };
       rows.push(row);
+      stats0 = { ...autoStats };
       log(`  ${name}: ${sys}: ${fmtRow(row)}`);
     }
     for (const w of Object.values(built)) w.done?.();
