@@ -14,6 +14,12 @@ function numberSetting(name: string, fallback: number): number {
 }
 
 export const config = {
+  /**
+   * STAGECRAFT_ENGINE=stagecraft|onnxruntime|auto: the engine staged functions run on when their
+   * `stage(fn, { engine })` names none (checked by stage(): an unknown name is a ValueError). Unset
+   * or "stagecraft": our executor.
+   */
+  engine: env("STAGECRAFT_ENGINE"),
   /** STAGECRAFT_EXECUTOR=interpret: staged functions run on the reference interpreter instead of the compiled executor. */
   executor: env("STAGECRAFT_EXECUTOR") === "interpret" ? ("interpret" as const) : ("compiled" as const),
   /** STAGECRAFT_COMPILE_AFTER: calls of a graph signature interpreted before it is compiled (default 1). */

@@ -106,6 +106,26 @@ export function installEngine(name: string, options: EngineOptions = {}): void {
 /** How many models the engine has loaded and run (for tests and benchmarks). */
 export const engineStats = { sessions: 0, runs: 0 };
 
+/**
+ * Whether a graph (its regions and callees too) has a float64 value. onnxruntime's extended
+ * optimizations write float64 constants as float32 attributes (MatMulScaleFusion: a MatMul then a
+ * Mul by a scalar becomes FusedMatMul, whose alpha is a float: x.matmul(y).mul(0.1) off by ~1e-8
+ * relative in double): sessions of such graphs are optimized at the basic level only (constant
+ * folding, redundant nodes), which keeps float64 exact.
+ */
+function hasFloat64(graph: Graph, library: FunctionLibrary, seen = new Set<Graph>()): boolean {
+  if (seen.has(graph)) return false;
+  seen.add(graph);
+  if (graph.inputs.some((v) => v.type.dtype === "float64")) return true;
+  for (const n of graph.nodes) {
+    if (n.outputs.some((v) => v.type.dtype === "float64")) return true;
+    if (n.regions.some((r) => hasFloat64(r, library, seen))) return true;
+    const callee = n.attrs.callee;
+    if (typeof callee === "string" && library.functions.has(callee) && hasFloat64(library.get(callee), library, seen)) return true;
+  }
+  return false;
+}
+
 /** An executor (graph, inputs, library, numArgInputs) -> outputs that runs graphs in onnxruntime. */
 export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
   checkOptions("onnx.onnxruntimeExecutor", options, ENGINE_OPTIONS);
@@ -116,7 +136,7 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
     try {
       session.loadModel(model.bytes.buffer, model.bytes.byteOffset, model.bytes.byteLength, {
         executionProviders: options.executionProviders ?? ["cpu"],
-        graphOptimizationLevel: "all",
+        graphOptimizationLevel: hasFloat64(graph, library) ? "basic" : "all",
         executionMode: "sequential",
         logSeverityLevel: 3,
         // (threads that spin after a run take the cores the caller and other sessions need next)

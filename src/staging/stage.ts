@@ -8,6 +8,7 @@
  */
 import { currentHandler, isTracing, recorders, withCallbackConversion } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
+import { config } from "../core/config.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
 import { CallDepthExceeded, RecursionDepthError, ValueError } from "../core/errors.js";
@@ -43,7 +44,8 @@ export interface StageOptions {
   /**
    * What runs the function's graphs when it is called from eager code: the default executor, or
    * an installed engine ("onnxruntime": its exported ONNX model in an onnxruntime-node session).
-   * Its gradients run on the same engine.
+   * Its gradients run on the same engine. Without it: the process-wide default, which the
+   * environment variable STAGECRAFT_ENGINE names (read once, when Stagecraft loads; unset: ours).
    */
   engine?: string;
 }
@@ -75,6 +77,42 @@ export function setStageConverter(c: StageConverter): void {
   stageConverter = c;
 }
 
+function installedEngineList(): string {
+  return engineNames().map((n) => JSON.stringify(n)).join(", ") || "none";
+}
+
+/** The process-wide default engine's name (null: our executor): STAGECRAFT_ENGINE's, read once. */
+let defaultEngineName: string | null = config.engine === undefined || config.engine === "" || config.engine === "stagecraft" ? null : config.engine;
+
+/**
+ * The engine a staged function runs on when its options name none (null: the default executor,
+ * as it always was). Checked when a function is staged (the engines are installed by then).
+ */
+function defaultEngine(): string | null {
+  const name = defaultEngineName;
+  // (no engine installed at all: staging without the package entry, which has no executor either
+  // and says so when a function is called: "import Stagecraft through its package entry")
+  if (name === null || engineNames().length === 0) return null;
+  if (!engineNames().includes(name)) {
+    throw new ValueError(`the environment variable STAGECRAFT_ENGINE is ${JSON.stringify(name)}, but the installed engines are ${installedEngineList()}`, "stage");
+  }
+  return name;
+}
+
+/**
+ * @internal Sets the default engine of functions staged from now on (benchmarks, tests: the
+ * program-wide choice is STAGECRAFT_ENGINE); "stagecraft" or null is our executor. Returns the
+ * previous one.
+ */
+export function setDefaultEngine(name: string | null): string | null {
+  if (name !== null && name !== "stagecraft" && !engineNames().includes(name)) {
+    throw new ValueError(`setDefaultEngine: ${JSON.stringify(name)} is not an installed engine (installed: ${installedEngineList()})`, "setDefaultEngine");
+  }
+  const before = defaultEngineName;
+  defaultEngineName = name === "stagecraft" ? null : name;
+  return before;
+}
+
 export function stage<A extends unknown[], R>(original: (...args: A) => R, options: StageOptions = {}): StagedFunction<A, R> {
   checkOptions("stage", options, STAGE_OPTIONS);
   const name = options.name ?? (original.name || "staged");
@@ -101,9 +139,9 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   // (made once: a call allocates nothing to look its signature up)
   const pending = (key: string) => recursion.pending(key);
-  const engine = options.engine ?? null;
+  const engine = options.engine ?? defaultEngine();
   if (engine !== null && !engineNames().includes(engine)) {
-    throw new ValueError(`options.engine is ${JSON.stringify(engine)}, but the installed engines are ${engineNames().map((n) => JSON.stringify(n)).join(", ") || "none"}`, "stage");
+    throw new ValueError(`options.engine is ${JSON.stringify(engine)}, but the installed engines are ${installedEngineList()}`, "stage");
   }
   const trace = (args: readonly unknown[], sig: Signature) => {
     // (the modules' modes and flags the trace reads: the function is valid while they hold)

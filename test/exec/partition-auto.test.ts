@@ -89,3 +89,39 @@ test("a variable the graph assigns is updated once per call under auto, as ours"
   for (let call = 0; call < 3; call++) close(auto(x), ours(x), `call ${call}`, 1e-4);
   close(va.read(), vo.read(), "the variables after three calls", 1e-4);
 });
+
+// onnxruntime's CPU provider has float32 kernels only for erf (gelu), tan, the inverse and
+// hyperbolic trigonometric functions, convolutions and pooling: the export computes their
+// float64 values through float32. Auto must not be less accurate than ours: those nodes stay ours.
+const float64Cases: [string, (x: sc.Tensor) => sc.Tensor, () => sc.Tensor, string][] = [
+  ["gelu (erf)", (x) => sc.gelu(x.matmul(x).mul(0.1)).add(1).mul(0.5).sub(0.25), () => rng.tensor([128, 128], -0.5, 0.5, "float64"), "gelu"],
+  ["atan", (x) => sc.atan(x.matmul(x)).add(1).mul(0.5).sub(0.25), () => rng.tensor([128, 128], -0.5, 0.5, "float64"), "atan"],
+  ["conv2d", (x) => sc.conv2d(x, x.slice([0, 0, 0, 0], [4, 4, 3, 3])).add(1).mul(0.5).sub(0.25), () => rng.tensor([4, 4, 32, 32], -0.5, 0.5, "float64"), "conv2d"],
+];
+
+for (const [name, f, input, op] of float64Cases) {
+  test(`auto keeps a float64 ${name} on ours (the engine would compute it through float32), and the rest on the engine`, () => {
+    const x = input();
+    const cf = sc.stage(f, { autograph: false, engine: "stagecraft" }).concrete(x);
+    const cut = cutGraph(cf.graph, cf.library, 1);
+    const placement = cut.segments.filter((s) => s.graph.nodes.some((n) => n.op === op)).map((s) => s.onEngine);
+    assert.deepEqual(placement, [false], `the float64 ${op} is in a segment of ours`);
+    const ours = sc.stage(f, { autograph: false, engine: "stagecraft" });
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    for (let call = 0; call < 2; call++) close(auto(x), ours(x), `${name}, call ${call}`, 1e-13);
+    // (in float32 the engine's kernel is the exact one: the node stays exportable)
+    const x32 = sc.cast(x, "float32");
+    const cf32 = sc.stage(f, { autograph: false }).concrete(x32);
+    assert.ok(cutGraph(cf32.graph, cf32.library, 1).segments.some((s) => s.onEngine && s.graph.nodes.some((n) => n.op === op)), `the float32 ${op} is on the engine`);
+  });
+}
+
+test("float64 on the engine keeps float64 accuracy: a product then a scaling (onnxruntime's extended optimizations would fuse them with a float32 alpha)", () => {
+  const x = rng.tensor([64, 64], -0.5, 0.5, "float64");
+  const f = (x: sc.Tensor) => x.matmul(x).mul(0.1).add(1).mul(0.5).sub(0.25);
+  const ours = sc.stage(f, { autograph: false, engine: "stagecraft" })(x);
+  for (const engine of ["auto", "onnxruntime"]) {
+    const s = sc.stage(f, { autograph: false, engine });
+    for (let call = 0; call < 2; call++) close(s(x), ours, `${engine}, call ${call}`, 1e-13);
+  }
+});

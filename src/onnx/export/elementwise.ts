@@ -215,9 +215,34 @@ export function lowerGroup(b: OnnxBuilder, group: ElementwiseGroup, inputs: read
   return group.outputs.map((k) => values[group.numInputs + k]!.name);
 }
 
+/** The group of one elementwise op: its declared expression (the float64 one), attributes bound. */
+export function elementwiseGroup(form: { expr: Expr; f32?: Expr }, attrs: unknown, numInputs: number, outDtype: DType): ElementwiseGroup {
+  const expr = bindAttrs(formFor({ expr: form.expr }, outDtype), attrs as Record<string, unknown>);
+  return { numInputs, steps: [{ expr, args: Array.from({ length: numInputs }, (_, i) => i), dtype: outDtype }], outputs: [0] };
+}
+
 /** Lowers one elementwise op from its declared expression. */
 export function lowerElementwise(b: OnnxBuilder, form: { expr: Expr; f32?: Expr }, attrs: unknown, inputs: readonly { name: string; dtype: DType }[], outDtype: DType): string {
-  const expr = bindAttrs(formFor({ expr: form.expr }, outDtype), attrs as Record<string, unknown>);
-  const group: ElementwiseGroup = { numInputs: inputs.length, steps: [{ expr, args: inputs.map((_, i) => i), dtype: outDtype }], outputs: [0] };
-  return lowerGroup(b, group, inputs)[0]!;
+  return lowerGroup(b, elementwiseGroup(form, attrs, inputs.length, outDtype), inputs)[0]!;
+}
+
+/** Whether an expression applies a function the export computes in float32 whatever its dtype (atan2 through atan). */
+function appliesFloat32Only(e: Expr): boolean {
+  if (e.kind !== "apply") return false;
+  return FLOAT32_ONLY[e.fn] !== undefined || e.fn === "atan2" || e.args.some(appliesFloat32Only);
+}
+
+/**
+ * Whether lowering `group` over inputs of `inputDtypes` computes a float64 step through float32
+ * (a FLOAT32_ONLY function: onnxruntime has no double kernel for it), as lowerGroup decides it:
+ * the exported model is then less accurate than the op (erf of a float64 to ~1e-8, not ~1e-16).
+ */
+export function groupLosesFloat64(group: ElementwiseGroup, inputDtypes: readonly DType[]): boolean {
+  const dtypes: DType[] = [...inputDtypes];
+  for (const step of group.steps) {
+    // (computed in double through float32: a loss only where a float64 is involved; float16 gains)
+    if ([step.dtype, ...step.args.map((i) => dtypes[i]!)].includes("float64") && appliesFloat32Only(step.expr)) return true;
+    dtypes.push(step.dtype);
+  }
+  return false;
 }

@@ -46,8 +46,12 @@ export function setAutoPolicy(p: Partial<AutoPolicy>): AutoPolicy {
   return before;
 }
 
-/** What "auto" did (tests and benchmarks). */
-export const autoStats = { plans: 0, choseOurs: 0, chosePlan: 0, fallbacks: 0, planMs: 0 };
+/**
+ * What "auto" did (tests and benchmarks). planMs: cutting graphs and preparing their segments;
+ * firstRunMs: the plans' first runs while measuring, which make their onnxruntime sessions
+ * (export and session creation): together, the one-time cost a graph pays on auto.
+ */
+export const autoStats = { plans: 0, choseOurs: 0, chosePlan: 0, fallbacks: 0, planMs: 0, firstRunMs: 0 };
 
 /** Per graph: its calls so far, and its plan and choice once made. */
 interface AutoState {
@@ -166,6 +170,7 @@ export function autoExecutor(engine: Executor): Executor {
     if (st.chosen !== null) return out; // (the plan failed)
     if (onPlan) {
       if (st.planRuns++ > 0) st.timesPlan.push(dt);
+      else autoStats.firstRunMs += dt;
     } else st.timesOurs.push(dt);
     if (st.timesOurs.length >= autoPolicy.reps && st.timesPlan.length >= autoPolicy.reps) {
       st.chosen = median(st.timesPlan) < median(st.timesOurs) ? "plan" : "ours";

@@ -16,6 +16,8 @@ import { Graph, type FunctionLibrary, type Node, type Value } from "../../graph/
 import { lookupOp, type OpDef } from "../../ops/registry.js";
 import { callOp, condOp, whileOp, readVariableOp, assignVariableOp } from "../../ops/structural.js";
 import { installLowerings } from "../export/lowerings/index.js";
+import { float32OnlyLowerings } from "../export/lowerings/math.js";
+import { elementwiseGroup, groupLosesFloat64 } from "../export/elementwise.js";
 
 /** One segment: its own graph, where it runs, and where its inputs come from and its outputs go (slots of the run's value table). */
 export interface Segment {
@@ -59,7 +61,26 @@ export function exportable(node: Node, library: FunctionLibrary, stack: string[]
   }
   const op = def as OpDef;
   if (op.onnx?.refused !== undefined) return false;
-  return op.onnx?.lower !== undefined || op.elementwise !== undefined;
+  if (op.onnx?.lower === undefined && op.elementwise === undefined) return false;
+  return !losesFloat64(node, op);
+}
+
+/**
+ * Whether the export computes this node's float64 values in float32 (onnxruntime's CPU provider
+ * has float32 kernels only for convolutions, pooling, erf, tan and the inverse and hyperbolic
+ * trigonometric functions): such a node stays ours, so that auto is never less accurate than our
+ * executor (the whole-graph "onnxruntime" engine accepts that: docs/onnx.md's tolerances).
+ */
+function losesFloat64(node: Node, op: OpDef): boolean {
+  const dtypes = node.inputs.map((v) => v.type.dtype);
+  if (!dtypes.includes("float64") && !node.outputs.some((v) => v.type.dtype === "float64")) return false;
+  const lower = op.onnx?.lower;
+  if (lower !== undefined) {
+    if (float32OnlyLowerings.has(lower)) return true;
+    const group = op.group?.(node.attrs, node.inputs.map((v) => v.type)) ?? null;
+    return group !== null && groupLosesFloat64(group, dtypes);
+  }
+  return groupLosesFloat64(elementwiseGroup(op.elementwise!, node.attrs, node.inputs.length, node.outputs[0]!.type.dtype), dtypes);
 }
 
 /** The elements a node's outputs hold (unknown dimensions count as large; loops count as large). */

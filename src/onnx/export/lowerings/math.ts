@@ -45,15 +45,20 @@ function reduceMean(b: OnnxBuilder, x: string, n: LowerNode): string {
   return b.op1("Div", [reduce(b, "ReduceSum", x, n), b.scalar(0, n.outputTypes[0]!.dtype)]);
 }
 
+/** The lowerings float32Only made (the partition keeps their float64 nodes on our executor: onnx/partition/cut.ts). */
+export const float32OnlyLowerings = new WeakSet<LowerFn>();
+
 /** Ops onnxruntime's CPU provider runs in float32 only (Conv, pooling): float64 goes through float32. */
 function float32Only(lower: LowerFn): LowerFn {
-  return (b, ins, n) => {
+  const through: LowerFn = (b, ins, n) => {
     if (!n.inputTypes.some((t) => t.dtype === "float64")) return lower(b, ins, n);
     const down = ins.map((x, i) => (n.inputTypes[i]!.dtype === "float64" ? b.cast(x, "float32") : x));
     const types = (ts: readonly { dtype: DType; shape: readonly number[] }[]) => ts.map((t) => (t.dtype === "float64" ? { ...t, dtype: "float32" as DType } : t));
     const outs = lower(b, down, { ...n, inputTypes: types(n.inputTypes), outputTypes: types(n.outputTypes) });
     return outs.map((o, i) => (n.outputTypes[i]!.dtype === "float64" ? b.cast(o, "float64") : o));
   };
+  float32OnlyLowerings.add(through);
+  return through;
 }
 
 /**
