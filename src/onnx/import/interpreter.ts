@@ -6,6 +6,7 @@
  * axes as an attribute get them. Model-local functions (ModelProto.functions) are inlined.
  */
 import type { Tensor } from "../../core/tensor.js";
+import type { Variable } from "../../core/variable.js";
 import { withEagerContext } from "../../core/context.js";
 import { StagecraftError } from "../../core/errors.js";
 import { has, int64, type ValueInfoProto, type AttributeProto, type FunctionProto, type GraphProto, type NodeProto, type TensorProto } from "../protobuf.js";
@@ -26,6 +27,8 @@ export interface InterpreterEnv {
   readTensor(p: TensorProto, what: string): Tensor;
   /** The load options' limits (elements, bytes, iterations, inlined nodes, time). */
   limits: ModelLimits;
+  /** Constant nodes whose value is a trainable Variable instead (constant-weights.ts). */
+  constantWeights?: ReadonlyMap<NodeProto, Variable>;
 }
 
 /** Function-call depth beyond which a model is refused (functions calling themselves). */
@@ -101,7 +104,12 @@ export class Interpreter {
     const domain = node.domain ?? "";
     const fn = this.env.functions.get(`${domain}::${node.op_type}`);
     let results: (Tensor | Slot | null)[];
-    if (fn !== undefined) {
+    const weight = this.env.constantWeights?.get(node);
+    if (weight !== undefined) {
+      // Read where it is used, like a trainable initializer; never folded, and no value known
+      // at trace time (what reads one there stayed a constant: constant-weights.ts).
+      results = [Slot.lazy(() => weight.read(), null, false)];
+    } else if (fn !== undefined) {
       results = this.callFunction(fn, node, slots, attrs, scope);
     } else {
       results = this.applyHandler(node, domain, slots, attrs, scope);

@@ -2,8 +2,8 @@
  * sc.onnx.load(bytes | path): an ONNX model as a staged function. The graph is interpreted
  * with registry ops inside a trace (interpreter.ts), once per input signature, and runs on
  * the executor like any staged function: it can be differentiated (initializers are
- * Variables, trainable where floating point), called inside other staged functions, and
- * exported again.
+ * Variables, trainable where floating point, and so are weights stored as Constant nodes:
+ * constant-weights.ts), called inside other staged functions, and exported again.
  *
  * Graph inputs whose values decide shapes (a Reshape's shape given as an input, Slice
  * bounds, ...) are "static": the model reads them when it is traced, so their values are part
@@ -22,7 +22,7 @@ import { checkOptions, optionKeys } from "../../core/options.js";
 import { stage, type StagedFunction } from "../../staging/stage.js";
 import type { ConcreteFunction } from "../../staging/concrete-function.js";
 import { TensorSpec } from "../../staging/signature.js";
-import { decode, has, int64, type FunctionProto, type ModelProto, type TensorProto, type ValueInfoProto } from "../protobuf.js";
+import { decode, has, int64, type FunctionProto, type ModelProto, type NodeProto, type TensorProto, type ValueInfoProto } from "../protobuf.js";
 import { OnnxError, OnnxModelError, OnnxUnsupportedError } from "../errors.js";
 import { dtypeOfElemType } from "../dtypes.js";
 import { modelLimits, type ModelLimits } from "./limits.js";
@@ -30,6 +30,7 @@ import { readTensorProto, checkedDims, type TensorLimits } from "../tensor-proto
 import { ExternalDataReader } from "../external-data.js";
 import { Interpreter } from "./interpreter.js";
 import { Scope, Slot } from "./scope.js";
+import { constantWeights } from "./constant-weights.js";
 import { conditionInputNames, isKeyableScalar, staticInputNames } from "./static-inputs.js";
 import "./ops/index.js";
 
@@ -47,7 +48,11 @@ export interface LoadOptions {
   baseDir?: string;
   /** Name of the staged function (default: the graph's name). */
   name?: string;
-  /** Make floating-point initializers trainable Variables (default true). */
+  /**
+   * Make floating-point initializers trainable Variables, and weights stored as Constant nodes
+   * (floating-point tensors of rank >= 1 whose values are not read while tracing) too (default
+   * true). False: initializers are Variables that are not trainable, Constant nodes constants.
+   */
   trainable?: boolean;
   /**
    * Most iterations of any Loop (default 2^24): a trip count known when the model is traced is
@@ -99,7 +104,13 @@ export interface OnnxModel {
   readonly staticInputs: readonly string[];
   /** Every initializer as a Variable, by initializer name. */
   readonly initializers: ReadonlyMap<string, Variable>;
-  /** The trainable Variables (floating-point initializers), in the model's order. */
+  /**
+   * The Variables made of Constant nodes holding weights (floating-point tensors of rank >= 1
+   * not read while tracing: constant-weights.ts), by the node's output name; empty when
+   * `trainable` is false.
+   */
+  readonly constants: ReadonlyMap<string, Variable>;
+  /** The trainable Variables: floating-point initializers, then Constant-node weights, in the model's order. */
   readonly variables: readonly Variable[];
   /** Opset version per domain. */
   readonly opsets: ReadonlyMap<string, number>;
@@ -171,6 +182,10 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
     const t = readTensor(init, `initializer ${JSON.stringify(init.name)}`);
     initializers.set(init.name, new Variable(t, { name: init.name, trainable: trainable && isFloat(t.dtype) }));
   }
+  // Weights written as Constant nodes become Variables too (only when trainable: otherwise
+  // they stay the constants they are).
+  const constantWeightNodes = trainable ? constantWeights(graph, readTensor, new Set(initializers.keys())) : new Map<NodeProto, Variable>();
+  const constants = new Map([...constantWeightNodes.values()].map((v) => [v.name, v]));
   const inputs = graph.input.filter((v) => !initializers.has(v.name)).map((v) => valueInfo(v, limits));
   const outputs = graph.output.map((v) => valueInfo(v, limits));
   if (outputs.length === 0) throw new OnnxModelError("the model's graph has no outputs", "onnx.load");
@@ -185,7 +200,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
   const softStatic = inputs.map((i) => i.kind === "tensor" && !staticNames.has(i.name) && conditionNames.has(i.name));
   const name = options.name ?? (graph.name || "onnx_model");
 
-  const interpreter = new Interpreter({ opsets, functions, readTensor, limits: modelLimitValues });
+  const interpreter = new Interpreter({ opsets, functions, readTensor, limits: modelLimitValues, constantWeights: constantWeightNodes });
   // A fresh reader per trace: external files are read only while loading (initializers).
   const body = (values: ModelValue[], staticKey: string): ModelValue[] => {
     const statics = decodeStatics(staticKey);
@@ -276,7 +291,8 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
     outputs,
     staticInputs: inputs.filter((_, i) => staticIndex[i]).map((i) => i.name),
     initializers,
-    variables: [...initializers.values()].filter((v) => v.trainable),
+    constants,
+    variables: [...[...initializers.values()].filter((v) => v.trainable), ...constants.values()],
     opsets,
     irVersion,
     producer: `${proto.producer_name} ${proto.producer_version}`.trim(),

@@ -14,6 +14,20 @@ import { handlerFor } from "./op-table.js";
  * through Shape and Size, which read only shapes).
  */
 export function staticInputNames(graph: GraphProto, inputNames: Set<string>): Set<string> {
+  const out = new Set<string>();
+  for (const name of traceTimeNames(graph, false)) if (inputNames.has(name)) out.add(name);
+  return out;
+}
+
+/**
+ * Every name (of the graph and its subgraphs) whose value the graph reads at trace time: the
+ * inputs handlers read as known values (constInputs) and what computes them, walking back
+ * through the producing nodes (not through Shape and Size, which read only shapes). With
+ * `controlFlow`, also what decides control flow (an If's condition, a Loop's trip count and
+ * condition, a Loop body's condition output), which the importer folds when it is known: the
+ * Constant nodes that must stay constants (constant-weights.ts) are found this way.
+ */
+export function traceTimeNames(graph: GraphProto, controlFlow: boolean): Set<string> {
   const producers = new Map<string, { input: string[]; op: string }>();
   const needed: string[] = [];
   /** Every name the nodes of a subgraph (and its own subgraphs) read: its outer-scope uses among them. */
@@ -25,6 +39,11 @@ export function staticInputNames(graph: GraphProto, inputNames: Set<string>): Se
       for (const o of n.output) producers.set(o, { input: [...n.input, ...subgraphReads], op: n.op_type });
       const h = handlerFor(n.domain ?? "", n.op_type);
       for (const i of h?.constInputsOf?.(n) ?? h?.constInputs ?? []) if (n.input[i]) needed.push(n.input[i]!);
+      if (controlFlow && (n.domain ?? "") === "" && (n.op_type === "If" || n.op_type === "Loop")) {
+        for (const i of n.op_type === "If" ? [0] : [0, 1]) if (n.input[i]) needed.push(n.input[i]!);
+        const body = n.op_type === "Loop" ? n.attribute.find((a) => a.name === "body")?.g : null;
+        if (body?.output[0]?.name) needed.push(body.output[0].name);
+      }
       for (const a of n.attribute) {
         if (a.g) visit(a.g);
         for (const sg of a.graphs) visit(sg);
@@ -32,19 +51,16 @@ export function staticInputNames(graph: GraphProto, inputNames: Set<string>): Se
     }
   };
   visit(graph);
-  const out = new Set<string>();
   const seen = new Set<string>();
   while (needed.length > 0) {
     const name = needed.pop()!;
     if (seen.has(name)) continue;
     seen.add(name);
-    if (inputNames.has(name)) out.add(name);
     const p = producers.get(name);
     if (p && p.op !== "Shape" && p.op !== "Size") for (const i of p.input) if (i) needed.push(i);
   }
-  return out;
+  return seen;
 }
-
 
 /** A graph input that may key traces when it decides an If: an integer or bool tensor of one element. */
 export interface KeyableInput {
