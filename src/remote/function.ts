@@ -1,7 +1,8 @@
 /**
  * `await sc.remote.device(name, fn)`: `fn` (a staged function, or a plain one, which is staged)
  * as an async function that runs on a worker's device. A call traces `fn` here as usual (one
- * concrete function per input signature: remote handles trace as specs of their type), sends
+ * concrete function per input signature, its inputSignature and reduceRetracing as for local
+ * calls: remote handles trace as tensors of their type), sends
  * that graph once in the S-expression form with the values of the variables it uses and of the
  * tensors it captured (the worker keeps them: later calls update the worker's variables, not
  * these), then calls it by name. Arguments may be local tensors (sent, or uploaded in chunks
@@ -19,7 +20,7 @@ import { Variable } from "../core/variable.js";
 import { isPlainObject } from "../core/objects.js";
 import { mapStructure } from "../core/structure.js";
 import { stage, type StagedFunction } from "../staging/stage.js";
-import { spec } from "../staging/signature.js";
+import { HOST_DEVICE } from "../core/device.js";
 import { OutputLeaf, type ConcreteFunction } from "../staging/concrete-function.js";
 import type { CaptureInit, TensorRef, VariableInit } from "./proto.js";
 import { RemoteError, RemoteUnsupportedError } from "./errors.js";
@@ -58,8 +59,8 @@ export async function device<A extends unknown[], R>(name: string, fn: StagedFun
     const loc = userLocation();
     if (isTracing()) throw new ValueError(`a remote function (on ${target.name}) cannot be called while a function is being staged: its call is asynchronous`, api, loc);
     const flat: (Tensor | RemoteTensor)[] = [];
-    const specArgs = args.map((a) => asSpecs(a, flat, connection, loc));
-    const cf = staged.concrete(...(specArgs as A));
+    const standIns = args.map((a) => asStandIns(a, flat, connection, loc));
+    const cf = staged.concrete(...(standIns as A));
     if (cf.numArgInputs !== flat.length) throw new ValueError(`${staged.stagedName} traced with ${cf.numArgInputs} tensor inputs, but the call passes ${flat.length} tensors`, api, loc);
     let pending = registered.get(cf);
     if (pending === undefined) {
@@ -68,17 +69,20 @@ export async function device<A extends unknown[], R>(name: string, fn: StagedFun
     }
     const fnName = await pending;
     const budget = { bytes: connection.inlineBytes };
+    // (inputs uploaded for this call only: the worker frees them when the call is done)
     const uploaded: number[] = [];
+    const inputs: TensorRef[] = [];
+    let reply;
     try {
-      const inputs: TensorRef[] = [];
       for (const x of flat) inputs.push(x instanceof RemoteTensor ? { handle: x.handle } : await connection.refOf(x, budget, uploaded, loc));
-      const reply = await connection.unary("call", { session: connection.session, name: fnName, device: target.device, inputs }, `Call ${fnName}`, loc);
-      const handles = reply.outputs.map((o) => new RemoteTensor(connection, o.handle, o.dtype as Tensor["dtype"], o.shape, target.name));
-      return mapStructure(cf.outputTemplate, (leaf) => (leaf instanceof OutputLeaf ? handles[leaf.index] : leaf.value)) as RemoteResult<R>;
-    } finally {
-      // (inputs uploaded for this call only)
-      if (uploaded.length > 0) connection.release(uploaded, loc).catch(() => {});
+      reply = await connection.unary("call", { session: connection.session, name: fnName, device: target.device, inputs, release: uploaded }, `Call ${fnName}`, loc);
+    } catch (e) {
+      // (a call the worker never read leaves its uploads there; freeing a freed handle does nothing)
+      connection.release(uploaded, loc).catch(() => {});
+      throw e;
     }
+    const handles = reply.outputs.map((o) => new RemoteTensor(connection, o.handle, o.dtype as Tensor["dtype"], o.shape, target.name));
+    return mapStructure(cf.outputTemplate, (leaf) => (leaf instanceof OutputLeaf ? handles[leaf.index] : leaf.value)) as RemoteResult<R>;
   };
 
   const readVariables = async (): Promise<Map<Variable, Tensor>> => {
@@ -104,24 +108,29 @@ export async function device<A extends unknown[], R>(name: string, fn: StagedFun
   return call as unknown as RemoteFunction<A, R>;
 }
 
-/** `x` with its tensors and remote tensors replaced by specs of their types, collected in `flat` (the order signatureOf walks). */
-function asSpecs(x: unknown, flat: (Tensor | RemoteTensor)[], connection: WorkerConnection, loc: SourceLocation | null): unknown {
+/**
+ * `x` with its remote tensors replaced by stand-ins of their types, for tracing (tensors with no
+ * storage: tracing replaces them by placeholders; reading one would be a SymbolicValueError, never
+ * a wrong value); the tensors and remote tensors collected in `flat` in the order the trace's
+ * signature walks them (staging/signature.ts), which is the graph's inputs' order.
+ */
+function asStandIns(x: unknown, flat: (Tensor | RemoteTensor)[], connection: WorkerConnection, loc: SourceLocation | null): unknown {
   if (x instanceof RemoteTensor) {
     x.checkLive("Call");
     if (x.connection !== connection) {
       throw new RemoteError(`a tensor of worker ${x.connection.address} (${x.device}) was passed to a function of another worker: fetch it first`, connection.address, "Call", "LOCAL", loc);
     }
     flat.push(x);
-    return spec(x.shape, x.dtype);
+    return new Tensor(null, x.shape.slice(), x.dtype, HOST_DEVICE);
   }
   if (x instanceof Variable) return x;
   if (x instanceof Tensor) {
     if (x.isSymbolic) throw new ValueError("a remote function takes concrete tensors, got a symbolic one", "remote.device", loc);
     flat.push(x);
-    return spec(x.shape, x.dtype);
+    return x;
   }
-  if (Array.isArray(x)) return x.map((v) => asSpecs(v, flat, connection, loc));
-  if (isPlainObject(x)) return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, asSpecs(v, flat, connection, loc)]));
+  if (Array.isArray(x)) return x.map((v) => asStandIns(v, flat, connection, loc));
+  if (isPlainObject(x)) return Object.fromEntries(Object.entries(x).map(([k, v]) => [k, asStandIns(v, flat, connection, loc)]));
   return x;
 }
 
@@ -139,6 +148,7 @@ async function register(connection: WorkerConnection, cf: ConcreteFunction, vari
   }
   const name = `${cf.name}_${nextName++}`;
   const budget = { bytes: connection.inlineBytes };
+  // (values uploaded for the registration only: the worker frees them when it is done)
   const uploaded: number[] = [];
   try {
     const used = graphVariables(cf.graph, cf.library);
@@ -152,7 +162,7 @@ async function register(connection: WorkerConnection, cf: ConcreteFunction, vari
     for (const c of cf.captures) captures.push(c.variable ? { variable: c.variable.variableId } : { value: await connection.refOf(c.tensor, budget, uploaded, loc) });
     await connection.unary(
       "register",
-      { session: connection.session, name, sexpr: cf.toSExpr(), numArgInputs: cf.numArgInputs, variables: inits, captures },
+      { session: connection.session, name, sexpr: cf.toSExpr(), numArgInputs: cf.numArgInputs, variables: inits, captures, release: uploaded },
       `Register ${name}`,
       loc,
     );
@@ -161,7 +171,9 @@ async function register(connection: WorkerConnection, cf: ConcreteFunction, vari
       variables.set(v.variableId, v);
     }
     return name;
-  } finally {
-    if (uploaded.length > 0) connection.release(uploaded, loc).catch(() => {});
+  } catch (e) {
+    // (uploads of a registration that failed before it was sent)
+    connection.release(uploaded, loc).catch(() => {});
+    throw e;
   }
 }

@@ -59,6 +59,7 @@ const SCHEMA = {
             numArgInputs: { type: "uint32", id: 4 },
             variables: { rule: "repeated", type: "VariableInit", id: 5 },
             captures: { rule: "repeated", type: "CaptureInit", id: 6 },
+            release: { rule: "repeated", type: "uint32", id: 7 },
           },
         },
         CallRequest: {
@@ -67,6 +68,7 @@ const SCHEMA = {
             name: { type: "string", id: 2 },
             device: { type: "string", id: 3 },
             inputs: { rule: "repeated", type: "TensorRef", id: 4 },
+            release: { rule: "repeated", type: "uint32", id: 5 },
           },
         },
         HandlesReply: { fields: { outputs: { rule: "repeated", type: "HandleInfo", id: 1 } } },
@@ -137,12 +139,16 @@ export interface RegisterRequest {
   numArgInputs: number;
   variables: VariableInit[];
   captures: CaptureInit[];
+  /** Handles freed once the request is done (the uploads made for it), whether it succeeds or not. */
+  release?: number[];
 }
 export interface CallRequest {
   session: string;
   name: string;
   device: string;
   inputs: TensorRef[];
+  /** Handles freed once the call is done (the uploads made for it), whether it succeeds or not. */
+  release?: number[];
 }
 export interface HandlesReply {
   outputs: HandleInfo[];

@@ -159,6 +159,14 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
 
   const register = (req: RegisterRequest): Record<string, never> => {
     const session = sessionOf(req.session);
+    try {
+      return registerIn(session, req);
+    } finally {
+      for (const h of req.release ?? []) session.release(h);
+    }
+  };
+
+  const registerIn = (session: Session, req: RegisterRequest): Record<string, never> => {
     if (session.functions.has(req.name)) throw new CallFault(grpc.status.ALREADY_EXISTS, `a function named ${JSON.stringify(req.name)} is registered in this session already`);
     // Variables: created from the client's values the first time a function of the session names
     // them; a registration that fails takes back the ones it made.
@@ -183,6 +191,14 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
 
   const call = (req: CallRequest): { outputs: HandleInfo[] } => {
     const session = sessionOf(req.session);
+    try {
+      return callIn(session, req);
+    } finally {
+      for (const h of req.release ?? []) session.release(h);
+    }
+  };
+
+  const callIn = (session: Session, req: CallRequest): { outputs: HandleInfo[] } => {
     const fn = session.functions.get(req.name);
     if (fn === undefined) throw new CallFault(grpc.status.NOT_FOUND, `no function named ${JSON.stringify(req.name)} is registered in this session`);
     if (req.inputs.length !== fn.numArgInputs) throw new CallFault(grpc.status.INVALID_ARGUMENT, `${req.name} takes ${fn.numArgInputs} tensor arguments, the call gives ${req.inputs.length}`);
