@@ -65,6 +65,11 @@ function shapeFits(shape: readonly number[], want: readonly number[]): boolean {
   return shape.length === want.length && shape.every((d, j) => want[j]! < 0 || want[j] === d);
 }
 
+function pastDeadline(d: grpc.Deadline): boolean {
+  const t = d instanceof Date ? d.getTime() : d;
+  return Number.isFinite(t) && t <= Date.now();
+}
+
 function toServiceError(s: Partial<grpc.StatusObject>): grpc.ServiceError {
   return Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: new grpc.Metadata() }) as grpc.ServiceError;
 }
@@ -99,14 +104,19 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   };
   const denied = { code: grpc.status.UNAUTHENTICATED, details: "this worker requires a token, and the call carried none or a wrong one" };
 
+  /** A unary handler; `abandoned` undoes what a call made when its client stopped waiting (deadline, cancel) before the reply. */
   const unary =
-    <Req, Res>(fn: (req: Req) => Res | Promise<Res>): grpc.handleUnaryCall<Req, Res> =>
+    <Req, Res>(fn: (req: Req) => Res | Promise<Res>, abandoned?: (req: Req, res: Res) => void): grpc.handleUnaryCall<Req, Res> =>
     (call, callback) => {
       if (!authorized(call.metadata)) return callback(toServiceError(denied));
       Promise.resolve()
         .then(() => fn(call.request))
         .then(
-          (r) => callback(null, r),
+          (r) => {
+            // (a handler that ran past the deadline ran synchronously, before gRPC's timer could mark the call cancelled)
+            if (call.cancelled || pastDeadline(call.getDeadline())) abandoned?.(call.request, r);
+            callback(null, r);
+          },
           (e) => callback(toServiceError(statusOf(e))),
         );
     };
@@ -310,7 +320,11 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
       return {};
     }),
     register: unary(register),
-    call: unary(call),
+    // (the results of a call whose client gave up are never handed out: freed at once)
+    call: unary(call, (req, res) => {
+      const s = sessions.get(req.session);
+      for (const o of res.outputs) s?.release(o.handle);
+    }),
     upload,
     fetch,
     release: unary((req) => {
@@ -336,19 +350,26 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   const port = await new Promise<number>((resolve, reject) => server.bindAsync(listen, credentials, (e, p) => (e ? reject(e) : resolve(p))));
 
   // Sessions idle past the timeout are freed (their client closed without saying so, or died).
+  // Time the worker spent blocked (a graph running) does not count: the keep-alives of the
+  // clients waited in the queue meanwhile.
   const timeout = limits.sessionTimeoutMs;
+  const period = Math.max(50, Math.min(1000, timeout / 4));
+  let lastTick = Date.now();
   const reaper =
     timeout === Infinity
       ? null
       : setInterval(() => {
           const now = Date.now();
+          const blocked = Math.max(0, now - lastTick - 2 * period);
+          lastTick = now;
           for (const [id, s] of sessions) {
+            s.lastSeen += blocked;
             if (now - s.lastSeen > timeout) {
               s.clear();
               sessions.delete(id);
             }
           }
-        }, Math.max(50, Math.min(1000, timeout / 4)));
+        }, period);
   reaper?.unref();
 
   const { host: h } = splitAddress(listen, "remote.startWorker");
