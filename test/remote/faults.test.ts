@@ -11,6 +11,8 @@ import { spawnWorker, type WorkerProcess } from "./worker-process.js";
 const DEVICE = "/job:worker/task:0/device:cpu:0";
 let victim: WorkerProcess;
 let steady: WorkerProcess;
+/** Started with the others (loading the sources takes seconds), used once the victim is dead. */
+let replacement: WorkerProcess;
 let clientChild: ChildProcess;
 let clientReady: Promise<void>;
 
@@ -24,8 +26,7 @@ const steps = (n: number) => sc.scalar(n, "int32");
 before(async () => {
   // (started together: each process takes seconds to load the sources)
   const client = fileURLToPath(new URL("./client-process.ts", import.meta.url));
-  const started = Promise.all([spawnWorker(), spawnWorker(["--session-timeout-ms", "3000"])]);
-  [victim, steady] = await started;
+  [victim, steady, replacement] = await Promise.all([spawnWorker(), spawnWorker(["--session-timeout-ms", "3000"]), spawnWorker()]);
   clientChild = spawn(process.execPath, ["--import", "tsx", client, steady.address], { stdio: ["ignore", "pipe", "inherit"] });
   clientReady = new Promise((resolve, reject) => {
     let out = "";
@@ -38,7 +39,7 @@ before(async () => {
 });
 after(async () => {
   clientChild?.kill("SIGKILL");
-  await Promise.all([victim?.kill(), steady?.kill("SIGTERM")]);
+  await Promise.all([victim?.kill(), steady?.kill("SIGTERM"), replacement?.kill()]);
 });
 
 test("a worker killed during a slow call: a RemoteUnavailableError before the deadline, the coordinator intact, a new worker serves", async () => {
@@ -69,16 +70,11 @@ test("a worker killed during a slow call: a RemoteUnavailableError before the de
   await cluster.close();
   assert.ok(!sc.listDevices().some((d) => d.name === DEVICE));
 
-  // a new worker under the same task name
-  const replacement = await spawnWorker();
-  try {
-    cluster = await sc.remote.connect({ cluster: { worker: [replacement.address] } });
-    f = await sc.remote.device(DEVICE, slow);
-    assert.deepEqual(Array.from(await (await f(x, steps(10))).data()), expected);
-    await cluster.close();
-  } finally {
-    await replacement.kill();
-  }
+  // another worker process under the same task name
+  cluster = await sc.remote.connect({ cluster: { worker: [replacement.address] } });
+  f = await sc.remote.device(DEVICE, slow);
+  assert.deepEqual(Array.from(await (await f(x, steps(10))).data()), expected);
+  await cluster.close();
 });
 
 test("a call past its deadline is a RemoteUnavailableError (DEADLINE_EXCEEDED); the worker drops its result and serves the next call", async () => {
