@@ -77,6 +77,7 @@ export async function connect(options: ConnectOptions): Promise<Cluster> {
   if (!isPlainObject(options?.cluster)) throw new ValueError("options.cluster must map job names to lists of task addresses, e.g. { worker: [\"127.0.0.1:7000\"] }", api);
   const timeoutMs = options.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : positiveLimit(options.timeoutMs, "timeoutMs", api);
   if (options.token !== undefined && typeof options.token !== "string") throw new ValueError("token must be a string", api);
+  if (options.tls !== undefined && typeof options.tls !== "boolean") checkOptions(api, options.tls, ["ca"]);
   const tasks: WorkerConnection[] = [];
   for (const [job, addresses] of Object.entries(options.cluster)) {
     if (!/^[a-z_][a-z0-9_-]*$/.test(job)) throw new ValueError(`job name ${JSON.stringify(job)} must be a lower-case identifier`, api);
