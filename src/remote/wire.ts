@@ -56,34 +56,36 @@ export function tensorFromBytes(dtype: string | undefined, shape: readonly numbe
   return new Tensor(storage, t.shape, t.dtype);
 }
 
-/** Collects the chunks of one streamed tensor: the first declares its type and total size. */
+/** Collects the chunks of one streamed tensor (into the tensor's own storage): the first declares its type and total size. */
 export class ChunkAssembler {
-  private buffer: Uint8Array | null = null;
+  private storage: TypedArray | null = null;
+  private bytes: Uint8Array | null = null;
   private filled = 0;
-  private dtype: string | undefined;
-  private shape: number[] | undefined;
+  private dtype: DType = "float32";
+  private shape: number[] = [];
 
   constructor(private readonly limits: SizeLimits) {}
 
   add(chunk: { dtype?: string; shape?: number[]; totalBytes?: number; data?: Uint8Array }): void {
-    if (this.buffer === null) {
+    if (this.bytes === null) {
       const t = checkDeclared(chunk.dtype, chunk.shape, this.limits);
       if (chunk.totalBytes !== t.bytes) throw new WireCheckFailed(`the first chunk declares ${chunk.totalBytes} bytes for a ${t.dtype} tensor of shape [${t.shape.join(", ")}], which takes ${t.bytes}`, false);
-      this.buffer = new Uint8Array(t.bytes);
+      this.storage = allocStorage(t.dtype, t.elements);
+      this.bytes = new Uint8Array(this.storage.buffer, this.storage.byteOffset, this.storage.byteLength);
       this.dtype = t.dtype;
       this.shape = t.shape;
     }
     const data = chunk.data ?? new Uint8Array(0);
-    if (this.filled + data.byteLength > this.buffer.byteLength) throw new WireCheckFailed(`chunks carry more than the ${this.buffer.byteLength} bytes declared`, false);
-    this.buffer.set(data, this.filled);
+    if (this.filled + data.byteLength > this.bytes.byteLength) throw new WireCheckFailed(`chunks carry more than the ${this.bytes.byteLength} bytes declared`, false);
+    this.bytes.set(data, this.filled);
     this.filled += data.byteLength;
   }
 
   /** The tensor, once every declared byte came. */
   finish(): Tensor {
-    if (this.buffer === null) throw new WireCheckFailed("the transfer carried no chunk", false);
-    if (this.filled !== this.buffer.byteLength) throw new WireCheckFailed(`the transfer ended after ${this.filled} of ${this.buffer.byteLength} bytes`, false);
-    return tensorFromBytes(this.dtype, this.shape, this.buffer, this.limits);
+    if (this.bytes === null) throw new WireCheckFailed("the transfer carried no chunk", false);
+    if (this.filled !== this.bytes.byteLength) throw new WireCheckFailed(`the transfer ended after ${this.filled} of ${this.bytes.byteLength} bytes`, false);
+    return new Tensor(this.storage, this.shape, this.dtype);
   }
 }
 
