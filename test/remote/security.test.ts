@@ -3,6 +3,10 @@
 // tensors larger than a message travelling in chunks both ways.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import * as sc from "../../src/api/index.js";
 import { isLoopback, tokenMatches, workerLimits } from "../../src/remote/limits.js";
 import { Rng } from "../util/rng.js";
@@ -11,18 +15,43 @@ import { runWorkerCommand, spawnWorker, type WorkerProcess } from "./worker-proc
 const DEVICE = "/job:worker/task:0/device:cpu:0";
 let withToken: WorkerProcess;
 let small: WorkerProcess;
+let withTls: WorkerProcess | null = null;
 let refused: Promise<{ code: number | null; stdout: string; stderr: string }>;
+const certDir = mkdtempSync(join(tmpdir(), "stagecraft-tls-"));
+/** A self-signed certificate for 127.0.0.1 (null where openssl is missing: the TLS test says so and skips). */
+const cert = (() => {
+  const r = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+    "-keyout", join(certDir, "key.pem"), "-out", join(certDir, "cert.pem")], { stdio: "ignore" });
+  return r.status === 0 ? { cert: join(certDir, "cert.pem"), key: join(certDir, "key.pem") } : null;
+})();
 
 before(async () => {
   // (started together: each takes seconds to load the sources)
   refused = runWorkerCommand(["--listen", "0.0.0.0:0"]);
-  [withToken, small] = await Promise.all([
+  [withToken, small, withTls] = await Promise.all([
     spawnWorker(["--token", "s3cret-token"]),
     spawnWorker(["--max-message-bytes", "4096", "--max-tensor-elements", "100000", "--max-session-bytes", "1000000"]),
+    // (TLS alone lets a worker listen beyond loopback)
+    cert ? spawnWorker(["--listen", "0.0.0.0:0", "--tls-cert", cert.cert, "--tls-key", cert.key]) : Promise.resolve(null),
   ]);
 });
 after(async () => {
-  await Promise.all([withToken?.kill("SIGTERM"), small?.kill("SIGTERM")]);
+  await Promise.all([withToken?.kill("SIGTERM"), small?.kill("SIGTERM"), withTls?.kill("SIGTERM")]);
+  rmSync(certDir, { recursive: true, force: true });
+});
+
+test("a worker with TLS listens beyond loopback; clients must speak TLS and trust its certificate", { skip: cert ? false : "openssl is not installed" }, async () => {
+  assert.match(withTls!.address, /^0\.0\.0\.0:\d+$/);
+  const address = withTls!.address.replace("0.0.0.0", "127.0.0.1");
+  // plain text to a TLS port: no session
+  await assert.rejects(sc.remote.connect({ cluster: { worker: [address] }, timeoutMs: 5000 }), (e: unknown) => e instanceof sc.remote.RemoteUnavailableError);
+  const cluster = await sc.remote.connect({ cluster: { worker: [address] }, tls: { ca: readFileSync(cert!.cert) } });
+  try {
+    const f = await sc.remote.device(DEVICE, sc.stage((x: sc.Tensor) => x.mul(3)));
+    assert.deepEqual(Array.from(await (await f(sc.tensor([1, 2]))).data()), [3, 6]);
+  } finally {
+    await cluster.close();
+  }
 });
 
 test("tokens compare in constant time and must match exactly", () => {
