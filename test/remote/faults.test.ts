@@ -13,6 +13,8 @@ let victim: WorkerProcess;
 let steady: WorkerProcess;
 /** Started with the others (loading the sources takes seconds), used once the victim is dead. */
 let replacement: WorkerProcess;
+/** A worker with a short session timeout, for the test of a worker blocked by a long call. */
+let shortSessions: WorkerProcess;
 let clientChild: ChildProcess;
 let clientReady: Promise<void>;
 
@@ -26,7 +28,12 @@ const steps = (n: number) => sc.scalar(n, "int32");
 before(async () => {
   // (started together: each process takes seconds to load the sources)
   const client = fileURLToPath(new URL("./client-process.ts", import.meta.url));
-  [victim, steady, replacement] = await Promise.all([spawnWorker(), spawnWorker(["--session-timeout-ms", "3000"]), spawnWorker()]);
+  [victim, steady, replacement, shortSessions] = await Promise.all([
+    spawnWorker(),
+    spawnWorker(["--session-timeout-ms", "3000"]),
+    spawnWorker(),
+    spawnWorker(["--session-timeout-ms", "1000"]),
+  ]);
   clientChild = spawn(process.execPath, ["--import", "tsx", client, steady.address], { stdio: ["ignore", "pipe", "inherit"] });
   clientReady = new Promise((resolve, reject) => {
     let out = "";
@@ -36,10 +43,11 @@ before(async () => {
     });
     clientChild.once("exit", (code) => reject(new Error(`the client process exited (${code}) before it was ready`)));
   });
+  clientReady.catch(() => {}); // (awaited by its test; a run that filters that test out must not see an unhandled rejection)
 });
 after(async () => {
   clientChild?.kill("SIGKILL");
-  await Promise.all([victim?.kill(), steady?.kill("SIGTERM"), replacement?.kill()]);
+  await Promise.all([victim?.kill(), steady?.kill("SIGTERM"), replacement?.kill(), shortSessions?.kill()]);
 });
 
 test("a worker killed during a slow call: a RemoteUnavailableError before the deadline, the coordinator intact, a new worker serves", async () => {
@@ -126,5 +134,34 @@ test("a client process that dies without closing: the worker frees its session a
     assert.equal(now.liveHandles, 0);
   } finally {
     await cluster.close();
+  }
+});
+
+test("time a worker spends blocked in one client's call does not count toward another's session timeout", async () => {
+  const TIMEOUT = 1000;
+  // Traced here first: a trace blocks this process, whose keep-alives would wait too.
+  const add1 = sc.stage((x: sc.Tensor) => x.add(1));
+  add1(sc.tensor([1]));
+  const x = sc.zeros([1000]);
+  // (steps for a call of about 5 session timeouts on this machine, measured after a first call compiled the loop)
+  slow(x, steps(10));
+  let t = Date.now();
+  slow(x, steps(100_000));
+  const n = Math.ceil(((5 * TIMEOUT) / Math.max(1, Date.now() - t)) * 100_000);
+  // (two clusters of this process on one worker, under two job names)
+  const idle = await sc.remote.connect({ cluster: { idle: [shortSessions.address] } });
+  const busy = await sc.remote.connect({ cluster: { worker: [shortSessions.address] } });
+  try {
+    const kept = await (await sc.remote.device("/job:idle/task:0/device:cpu:0", add1))(sc.tensor([1]));
+    const f = await sc.remote.device(DEVICE, slow);
+    await (await f(x, steps(1))).dispose();
+    t = Date.now();
+    await (await f(x, steps(n))).dispose();
+    const blocked = Date.now() - t;
+    assert.ok(blocked > 2 * TIMEOUT, `the call took ${blocked} ms, too short to test a ${TIMEOUT} ms session timeout`);
+    // the idle client's keep-alives waited in the worker's queue meanwhile: its session and tensor are there
+    assert.deepEqual(Array.from(await kept.data()), [2]);
+  } finally {
+    await Promise.all([idle.close(), busy.close()]);
   }
 });
