@@ -77,8 +77,9 @@ export async function workerMain(argv: string[]): Promise<number> {
     await worker.close();
     return 0;
   } catch (e) {
-    if (!(e instanceof StagecraftError) && !(e instanceof Error && "code" in e)) throw e;
-    console.error(`stagecraft worker: ${e.message}`);
+    // (a refused option, an unreadable file, an address in use: said in one line, no stack)
+    if (!(e instanceof Error)) throw e;
+    console.error(`stagecraft worker: ${e instanceof StagecraftError ? "" : `${e.name}: `}${e.message}`);
     return 2;
   }
 }
