@@ -11,4 +11,4 @@ else {
   register();
   cli = await import(new URL("../src/api/cli.ts", import.meta.url).href);
 }
-process.exitCode = cli.main(process.argv.slice(2));
+process.exitCode = await cli.main(process.argv.slice(2));

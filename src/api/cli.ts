@@ -2,22 +2,27 @@
  * The `stagecraft` command line (bin/stagecraft.mjs):
  *   stagecraft onnx-conformance <dir> [--filter REGEX] [--verbose] [--json FILE]
  * runs ONNX backend node test cases and prints passed/failed/skipped, per op family, with reasons,
- * and apart from them the cases of random draws checked without values (src/onnx/conformance-random.ts).
+ * and apart from them the cases of random draws checked without values (src/onnx/conformance-random.ts);
+ *   stagecraft worker [--listen HOST:PORT] [--token T] [--tls-cert F --tls-key F] [--max-message-bytes N] ...
+ * starts a worker server (src/remote/worker.ts) and runs until SIGINT or SIGTERM.
  */
 import { writeFileSync, existsSync } from "node:fs";
 import "./index.js";
 import { runConformance, formatReport } from "../onnx/conformance.js";
+import { workerMain } from "./worker-cli.js";
 
 const USAGE = `usage: stagecraft onnx-conformance <dir> [--filter REGEX] [--verbose] [--json FILE]
+       stagecraft worker [--listen HOST:PORT] [--token T] [--tls-cert F --tls-key F] [--max-message-bytes N] (stagecraft worker --help)
 
   <dir>           a folder of ONNX backend node test cases (each with model.onnx and test_data_set_N/)
   --filter REGEX  only the cases whose folder name matches
   --verbose       list every case that failed or was skipped, with its reason
   --json FILE     also write every case's result as JSON`;
 
-/** Runs the command line; returns the exit code. */
-export function main(argv: string[]): number {
+/** Runs the command line; returns the exit code (a worker's when it stops). */
+export function main(argv: string[]): number | Promise<number> {
   const [command, ...rest] = argv;
+  if (command === "worker") return workerMain(rest);
   if (command !== "onnx-conformance") {
     console.error(command === undefined || command === "--help" ? USAGE : `unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
     return command === "--help" ? 0 : 2;

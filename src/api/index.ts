@@ -82,6 +82,7 @@ export * as io from "../io/index.js";
 export * as data from "../data/index.js";
 export * as onnx from "../onnx/index.js";
 export * as distributed from "../distributed/index.js";
+export * as remote from "../remote/index.js";
 
 // The WebGPU backend: `await initWebGPU()` makes "webgpu:0" available where an adapter exists.
 export { initWebGPU, webgpuUnavailable, webgpuStats, webgpuFinish, tidy } from "./webgpu.js";

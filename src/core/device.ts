@@ -15,6 +15,9 @@ export interface DeviceInfo {
   description: string;
 }
 
+/** The kind of the devices of remote workers (src/remote/), listed but not placeable with device(). */
+export const REMOTE_KIND = "remote";
+
 /** The device of host memory: a tensor made from host data (typed arrays) lives here until an op moves it. */
 export const HOST_DEVICE = "cpu:0";
 
@@ -26,6 +29,17 @@ export function addDevice(d: DeviceInfo): void {
   const known = devices.find((x) => x.name === d.name);
   if (known && known.kind !== d.kind) throw new ValueError(`device ${d.name} is of kind ${known.kind}, not ${d.kind}`, "device");
   if (!known) devices.push({ ...d });
+}
+
+/**
+ * Removes a device that is not the CPU (the remote layer does, for a worker's devices when its
+ * connection closes). Returns whether it was there.
+ */
+export function removeDevice(name: string): boolean {
+  const i = devices.findIndex((x) => x.name === name);
+  if (i <= 0) return false;
+  devices.splice(i, 1);
+  return true;
 }
 
 export function listDevices(): DeviceInfo[] {
@@ -68,7 +82,12 @@ export function currentDevice(): string {
 
 /** Runs `fn` with ops placed on device `name`. */
 export function device<T>(name: string, fn: () => T): T {
-  scope.push(resolveDevice(name));
+  const resolved = resolveDevice(name);
+  // (a worker's device holds no local tensor: ops cannot be placed there one by one)
+  if (devices.find((x) => x.name === resolved)!.kind === REMOTE_KIND) {
+    throw new ValueError(`${resolved} is a remote worker's device: ops are not placed there one by one; run a staged function there with sc.remote.device(${JSON.stringify(resolved)}, fn)`, "device");
+  }
+  scope.push(resolved);
   try {
     return fn();
   } finally {

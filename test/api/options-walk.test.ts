@@ -142,6 +142,8 @@ const TABLE: Record<string, [api: string, call: Call]> = {
   "onnx.onnxruntimeExecutor": ["onnx.onnxruntimeExecutor", (o) => sc.onnx.onnxruntimeExecutor(o)],
   "onnx.installEngine": ["onnx.installEngine", (o) => sc.onnx.installEngine("ort-walk", o)],
   initWebGPU: ["initWebGPU", (o) => sc.initWebGPU(o)],
+  "remote.connect": ["remote.connect", (o) => sc.remote.connect({ cluster: {}, ...o })],
+  "remote.startWorker": ["remote.startWorker", (o) => sc.remote.startWorker(o)],
 };
 
 /** What `path` names in the module `sc`, walked at run time ("nn.Linear", "data.Dataset.prototype.batch"). */
