@@ -8,26 +8,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { ValueError } from "../core/errors.js";
 
-export interface WorkerLimits {
-  /** Bytes of any one gRPC message, received or sent (larger tensors travel in chunks). */
-  maxMessageBytes: number;
-  /** Elements of any one tensor a client sends or a function makes (static shapes checked at registration). */
-  maxTensorElements: number;
-  /** Bytes of any one tensor. */
-  maxTensorBytes: number;
-  /** Bytes of all the tensors one session holds: handles, variables and captured constants. */
-  maxSessionBytes: number;
-  /** Milliseconds a session lives without a call or keep-alive: then its handles are freed. */
-  sessionTimeoutMs: number;
-}
+import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./default-limits.js";
 
-export const DEFAULT_WORKER_LIMITS: WorkerLimits = {
-  maxMessageBytes: 16 * 2 ** 20,
-  maxTensorElements: 2 ** 28,
-  maxTensorBytes: 2 ** 30,
-  maxSessionBytes: 2 ** 32,
-  sessionTimeoutMs: 60_000,
-};
+export { DEFAULT_WORKER_LIMITS, type WorkerLimits };
 
 /** The limits of `options` with the defaults; a ValueError naming the option for a bad value. */
 export function workerLimits(options: Partial<Record<keyof WorkerLimits, unknown>>, api: string): WorkerLimits {

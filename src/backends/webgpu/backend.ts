@@ -105,7 +105,9 @@ export class WebGpuBackend implements Backend<GpuStorage> {
   run(kernel: unknown, inputs: Tensor[], attrs: unknown, outs: readonly TensorType[]): GpuStorage[] {
     const e = kernel as WebGpuEntry;
     const onHost = [...inputs.map((t) => t.dtype), ...outs.map((o) => o.dtype)].find(hostDtype);
-    if (e.host || (onHost && e.wide)) {
+    // (a one-element float64 or int64 value of host inputs, an optimizer's rate times its scale
+    // say, is computed on the host in its own dtype: exact, and no read-back)
+    if (e.host || (onHost && (e.wide || staysOnHost(inputs, outs)))) {
       const cpu = this.options.cpuKernel(e.op);
       if (!cpu) throw new ValueError(`op ${e.op} has no CPU kernel to run on the host`, e.op);
       return this.runOnHost(cpu, inputs, attrs, outs);
@@ -173,8 +175,8 @@ export class WebGpuBackend implements Backend<GpuStorage> {
 }
 
 /**
- * Whether an op computes a one-element integer or boolean value from inputs that are all on the
- * host: then its CPU kernel computes it there and the value stays on the host (as TensorFlow keeps
+ * Whether an op computes a one-element integer, boolean or float64 value from inputs that are
+ * all on the host: then its CPU kernel computes it there and the value stays on the host (as TensorFlow keeps
  * int32 tensors in host memory on GPU devices). Integer arithmetic is exact, so the bits are those
  * the GPU kernel would give; what it saves is a read-back: a step counter (an optimizer's
  * `iterations`) or a shape computed on the GPU would have to be read back for the float64 or int64
