@@ -29,6 +29,7 @@ import { installNativeKernels } from "../backends/cpu/native.js";
 import { loadOrtNativeKernels } from "../onnx/native-kernels.js";
 import { resolveCallee } from "../autograph/operators/calls.js";
 import { setCallbackConverter } from "../core/context.js";
+import { keepLargeHostBlocks } from "../core/platform/node.js";
 
 let wired = false;
 
@@ -49,4 +50,6 @@ export function wire(): void {
   setCallbackConverter(resolveCallee);
   installGradientRules();
   installNativeKernels(loadOrtNativeKernels());
+  // (large tensors reuse glibc's heap instead of fresh page-faulted mappings: platform/node.ts)
+  keepLargeHostBlocks();
 }

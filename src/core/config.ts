@@ -15,6 +15,11 @@ function numberSetting(name: string, fallback: number): number {
 
 export const config = {
   /**
+   * STAGECRAFT_HOST_MALLOC=system: leave glibc's malloc at its defaults instead of serving large
+   * blocks (tensors of 32 MB and more) from its heap (core/platform/node.ts keepLargeHostBlocks).
+   */
+  hostMalloc: env("STAGECRAFT_HOST_MALLOC") === "system" ? ("system" as const) : ("tuned" as const),
+  /**
    * STAGECRAFT_ENGINE=stagecraft|onnxruntime|auto: the engine staged functions run on when their
    * `stage(fn, { engine })` names none (checked by stage(): an unknown name is a ValueError). Unset
    * or "stagecraft": our executor.

@@ -129,6 +129,9 @@ export function stdoutIsTTY(): boolean {
   return false;
 }
 
+/** Node tunes glibc's malloc for large tensors (node.ts); a browser's allocator is its own. */
+export function keepLargeHostBlocks(): void {}
+
 /** A script's URL without its query or hash (Vite adds `?v=...`; AutoGraph names code `?autograph=N`). */
 function bareUrl(file: string): string {
   return file.replace(/[?#].*$/, "");
