@@ -7,7 +7,7 @@
 import { fileURLToPath, pathToFileURL } from "node:url";
 import * as path from "node:path";
 import { readFileSync, openSync, constants as fsConstants } from "node:fs";
-import { findSourceMap, createRequire as createRequireForHost } from "node:module";
+import { findSourceMap, createRequire } from "node:module";
 import * as workerThreadsModule from "node:worker_threads";
 import { Worker } from "node:worker_threads";
 import cliProgressModule from "cli-progress";
@@ -28,7 +28,7 @@ export function openNonBlockingSync(file: string): number {
   return openSync(file, fsConstants.O_RDONLY | (fsConstants.O_NONBLOCK ?? 0));
 }
 export { fileURLToPath, pathToFileURL, path };
-export { createRequire } from "node:module";
+export { createRequire };
 export { availableParallelism, hostname } from "node:os";
 export { inspect, format } from "node:util";
 
@@ -45,8 +45,9 @@ let hostMallocTuned = false;
 
 /**
  * Asks glibc to keep large freed blocks for reuse (once, when the library is wired: api/wiring.ts).
- * By default glibc maps every allocation past 32 MB fresh and unmaps it when V8 frees it, so each large tensor pays a first-touch page fault per 4 KB page (a 205 MB per-example gradient:
- * 80-100 ms of faults against 12 ms for the same allocation from the heap). `mallopt(M_MMAP_MAX, 0)`
+ * By default glibc maps every allocation past 32 MB fresh and unmaps it when V8 frees it, so each
+ * large tensor pays a first-touch page fault per 4 KB page (a 205 MB per-example gradient: 80-100
+ * ms of faults against 12 ms for the same allocation from the heap). `mallopt(M_MMAP_MAX, 0)`
  * serves large blocks from the heap and `M_TRIM_THRESHOLD` = 1 GiB keeps up to that much freed
  * memory mapped instead of returning it to the OS (the trade PyTorch's and XLA's allocators make).
  * Linux with glibc and the optional koffi package only; `STAGECRAFT_HOST_MALLOC=system` leaves
@@ -56,15 +57,14 @@ export function keepLargeHostBlocks(): void {
   if (hostMallocTuned) return;
   hostMallocTuned = true;
   if (process.platform !== "linux" || config.hostMalloc === "system") return;
-  if (!(process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime) return;
   try {
-    const koffi = createRequireForHost(import.meta.url)("koffi");
+    const koffi = createRequire(import.meta.url)("koffi");
     const mallopt = koffi.load("libc.so.6").func("int mallopt(int param, int value)");
     const M_TRIM_THRESHOLD = -1, M_MMAP_MAX = -4;
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
   } catch {
-    // No koffi or no libc.so.6: malloc keeps its defaults (only speed differs).
+    // No koffi, or no glibc (musl has no libc.so.6): malloc keeps its defaults (only speed differs).
   }
 }
 
