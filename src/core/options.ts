@@ -85,3 +85,14 @@ export function checkChoice<T extends string>(api: string, name: string, value: 
   const guess = typeof value === "string" ? closest(value, choices) : null;
   throw new ValueError(`${name} must be one of ${choices.map((c) => JSON.stringify(c)).join(", ")}, got ${describe(value)}${guess ? ` (did you mean ${JSON.stringify(guess)}?)` : ""}`, api);
 }
+
+/**
+ * Checks a size or count limit: an integer of at least `least` (0 or 1), or Infinity for no
+ * limit. NaN, negatives and fractions are a ValueError naming the option, never a limit silently
+ * switched off (the ONNX importer's load limits and a worker's limits follow this one rule).
+ */
+export function checkLimit(api: string, name: string, value: unknown, least: 0 | 1): number {
+  if (value === Infinity || (typeof value === "number" && Number.isSafeInteger(value) && value >= least)) return value;
+  const kind = least === 0 ? "non-negative" : "positive";
+  throw new ValueError(`${name} must be a ${kind} integer (or Infinity: no limit), got ${typeof value === "number" ? String(value) : (JSON.stringify(value) ?? String(value))}`, api);
+}

@@ -2,11 +2,11 @@
  * What bounds a worker: message sizes, tensor sizes, a session's bytes, a session's idle time;
  * and the two security checks, loopback addresses and the token. Every limit is a positive
  * integer or Infinity (no limit); NaN, negatives and fractions are a ValueError naming the
- * option, never a limit silently switched off (the rule of the ONNX importer's load limits,
- * onnx/import/limits.ts).
+ * option, never a limit silently switched off (core/options.ts checkLimit, as the ONNX importer's).
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { ValueError } from "../core/errors.js";
+import { checkLimit } from "../core/options.js";
 
 import { DEFAULT_WORKER_LIMITS, type WorkerLimits } from "./default-limits.js";
 
@@ -25,10 +25,9 @@ export function workerLimits(options: Partial<Record<keyof WorkerLimits, unknown
   return out;
 }
 
-/** A positive integer or Infinity, else a ValueError naming `what`. */
+/** A positive integer or Infinity, else a ValueError naming `what` (core/options.ts checkLimit). */
 export function positiveLimit(v: unknown, what: string, api: string): number {
-  if (v === Infinity || (typeof v === "number" && Number.isSafeInteger(v) && v > 0)) return v;
-  throw new ValueError(`${what} must be a positive integer (or Infinity: no limit), got ${typeof v === "number" ? String(v) : (JSON.stringify(v) ?? String(v))}`, api);
+  return checkLimit(api, what, v, 1);
 }
 
 /** gRPC's message length option for a limit (Infinity: its "unlimited", -1). */

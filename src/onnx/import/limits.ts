@@ -5,8 +5,8 @@
  * limit is a non-negative integer or Infinity (no limit): NaN, negatives and fractions are a
  * ValueError, never a limit silently switched off.
  */
-import { ValueError } from "../../core/errors.js";
 import { OnnxLimitError } from "../errors.js";
+import { checkLimit } from "../../core/options.js";
 
 export interface ModelLimits {
   /** Elements of any one tensor (declared, or made while tracing or running). */
@@ -38,10 +38,7 @@ export function modelLimits(options: Partial<Record<keyof ModelLimits, unknown>>
   for (const k of Object.keys(DEFAULT_MODEL_LIMITS) as (keyof ModelLimits)[]) {
     const v = options[k];
     if (v === undefined) continue;
-    if (!(v === Infinity || (typeof v === "number" && Number.isSafeInteger(v) && v >= 0))) {
-      throw new ValueError(`${k} must be a non-negative integer (or Infinity: no limit), got ${typeof v === "number" ? String(v) : JSON.stringify(v) ?? String(v)}`, "onnx.load");
-    }
-    out[k] = v;
+    out[k] = checkLimit("onnx.load", k, v, 0);
   }
   return out;
 }
