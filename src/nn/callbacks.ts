@@ -280,7 +280,8 @@ const REDUCE_LR_KEYS = optionKeys<ReduceLROnPlateauOptions>()("monitor", "factor
  * (Keras's ReduceLROnPlateau): rate = max(rate * factor, minLr), then `cooldown` epochs of
  * rest. "The rate" is the optimizer's currentLearningRate(); the reduction is made by setting
  * the optimizer's learningRateScale, which a staged step reads when it runs (no retrace), and
- * which multiplies a schedule too (the schedule keeps its shape, scaled).
+ * which multiplies a schedule too (the schedule keeps its shape, scaled). Each epoch's logs (and
+ * so `history.epochs`) get `learning_rate`: the rate that epoch trained with.
  */
 export class ReduceLROnPlateau extends Callback {
   readonly monitor: string;
@@ -322,6 +323,9 @@ export class ReduceLROnPlateau extends Callback {
 
   onEpochEnd(epoch: number, logs: Logs, control: FitControl): void {
     const value = monitored("ReduceLROnPlateau", this.monitor, logs);
+    // Logged as Keras does: the rate this epoch trained with (before any reduction below), so
+    // history.epochs shows when the rate fell.
+    logs.learning_rate = control.optimizer.currentLearningRate();
     if (this.cooldownLeft > 0) {
       this.cooldownLeft--;
       this.wait = 0;

@@ -148,6 +148,8 @@ test("ReduceLROnPlateau lowers the rate after `patience` epochs without improvem
     // the rate an epoch used is the rate after the one before it
     near(run.biasMoves, [0.1, ...expected.slice(0, -1)], 1e-5, `${what}: bias moves (gradient 1)`);
     near([run.optimizer.learningRateScale.item() as number], [0.25], 1e-12, `${what}: scale`);
+    // each epoch's logs hold the rate it trained with (Keras's "learning_rate")
+    near(run.history.epochs.map((e) => e.learning_rate!), [0.1, ...expected.slice(0, -1)], 1e-12, `${what}: logged learning_rate`);
   }
   assert.deepEqual(weightsOf(runs[0]!.model), weightsOf(runs[1]!.model), "staged and eager weights agree");
   assert.equal(runs[0]!.history.traceCount, 1, "the staged step was traced once: the new rates did not retrace it");
