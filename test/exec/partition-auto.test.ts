@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
-import { autoStats, setAutoPolicy } from "../../src/onnx/partition/auto.js";
+import { autoStats, chooseSide, setAutoPolicy } from "../../src/onnx/partition/auto.js";
 import { cutGraph } from "../../src/onnx/partition/cut.js";
 import { Rng } from "../util/rng.js";
 
@@ -124,4 +124,32 @@ test("float64 on the engine keeps float64 accuracy: a product then a scaling (on
     const s = sc.stage(f, { autograph: false, engine });
     for (let call = 0; call < 2; call++) close(s(x), ours, `${engine}, call ${call}`, 1e-13);
   }
+});
+
+// The measured choice. Timings never decide a test: the warm-up is counted in calls here (its
+// time budget set out of reach), and the margin rule is checked on given timings.
+test("measuring waits until the graph is warm on ours: no plan before warmUpCalls calls", () => {
+  const before = setAutoPolicy({ choice: "measure", warmCalls: 3, warmUpCalls: 12, warmUpMs: Infinity });
+  try {
+    const x = big([128, 128]);
+    const auto = sc.stage((x: sc.Tensor) => heavy(heavy(x)), { autograph: false, engine: "auto" });
+    const ours = sc.stage((x: sc.Tensor) => heavy(heavy(x)), { autograph: false, engine: "stagecraft" });
+    const plans0 = autoStats.plans;
+    for (let call = 1; call <= 12; call++) {
+      close(auto(x), ours(x), `call ${call}`);
+      assert.equal(autoStats.plans, plans0, `no plan on call ${call} (the graph is still warming up on ours)`);
+    }
+    close(auto(x), ours(x), "call 13");
+    assert.equal(autoStats.plans, plans0 + 1, "the plan is made on the first call after the warm-up");
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
+test("the plan is kept only when clearly faster than ours: a tie or a small gain stays ours", () => {
+  const ours = [10, 10, 10, 10, 10];
+  assert.equal(chooseSide(ours, [10, 10, 10, 10, 10]), "ours", "a tie");
+  assert.equal(chooseSide(ours, [9.8, 9.8, 9.8, 9.8, 9.8]), "ours", "2% faster is within the margin");
+  assert.equal(chooseSide(ours, [8, 8, 8, 30, 8]), "plan", "20% faster by the median (one slow outlier)");
+  assert.equal(chooseSide(ours, [12, 12, 12, 12, 12]), "ours", "slower");
 });

@@ -1,11 +1,17 @@
 /**
- * The "auto" engine: runs a graph on our compiled executor first; once a graph has been called
- * `warmCalls` times (tiering, like a JIT: functions called a few times never make a session),
- * cuts it into segments (cut.ts), the exportable ones on onnxruntime sessions, and measures that
- * plan against our executor on the caller's actual calls, interleaved (one run per call, so a
- * call's side effects — host calls, variable assignments, draws — happen exactly once), and keeps
- * the faster for the graph (per graph: one choice between "all ours" and "the plan"; the plan
- * itself places each segment by what the exporter can express and the size threshold).
+ * The "auto" engine: runs a graph on our compiled executor first; once the graph is warm on ours
+ * (tiering, like a JIT: functions called a few times never make a session; see `isWarm`), cuts
+ * it into segments (cut.ts), the exportable ones on onnxruntime sessions, and measures that plan
+ * against our executor on the caller's actual calls, interleaved (one run per call, so a call's
+ * side effects — host calls, variable assignments, draws — happen exactly once), and keeps the
+ * plan only when it is clearly faster (per graph: one choice between "all ours" and "the plan";
+ * the plan itself places each segment by what the exporter can express and the size threshold).
+ *
+ * Why wait for warmth and demand a margin: V8 optimizes our generated code over its first ~100
+ * calls, while onnxruntime's native kernels need no warm-up, so a race run on a graph's first
+ * calls favours the plan, and it did: beam search and L-BFGS kept plans 2.8-4.8x slower than our
+ * warm code. And a tie should stay ours: our results are bit-identical to eager code, the plan's
+ * differ by float32 rounding.
  *
  * A plan that fails to build or run (an export refused partway, a session that does not load)
  * falls back to our executor for that graph, the variables it assigned put back first, and the
@@ -24,10 +30,18 @@ export type AutoChoice = "measure" | "plan" | "ours";
 
 export interface AutoPolicy {
   choice: AutoChoice;
-  /** Calls of a graph run on ours before its plan is made and measured. */
+  /** Calls of a graph run on ours before its plan is made and measured, at least. */
   warmCalls: number;
-  /** Timed runs of each side (after the plan's first, untimed run, which makes its sessions). */
+  /** ...and then until it has run `warmUpCalls` calls or `warmUpMs` ms on ours, whichever comes first. */
+  warmUpCalls: number;
+  warmUpMs: number;
+  /** Timed runs of each side (after the plan's first, untimed run, which makes its sessions), at least... */
   reps: number;
+  /** ...and until each side has run `measureMs` ms in all (a fast graph gets more runs; noise averages out), at most `maxReps`. */
+  measureMs: number;
+  maxReps: number;
+  /** The plan is kept only when its median time is below `margin` x ours. */
+  margin: number;
 }
 
 const envChoice = typeof process !== "undefined" ? process.env.STAGECRAFT_AUTO : undefined;
@@ -36,7 +50,12 @@ const envChoice = typeof process !== "undefined" ? process.env.STAGECRAFT_AUTO :
 export const autoPolicy: AutoPolicy = {
   choice: envChoice === "plan" || envChoice === "ours" ? envChoice : "measure",
   warmCalls: 3,
-  reps: 3,
+  warmUpCalls: 100,
+  warmUpMs: 300,
+  reps: 5,
+  measureMs: 30,
+  maxReps: 50,
+  margin: 0.97,
 };
 
 /** @internal Sets the policy (tests); returns the previous one. */
@@ -56,6 +75,8 @@ export const autoStats = { plans: 0, choseOurs: 0, chosePlan: 0, fallbacks: 0, p
 /** Per graph: its calls so far, and its plan and choice once made. */
 interface AutoState {
   calls: number;
+  /** Time spent in calls on ours before the plan was made. */
+  warmMs: number;
   plan: PreparedRun | null;
   /** null: not chosen yet; "ours" also after a plan failed or has no engine segment. */
   chosen: "ours" | "plan" | null;
@@ -106,6 +127,23 @@ export function planRun(cut: Cut, ours: Executor, engine: Executor, library: Fun
   };
 }
 
+/** @internal The measured choice: the plan only when its median is below `margin` x ours (exported for tests). */
+export function chooseSide(timesOurs: number[], timesPlan: number[]): "ours" | "plan" {
+  return median(timesPlan) < autoPolicy.margin * median(timesOurs) ? "plan" : "ours";
+}
+
+/** Whether a graph has run long enough on ours for V8 to have optimized its code. */
+function isWarm(st: AutoState): boolean {
+  return st.calls > autoPolicy.warmCalls && (st.calls > autoPolicy.warmUpCalls || st.warmMs >= autoPolicy.warmUpMs);
+}
+
+/** Whether both sides have been timed enough to choose. */
+function measuredEnough(st: AutoState): boolean {
+  const enough = (ts: number[]) =>
+    ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && ts.reduce((a, b) => a + b, 0) >= autoPolicy.measureMs);
+  return enough(st.timesOurs) && enough(st.timesPlan);
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1]!;
@@ -149,7 +187,12 @@ export function autoExecutor(engine: Executor): Executor {
     if (st.chosen === "ours" || isTracing()) return run(inputs);
     if (st.chosen === "plan") return runPlan(st, inputs, run);
     st.calls++;
-    if (st.calls <= autoPolicy.warmCalls && autoPolicy.choice !== "plan") return run(inputs);
+    if (autoPolicy.choice === "measure" && !isWarm(st)) {
+      const t0 = performance.now();
+      const out = run(inputs);
+      st.warmMs += performance.now() - t0;
+      return out;
+    }
     if (autoPolicy.choice === "ours") {
       st.chosen = "ours";
       return run(inputs);
@@ -172,8 +215,8 @@ export function autoExecutor(engine: Executor): Executor {
       if (st.planRuns++ > 0) st.timesPlan.push(dt);
       else autoStats.firstRunMs += dt;
     } else st.timesOurs.push(dt);
-    if (st.timesOurs.length >= autoPolicy.reps && st.timesPlan.length >= autoPolicy.reps) {
-      st.chosen = median(st.timesPlan) < median(st.timesOurs) ? "plan" : "ours";
+    if (measuredEnough(st)) {
+      st.chosen = chooseSide(st.timesOurs, st.timesPlan);
       if (st.chosen === "ours") st.plan = null;
       if (st.chosen === "plan") autoStats.chosePlan++;
       else autoStats.choseOurs++;
@@ -183,7 +226,7 @@ export function autoExecutor(engine: Executor): Executor {
   const stateOf = (graph: Graph, library: FunctionLibrary): AutoState => {
     let st = states.get(graph);
     if (st === undefined) {
-      st = { calls: 0, plan: null, chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, assigned: assignedVariables(graph, library) };
+      st = { calls: 0, warmMs: 0, plan: null, chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, assigned: assignedVariables(graph, library) };
       states.set(graph, st);
     }
     return st;
