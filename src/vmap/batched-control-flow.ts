@@ -14,7 +14,7 @@
  *   widened and the loop traced again (`Widen`). A batched predicate makes it the masked loop:
  *   the node's condition is any(pred), its body where(pred, body(state), state).
  */
-import { currentHandler, recorders, withHandler, type OpHandler, type OpRecorder } from "../core/context.js";
+import { currentHandler, recorders, withHandler, type OpHandler } from "../core/context.js";
 import { mapStructure, type Structure } from "../core/structure.js";
 import { Tensor } from "../core/tensor.js";
 import { applyOp, getOp } from "../ops/registry.js";
@@ -23,7 +23,7 @@ import { toTensor } from "../ops/convert.js";
 import { TraceContext } from "../staging/trace-context.js";
 import { cond as stagedCond, whileLoop as stagedWhileLoop } from "../staging/control-flow.js";
 import { BatchedTensor, isBatchedAt, type BatchLevel } from "./batched-tensor.js";
-import { bridgeDown, liftTracked, recordingBelow, sharedTracked, sharedTrackedError } from "./gradient-bridge.js";
+import { bridgeDown, innerTrackers, liftTracked, promoteShared, recordingBelow, regionTapes, type BridgeLevel, type RegionFrame } from "./gradient-bridge.js";
 
 const op = (name: string, xs: Tensor[], attrs: unknown = {}): Tensor => applyOp(getOp(name), xs, attrs as never)[0]!;
 
@@ -44,28 +44,44 @@ function tracedBelow(level: BatchLevel): boolean {
  * Runs `fn` at `level` inside a region traced below it (a branch or loop body of the handler
  * current now): the level's rules run under that region while `fn` runs.
  */
-function atRegion<T>(level: BatchLevel & { regionTapes: unknown }, tapes: typeof recorders, fn: () => T): T {
+function atRegion<T>(level: Level, frame: RegionFrame, fn: () => T): T {
   const savedOuter = level.outer;
-  const savedTapes = level.regionTapes;
   level.outer = currentHandler();
-  level.regionTapes = tapes;
+  level.frames.push(frame);
   try {
     return withHandler(level, fn);
   } finally {
     level.outer = savedOuter;
-    level.regionTapes = savedTapes;
+    level.frames.pop();
+  }
+}
+
+/** The frame of a node about to be traced below `level` (under the handler current now). */
+function frameOf(level: Level): RegionFrame {
+  const outside = regionTapes(level) ?? [];
+  return { tapes: [...outside, ...recorders.filter((r) => !outside.includes(r))], scope: level.outer, promoted: new Map() };
+}
+
+/** Runs `fn` under the handler below `level` with `frame` current (a node's operands, lowered where it is emitted). */
+function inFrame<T>(level: Level, frame: RegionFrame, fn: () => T): T {
+  level.frames.push(frame);
+  try {
+    return withHandler(level.outer, fn);
+  } finally {
+    level.frames.pop();
   }
 }
 
 /**
  * A value of `level` as a value of the level below, batched at 0 (an unbatched one broadcast).
- * Inside a region, a batched value from outside it that a tape tracks crosses by a bridge
+ * Inside a region, a value from outside it that a tape tracks crosses by a bridge
  * (gradient-bridge.ts), so the node's gradient rule below sees its value tracked.
  */
 function lower(level: Level, t: Tensor): Tensor {
-  if (level.regionTapes !== null) {
-    if (sharedTracked(level.regionTapes, t, level)) throw sharedTrackedError("a loop variable or branch output");
-    bridgeDown(level.regionTapes, t, level);
+  const tapes = regionTapes(level);
+  if (tapes !== null) {
+    t = promoteShared(level, t);
+    bridgeDown(tapes, t, level);
   }
   return isBatchedAt(t, level) ? batchToFront(t.value, t.dim) : materializeBatch(t, null, level.size);
 }
@@ -80,7 +96,7 @@ function forEveryExample<T>(level: BatchLevel, fn: () => T): T {
   }
 }
 
-type Level = BatchLevel & { regionTapes: (typeof recorders) | null; readonly outerTapes: readonly OpRecorder[] };
+type Level = BridgeLevel;
 
 export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, elseFn: () => T, select: (pred: Tensor, a: T, b: T) => T): T {
   // per example (batched here or below): both branches, merged by the predicate
@@ -90,8 +106,9 @@ export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, else
   }
   // the same for every example, symbolic in the trace below: a cond there, branches run here
   const tapes = recorders.slice();
+  const frame = frameOf(level);
   const branch = (fn: () => T) => () =>
-    atRegion(level, tapes, () => {
+    atRegion(level, frame, () => {
       const out = fn();
       return withHandler(level.outer, () => mapStructure(out as Structure<unknown>, (x) => (x instanceof Tensor || typeof x === "number" || typeof x === "boolean" ? lower(level, toTensor(x, "cond")) : x)));
     });
@@ -101,14 +118,15 @@ export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, else
 
 export function batchedWhile(level: Level, condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number): Tensor[] {
   if (!tracedBelow(level)) return eagerWhile(level, condFn, bodyFn, init, max);
-  // (a batched variable the tape inside vmap tracks crosses to the node below by a bridge)
-  for (const v of init) bridgeDown(recorders.slice(), v, level);
-  let batched = init.map((v) => isBatchedAt(v, level));
+  // (a variable a tape inside vmap tracks crosses to the node below by a bridge; a shared one is
+  // promoted, batched, so that the node's gradient for it is per example)
+  const frame = frameOf(level);
+  let batched = init.map((v) => isBatchedAt(v, level) || innerTrackers(frame.tapes, v, level).length > 0);
   let masked = false;
   // each retry widens at least one variable (or turns the loop masked): at most init.length + 1 traces
   for (;;) {
     try {
-      return tracedWhile(level, condFn, bodyFn, init, max, batched, masked);
+      return tracedWhile(level, frame, condFn, bodyFn, init, max, batched, masked);
     } catch (e) {
       if (!(e instanceof Widen) || e.level !== level) throw e;
       batched = e.batched;
@@ -149,6 +167,7 @@ class Widen {
 
 function tracedWhile(
   level: Level,
+  frame: RegionFrame,
   condFn: (...vars: Tensor[]) => Tensor,
   bodyFn: (...vars: Tensor[]) => Tensor[],
   init: Tensor[],
@@ -158,9 +177,9 @@ function tracedWhile(
 ): Tensor[] {
   const tapes = recorders.slice();
   const lift = (xs: Tensor[]) => xs.map((x, k) => (batched[k] ? new BatchedTensor(x, 0, level) : x));
-  const vals = withHandler(level.outer, () => init.map((v, k) => (batched[k] ? lower(level, v) : v)));
+  const vals = inFrame(level, frame, () => init.map((v, k) => (batched[k] ? lower(level, v) : v)));
   const cond = (...xs: Tensor[]): Tensor =>
-    atRegion(level, tapes, () => {
+    atRegion(level, frame, () => {
       const p = condFn(...lift(xs));
       if (!isBatchedAt(p, level)) return p;
       if (!masked) throw new Widen(level, batched.map(() => true), true);
@@ -169,7 +188,7 @@ function tracedWhile(
       return withHandler(level.outer, () => op("any", [all], { axes: all.shape.map((_, i) => i), keepDims: false }));
     });
   const body = (...xs: Tensor[]): Tensor[] =>
-    atRegion(level, tapes, () => {
+    atRegion(level, frame, () => {
       const vs = lift(xs);
       let next = masked ? forEveryExample(level, () => bodyFn(...vs)) : bodyFn(...vs);
       if (masked) {
