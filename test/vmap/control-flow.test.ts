@@ -280,15 +280,10 @@ test("AutoGraph: native if / return / ?: / while / for with per-example conditio
 
 test("what cannot be batched is a typed error naming the construct and why", () => {
   const as = sc.tensor([2, 9], "float64");
-  // grad inside vmap, staged through a loop below the vmap: a shared value's gradient (it would be the batch's total), a second derivative
-  const w = sc.scalar(0.7, "float64");
-  assert.throws(
-    () => sc.stage(sc.vmap((a: sc.Tensor) => sc.grad((p: sc.Tensor) => sc.whileLoop((x) => x.greater(a), (x) => [x.mul(p).add(1)], [a.sub(3)])[0]!)(w)), { autograph: false })(as),
-    (e: Error) => e instanceof sc.GradientError && /vmap/.test(e.message) && /shared by every example/.test(e.message) && /eagerly/.test(e.message),
-  );
+  // a second derivative through a staged loop below the vmap level (graph AD's is not right yet; gradient-crossing.test.ts)
   assert.throws(
     () => sc.stage(sc.vmap(sc.grad(sc.grad((b: sc.Tensor) => newton(b)[0]!))), { autograph: false })(as),
-    (e: Error) => e instanceof sc.GradientError && /second derivative inside vmap/.test(e.message),
+    (e: Error) => e instanceof sc.GradientError && /second derivative through a staged while loop under vmap/.test(e.message),
   );
   // shape-changing loops
   assert.throws(
