@@ -15,6 +15,7 @@
  *   the node's condition is any(pred), its body where(pred, body(state), state).
  */
 import { currentHandler, recorders, withHandler, type OpHandler } from "../core/context.js";
+import { ValueError } from "../core/errors.js";
 import { mapStructure, type Structure } from "../core/structure.js";
 import { Tensor } from "../core/tensor.js";
 import { applyOp, getOp } from "../ops/registry.js";
@@ -116,17 +117,34 @@ export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, else
   return mapStructure(out as Structure<unknown>, (x) => (x instanceof Tensor ? liftTracked(tapes, x, level) : x)) as T;
 }
 
-export function batchedWhile(level: Level, condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number): Tensor[] {
+/** Per loop variable: the per-example shape it may take (null dims: any), or null (its own, fixed). */
+type Invariants = readonly (readonly (number | null)[] | null | undefined)[];
+
+/**
+ * A loop variable whose shape changes, in a loop whose condition differs per example: a finished
+ * example keeps its state while the others' change shape, and one batched value cannot hold both.
+ */
+function shapeChangeError(k: number, detail: string): ValueError {
+  return new ValueError(
+    `loop variable ${k} may change shape (shapeInvariants${detail}) in a loop whose condition differs per example under vmap: a finished example keeps its value while the others' change shape, ` +
+      `and one batched value cannot hold both; keep its shape fixed (write rows into a buffer allocated before the loop, with a mask), or make the condition the same for every example`,
+    "whileLoop",
+  );
+}
+
+export function batchedWhile(level: Level, condFn: (...vars: Tensor[]) => Tensor, bodyFn: (...vars: Tensor[]) => Tensor[], init: Tensor[], max: number, inv: Invariants = []): Tensor[] {
   if (!tracedBelow(level)) return eagerWhile(level, condFn, bodyFn, init, max);
   // (a variable a tape inside vmap tracks crosses to the node below by a bridge; a shared one is
   // promoted, batched, so that the node's gradient for it is per example)
   const frame = frameOf(level);
-  let batched = init.map((v) => isBatchedAt(v, level) || innerTrackers(frame.tapes, v, level).length > 0);
+  // (a variable whose shape may change is batched from the start: one the body batches would be
+  // broadcast inside the loop, to a shape not known until it runs)
+  let batched = init.map((v, k) => isBatchedAt(v, level) || innerTrackers(frame.tapes, v, level).length > 0 || !!inv[k]);
   let masked = false;
   // each retry widens at least one variable (or turns the loop masked): at most init.length + 1 traces
   for (;;) {
     try {
-      return tracedWhile(level, frame, condFn, bodyFn, init, max, batched, masked);
+      return tracedWhile(level, frame, condFn, bodyFn, init, max, batched, masked, inv);
     } catch (e) {
       if (!(e instanceof Widen) || e.level !== level) throw e;
       batched = e.batched;
@@ -151,6 +169,10 @@ function eagerWhile(level: BatchLevel, condFn: (...vars: Tensor[]) => Tensor, bo
     // (some example of some level still runs)
     if (!bottomValue(p).dataSync().some((v) => v !== 0)) break;
     const next = forEveryExample(level, () => bodyFn(...vars));
+    next.forEach((n, k) => {
+      const was = vars[k]!;
+      if (n.rank !== was.rank || n.shape.some((d, j) => d !== was.shape[j])) throw shapeChangeError(k, `: [${was.shape.join(", ")}] to [${n.shape.join(", ")}]`);
+    });
     vars = next.map((n, k) => where(p, n, vars[k]!));
   }
   return vars;
@@ -174,7 +196,12 @@ function tracedWhile(
   max: number,
   batched: boolean[],
   masked: boolean,
+  inv: Invariants,
 ): Tensor[] {
+  if (masked) {
+    const k = inv.findIndex((s) => s !== null && s !== undefined);
+    if (k >= 0) throw shapeChangeError(k, ` [${inv[k]!.map((d) => (d === null ? "null" : String(d))).join(", ")}]`);
+  }
   const tapes = recorders.slice();
   const lift = (xs: Tensor[]) => xs.map((x, k) => (batched[k] ? new BatchedTensor(x, 0, level) : x));
   const vals = inFrame(level, frame, () => init.map((v, k) => (batched[k] ? lower(level, v) : v)));
@@ -199,6 +226,9 @@ function tracedWhile(
       if (widen.some((w, k) => w !== batched[k])) throw new Widen(level, widen, masked);
       return withHandler(level.outer, () => next.map((n, k) => (batched[k] ? lower(level, n) : n)));
     });
-  const out = withHandler(level.outer, () => recordingBelow(level, () => stagedWhileLoop(cond, body, vals, Number.isFinite(max) ? { maxIterations: max } : {})));
+  // (a batched variable's shape below has the batch in front)
+  const shapeInvariants = inv.some((x) => x) ? init.map((_, k) => (inv[k] ? (batched[k] ? [level.size, ...inv[k]!] : inv[k]!) : null)) : undefined;
+  const options = { ...(Number.isFinite(max) ? { maxIterations: max } : {}), ...(shapeInvariants ? { shapeInvariants } : {}) };
+  const out = withHandler(level.outer, () => recordingBelow(level, () => stagedWhileLoop(cond, body, vals, options)));
   return out.map((x, k) => (batched[k] ? liftTracked(tapes, x, level) : x));
 }

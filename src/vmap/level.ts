@@ -31,7 +31,7 @@ export class VmapLevel implements OpHandler, BatchLevel, BridgeLevel {
   ) {
     this.controlFlow = {
       cond: (pred, thenFn, elseFn, select) => batchedCond(this, pred, thenFn, elseFn, select),
-      whileLoop: (cond, body, vars, max) => batchedWhile(this, cond, body, vars, max),
+      whileLoop: (cond, body, vars, max, shapeInvariants) => batchedWhile(this, cond, body, vars, max, shapeInvariants ?? []),
     };
   }
 

@@ -69,7 +69,7 @@ test("vmap(grad) with respect to a shared value used in or before a staged batch
     ["shared value before a masked loop", before, as, [sc.scalar(0.7, "float64")], false],
     ["shared counter loop", counter, new Rng(42).tensor([4]), [sc.scalar(0.8, "float64")], false],
     ["shared-predicate cond", sharedCond, new Rng(43).tensor([4]), [sc.scalar(0.6, "float64"), sc.scalar(-0.6, "float64")], false],
-    ["AutoGraph while", agLoop as G, sc.tensor([0.7, 3, 20, 400], "float64"), [sc.scalar(0.8, "float64")], true],
+    ["AutoGraph while", agLoop as unknown as G, sc.tensor([0.7, 3, 20, 400], "float64"), [sc.scalar(0.8, "float64")], true],
   ];
   for (const [name, f, xs, weights, autograph] of cases) {
     const one = (autograph ? sc.autograph(f, { scope: { sc } }) : f) as G;
