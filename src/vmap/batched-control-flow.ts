@@ -24,7 +24,7 @@ import { toTensor } from "../ops/convert.js";
 import { TraceContext } from "../staging/trace-context.js";
 import { cond as stagedCond, whileLoop as stagedWhileLoop } from "../staging/control-flow.js";
 import { BatchedTensor, isBatchedAt, type BatchLevel } from "./batched-tensor.js";
-import { bridgeDown, innerTrackers, liftTracked, promoteShared, recordingBelow, regionTapes, type BridgeLevel, type RegionFrame } from "./gradient-bridge.js";
+import { bridgeDown, frameOf, innerTrackers, liftTracked, promoteShared, recordingBelow, regionTapes, type BridgeLevel, type RegionFrame } from "./gradient-bridge.js";
 
 const op = (name: string, xs: Tensor[], attrs: unknown = {}): Tensor => applyOp(getOp(name), xs, attrs as never)[0]!;
 
@@ -55,12 +55,6 @@ function atRegion<T>(level: Level, frame: RegionFrame, fn: () => T): T {
     level.outer = savedOuter;
     level.frames.pop();
   }
-}
-
-/** The frame of a node about to be traced below `level` (under the handler current now). */
-function frameOf(level: Level): RegionFrame {
-  const outside = regionTapes(level) ?? [];
-  return { tapes: [...outside, ...recorders.filter((r) => !outside.includes(r))], scope: level.outer, promoted: new Map() };
 }
 
 /** Runs `fn` under the handler below `level` with `frame` current (a node's operands, lowered where it is emitted). */
@@ -107,7 +101,7 @@ export function batchedCond<T>(level: Level, pred: Tensor, thenFn: () => T, else
   }
   // the same for every example, symbolic in the trace below: a cond there, branches run here
   const tapes = recorders.slice();
-  const frame = frameOf(level);
+  const frame = frameOf(level, recorders);
   const branch = (fn: () => T) => () =>
     atRegion(level, frame, () => {
       const out = fn();
@@ -136,7 +130,7 @@ export function batchedWhile(level: Level, condFn: (...vars: Tensor[]) => Tensor
   if (!tracedBelow(level)) return eagerWhile(level, condFn, bodyFn, init, max);
   // (a variable a tape inside vmap tracks crosses to the node below by a bridge; a shared one is
   // promoted, batched, so that the node's gradient for it is per example)
-  const frame = frameOf(level);
+  const frame = frameOf(level, recorders);
   // (a variable whose shape may change is batched from the start: one the body batches would be
   // broadcast inside the loop, to a shape not known until it runs)
   let batched = init.map((v, k) => isBatchedAt(v, level) || innerTrackers(frame.tapes, v, level).length > 0 || !!inv[k]);

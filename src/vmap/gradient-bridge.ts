@@ -34,6 +34,7 @@
  */
 import { pushRecorder, recorders as activeRecorders, removeRecorder, withHandler, withoutRecorders, type OpHandler, type OpRecorder } from "../core/context.js";
 import { GradientError } from "../core/errors.js";
+import { StagingError } from "../staging/trace-context.js";
 import type { Tensor } from "../core/tensor.js";
 import type { OpDef, VjpContext } from "../ops/registry.js";
 import { applyOp, getOp } from "../ops/registry.js";
@@ -47,6 +48,12 @@ export interface RegionFrame {
   readonly tapes: readonly OpRecorder[];
   /** The handler the node is emitted under (its enclosing region, or the level's base). */
   readonly scope: OpHandler;
+  /**
+   * The levels below (a nested vmap's outer levels) as they were when the node was entered: their
+   * handler below and how many nodes they were tracing. A value promoted for this node is computed
+   * in that state, not in the region an outer level is tracing by the time it is needed.
+   */
+  readonly below: readonly { readonly level: BridgeLevel; readonly outer: OpHandler; readonly depth: number }[];
   /** Shared values promoted for this node's regions (by tensor id). */
   readonly promoted: Map<number, BatchedTensor>;
 }
@@ -57,6 +64,31 @@ export interface BridgeLevel extends BatchLevel {
   readonly frames: RegionFrame[];
   /** The tapes recording when vmap was called (grad of vmap): they track the values below. */
   readonly outerTapes: readonly OpRecorder[];
+}
+
+/** Whether handler `h` is a vmap level (one the bridges know). */
+export const isBridgeLevel = (h: OpHandler): h is BridgeLevel => Array.isArray((h as Partial<BridgeLevel>).frames) && (h as Partial<BridgeLevel>).outer !== undefined;
+
+/** The frame of a node about to be traced below `level` (tapes recording now, as well as the enclosing nodes'). */
+export function frameOf(level: BridgeLevel, recording: readonly OpRecorder[]): RegionFrame {
+  const outside = regionTapes(level) ?? [];
+  const below: RegionFrame["below"][number][] = [];
+  for (let h = level.outer; isBridgeLevel(h); h = h.outer) below.push({ level: h, outer: h.outer, depth: h.frames.length });
+  return { tapes: [...outside, ...recording.filter((r) => !outside.includes(r))], scope: level.outer, below, promoted: new Map() };
+}
+
+/** Runs `fn` under `frame`'s scope, the levels below it as they were when its node was entered. */
+function atFrameScope<T>(frame: RegionFrame, fn: () => T): T {
+  const saved = frame.below.map((b) => ({ outer: b.level.outer, frames: b.level.frames.splice(b.depth) }));
+  for (const b of frame.below) b.level.outer = b.outer;
+  try {
+    return withHandler(frame.scope, fn);
+  } finally {
+    frame.below.forEach((b, i) => {
+      b.level.outer = saved[i]!.outer;
+      b.level.frames.push(...saved[i]!.frames);
+    });
+  }
 }
 
 /** The tapes inside the node being traced now (null outside any region). */
@@ -109,10 +141,10 @@ function moveBatch(v: Tensor, from: number | null, to: number, size: number): Te
  * right for them), and on each of `inner` an identity entry p -> P (each example's cotangent of
  * `P` is that example's cotangent of `p`).
  */
-function promoteAt(level: BridgeLevel, scope: OpHandler, p: Tensor, inner: readonly OpRecorder[], others: readonly OpRecorder[]): BatchedTensor {
+function promoteAt(level: BridgeLevel, inScope: <T>(fn: () => T) => T, p: Tensor, inner: readonly OpRecorder[], others: readonly OpRecorder[]): BatchedTensor {
   const value = recordingOnly(
     others.filter((r) => r.tracks(p)),
-    () => withHandler(scope, () => materializeBatch(p, null, level.size)),
+    () => inScope(() => materializeBatch(p, null, level.size)),
   );
   const promoted = new BatchedTensor(value, 0, level);
   const def = bridgeDef("vmapGradientPromote", [promoted], (ct) => ct);
@@ -133,7 +165,17 @@ export function promoteShared(level: BridgeLevel, t: Tensor): Tensor {
   const frame = level.frames.find((f) => f.tapes.some((r) => inner.includes(r)))!;
   let promoted = frame.promoted.get(t.id);
   if (promoted === undefined) {
-    promoted = promoteAt(level, frame.scope, t, inner, frame.tapes.filter((r) => !inner.includes(r)));
+    try {
+      promoted = promoteAt(level, (fn) => atFrameScope(frame, fn), t, inner, frame.tapes.filter((r) => !inner.includes(r)));
+    } catch (e) {
+      // (a value made inside the node's region, a variable's read there: the tape watches it, but it cannot be broadcast outside the node)
+      if (!(e instanceof StagingError)) throw e;
+      throw new GradientError(
+        `a gradient with respect to a value shared by every example that is made inside a staged cond or while loop under vmap (a variable read in the loop's body or a branch, watched by a tape inside vmap) is not supported: ` +
+          `it would need to be broadcast over the batch outside the loop, where it does not exist; read the variable before the loop and use that value inside, or run vmap(grad(f)) eagerly`,
+        "vmap",
+      );
+    }
     frame.promoted.set(t.id, promoted);
   }
   return promoted;
@@ -171,7 +213,7 @@ function crossDown(level: BridgeLevel, ct: Tensor, dim: number): Tensor {
   let t = ct;
   if (!isBatchedAt(t, level)) {
     const inner = innerTrackers(tapes, t, level);
-    if (inner.length > 0) t = promoteAt(level, level.outer, t, inner, tapes.filter((r) => !inner.includes(r)));
+    if (inner.length > 0) t = promoteAt(level, (fn) => withHandler(level.outer, fn), t, inner, tapes.filter((r) => !inner.includes(r)));
   }
   bridgeDown(tapes, t, level);
   const u = t;
