@@ -169,3 +169,39 @@ test("a second derivative through a staged while node below the level is a typed
     assert.ok(Math.abs(want.dataSync()[i]! - d) <= 1e-5 * (1 + Math.abs(d)), `example ${i}: ${want.dataSync()[i]} vs finite difference ${d}`);
   });
 });
+
+test("nested vmap(vmap(grad)) of a shared value through staged loops and conds: each (row, example)'s gradient", () => {
+  const bs = sc.tensor([[1.5, 2, 9], [0.7, 3, 5]], "float64");
+  const p = sc.scalar(0.8, "float64");
+  const cases: [string, G][] = [
+    ["p in a masked loop's body", (q, a) => sc.whileLoop((x) => x.greater(1), (x) => [x.mul(q).sub(0.05)], [a])[0]!],
+    ["p before a masked loop", (q, a) => sc.whileLoop((x) => x.greater(1), (x) => [x.mul(0.5)], [a.mul(q)])[0]!],
+    ["p in a shared counter loop", (q, a) => sc.whileLoop((i) => i.less(3), (i, x) => [i.add(1), x!.mul(q).sin()], [sc.scalar(0, "int32"), a])[1]!],
+    ["p in a shared-predicate cond", (q, a) => sc.cond(q.greater(0.5), () => a.mul(q).mul(q), () => a)],
+    ["a shared cond in a masked loop", (q, a) => sc.whileLoop((x) => x.greater(1), (x) => [sc.cond(q.greater(0.5), () => x.mul(q), () => x.mul(0.5)).sub(0.05)], [a])[0]!.mul(q)],
+  ];
+  const opts = { inAxes: [null, 0] };
+  for (const [name, f] of cases) {
+    const want = sc.stack(sc.unstack(bs).map((row) => loop((a) => (sc.grad(f) as G)(p, a), row)));
+    close(sc.stage(sc.vmap(sc.vmap(sc.grad(f), opts), opts), { autograph: false })(p, bs), want, 1e-13, `${name}: stage(vmap(vmap(grad)))`);
+    close(sc.vmap(sc.vmap(sc.grad(f), opts), opts)(p, bs), want, 1e-13, `${name}: vmap(vmap(grad)) eagerly`);
+    const a0 = sc.unstack(sc.unstack(bs)[1]!)[1]!;
+    const d = fd((q) => f(q, a0), p);
+    assert.ok(Math.abs(want.dataSync()[4]! - d) <= 1e-6 * (1 + Math.abs(d)), `${name}: ${want.dataSync()[4]} vs finite difference ${d}`);
+  }
+});
+
+test("a tape-watched value made inside a staged loop under vmap (a variable read in its body) is a typed refusal; eagerly each example's", () => {
+  const as = sc.tensor([1.5, 2, 9, 40], "float64");
+  const v = sc.variable(sc.scalar(0.8, "float64"));
+  const g = (a: sc.Tensor) => {
+    const tape = new sc.GradientTape();
+    const y = tape.record(() => sc.whileLoop((x) => x.greater(1), (x) => [x.mul(v.read()).sub(0.05)], [a])[0]!);
+    return tape.gradient(y, v) as sc.Tensor;
+  };
+  assert.throws(
+    () => sc.stage(sc.vmap(g), { autograph: false })(as),
+    (e: Error) => e instanceof sc.GradientError && /made inside a staged cond or while loop under vmap/.test(e.message) && /read the variable before the loop/.test(e.message),
+  );
+  close(sc.vmap(g)(as), loop(g, as), 1e-14, "vmap eagerly");
+});
