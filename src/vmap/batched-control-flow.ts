@@ -13,6 +13,12 @@
  *   values (batch at 0) and the unbatched ones as they are; a variable the body makes batched is
  *   widened and the loop traced again (`Widen`). A batched predicate makes it the masked loop:
  *   the node's condition is any(pred), its body where(pred, body(state), state).
+ * - shapeInvariants: a loop whose condition is shared may change its variables' shapes (the
+ *   same for every example); a masked one cannot (a finished example keeps its shape): a
+ *   ValueError naming the variable.
+ *
+ * Gradients across the level at a node traced below it: gradient-bridge.ts (each node's
+ * `RegionFrame`: the tapes recording outside it, where it is emitted, its promoted values).
  */
 import { currentHandler, recorders, withHandler, type OpHandler } from "../core/context.js";
 import { ValueError } from "../core/errors.js";
