@@ -36,7 +36,14 @@ export interface OpHandler {
  */
 export interface ControlFlowTransform {
   cond<T>(pred: Tensor, thenFn: () => T, elseFn: () => T, select: (pred: Tensor, a: T, b: T) => T): T;
-  whileLoop(cond: (...vars: Tensor[]) => Tensor, body: (...vars: Tensor[]) => Tensor[], vars: Tensor[], maxIterations: number): Tensor[];
+  /** `shapeInvariants`: per loop variable, the per-example shape it may take (null dims: any), or null. */
+  whileLoop(
+    cond: (...vars: Tensor[]) => Tensor,
+    body: (...vars: Tensor[]) => Tensor[],
+    vars: Tensor[],
+    maxIterations: number,
+    shapeInvariants?: readonly (readonly (number | null)[] | null)[],
+  ): Tensor[];
 }
 
 export interface OpRecorder {

@@ -249,14 +249,13 @@ function whileLoopOf(condition: (...vars: Tensor[]) => Tensor | boolean, body: (
   const init = loopVars.map((v) => toTensor(v, "whileLoop"));
   const transform = currentHandler().controlFlow;
   if (transform) {
-    if (options.shapeInvariants) throw new ValueError("shapeInvariants are not supported under vmap yet (the batched loop's variables keep their shapes)", "whileLoop");
     const condT = (...vars: Tensor[]) => {
       const p = condFn(...vars);
       const t = p instanceof Tensor ? p : toTensor(p, "whileLoop");
       if (t.dtype !== "bool" || t.size !== 1) throw new DtypeError(`the condition must return a bool scalar, got ${t.dtype}${fmtShape(t.shape)}`, "whileLoop");
       return t;
     };
-    return transform.whileLoop(condT, (...vars) => checkBody(bodyFn(...vars), vars, options), init, max);
+    return transform.whileLoop(condT, (...vars) => checkBody(bodyFn(...vars), vars, options), init, max, options.shapeInvariants);
   }
   const ctx = activeTrace();
   if (!ctx) {
