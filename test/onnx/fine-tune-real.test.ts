@@ -37,10 +37,11 @@ const CASES: { file: string; feeds: () => Record<string, sc.Tensor>; loss: (y: s
 /**
  * The Constant nodes (all graphs) that hold weights, counted from the proto here: float
  * tensors of rank >= 1 with elements, less the Resize roi/scales these models feed Constants
- * to (read while tracing, so constants).
+ * to (read while tracing, so constants) and BatchNormalization's running mean and variance
+ * (buffers, not parameters).
  */
 function weightConstants(g: GraphProto): number {
-  const resizeParams = new Set<string>();
+  const notWeights = new Set<string>();
   const walk = (h: GraphProto, f: (n: GraphProto["node"][number]) => void): void => {
     for (const n of h.node) {
       f(n);
@@ -48,13 +49,14 @@ function weightConstants(g: GraphProto): number {
     }
   };
   walk(g, (n) => {
-    if (n.op_type === "Resize") n.input.slice(1).forEach((i) => resizeParams.add(i));
+    if (n.op_type === "Resize") n.input.slice(1).forEach((i) => notWeights.add(i));
+    if (n.op_type === "BatchNormalization") n.input.slice(3, 5).forEach((i) => notWeights.add(i));
   });
   let count = 0;
   walk(g, (n) => {
     const t = n.op_type === "Constant" ? n.attribute.find((a) => a.name === "value")?.t : undefined;
     const floats = [onnx.ElemType.FLOAT, onnx.ElemType.DOUBLE, onnx.ElemType.FLOAT16, onnx.ElemType.BFLOAT16] as number[];
-    if (t && floats.includes(t.data_type) && t.dims.length > 0 && t.dims.every((d) => Number(d) > 0) && !resizeParams.has(n.output[0]!)) count++;
+    if (t && floats.includes(t.data_type) && t.dims.length > 0 && t.dims.every((d) => Number(d) > 0) && !notWeights.has(n.output[0]!)) count++;
   });
   return count;
 }

@@ -5,8 +5,8 @@
  * does floating-point initializers (under the same `trainable` option), when they are data:
  *
  * - the node's `value` attribute is a floating-point tensor of rank 1 or more with at least one
- *   element (a weight, a bias, a BatchNormalization statistic; PP-LCNetV3's learnable scales
- *   have shape [1]). Rank-0 scalars stay constants: they are the literals of the exporting
+ *   element (a weight, a bias; PP-LCNetV3's learnable scales
+ *   have shape [1]; not a BatchNormalization statistic: statistics.ts). Rank-0 scalars stay constants: they are the literals of the exporting
  *   program (HardSwish's 3 and 6, Clip bounds, Pow's exponent), not parameters; so do
  *   `value_float(s)` / `value_int(s)` and integer tensors;
  * - its value is not read while tracing (traceTimeNames: a Reshape's shape, Resize's scales,
@@ -31,7 +31,12 @@ export const isWeightValue = (t: Tensor): boolean => isFloat(t.dtype) && t.rank 
  * The Constant nodes of `graph` (and its subgraphs) that become trainable Variables, each with
  * its Variable, named by the node's output (a name already taken gets a "#k" suffix).
  */
-export function constantWeights(graph: GraphProto, readTensor: (p: TensorProto, what: string) => Tensor, taken: ReadonlySet<string>): Map<NodeProto, Variable> {
+export function constantWeights(
+  graph: GraphProto,
+  readTensor: (p: TensorProto, what: string) => Tensor,
+  taken: ReadonlySet<string>,
+  statistics: ReadonlySet<string>,
+): Map<NodeProto, Variable> {
   const atTrace = traceTimeNames(graph, true);
   const out = new Map<NodeProto, Variable>();
   const names = new Set(taken);
@@ -46,7 +51,7 @@ export function constantWeights(graph: GraphProto, readTensor: (p: TensorProto, 
       const output = n.output[0];
       const tensorAttr = a.type === AttributeType.TENSOR || a.type === AttributeType.UNDEFINED;
       // (dims checked before the value is read: scalars are most of the constants left out)
-      if (a.name !== "value" || !tensorAttr || !has(a, "t") || a.t!.dims.length === 0 || !output || atTrace.has(output)) continue;
+      if (a.name !== "value" || !tensorAttr || !has(a, "t") || a.t!.dims.length === 0 || !output || atTrace.has(output) || statistics.has(output)) continue;
       const what = `attribute value of Constant ${JSON.stringify(output)}`;
       const t = readTensor(a.t!, what);
       if (!isWeightValue(t)) continue;

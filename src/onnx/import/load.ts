@@ -2,7 +2,8 @@
  * sc.onnx.load(bytes | path): an ONNX model as a staged function. The graph is interpreted
  * with registry ops inside a trace (interpreter.ts), once per input signature, and runs on
  * the executor like any staged function: it can be differentiated (initializers are
- * Variables, trainable where floating point, and so are weights stored as Constant nodes:
+ * Variables, trainable where floating point (BatchNormalization's running statistics excepted:
+ * statistics.ts), and so are weights stored as Constant nodes:
  * constant-weights.ts), called inside other staged functions, and exported again.
  *
  * Graph inputs whose values decide shapes (a Reshape's shape given as an input, Slice
@@ -30,6 +31,7 @@ import { readTensorProto, checkedDims, type TensorLimits } from "../tensor-proto
 import { ExternalDataReader } from "../external-data.js";
 import { Interpreter } from "./interpreter.js";
 import { Scope, Slot } from "./scope.js";
+import { batchNormStatistics } from "./statistics.js";
 import { constantWeights } from "./constant-weights.js";
 import { conditionInputNames, isKeyableScalar, staticInputNames } from "./static-inputs.js";
 import "./ops/index.js";
@@ -51,7 +53,8 @@ export interface LoadOptions {
   /**
    * Make floating-point initializers trainable Variables, and weights stored as Constant nodes
    * (floating-point tensors of rank >= 1 whose values are not read while tracing) too (default
-   * true). False: initializers are Variables that are not trainable, Constant nodes constants.
+   * true). BatchNormalization's running mean and variance are never trainable (buffers, as in
+   * PyTorch). False: initializers are Variables that are not trainable, Constant nodes constants.
    */
   trainable?: boolean;
   /**
@@ -176,15 +179,16 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
   if (graph.sparse_initializer.length > 0) throw new OnnxUnsupportedError("the model has sparse initializers", "onnx.load");
   const initializers = new Map<string, Variable>();
   const trainable = options.trainable ?? true;
+  const statistics = batchNormStatistics(graph);
   for (const init of graph.initializer) {
     if (!init.name) throw new OnnxModelError("an initializer has no name", "onnx.load");
     if (initializers.has(init.name)) throw new OnnxModelError(`initializer ${JSON.stringify(init.name)} is given twice`, "onnx.load");
     const t = readTensor(init, `initializer ${JSON.stringify(init.name)}`);
-    initializers.set(init.name, new Variable(t, { name: init.name, trainable: trainable && isFloat(t.dtype) }));
+    initializers.set(init.name, new Variable(t, { name: init.name, trainable: trainable && isFloat(t.dtype) && !statistics.has(init.name) }));
   }
   // Weights written as Constant nodes become Variables too (only when trainable: otherwise
   // they stay the constants they are).
-  const constantWeightNodes = trainable ? constantWeights(graph, readTensor, new Set(initializers.keys())) : new Map<NodeProto, Variable>();
+  const constantWeightNodes = trainable ? constantWeights(graph, readTensor, new Set(initializers.keys()), statistics) : new Map<NodeProto, Variable>();
   const constants = new Map([...constantWeightNodes.values()].map((v) => [v.name, v]));
   const inputs = graph.input.filter((v) => !initializers.has(v.name)).map((v) => valueInfo(v, limits));
   const outputs = graph.output.map((v) => valueInfo(v, limits));
