@@ -153,3 +153,31 @@ test("the plan is kept only when clearly faster than ours: a tie or a small gain
   assert.equal(chooseSide(ours, [8, 8, 8, 30, 8]), "plan", "20% faster by the median (one slow outlier)");
   assert.equal(chooseSide(ours, [12, 12, 12, 12, 12]), "ours", "slower");
 });
+
+test("a plan kept is measured again after recheckCalls calls on it, and dropped when ours is now faster (charged times, not real ones)", () => {
+  let planIsFaster = true;
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, reps: 3, measureMs: 0, recheckCalls: 5,
+    timeOf: (side) => ((side === "plan") === planIsFaster ? 1 : 10),
+  });
+  try {
+    const x = big([128, 128]);
+    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(2);
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    const ours = sc.stage(f, { autograph: false, engine: "stagecraft" });
+    const s0 = { ...autoStats };
+    let calls = 0;
+    while (autoStats.chosePlan === s0.chosePlan && calls < 20) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.chosePlan, s0.chosePlan + 1, "the plan was kept: it was charged 1 ms against ours' 10");
+    planIsFaster = false;
+    while (autoStats.choseOurs === s0.choseOurs && calls < 60) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.rechecks, s0.rechecks + 1, "measured again");
+    assert.equal(autoStats.choseOurs, s0.choseOurs + 1, "then kept on ours");
+    assert.equal(autoStats.chosePlan, s0.chosePlan, "and no longer counted on the plan");
+    const rechecks = autoStats.rechecks;
+    for (let k = 0; k < 12; k++) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.rechecks, rechecks, "a graph on ours is not measured again");
+  } finally {
+    setAutoPolicy(before);
+  }
+});

@@ -11,7 +11,9 @@
  * calls, while onnxruntime's native kernels need no warm-up, so a race run on a graph's first
  * calls favours the plan, and it did: beam search and L-BFGS kept plans 2.8-4.8x slower than our
  * warm code. And a tie should stay ours: our results are bit-identical to eager code, the plan's
- * differ by float32 rounding.
+ * differ by float32 rounding. A plan kept is measured again after `recheckCalls` calls on it, and
+ * dropped if ours has become as fast (a choice made under load, or on a cold cache, is undone);
+ * a graph kept on ours stays there.
  *
  * A plan that fails to build or run (an export refused partway, a session that does not load)
  * falls back to our executor for that graph, the variables it assigned put back first, and the
@@ -42,6 +44,10 @@ export interface AutoPolicy {
   maxReps: number;
   /** The plan is kept only when its median time is below `margin` x ours. */
   margin: number;
+  /** A plan kept is measured against ours again after this many calls on it (a choice made under load, or before a cache warmed, is not final). */
+  recheckCalls: number;
+  /** @internal Tests: the time charged to a measured call (default: the time it took). */
+  timeOf: ((side: "ours" | "plan", ms: number) => number) | null;
 }
 
 const envChoice = typeof process !== "undefined" ? process.env.STAGECRAFT_AUTO : undefined;
@@ -56,6 +62,8 @@ export const autoPolicy: AutoPolicy = {
   measureMs: 30,
   maxReps: 50,
   margin: 0.97,
+  recheckCalls: 2000,
+  timeOf: null,
 };
 
 /** @internal Sets the policy (tests); returns the previous one. */
@@ -68,9 +76,11 @@ export function setAutoPolicy(p: Partial<AutoPolicy>): AutoPolicy {
 /**
  * What "auto" did (tests and benchmarks). planMs: cutting graphs and preparing their segments;
  * firstRunMs: the plans' first runs while measuring, which make their onnxruntime sessions
- * (export and session creation): together, the one-time cost a graph pays on auto.
+ * (export and session creation): together, the one-time cost a graph pays on auto. chosePlan and
+ * choseOurs: the graphs measured and kept on each side (a plan measured again moves to the side
+ * its new measurement picks); rechecks: those measurements again.
  */
-export const autoStats = { plans: 0, choseOurs: 0, chosePlan: 0, fallbacks: 0, planMs: 0, firstRunMs: 0 };
+export const autoStats = { plans: 0, choseOurs: 0, chosePlan: 0, fallbacks: 0, rechecks: 0, planMs: 0, firstRunMs: 0 };
 
 /** Per graph: its calls so far, and its plan and choice once made. */
 interface AutoState {
@@ -83,6 +93,8 @@ interface AutoState {
   timesOurs: number[];
   timesPlan: number[];
   planRuns: number;
+  /** Calls on the plan since it was chosen (rechecked at autoPolicy.recheckCalls). */
+  planCalls: number;
   /** Variables the graph assigns (put back when a plan's run fails partway). */
   assigned: Variable[];
 }
@@ -185,7 +197,16 @@ export function autoExecutor(engine: Executor): Executor {
   };
   const call = (st: AutoState, graph: Graph, library: FunctionLibrary, numArgInputs: number, run: PreparedRun, inputs: Tensor[]): Tensor[] => {
     if (st.chosen === "ours" || isTracing()) return run(inputs);
-    if (st.chosen === "plan") return runPlan(st, inputs, run);
+    if (st.chosen === "plan") {
+      if (autoPolicy.choice !== "measure" || ++st.planCalls < autoPolicy.recheckCalls) return runPlan(st, inputs, run);
+      // measure again: both sides timed afresh (the plan's sessions exist: its next run is timed)
+      st.chosen = null;
+      st.timesOurs = [];
+      st.timesPlan = [];
+      st.planCalls = 0;
+      autoStats.rechecks++;
+      autoStats.chosePlan--; // (the counts say where graphs are now: the new choice counts again)
+    }
     st.calls++;
     if (autoPolicy.choice === "measure" && !isWarm(st)) {
       const t0 = performance.now();
@@ -209,7 +230,8 @@ export function autoExecutor(engine: Executor): Executor {
     const onPlan = st.planRuns === 0 || st.timesPlan.length <= st.timesOurs.length;
     const t0 = performance.now();
     const out = onPlan ? runPlan(st, inputs, run) : run(inputs);
-    const dt = performance.now() - t0;
+    const measured = performance.now() - t0;
+    const dt = autoPolicy.timeOf === null ? measured : autoPolicy.timeOf(onPlan ? "plan" : "ours", measured);
     if (st.chosen !== null) return out; // (the plan failed)
     if (onPlan) {
       if (st.planRuns++ > 0) st.timesPlan.push(dt);
@@ -226,7 +248,7 @@ export function autoExecutor(engine: Executor): Executor {
   const stateOf = (graph: Graph, library: FunctionLibrary): AutoState => {
     let st = states.get(graph);
     if (st === undefined) {
-      st = { calls: 0, warmMs: 0, plan: null, chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, assigned: assignedVariables(graph, library) };
+      st = { calls: 0, warmMs: 0, plan: null, chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0, assigned: assignedVariables(graph, library) };
       states.set(graph, st);
     }
     return st;
