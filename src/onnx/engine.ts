@@ -297,7 +297,7 @@ const DIRECT: Partial<Record<string, "float32" | "float64" | "int32" | "int8" | 
 };
 
 /** A tensor as onnxruntime's input: its own storage where it can (a SharedArrayBuffer view is copied: the binding refuses those). */
-function ortTensor(T: OrtTensorCtor, t: Tensor): object {
+export function ortTensor(T: OrtTensorCtor, t: Tensor): object {
   const type = DIRECT[t.dtype];
   if (type === undefined) return toOrtTensor(t);
   let data = t.dataSync();

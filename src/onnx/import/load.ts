@@ -12,6 +12,11 @@
  * be concrete tensors. One-element integer inputs that decide an If (Silero VAD's sample rate)
  * key traces the same way, so only the branch taken is traced; given as a symbolic tensor or a
  * spec, such an input stays a run-time value and the If runs as sc.cond.
+ *
+ * An eager call that no tape, trace or vmap sees, while every Variable of the model still holds
+ * its load-time value, runs on onnxruntime's session of the model's own bytes instead, which
+ * folds and fuses the weights as onnxruntime's own session does (native-session.ts; option
+ * `nativeSession`, counts in `model.stats`).
  */
 import { path, readFileSync, statSync } from "../../core/platform/node.js";
 import { Tensor, makeTensor, type TensorLike } from "../../core/tensor.js";
@@ -34,6 +39,7 @@ import { Scope, Slot } from "./scope.js";
 import { batchNormStatistics } from "./statistics.js";
 import { constantWeights } from "./constant-weights.js";
 import { conditionInputNames, isKeyableScalar, staticInputNames } from "./static-inputs.js";
+import { NativeSession, type ModelCallStats } from "./native-session.js";
 import "./ops/index.js";
 
 /** IR versions read (3: opset_import appeared; 13: the newest in the vendored schema before the unreleased one). */
@@ -74,8 +80,14 @@ export interface LoadOptions {
   maxInlinedNodes?: number;
   /** Most milliseconds a run's Loops may take before OnnxLimitError (default Infinity: no deadline). */
   maxRunMs?: number;
+  /**
+   * Run eager calls that nothing differentiates, traces or batches, while the model's Variables
+   * hold their load-time values, on onnxruntime's session of the model's own bytes (default true,
+   * where onnxruntime-node is installed: native-session.ts). False: every call runs on the graph.
+   */
+  nativeSession?: boolean;
 }
-const LOAD_OPTIONS = optionKeys<LoadOptions>()("maxElements", "baseDir", "name", "trainable", "maxLoopIterations", "maxTotalIterations", "maxTotalBytes", "maxInlinedNodes", "maxRunMs");
+const LOAD_OPTIONS = optionKeys<LoadOptions>()("maxElements", "baseDir", "name", "trainable", "maxLoopIterations", "maxTotalIterations", "maxTotalBytes", "maxInlinedNodes", "maxRunMs", "nativeSession");
 
 /** A declared input or output: dtype and shape (a dim is a number, a symbolic name, or null). */
 export interface OnnxValueInfo {
@@ -122,6 +134,11 @@ export interface OnnxModel {
   /** The decoded ModelProto (for exporters and tools; do not mutate). */
   readonly proto: ModelProto;
   readonly traceCount: number;
+  /**
+   * How calls ran: on onnxruntime's session of the model's bytes (`native`) or on the graph
+   * (`graph`), and why calls no longer may (or never can) take the native session (`nativeOff`).
+   */
+  readonly stats: Readonly<ModelCallStats>;
   /** The staged function behind the model: (non-static inputs, static inputs' key) -> outputs. */
   readonly staged: StagedFunction<[ModelValue[], string], ModelValue[]>;
 }
@@ -129,6 +146,9 @@ export interface OnnxModel {
 /** Loads an ONNX model from bytes or a file path. */
 export function load(source: Uint8Array | string, options: LoadOptions = {}): OnnxModel {
   checkOptions("onnx.load", options, LOAD_OPTIONS);
+  if (options.nativeSession !== undefined && typeof options.nativeSession !== "boolean") {
+    throw new ValueError(`options.nativeSession must be true or false, got ${JSON.stringify(options.nativeSession) ?? String(options.nativeSession)}`, "onnx.load");
+  }
   const modelLimitValues = modelLimits(options);
   let bytes: Uint8Array;
   let baseDir = options.baseDir ?? null;
@@ -151,13 +171,13 @@ export function load(source: Uint8Array | string, options: LoadOptions = {}): On
   const limits: TensorLimits = { maxElements: modelLimitValues.maxElements };
   const external = baseDir !== null ? new ExternalDataReader(baseDir) : null;
   try {
-    return buildModel(proto, limits, external, options, modelLimitValues);
+    return buildModel(proto, bytes, limits, external, options, modelLimitValues);
   } finally {
     external?.close();
   }
 }
 
-function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalDataReader | null, options: LoadOptions, modelLimitValues: ModelLimits): OnnxModel {
+function buildModel(proto: ModelProto, bytes: Uint8Array, limits: TensorLimits, external: ExternalDataReader | null, options: LoadOptions, modelLimitValues: ModelLimits): OnnxModel {
   const irVersion = int64(proto.ir_version, "ir_version");
   if (!has(proto, "ir_version")) throw new OnnxModelError("the model has no ir_version", "onnx.load");
   if (irVersion < MIN_IR_VERSION || irVersion > MAX_IR_VERSION) {
@@ -235,7 +255,8 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
 
   // (`concrete` also takes sc.spec for the inputs that set no shapes, as staged functions do: an
   // imported model is exported again for symbolic dims that way)
-  const prepare = (args: (ModelInput | TensorSpec)[], specsAllowed = false): [ModelValue[], string] => {
+  // (`all`, where given, receives every input tensor in the graph's order, static ones too)
+  const prepare = (args: (ModelInput | TensorSpec)[], specsAllowed = false, all?: Tensor[]): [ModelValue[], string] => {
     if (args.length !== inputs.length) {
       throw new ValueError(`model ${name} takes ${inputs.length} inputs (${inputs.map((i) => i.name).join(", ")}), got ${args.length}`, "onnx model");
     }
@@ -262,6 +283,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       }
       const t = toInputTensor(a, info);
       checkInput(t, info, name);
+      all?.push(t);
       if (softStatic[i] && t.isSymbolic) {
         statics.push(null);
         tensors.push(t);
@@ -277,8 +299,22 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
     });
     return [tensors, encodeStatics(statics)];
   };
+  const stats: ModelCallStats = { native: 0, graph: 0, nativeOff: "turned off (nativeSession: false)" };
+  const allVariables = [...initializers.values(), ...constants.values()];
+  const native = options.nativeSession === false ? null : new NativeSession(bytes, proto, allVariables, inputs, outputs, stats);
+  /** One call: on the native session where it gives the graph's answer, else on the graph. */
+  const call = (args: ModelInput[]): ModelValue[] => {
+    const all: Tensor[] = [];
+    const prepared = prepare(args, false, all);
+    if (native !== null && native.usable(all)) {
+      const outs = native.run(staged.concrete(...prepared), all);
+      if (outs !== null) return outs;
+    }
+    stats.graph++;
+    return staged(...prepared);
+  };
   const model = ((...args: ModelInput[]) => {
-    const outs = staged(...prepare(args));
+    const outs = call(args);
     return outs.length === 1 ? outs[0]! : outs;
   }) as OnnxModel;
   const props: Omit<OnnxModel, never> = {
@@ -287,7 +323,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
       if (missing.length > 0) throw new ValueError(`model ${name} is missing inputs ${missing.join(", ")}`, "onnx model");
       const unknown = Object.keys(feeds).filter((k) => !inputs.some((i) => i.name === k));
       if (unknown.length > 0) throw new ValueError(`model ${name} has no inputs named ${unknown.join(", ")} (its inputs: ${inputs.map((i) => i.name).join(", ")})`, "onnx model");
-      const outs = staged(...prepare(inputs.map((i) => feeds[i.name]!)));
+      const outs = call(inputs.map((i) => feeds[i.name]!));
       return Object.fromEntries(outputs.map((o, i) => [o.name, outs[i]!]));
     },
     concrete: (...args: (ModelInput | TensorSpec)[]) => staged.concrete(...prepare(args, true)),
@@ -304,6 +340,7 @@ function buildModel(proto: ModelProto, limits: TensorLimits, external: ExternalD
     get traceCount() {
       return staged.traceCount;
     },
+    stats,
     staged,
   } as unknown as OnnxModel;
   for (const [k, d] of Object.entries(Object.getOwnPropertyDescriptors(props))) Object.defineProperty(model, k, d);

@@ -1,0 +1,231 @@
+/**
+ * An imported model run as onnxruntime's own session. The graph path feeds the model's weights
+ * (Variables) to the executor as inputs, so nothing of the model can be folded; onnxruntime's
+ * session of the ORIGINAL bytes folds constants and fuses kernels over its initializers. When a
+ * call can only have the answer those bytes give, it runs on that session (made once, at the
+ * first such call), synchronously through the native binding (sync-session.ts):
+ *
+ *  - no trace, staging or vmap is active (isTracing: those see the model's ops), no tape records
+ *    (recorders, variable-read observers: a tape must see the reads and ops to differentiate),
+ *    no device scope other than the CPU, and every input is a host tensor;
+ *  - every Variable of the model (initializers, Constant-node weights) holds the very tensor it
+ *    held at load. Tensors are immutable and every assignment (assign, an optimizer's step, a
+ *    checkpoint restore, an executor's assign node) replaces a Variable's stored tensor, so that
+ *    identity is the Variable's version: the first call that finds one changed retires the
+ *    session for good (its copy of the weights is stale; the graph path serves from then on).
+ *
+ * Each input signature is still traced once (ConcreteFunction), as a graph call would: the
+ * trace-time limits and our importer's errors stay what they are, and the trace's output types
+ * are what onnxruntime's outputs must have (dtype, rank, known dims, in the graph's order);
+ * outputs that differ retire the session and the call runs on the graph. Models with a Loop run on
+ * the graph always (onnxruntime would not stop at maxLoopIterations, maxTotalIterations or
+ * maxRunMs), as do models with external data (the session would read the files again, maybe
+ * changed) and models with sequence or optional inputs or outputs.
+ */
+import type { Tensor } from "../../core/tensor.js";
+import { variableReadObservers, type Variable } from "../../core/variable.js";
+import { isTracing, recorders } from "../../core/context.js";
+import { HOST_DEVICE, scopedDevice } from "../../core/device.js";
+import { OutputLeaf, type ConcreteFunction } from "../../staging/concrete-function.js";
+import type { GraphProto, ModelProto } from "../protobuf.js";
+import { syncRuntime } from "../sync-session.js";
+import { fromOrtResult } from "../ort.js";
+import { ortTensor } from "../engine.js";
+import type { OnnxValueInfo } from "./load.js";
+
+/** How an imported model's calls ran (a live object: read it after calls). */
+export interface ModelCallStats {
+  /** Eager calls run on onnxruntime's session of the model's own bytes. */
+  native: number;
+  /** Calls run on our graph (the staged function). */
+  graph: number;
+  /** Why calls cannot run on the native session any more (or ever), or null while they may. */
+  nativeOff: string | null;
+}
+
+type Runtime = NonNullable<ReturnType<typeof syncRuntime>>;
+type BindingSession = InstanceType<Runtime["Session"]>;
+
+/** ONNX element type of float64. */
+const DOUBLE = 11;
+
+/** What a traced signature says onnxruntime's outputs must be; null where it cannot be checked (then the graph runs). */
+type Expected = { dtype: string; shape: readonly number[] }[] | null;
+
+export class NativeSession {
+  private session: BindingSession | null = null;
+  private T: Runtime["Tensor"] | null = null;
+  private readonly loadValues: Tensor[];
+  private readonly expected = new WeakMap<ConcreteFunction, Expected>();
+  private readonly feeds: Record<string, object> = {};
+  private readonly fetches: Record<string, null> = {};
+
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly proto: ModelProto,
+    private readonly variables: readonly Variable[],
+    private readonly inputs: readonly OnnxValueInfo[],
+    private readonly outputs: readonly OnnxValueInfo[],
+    readonly stats: ModelCallStats,
+  ) {
+    this.loadValues = variables.map((v) => v.storedValue);
+    for (const o of outputs) this.fetches[o.name] = null;
+    stats.nativeOff = whyNever(proto, inputs, outputs);
+  }
+
+  /**
+   * Whether this call may run on the session: the context allows it, the inputs are host
+   * tensors, and every Variable is at its load-time value (else the session is retired).
+   */
+  usable(inputs: readonly Tensor[]): boolean {
+    if (this.stats.nativeOff !== null) return false;
+    if (isTracing() || recorders.length > 0 || variableReadObservers.length > 0) return false;
+    const d = scopedDevice();
+    if (d !== null && d !== HOST_DEVICE) return false;
+    for (let k = 0; k < inputs.length; k++) {
+      const t = inputs[k]!;
+      if (t.isSymbolic || t.device !== HOST_DEVICE) return false;
+    }
+    const vars = this.variables;
+    for (let k = 0; k < vars.length; k++) {
+      if (vars[k]!.storedValue !== this.loadValues[k]) {
+        this.retire(`Variable ${JSON.stringify(vars[k]!.name)} was assigned after load: the session's copy of the weights is stale`);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Runs the model on the session (inputs in the graph's order, all of them), its outputs
+   * checked against `cf`'s; null where the graph must run instead.
+   */
+  run(cf: ConcreteFunction, inputs: readonly Tensor[]): Tensor[] | null {
+    let expected = this.expected.get(cf);
+    if (expected === undefined) this.expected.set(cf, (expected = expectedOutputs(cf, this.outputs.length)));
+    if (expected === null) return null;
+    const s = this.session ?? this.open();
+    if (s === null) return null;
+    const T = this.T!;
+    const feeds = this.feeds;
+    for (let k = 0; k < inputs.length; k++) feeds[this.inputs[k]!.name] = ortTensor(T, inputs[k]!);
+    let out: Record<string, { data: unknown; dims: readonly number[]; type: string }>;
+    try {
+      out = s.run(feeds, this.fetches) as typeof out;
+    } catch {
+      // (the graph gives this call its answer, or our error for it)
+      return null;
+    } finally {
+      for (const k in feeds) delete feeds[k];
+    }
+    const results: Tensor[] = new Array(this.outputs.length);
+    for (let k = 0; k < results.length; k++) {
+      const o = out[this.outputs[k]!.name];
+      const t = o === undefined ? null : fromOrtResult(o);
+      const e = expected[k]!;
+      if (t === null || t.dtype !== e.dtype || !fits(t.shape, e.shape)) {
+        this.retire(`onnxruntime's output ${JSON.stringify(this.outputs[k]!.name)} is ${t === null ? "missing" : `${t.dtype} [${t.shape.join(", ")}]`} where the graph's is ${e.dtype} [${e.shape.join(", ")}]`);
+        return null;
+      }
+      results[k] = t;
+    }
+    this.stats.native++;
+    return results;
+  }
+
+  /** Makes the session (once); null, with the reason kept, where onnxruntime cannot take the model. */
+  private open(): BindingSession | null {
+    const rt = syncRuntime();
+    if (rt === null) {
+      this.stats.nativeOff = "onnxruntime-node is not installed";
+      return null;
+    }
+    const s = new rt.Session();
+    try {
+      // onnxruntime's own defaults (as InferenceSession.create gives them), but the basic level for
+      // models with float64 values: its extended fusions write float64 constants as float32
+      // attributes (engine.ts hasFloat64), and the graph keeps double exact.
+      const b = this.bytes;
+      s.loadModel(b.buffer, b.byteOffset, b.byteLength, {
+        executionProviders: ["cpu"],
+        logSeverityLevel: 3,
+        ...(hasFloat64(this.proto) ? { graphOptimizationLevel: "basic" } : {}),
+      });
+    } catch (e) {
+      this.stats.nativeOff = `onnxruntime could not load the model: ${(e as Error).message.split("\n")[0]}`;
+      return null;
+    }
+    this.T = rt.Tensor;
+    return (this.session = s);
+  }
+
+  private retire(why: string): void {
+    this.stats.nativeOff = why;
+    this.session?.dispose();
+    this.session = null;
+  }
+}
+
+/** The output types of a traced signature, when its outputs are the graph's tensors in order. */
+function expectedOutputs(cf: ConcreteFunction, n: number): Expected {
+  const t = cf.outputTemplate;
+  if (!Array.isArray(t) || t.length !== n) return null;
+  const out: { dtype: string; shape: readonly number[] }[] = [];
+  for (const leaf of t) {
+    if (!(leaf instanceof OutputLeaf)) return null;
+    const type = cf.graph.outputs[leaf.index]?.type;
+    if (type === undefined) return null;
+    out.push(type);
+  }
+  return out;
+}
+
+/** Whether a shape fits a traced one (unknown dims, -1, fit any). */
+function fits(shape: readonly number[], traced: readonly number[]): boolean {
+  if (shape.length !== traced.length) return false;
+  for (let i = 0; i < shape.length; i++) if (traced[i]! >= 0 && traced[i] !== shape[i]) return false;
+  return true;
+}
+
+/** Why no call of this model can run on a native session (null: calls may). */
+function whyNever(proto: ModelProto, inputs: readonly OnnxValueInfo[], outputs: readonly OnnxValueInfo[]): string | null {
+  const g = proto.graph!;
+  const odd = [...inputs, ...outputs].find((v) => v.kind !== "tensor");
+  if (odd !== undefined) return `${JSON.stringify(odd.name)} is a ${odd.kind}`;
+  if (g.initializer.some((t) => t.data_location === 1)) return "the model has external data";
+  if (hasOp(g, proto, "Loop")) return "the model has a Loop (its iteration and time limits are the graph's)";
+  return null;
+}
+
+/** Whether the graph, its subgraphs or the model's functions (and theirs) have a node of `op` (standard domain). */
+function hasOp(g: GraphProto, proto: ModelProto, op: string): boolean {
+  const lists = [g.node, ...proto.functions.map((f) => f.node)];
+  for (let i = 0; i < lists.length; i++) {
+    for (const n of lists[i]!) {
+      if (n.op_type === op && (n.domain === "" || n.domain === "ai.onnx")) return true;
+      for (const a of n.attribute) {
+        if (a.g) lists.push(a.g.node);
+        for (const sub of a.graphs) lists.push(sub.node);
+      }
+    }
+  }
+  return false;
+}
+
+/** Whether the model declares float64 values (initializers, inputs, outputs, value_info, Cast to double, Constants). */
+function hasFloat64(proto: ModelProto): boolean {
+  const graphs = [proto.graph!];
+  for (let i = 0; i < graphs.length; i++) {
+    const g = graphs[i]!;
+    if (g.initializer.some((t) => t.data_type === DOUBLE)) return true;
+    if ([...g.input, ...g.output, ...g.value_info].some((v) => v.type?.tensor_type?.elem_type === DOUBLE)) return true;
+    for (const n of g.node) {
+      for (const a of n.attribute) {
+        if ((a.name === "to" && Number(a.i) === DOUBLE) || a.t?.data_type === DOUBLE) return true;
+        if (a.g) graphs.push(a.g);
+        graphs.push(...a.graphs);
+      }
+    }
+  }
+  return false;
+}
