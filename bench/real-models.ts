@@ -3,10 +3,15 @@
 // input sizes, seeded. Per model, first the outputs of every system are checked against
 // onnxruntime-node's own InferenceSession on the same inputs (the max abs difference printed;
 // beyond onnx.MODEL_TOLERANCE the suite fails), then interleaved timings of:
-//   ours          sc.onnx.load(file) called as it is (our compiled executor, the default)
+//   ours          sc.onnx.load(file) called as it is, with the defaults: plain eager calls of an
+//                 unchanged model run on onnxruntime's session of the model's own bytes
+//                 (src/onnx/import/native-session.ts; the bench checks that they did)
+//   ours graph    sc.onnx.load(file, { nativeSession: false }): our graph on our compiled executor
+//                 (what every call ran on before the native session; also what runs under a
+//                 tape, stage or vmap, and after a weight changes)
 //   onnxruntime   onnxruntime-node's InferenceSession.create(file) and `await session.run(feeds)`
 //                 (its defaults and the CPU provider; the inputs as ort.Tensors made once)
-//   engine ort    the loaded model inside sc.stage(..., { engine: "onnxruntime" }) (onnx.load has
+//   engine ort    the loaded model (nativeSession: false, as for the rows below) inside sc.stage(..., { engine: "onnxruntime" }) (onnx.load has
 //                 no engine option: the model is a staged function, and the engine comes with
 //                 the staged function that calls it)
 //   engine auto   the same with the opt-in "auto" partitioner engine (src/onnx/partition/auto.ts:
@@ -83,6 +88,8 @@ export interface ModelResult {
   rounds: number;
   /** What the "auto" engine chose for the model's graph(s) by its own measurement. */
   autoChose: string;
+  /** What the default model's timed calls ran on ("native session", or the graph and why). */
+  oursRan: string;
 }
 
 const ORT = "onnxruntime";
@@ -101,11 +108,14 @@ function maxAbsDiff(a: sc.Tensor, b: sc.Tensor): number {
   return m;
 }
 
-async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promise<{ systems: System[]; release: () => Promise<void> }> {
+async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promise<{ systems: System[]; release: () => Promise<void>; stats: sc.onnx.OnnxModel["stats"] }> {
   const ort = onnx.loadOnnxRuntime();
   const session: OrtSession = await ort.InferenceSession.create(c.file, { executionProviders: ["cpu"], logSeverityLevel: 3 });
   const ortFeeds: Record<string, OrtTensor> = Object.fromEntries(Object.entries(feeds).map(([k, v]) => [k, onnx.toOrtTensor(v)]));
   const model = onnx.load(c.file);
+  // (a second copy for the graph rows: the fine-tune step assigns its weights, which would
+  // retire the default model's native session)
+  const graphModel = onnx.load(c.file, { nativeSession: false });
   const names = model.inputs.map((i) => i.name);
   const outNames = model.outputs.map((o) => o.name);
   const byName = (out: unknown): Record<string, sc.Tensor> => {
@@ -115,7 +125,7 @@ async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promis
   // Inputs the model reads while tracing (VAD's sample rate) stay concrete: captured, not arguments.
   const dynamic = names.filter((n) => !model.staticInputs.includes(n));
   const wrapped = (engine: string) => {
-    const f = sc.stage((...xs: sc.Tensor[]) => model(...names.map((n) => (dynamic.includes(n) ? xs[dynamic.indexOf(n)] : feeds[n]))), { autograph: false, engine, name: `${c.label} on ${engine}` });
+    const f = sc.stage((...xs: sc.Tensor[]) => graphModel(...names.map((n) => (dynamic.includes(n) ? xs[dynamic.indexOf(n)] : feeds[n]))), { autograph: false, engine, name: `${c.label} on ${engine}` });
     const args = dynamic.map((n) => feeds[n]!);
     return () => f(...args);
   };
@@ -129,6 +139,7 @@ async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promis
     }
   };
   add("ours", () => () => firstOutput(model.run(feeds)[outNames[0]!]).dataSync(), async () => model.run(feeds));
+  add("ours graph", () => () => firstOutput(graphModel.run(feeds)[outNames[0]!]).dataSync(), async () => graphModel.run(feeds));
   add(ORT, () => async () => (await session.run(ortFeeds))[outNames[0]!]!.data, async () => Object.fromEntries(Object.entries(await session.run(ortFeeds)).map(([k, v]) => [k, onnx.fromOrtTensor(v)])));
   for (const engine of ["onnxruntime", "auto"]) {
     // (the check calls the very staged function that is timed: "auto" decides per function)
@@ -140,18 +151,18 @@ async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promis
   }
   // one training step, staged: SGD on every trainable weight (forward, backward, update)
   const x0 = dynamic.find((n) => feeds[n]!.dtype === "float32")!;
-  const lossOf = (x: sc.Tensor) => sc.mean(sc.square(firstOutput(model(...names.map((n) => (n === x0 ? x : feeds[n]!))))));
+  const lossOf = (x: sc.Tensor) => sc.mean(sc.square(firstOutput(graphModel(...names.map((n) => (n === x0 ? x : feeds[n]!))))));
   add("fine-tune step", () => {
-    if (model.variables.length === 0) throw new Error("the model has no trainable weights");
+    if (graphModel.variables.length === 0) throw new Error("the model has no trainable weights");
     const opt = new sc.optim.SGD({ learningRate: 1e-9 });
-    const step = sc.stage((x: sc.Tensor) => opt.minimize(() => lossOf(x), model.variables as sc.Variable[]), { autograph: false, name: `${c.label} fine-tune step` });
+    const step = sc.stage((x: sc.Tensor) => opt.minimize(() => lossOf(x), graphModel.variables as sc.Variable[]), { autograph: false, name: `${c.label} fine-tune step` });
     return () => step(feeds[x0]!).dataSync();
   }, async () => null);
   add("input grad", () => {
     const vg = sc.valueAndGrad(lossOf);
     return () => (vg(feeds[x0]!)[1] as sc.Tensor).dataSync();
   }, async () => null);
-  return { systems, release: () => session.release() };
+  return { systems, release: () => session.release(), stats: model.stats };
 }
 
 /** Milliseconds per call over `calls` calls (awaited where a call returns a promise). */
@@ -167,7 +178,7 @@ async function timeCalls(call: () => unknown, calls: number): Promise<number> {
 async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
   const feeds = c.feeds();
   const auto0 = { ...autoStats };
-  const { systems, release } = await systemsOf(c, feeds);
+  const { systems, release, stats } = await systemsOf(c, feeds);
   const failed: Record<string, string> = {};
   const maxAbs: Record<string, number> = {};
   try {
@@ -204,6 +215,7 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
       }
     }
     for (const s of systems) if (s.failed !== undefined) failed[s.name] = s.failed;
+    const graph0 = stats.graph;
     const live = systems.filter((s) => s.failed === undefined);
     const target = quick ? 150 : 600;
     const calls = new Map<System, number>();
@@ -223,6 +235,8 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
       }
       for (const s of order) times.get(s.name)!.push(spent.get(s)!);
     }
+    // ("ours" must have run on the native session, every call: else the row says what it ran)
+    const native = stats.graph === graph0 && stats.nativeOff === null ? "native session" : `graph (${stats.graph - graph0} timed calls; ${stats.nativeOff ?? "?"})`;
     const ortTimes = times.get(ORT)!;
     const ms: Record<string, number> = {};
     const ratio: ModelResult["ratio"] = {};
@@ -234,13 +248,13 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
     }
     const [plan, ours, fell] = [autoStats.chosePlan - auto0.chosePlan, autoStats.choseOurs - auto0.choseOurs, autoStats.fallbacks - auto0.fallbacks];
     const autoChose = [plan > 0 ? `the partitioned plan${plan > 1 ? ` x${plan}` : ""}` : "", ours > 0 ? `ours${ours > 1 ? ` x${ours}` : ""}` : "", fell > 0 ? `${fell} fallback(s)` : ""].filter(Boolean).join(", ") || "not yet";
-    return { label: c.label, input: c.input, maxAbsDiff: maxAbs, ms, ratio, failed, rounds, autoChose };
+    return { label: c.label, input: c.input, maxAbsDiff: maxAbs, ms, ratio, failed, rounds, autoChose, oursRan: native };
   } finally {
     await release();
   }
 }
 
-const COLUMNS = ["ours", "engine ort", "engine auto", "fine-tune step", "input grad"] as const;
+const COLUMNS = ["ours", "ours graph", "engine ort", "engine auto", "fine-tune step", "input grad"] as const;
 
 /** The results as a Markdown table (RESULTS.md) with one row per model. */
 export function markdownTable(results: readonly ModelResult[]): string {
@@ -248,12 +262,12 @@ export function markdownTable(results: readonly ModelResult[]): string {
     if (r.failed[col] !== undefined) return `n/a (${r.failed[col]})`;
     const q = r.ratio[col];
     if (q === undefined) return "-";
-    return `${r.ms[col]!.toFixed(2)} (${q.median.toFixed(2)}x)${col === "engine auto" ? `, chose ${r.autoChose}` : ""}`;
+    return `${r.ms[col]!.toFixed(2)} (${q.median.toFixed(2)}x)${col === "engine auto" ? `, chose ${r.autoChose}` : ""}${col === "ours" && r.oursRan !== "native session" ? `, ran on the ${r.oursRan}` : ""}`;
   };
   const diffs = (r: ModelResult) => Object.entries(r.maxAbsDiff).map(([k, v]) => `${k} ${v.toExponential(1)}`).join(", ");
   const lines = [
-    "| model | input | max abs diff vs onnxruntime | onnxruntime ms | ours ms (ratio) | engine ort ms (ratio) | engine auto ms (ratio) | fine-tune step ms (ratio) | input-gradient step ms (ratio) |",
-    "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    "| model | input | max abs diff vs onnxruntime | onnxruntime ms | ours ms (ratio) | ours graph ms (ratio) | engine ort ms (ratio) | engine auto ms (ratio) | fine-tune step ms (ratio) | input-gradient step ms (ratio) |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ...results.map((r) => `| ${r.label} | ${r.input} | ${diffs(r)} | ${r.ms[ORT]!.toFixed(2)} | ${COLUMNS.map((c) => cell(r, c)).join(" | ")} |`),
   ];
   return lines.join("\n");

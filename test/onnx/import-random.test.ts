@@ -15,9 +15,11 @@ import * as sc from "../../src/api/index.js";
 import { OnnxModelError, OnnxUnsupportedError } from "../../src/onnx/errors.js";
 
 const { onnx } = sc;
+/** onnx.load on our graph always: these tests are of our importer (onnxruntime's session of the bytes is native-session.test.ts's). */
+const loadGraph = (source: Uint8Array | string, options: sc.onnx.LoadOptions = {}) => onnx.load(source, { ...options, nativeSession: false });
 const vi = onnx.makeValueInfo;
 type Node = Record<string, unknown>;
-const load = (nodes: Node[], inputs: Node[], outputs: Node[], opset = 22) => onnx.load(onnx.modelBytes(onnx.makeModel(onnx.makeGraph(nodes, "m", inputs, outputs), { opset })));
+const load = (nodes: Node[], inputs: Node[], outputs: Node[], opset = 22) => loadGraph(onnx.modelBytes(onnx.makeModel(onnx.makeGraph(nodes, "m", inputs, outputs), { opset })));
 const f = (v: number) => ({ float: v });
 
 /** A one-node model y = op(x) with x of `dtype`[shape]. */

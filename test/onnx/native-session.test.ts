@@ -41,7 +41,7 @@ function denseModel(rng: Rng): Uint8Array {
 }
 
 /** The model's answer computed with plain ops from its Variables' current values (no graph, no onnxruntime). */
-function reference(model: onnx.OnnxModel, x: sc.Tensor): sc.Tensor {
+function reference(model: sc.onnx.OnnxModel, x: sc.Tensor): sc.Tensor {
   const W = model.initializers.get("W")!.peek();
   const b = model.constants.get("b")!.peek();
   return sc.tanh(sc.add(sc.matmul(x, W), b));
@@ -174,7 +174,7 @@ test("a real model (PaddleOCR direction classifier): the native session's answer
   assert.deepEqual(got.shape, want.shape);
   assert.equal(onnx.mismatch(got, want, onnx.MODEL_TOLERANCE), null);
   // the same weight change on both: the model must follow it, not its session
-  const change = (m: onnx.OnnxModel) => {
+  const change = (m: sc.onnx.OnnxModel) => {
     const v = m.variables[m.variables.length - 1]!;
     v.assign(sc.mul(v.peek(), sc.scalar(3, v.dtype)));
   };

@@ -12,6 +12,8 @@ import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
 
 const { onnx } = sc;
+/** onnx.load on our graph always: these tests are of our importer (onnxruntime's session of the bytes is native-session.test.ts's). */
+const loadGraph = (source: Uint8Array | string, options: sc.onnx.LoadOptions = {}) => onnx.load(source, { ...options, nativeSession: false });
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 /** shared/ lies beside the repository (a checkout or a worktree one level deeper). */
 const shared = [path.join(root, "../shared"), path.join(root, "../../shared")].find((p) => existsSync(path.join(p, "real-models")));
@@ -24,7 +26,7 @@ function readData(dir: string, kind: "input" | "output", count: number): sc.Tens
 for (const name of MODELS) {
   test(`real model ${name}: loads, matches onnxruntime's outputs, fine-tunes with falling loss`, { skip: shared === undefined && "shared/real-models is not beside the repository" }, async () => {
     const dir = path.join(shared!, "real-models", name);
-    const model = onnx.load(path.join(dir, "model.onnx"));
+    const model = loadGraph(path.join(dir, "model.onnx"));
     const inputs = readData(dir, "input", model.inputs.length);
     const expected = readData(dir, "output", model.outputs.length);
     const got = model.run(Object.fromEntries(model.inputs.map((info, i) => [info.name, inputs[i]!])));
