@@ -84,6 +84,8 @@ const SCHEMA = {
             variables: { type: "uint32", id: 5 },
             sessionHandles: { type: "uint32", id: 6 },
             sessionBytes: { type: "double", id: 7 },
+            sessionFunctions: { type: "uint32", id: 8 },
+            sessionCalls: { type: "double", id: 9 },
           },
         },
       },
@@ -173,6 +175,10 @@ export interface StatsReply {
   variables: number;
   sessionHandles: number;
   sessionBytes: number;
+  /** Functions registered in the session (each remote eager op signature is one). */
+  sessionFunctions: number;
+  /** Calls the session made of its registered functions. */
+  sessionCalls: number;
 }
 
 /** A message type's (de)serializers: plain objects in, plain objects out (oneof members left unset stay absent). */

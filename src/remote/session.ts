@@ -35,6 +35,8 @@ export class Session {
   readonly functions = new Map<string, ConcreteFunction>();
   /** Bytes of handles, variables and captured constants. */
   bytes = 0;
+  /** Calls of registered functions (the remote eager ops' one-op functions among them). */
+  calls = 0;
   lastSeen = Date.now();
 
   constructor(

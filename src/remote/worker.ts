@@ -220,6 +220,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
       }
       return t;
     });
+    session.calls++;
     const dev = resolveDevice(req.device || HOST_DEVICE);
     const outs = device(dev, () => fn.callFlat(inputs));
     for (const t of outs) checkDeclared(t.dtype, t.shape, limits);
@@ -294,7 +295,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
       functions += s.functions.size;
       variables += s.variables.size;
     }
-    return { sessions: sessions.size, liveHandles, liveBytes, functions, variables, sessionHandles: session?.handleCount ?? 0, sessionBytes: session?.bytes ?? 0 };
+    return { sessions: sessions.size, liveHandles, liveBytes, functions, variables, sessionHandles: session?.handleCount ?? 0, sessionBytes: session?.bytes ?? 0, sessionFunctions: session?.functions.size ?? 0, sessionCalls: session?.calls ?? 0 };
   };
 
   const devices = listDevices()

@@ -1,0 +1,278 @@
+/**
+ * Ops placed on a remote device one at a time (the TF-Eager paper's remote eager execution):
+ * inside `sc.device("/job:worker/task:0/device:cpu:0", () => ...)`, and for any op whose inputs
+ * live there, an eager op is sent to the worker as a one-op graph function. The function is
+ * registered once per signature (op, attributes, input dtypes and shapes) and kept on the worker,
+ * so a repeated op costs one Call. Its outputs are tensors of the remote device whose dtype and
+ * shape are known here at once (the op's shape rule) and whose storage stays on the worker:
+ * `await t.data()` fetches it, `t.dispose()` frees it there (and so does the garbage collector).
+ *
+ * Calls are asynchronous and an op returns before the worker ran it: an output's handle is a
+ * promise, which the ops that take it await, so a chain of ops needs no ordering but its data
+ * dependencies. A failure on the worker rejects the failed op's outputs and everything computed
+ * from them: reading one throws the op's RemoteError (with the user's line of the op), and
+ * `await sc.remote.sync()` throws the first failure since the last sync.
+ *
+ * Local inputs are sent with the call (a snapshot of their values when the op was made); the tape
+ * records remote ops like any other, and their backward ops, whose inputs live on the worker, run
+ * there too (nothing is fetched for a gradient but what the user reads).
+ */
+import { recorders } from "../core/context.js";
+import { device as onDevice, enableRemotePlacement, HOST_DEVICE } from "../core/device.js";
+import { userLocation, type SourceLocation } from "../core/errors.js";
+import { Tensor, type DeviceBuffer } from "../core/tensor.js";
+import type { TypedArray } from "../core/dtype.js";
+import { applyOp, setRemoteOpRunner, type OpDef } from "../ops/registry.js";
+import { stage } from "../staging/stage.js";
+import type { ConcreteFunction } from "../staging/concrete-function.js";
+import type { TensorRef } from "./proto.js";
+import { RemoteError, RemoteUnsupportedError } from "./errors.js";
+import { remoteTarget } from "./cluster.js";
+import type { WorkerConnection } from "./connection.js";
+import { register } from "./function.js";
+
+/** The storage of a tensor on a worker: its handle there (once the op that makes it ran). */
+export class RemoteBuffer implements DeviceBuffer {
+  private value: TypedArray | null = null;
+  private reading: Promise<TypedArray> | null = null;
+  private disposed = false;
+
+  constructor(
+    readonly connection: WorkerConnection,
+    readonly handle: Promise<number>,
+    private readonly loc: SourceLocation | null,
+  ) {}
+
+  read(): Promise<TypedArray> {
+    if (this.disposed) return Promise.reject(new RemoteError("the remote tensor was disposed", this.connection.address, "Fetch", "LOCAL", userLocation()));
+    if (this.reading === null) {
+      const loc = userLocation() ?? this.loc;
+      this.reading = this.handle.then((h) => this.connection.fetch(h, "Fetch", loc)).then((t) => (this.value = t.dataSync()));
+    }
+    return this.reading;
+  }
+
+  readSync(): TypedArray | null {
+    return this.value;
+  }
+
+  dispose(t: Tensor): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    collected.unregister(this);
+    void t;
+    track(
+      this.connection,
+      this.handle.then(
+        (h) => this.connection.release([h], null),
+        () => {},
+      ),
+    );
+  }
+
+  /** @internal The handle, for a call (an error when disposed). */
+  handleFor(op: string, loc: SourceLocation | null): Promise<number> {
+    if (this.disposed) return Promise.reject(new RemoteError(`an input of ${op} is a remote tensor that was disposed`, this.connection.address, `op ${op}`, "LOCAL", loc));
+    return this.handle;
+  }
+}
+
+const collected = new FinalizationRegistry<{ connection: WorkerConnection; handle: Promise<number> }>(({ connection, handle }) =>
+  handle.then(
+    (h) => connection.releaseLater(h),
+    () => {},
+  ),
+);
+
+/** Whether `t` lives on a worker (made by a remote op). */
+export function isRemoteTensor(t: Tensor): boolean {
+  return t._buffer instanceof RemoteBuffer;
+}
+
+/** Work in flight per connection, and the failures not yet reported by sync(). */
+const pending = new Map<WorkerConnection, Set<Promise<unknown>>>();
+const failures = new Map<WorkerConnection, unknown[]>();
+
+function track(connection: WorkerConnection, p: Promise<unknown>): void {
+  let set = pending.get(connection);
+  if (set === undefined) pending.set(connection, (set = new Set()));
+  set.add(p);
+  p.then(
+    () => set.delete(p),
+    (e) => {
+      set.delete(p);
+      let f = failures.get(connection);
+      if (f === undefined) failures.set(connection, (f = []));
+      f.push(e);
+    },
+  );
+}
+
+/**
+ * Waits until every remote op and release sent so far to the task of `deviceName` (default: every
+ * connected task) is done; throws the first failure among them since the last sync.
+ */
+export async function sync(deviceName?: string): Promise<void> {
+  const conns = deviceName === undefined ? [...pending.keys()] : [remoteTarget(deviceName, "remote.sync").connection];
+  for (const c of conns) {
+    for (;;) {
+      const set = pending.get(c);
+      if (set === undefined || set.size === 0) break;
+      await Promise.allSettled([...set]);
+    }
+  }
+  for (const c of conns) {
+    const f = failures.get(c);
+    if (f !== undefined && f.length > 0) {
+      failures.delete(c);
+      throw f[0];
+    }
+  }
+}
+
+/** One registered one-op function: its name on the worker (once registered). */
+interface OpEntry {
+  name: Promise<string>;
+}
+
+/** Per connection: one-op functions by signature. */
+const opFunctions = new WeakMap<WorkerConnection, Map<string, OpEntry>>();
+
+/** A stable text for an attribute value, or null when it holds something that has no such text (a function, a tensor, a class instance). */
+function attrKey(v: unknown): string | null {
+  if (v === null) return "null";
+  switch (typeof v) {
+    case "undefined":
+      return "u";
+    case "number":
+      return Object.is(v, -0) ? "-0" : String(v);
+    case "boolean":
+      return v ? "T" : "F";
+    case "string":
+      return JSON.stringify(v);
+    case "bigint":
+      return `${v}n`;
+    case "object":
+      break;
+    default:
+      return null;
+  }
+  if (Array.isArray(v)) {
+    const parts: string[] = [];
+    for (const x of v) {
+      const k = attrKey(x);
+      if (k === null) return null;
+      parts.push(k);
+    }
+    return `[${parts.join(",")}]`;
+  }
+  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return `${v.constructor.name}(${Array.from(v as unknown as ArrayLike<number>, (x) => attrKey(x)).join(",")})`;
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) return null;
+  const parts: string[] = [];
+  for (const k of Object.keys(v).sort()) {
+    const s = attrKey((v as Record<string, unknown>)[k]);
+    if (s === null) return null;
+    parts.push(`${JSON.stringify(k)}:${s}`);
+  }
+  return `{${parts.join(",")}}`;
+}
+
+/** The op's signature: name, attributes, input types (null: not cacheable). */
+function signatureOf(def: OpDef, inputs: Tensor[], attrs: unknown): string | null {
+  const a = attrKey(attrs);
+  if (a === null) return null;
+  let s = `${def.name}|${a}`;
+  for (const x of inputs) s += `|${x.dtype}[${x.shape.join(",")}]`;
+  return s;
+}
+
+/** The one-op graph function of `def` on inputs of these types (traced here, with no tape watching). */
+function oneOpFunction(def: OpDef, inputs: Tensor[], attrs: unknown): ConcreteFunction {
+  const standIns = inputs.map((x) => new Tensor(null, x.shape.slice(), x.dtype, HOST_DEVICE));
+  const f = stage((...xs: Tensor[]) => applyOp(def, xs, attrs), { name: def.name });
+  const saved = recorders.splice(0, recorders.length);
+  try {
+    return onDevice(HOST_DEVICE, () => f.concrete(...standIns));
+  } finally {
+    recorders.push(...saved);
+  }
+}
+
+let nextOpName = 1;
+
+function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: string): Tensor[] {
+  const loc = userLocation();
+  const target = remoteTarget(deviceName, def.name);
+  const { connection } = target;
+  if (def.family === "host") {
+    throw new RemoteUnsupportedError(
+      `${def.name} runs JavaScript of this process, which a worker cannot run: it cannot be placed on ${target.name} (run it outside the remote device block, on fetched values)`,
+      connection.address,
+      `op ${def.name}`,
+      "LOCAL",
+      loc,
+    );
+  }
+  for (const x of inputs) {
+    if (x._buffer instanceof RemoteBuffer && x._buffer.connection !== connection) {
+      throw new RemoteError(`an input of ${def.name} lives on worker ${x._buffer.connection.address} (${x.device}), not on ${target.name}: fetch it first`, connection.address, `op ${def.name}`, "LOCAL", loc);
+    }
+  }
+  const types = def.infer(inputs, attrs);
+  for (const t of types) {
+    if (t.shape.some((d) => d < 0)) {
+      throw new RemoteUnsupportedError(`${def.name}'s output shape depends on its values ([${t.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]): it cannot be placed on ${target.name} one op at a time (stage the function that uses it)`, connection.address, `op ${def.name}`, "LOCAL", loc);
+    }
+  }
+  const key = signatureOf(def, inputs, attrs);
+  let byKey = opFunctions.get(connection);
+  if (byKey === undefined) opFunctions.set(connection, (byKey = new Map()));
+  let entry = key === null ? undefined : byKey.get(key);
+  if (entry === undefined) {
+    const cf = oneOpFunction(def, inputs, attrs);
+    const name = register(connection, cf, new Map(), loc, `op_${def.name}_${nextOpName++}`);
+    entry = { name };
+    if (key !== null) {
+      byKey.set(key, entry);
+      const k = key;
+      const m = byKey;
+      name.catch(() => m.delete(k));
+    }
+  }
+  // (local inputs are sent as they are now: a snapshot, as a kernel would have read them now)
+  const refs: (Promise<number> | Tensor)[] = inputs.map((x) =>
+    x._buffer instanceof RemoteBuffer ? x._buffer.handleFor(def.name, loc) : x._data !== null ? new Tensor(x._data.slice(), x.shape.slice(), x.dtype) : x,
+  );
+  const fnName = entry.name;
+  const handles = (async (): Promise<number[]> => {
+    const name = await fnName;
+    const budget = { bytes: connection.inlineBytes };
+    const uploaded: number[] = [];
+    const sent: TensorRef[] = [];
+    try {
+      for (const r of refs) sent.push(r instanceof Tensor ? await connection.refOf(r, budget, uploaded, loc) : { handle: await r });
+      const reply = await connection.unary("call", { session: connection.session, name, device: target.device, inputs: sent, release: uploaded }, `op ${def.name}`, loc);
+      return reply.outputs.map((o) => o.handle);
+    } catch (e) {
+      connection.release(uploaded, loc).catch(() => {});
+      throw e;
+    }
+  })();
+  track(connection, handles);
+  return types.map((t, i) => {
+    const handle = handles.then((hs) => hs[i]!);
+    handle.catch(() => {});
+    const out = new Tensor(null, t.shape.slice(), t.dtype, target.name);
+    const buffer = new RemoteBuffer(connection, handle, loc);
+    out._buffer = buffer;
+    collected.register(out, { connection, handle }, buffer);
+    return out;
+  });
+}
+
+/** Installs the runner: from now on ops may be placed on remote devices (sc.device) or follow their remote inputs there. */
+export function installRemoteOps(): void {
+  setRemoteOpRunner({ run: runRemote });
+  enableRemotePlacement();
+}
