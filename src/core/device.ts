@@ -6,6 +6,7 @@
  * The CPU is always there.
  */
 import { ValueError } from "./errors.js";
+import { isTracing } from "./context.js";
 
 export interface DeviceInfo {
   /** Full name, e.g. "cpu:0". */
@@ -97,6 +98,10 @@ export function device<T>(name: string, fn: () => T): T {
   // (without the remote layer's op runner a worker's device holds no tensor: ops cannot be placed there one by one)
   if (!remotePlacement && devices.find((x) => x.name === resolved)!.kind === REMOTE_KIND) {
     throw new ValueError(`${resolved} is a remote worker's device: ops are not placed there one by one; run a staged function there with sc.remote.device(${JSON.stringify(resolved)}, fn)`, "device");
+  }
+  // (a graph being traced has no per-op placement on workers: its ops would silently run here)
+  if (isTracing() && isRemoteDevice(resolved)) {
+    throw new ValueError(`device(${JSON.stringify(resolved)}) inside a function being staged: a staged graph is not placed on a worker op by op; run the staged function there with sc.remote.device(${JSON.stringify(resolved)}, fn)`, "device");
   }
   scope.push(resolved);
   try {

@@ -24,12 +24,12 @@ import { Tensor, type DeviceBuffer } from "../core/tensor.js";
 import type { TypedArray } from "../core/dtype.js";
 import { applyOp, setRemoteOpRunner, type OpDef } from "../ops/registry.js";
 import { stage } from "../staging/stage.js";
-import type { ConcreteFunction } from "../staging/concrete-function.js";
+import { setRemoteCaller, type ConcreteFunction } from "../staging/concrete-function.js";
 import type { TensorRef } from "./proto.js";
 import { RemoteError, RemoteUnsupportedError } from "./errors.js";
 import { remoteTarget } from "./cluster.js";
 import type { WorkerConnection } from "./connection.js";
-import { register } from "./function.js";
+import { firstHostNode, graphVariables } from "./graph-checks.js";
 
 /** The storage of a tensor on a worker: its handle there (once the op that makes it ran). */
 export class RemoteBuffer implements DeviceBuffer {
@@ -71,8 +71,8 @@ export class RemoteBuffer implements DeviceBuffer {
   }
 
   /** @internal The handle, for a call (an error when disposed). */
-  handleFor(op: string, loc: SourceLocation | null): Promise<number> {
-    if (this.disposed) return Promise.reject(new RemoteError(`an input of ${op} is a remote tensor that was disposed`, this.connection.address, `op ${op}`, "LOCAL", loc));
+  handleFor(what: string, loc: SourceLocation | null): Promise<number> {
+    if (this.disposed) throw new RemoteError(`an input is a remote tensor that was disposed`, this.connection.address, what, "LOCAL", loc);
     return this.handle;
   }
 }
@@ -133,6 +133,7 @@ export async function sync(deviceName?: string): Promise<void> {
 /** One registered one-op function: its name on the worker (once registered). */
 interface OpEntry {
   name: Promise<string>;
+  captures: number;
 }
 
 /** Per connection: one-op functions by signature. */
@@ -201,50 +202,56 @@ function oneOpFunction(def: OpDef, inputs: Tensor[], attrs: unknown): ConcreteFu
 
 let nextOpName = 1;
 
-function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: string): Tensor[] {
-  const loc = userLocation();
-  const target = remoteTarget(deviceName, def.name);
-  const { connection } = target;
-  if (def.family === "host") {
+/**
+ * Registers `cf` on the worker with its captures as trailing arguments (their values are sent with
+ * each call, read when the call is made: a variable's current value, never a copy the worker kept).
+ * A graph whose nodes name variables (assignments) needs the worker's own variables: that is
+ * sc.remote.device's job, refused here.
+ */
+function registerFlat(connection: WorkerConnection, deviceName: string, cf: ConcreteFunction, name: string, what: string, loc: SourceLocation | null): Promise<string> {
+  const host = firstHostNode(cf.graph, cf.library);
+  if (host) {
+    throw new RemoteUnsupportedError(`${what} has a ${host.op} node, which runs JavaScript of this process: it cannot run on ${deviceName} (a worker has no such JavaScript)`, connection.address, what, "LOCAL", host.loc ?? loc);
+  }
+  const named = graphVariables(cf.graph, cf.library);
+  if (named.length > 0) {
     throw new RemoteUnsupportedError(
-      `${def.name} runs JavaScript of this process, which a worker cannot run: it cannot be placed on ${target.name} (run it outside the remote device block, on fetched values)`,
+      `${what} reads or assigns variable ${named[0]!.name} in its graph: placed one call at a time its updates would be lost; run it with sc.remote.device (the worker keeps the variables) or pass the value as an argument`,
       connection.address,
-      `op ${def.name}`,
+      what,
       "LOCAL",
       loc,
     );
   }
+  for (const v of cf.graph.outputs) {
+    if (v.type.shape.some((d) => d < 0)) {
+      throw new RemoteUnsupportedError(`${what}'s output shape depends on its values ([${v.type.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]): its type must be known when the call is made`, connection.address, what, "LOCAL", loc);
+    }
+  }
+  return connection
+    .unary("register", { session: connection.session, name, sexpr: cf.toSExpr(), numArgInputs: cf.graph.inputs.length, variables: [], captures: [] }, `Register ${name}`, loc)
+    .then(() => name);
+}
+
+/** Calls registered function `fnName` on `inputs` (remote tensors by handle, local ones sent); its outputs, of `types`, stay there. */
+function callOnWorker(
+  connection: WorkerConnection,
+  target: { device: string; name: string },
+  fnName: Promise<string>,
+  inputs: Tensor[],
+  types: readonly { dtype: Tensor["dtype"]; shape: readonly number[] }[],
+  what: string,
+  loc: SourceLocation | null,
+): Tensor[] {
   for (const x of inputs) {
     if (x._buffer instanceof RemoteBuffer && x._buffer.connection !== connection) {
-      throw new RemoteError(`an input of ${def.name} lives on worker ${x._buffer.connection.address} (${x.device}), not on ${target.name}: fetch it first`, connection.address, `op ${def.name}`, "LOCAL", loc);
-    }
-  }
-  const types = def.infer(inputs, attrs);
-  for (const t of types) {
-    if (t.shape.some((d) => d < 0)) {
-      throw new RemoteUnsupportedError(`${def.name}'s output shape depends on its values ([${t.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]): it cannot be placed on ${target.name} one op at a time (stage the function that uses it)`, connection.address, `op ${def.name}`, "LOCAL", loc);
-    }
-  }
-  const key = signatureOf(def, inputs, attrs);
-  let byKey = opFunctions.get(connection);
-  if (byKey === undefined) opFunctions.set(connection, (byKey = new Map()));
-  let entry = key === null ? undefined : byKey.get(key);
-  if (entry === undefined) {
-    const cf = oneOpFunction(def, inputs, attrs);
-    const name = register(connection, cf, new Map(), loc, `op_${def.name}_${nextOpName++}`);
-    entry = { name };
-    if (key !== null) {
-      byKey.set(key, entry);
-      const k = key;
-      const m = byKey;
-      name.catch(() => m.delete(k));
+      throw new RemoteError(`an input of ${what} lives on worker ${x._buffer.connection.address} (${x.device}), not on ${target.name}: fetch it first`, connection.address, what, "LOCAL", loc);
     }
   }
   // (local inputs are sent as they are now: a snapshot, as a kernel would have read them now)
   const refs: (Promise<number> | Tensor)[] = inputs.map((x) =>
-    x._buffer instanceof RemoteBuffer ? x._buffer.handleFor(def.name, loc) : x._data !== null ? new Tensor(x._data.slice(), x.shape.slice(), x.dtype) : x,
+    x._buffer instanceof RemoteBuffer ? x._buffer.handleFor(what, loc) : x._data !== null ? new Tensor(x._data.slice(), x.shape.slice(), x.dtype) : x,
   );
-  const fnName = entry.name;
   const handles = (async (): Promise<number[]> => {
     const name = await fnName;
     const budget = { bytes: connection.inlineBytes };
@@ -252,7 +259,7 @@ function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: str
     const sent: TensorRef[] = [];
     try {
       for (const r of refs) sent.push(r instanceof Tensor ? await connection.refOf(r, budget, uploaded, loc) : { handle: await r });
-      const reply = await connection.unary("call", { session: connection.session, name, device: target.device, inputs: sent, release: uploaded }, `op ${def.name}`, loc);
+      const reply = await connection.unary("call", { session: connection.session, name, device: target.device, inputs: sent, release: uploaded }, what, loc);
       return reply.outputs.map((o) => o.handle);
     } catch (e) {
       connection.release(uploaded, loc).catch(() => {});
@@ -271,8 +278,69 @@ function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: str
   });
 }
 
+function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: string): Tensor[] {
+  const loc = userLocation();
+  const target = remoteTarget(deviceName, def.name);
+  const { connection } = target;
+  const what = `op ${def.name}`;
+  if (def.family === "host") {
+    throw new RemoteUnsupportedError(
+      `${def.name} runs JavaScript of this process, which a worker cannot run: it cannot be placed on ${target.name} (run it outside the remote device block, on fetched values)`,
+      connection.address,
+      what,
+      "LOCAL",
+      loc,
+    );
+  }
+  const types = def.infer(inputs, attrs);
+  for (const t of types) {
+    if (t.shape.some((d) => d < 0)) {
+      throw new RemoteUnsupportedError(`${def.name}'s output shape depends on its values ([${t.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]): it cannot be placed on ${target.name} one op at a time (stage the function that uses it)`, connection.address, what, "LOCAL", loc);
+    }
+  }
+  const key = signatureOf(def, inputs, attrs);
+  let byKey = opFunctions.get(connection);
+  if (byKey === undefined) opFunctions.set(connection, (byKey = new Map()));
+  let entry = key === null ? undefined : byKey.get(key);
+  let captures: Tensor[] = [];
+  if (entry === undefined) {
+    const cf = oneOpFunction(def, inputs, attrs);
+    captures = cf.captureValues();
+    entry = { name: registerFlat(connection, target.name, cf, `op_${def.name}_${nextOpName++}`, what, loc), captures: cf.captures.length };
+    // (a function with captures is not cached: its captured values belong to this op's attributes' objects)
+    if (key !== null && entry.captures === 0) {
+      byKey.set(key, entry);
+      const k = key;
+      const m = byKey;
+      entry.name.catch(() => m.delete(k));
+    }
+  }
+  return callOnWorker(connection, target, entry.name, captures.length > 0 ? [...inputs, ...captures] : inputs, types, what, loc);
+}
+
+/** Registered staged functions per connection. */
+const stagedFunctions = new WeakMap<WorkerConnection, WeakMap<ConcreteFunction, Promise<string>>>();
+
+/** An eager call of a staged function placed on a remote device: one Call of its graph there (registered once). */
+function callRemote(cf: ConcreteFunction, args: Tensor[], deviceName: string): Tensor[] {
+  const loc = userLocation();
+  const what = `Call ${cf.name}`;
+  const target = remoteTarget(deviceName, what);
+  const { connection } = target;
+  let byFn = stagedFunctions.get(connection);
+  if (byFn === undefined) stagedFunctions.set(connection, (byFn = new WeakMap()));
+  let name = byFn.get(cf);
+  if (name === undefined) {
+    byFn.set(cf, (name = registerFlat(connection, target.name, cf, `${cf.name}_remote_${nextOpName++}`, what, loc)));
+    const m = byFn;
+    name.catch(() => m.delete(cf));
+  }
+  return callOnWorker(connection, target, name, [...args, ...cf.captureValues()], cf.graph.outputs.map((v) => v.type), what, loc);
+}
+
 /** Installs the runner: from now on ops may be placed on remote devices (sc.device) or follow their remote inputs there. */
 export function installRemoteOps(): void {
   setRemoteOpRunner({ run: runRemote });
+  setRemoteCaller(callRemote);
   enableRemotePlacement();
 }
