@@ -25,11 +25,12 @@ import type { TypedArray } from "../core/dtype.js";
 import { applyOp, setRemoteOpRunner, type OpDef } from "../ops/registry.js";
 import { stage } from "../staging/stage.js";
 import { setRemoteCaller, type ConcreteFunction } from "../staging/concrete-function.js";
-import type { TensorRef } from "./proto.js";
+import type { TensorRef, VariableInit } from "./proto.js";
 import { RemoteError, RemoteUnsupportedError } from "./errors.js";
 import { remoteTarget } from "./cluster.js";
 import type { WorkerConnection } from "./connection.js";
-import { firstHostNode, graphVariables } from "./graph-checks.js";
+import { allNodes, firstHostNode, graphVariables } from "./graph-checks.js";
+import { Variable } from "../core/variable.js";
 
 /** The storage of a tensor on a worker: its handle there (once the op that makes it ran). */
 export class RemoteBuffer implements DeviceBuffer {
@@ -131,8 +132,7 @@ export async function sync(deviceName?: string): Promise<void> {
 }
 
 /** One registered one-op function: its name on the worker (once registered). */
-interface OpEntry {
-  name: Promise<string>;
+interface OpEntry extends Registered {
   captures: number;
 }
 
@@ -202,42 +202,73 @@ function oneOpFunction(def: OpDef, inputs: Tensor[], attrs: unknown): ConcreteFu
 
 let nextOpName = 1;
 
+/** The op that reads a variable's value (ops/variable ops): the one variable node a remote eager call may have. */
+const READ_VARIABLE = "readVariable";
+
 /**
  * Registers `cf` on the worker with its captures as trailing arguments (their values are sent with
- * each call, read when the call is made: a variable's current value, never a copy the worker kept).
- * A graph whose nodes name variables (assignments) needs the worker's own variables: that is
- * sc.remote.device's job, refused here.
+ * each call, read when the call is made). The variables its graph reads become the function's own
+ * variables there, set from their local values at each call: never a copy the worker kept, and
+ * never the session's variables of sc.remote.device functions. A graph that assigns a variable is
+ * refused (its update would be made on the worker, lost to the local variable): that is
+ * sc.remote.device's job, whose worker keeps the variables.
  */
-function registerFlat(connection: WorkerConnection, deviceName: string, cf: ConcreteFunction, name: string, what: string, loc: SourceLocation | null): Promise<string> {
+function registerFlat(connection: WorkerConnection, deviceName: string, cf: ConcreteFunction, name: string, what: string, loc: SourceLocation | null): Registered {
   const host = firstHostNode(cf.graph, cf.library);
   if (host) {
     throw new RemoteUnsupportedError(`${what} has a ${host.op} node, which runs JavaScript of this process: it cannot run on ${deviceName} (a worker has no such JavaScript)`, connection.address, what, "LOCAL", host.loc ?? loc);
   }
-  const named = graphVariables(cf.graph, cf.library);
-  if (named.length > 0) {
-    throw new RemoteUnsupportedError(
-      `${what} reads or assigns variable ${named[0]!.name} in its graph: placed one call at a time its updates would be lost; run it with sc.remote.device (the worker keeps the variables) or pass the value as an argument`,
-      connection.address,
-      what,
-      "LOCAL",
-      loc,
-    );
+  for (const n of allNodes(cf.graph, cf.library)) {
+    if (n.op === READ_VARIABLE) continue;
+    const v = Object.values(n.attrs ?? {}).find((a): a is Variable => a instanceof Variable);
+    if (v !== undefined) {
+      throw new RemoteUnsupportedError(
+        `${what} has a ${n.op} node on variable ${v.name}: placed one call at a time on ${deviceName}, the update would be lost to the local variable; run it with sc.remote.device (the worker keeps the variables)`,
+        connection.address,
+        what,
+        "LOCAL",
+        n.loc ?? loc,
+      );
+    }
   }
   for (const v of cf.graph.outputs) {
     if (v.type.shape.some((d) => d < 0)) {
       throw new RemoteUnsupportedError(`${what}'s output shape depends on its values ([${v.type.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]): its type must be known when the call is made`, connection.address, what, "LOCAL", loc);
     }
   }
-  return connection
-    .unary("register", { session: connection.session, name, sexpr: cf.toSExpr(), numArgInputs: cf.graph.inputs.length, variables: [], captures: [] }, `Register ${name}`, loc)
-    .then(() => name);
+  const variables = graphVariables(cf.graph, cf.library);
+  const ready = (async () => {
+    const budget = { bytes: connection.inlineBytes };
+    const uploaded: number[] = [];
+    try {
+      const boundVariables: VariableInit[] = [];
+      for (const v of variables) boundVariables.push({ id: v.variableId, name: v.name, trainable: v.trainable, value: await connection.refOf(v.storedValue, budget, uploaded, loc) });
+      await connection.unary(
+        "register",
+        { session: connection.session, name, sexpr: cf.toSExpr(), numArgInputs: cf.graph.inputs.length, variables: [], captures: [], boundVariables, release: uploaded },
+        `Register ${name}`,
+        loc,
+      );
+      return name;
+    } catch (e) {
+      connection.release(uploaded, loc).catch(() => {});
+      throw e;
+    }
+  })();
+  return { name: ready, variables };
+}
+
+/** A function registered on a worker: its name there (once registered), and the variables each call sends the values of. */
+interface Registered {
+  name: Promise<string>;
+  variables: Variable[];
 }
 
 /** Calls registered function `fnName` on `inputs` (remote tensors by handle, local ones sent); its outputs, of `types`, stay there. */
 function callOnWorker(
   connection: WorkerConnection,
   target: { device: string; name: string },
-  fnName: Promise<string>,
+  fn: Registered,
   inputs: Tensor[],
   types: readonly { dtype: Tensor["dtype"]; shape: readonly number[] }[],
   what: string,
@@ -249,17 +280,20 @@ function callOnWorker(
     }
   }
   // (local inputs are sent as they are now: a snapshot, as a kernel would have read them now)
-  const refs: (Promise<number> | Tensor)[] = inputs.map((x) =>
-    x._buffer instanceof RemoteBuffer ? x._buffer.handleFor(what, loc) : x._data !== null ? new Tensor(x._data.slice(), x.shape.slice(), x.dtype) : x,
-  );
+  const snapshot = (x: Tensor): Promise<number> | Tensor =>
+    x._buffer instanceof RemoteBuffer ? x._buffer.handleFor(what, loc) : x._data !== null ? new Tensor(x._data.slice(), x.shape.slice(), x.dtype) : x;
+  const refs = inputs.map(snapshot);
+  const variableRefs = fn.variables.map((v) => snapshot(v.storedValue));
   const handles = (async (): Promise<number[]> => {
-    const name = await fnName;
+    const name = await fn.name;
     const budget = { bytes: connection.inlineBytes };
     const uploaded: number[] = [];
     const sent: TensorRef[] = [];
+    const variableValues: TensorRef[] = [];
     try {
       for (const r of refs) sent.push(r instanceof Tensor ? await connection.refOf(r, budget, uploaded, loc) : { handle: await r });
-      const reply = await connection.unary("call", { session: connection.session, name, device: target.device, inputs: sent, release: uploaded }, what, loc);
+      for (const r of variableRefs) variableValues.push(r instanceof Tensor ? await connection.refOf(r, budget, uploaded, loc) : { handle: await r });
+      const reply = await connection.unary("call", { session: connection.session, name, device: target.device, inputs: sent, variableValues, release: uploaded }, what, loc);
       return reply.outputs.map((o) => o.handle);
     } catch (e) {
       connection.release(uploaded, loc).catch(() => {});
@@ -306,7 +340,7 @@ function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: str
   if (entry === undefined) {
     const cf = oneOpFunction(def, inputs, attrs);
     captures = cf.captureValues();
-    entry = { name: registerFlat(connection, target.name, cf, `op_${def.name}_${nextOpName++}`, what, loc), captures: cf.captures.length };
+    entry = { ...registerFlat(connection, target.name, cf, `op_${def.name}_${nextOpName++}`, what, loc), captures: cf.captures.length };
     // (a function with captures is not cached: its captured values belong to this op's attributes' objects)
     if (key !== null && entry.captures === 0) {
       byKey.set(key, entry);
@@ -315,11 +349,11 @@ function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: str
       entry.name.catch(() => m.delete(k));
     }
   }
-  return callOnWorker(connection, target, entry.name, captures.length > 0 ? [...inputs, ...captures] : inputs, types, what, loc);
+  return callOnWorker(connection, target, entry, captures.length > 0 ? [...inputs, ...captures] : inputs, types, what, loc);
 }
 
 /** Registered staged functions per connection. */
-const stagedFunctions = new WeakMap<WorkerConnection, WeakMap<ConcreteFunction, Promise<string>>>();
+const stagedFunctions = new WeakMap<WorkerConnection, WeakMap<ConcreteFunction, Registered>>();
 
 /** An eager call of a staged function placed on a remote device: one Call of its graph there (registered once). */
 function callRemote(cf: ConcreteFunction, args: Tensor[], deviceName: string): Tensor[] {
@@ -329,13 +363,13 @@ function callRemote(cf: ConcreteFunction, args: Tensor[], deviceName: string): T
   const { connection } = target;
   let byFn = stagedFunctions.get(connection);
   if (byFn === undefined) stagedFunctions.set(connection, (byFn = new WeakMap()));
-  let name = byFn.get(cf);
-  if (name === undefined) {
-    byFn.set(cf, (name = registerFlat(connection, target.name, cf, `${cf.name}_remote_${nextOpName++}`, what, loc)));
+  let fn = byFn.get(cf);
+  if (fn === undefined) {
+    byFn.set(cf, (fn = registerFlat(connection, target.name, cf, `${cf.name}_remote_${nextOpName++}`, what, loc)));
     const m = byFn;
-    name.catch(() => m.delete(cf));
+    fn.name.catch(() => m.delete(cf));
   }
-  return callOnWorker(connection, target, name, [...args, ...cf.captureValues()], cf.graph.outputs.map((v) => v.type), what, loc);
+  return callOnWorker(connection, target, fn, [...args, ...cf.captureValues()], cf.graph.outputs.map((v) => v.type), what, loc);
 }
 
 /** Installs the runner: from now on ops may be placed on remote devices (sc.device) or follow their remote inputs there. */

@@ -137,14 +137,36 @@ test("the tape differentiates through a remote staged call: one call forward, th
   }
 });
 
-test("a staged call that uses a variable is refused there (the worker's copy would go stale), before anything is sent", () => {
-  const v = sc.variable(sc.tensor([1, 2, 3], "float64"));
-  const f = sc.stage((a: sc.Tensor) => a.mul(v));
-  const x = sc.tensor([1, 1, 1], "float64");
-  assert.throws(() => sc.device(DEVICE, () => f(x)), (e: unknown) => e instanceof sc.remote.RemoteUnsupportedError && /variable/.test((e as Error).message) && /sc\.remote\.device/.test((e as Error).message));
-  // Its value passed as an argument works: it is sent with the call.
-  const g = sc.stage((a: sc.Tensor, w: sc.Tensor) => a.mul(w));
-  return values(sc.device(DEVICE, () => g(x, v.read()))).then((got) => assert.deepEqual(got, [1, 2, 3]));
+test("a staged call placed there reads its variables' local values at each call, and the tape differentiates them", async () => {
+  const v = sc.variable(sc.tensor([1, 2, 3], "float64"), { name: "v" });
+  const f = sc.stage((a: sc.Tensor) => a.mul(v).sin().sum());
+  const x = sc.tensor([0.5, -1, 2], "float64");
+  assert.deepEqual(await values(sc.device(DEVICE, () => f(x))), Array.from(f(x).dataSync()));
+  v.assign(sc.tensor([10, 20, 30], "float64"));
+  assert.deepEqual(await values(sc.device(DEVICE, () => f(x))), Array.from(f(x).dataSync()), "the new value, not the first call's");
+  const tape = new sc.GradientTape();
+  const y = tape.record(() => sc.device(DEVICE, () => f(x)));
+  const [gv, gx] = tape.gradient(y, [v, x]) as sc.Tensor[];
+  const localTape = new sc.GradientTape();
+  const ly = localTape.record(() => f(x));
+  const [lgv, lgx] = localTape.gradient(ly, [v, x]) as sc.Tensor[];
+  assert.deepEqual(await values(gv!), Array.from(lgv!.dataSync()));
+  assert.deepEqual(await values(gx!), Array.from(lgx!.dataSync()));
+});
+
+test("a staged call that assigns a variable is refused there, before anything is sent (the update would be lost)", async () => {
+  const v = sc.variable(sc.tensor([1, 2, 3], "float64"), { name: "counter" });
+  const bump = sc.stage((a: sc.Tensor) => {
+    v.assign(v.add(a));
+    return v.read();
+  });
+  const before = await stats();
+  assert.throws(
+    () => sc.device(DEVICE, () => bump(sc.tensor([1, 1, 1], "float64"))),
+    (e: unknown) => e instanceof sc.remote.RemoteUnsupportedError && /counter/.test((e as Error).message) && /sc\.remote\.device/.test((e as Error).message),
+  );
+  assert.equal((await stats()).sessionFunctions, before.sessionFunctions);
+  assert.deepEqual(Array.from(v.dataSync()), [1, 2, 3]);
 });
 
 test("a host op in a remote device block is a RemoteUnsupportedError naming the op and the user's line", () => {
