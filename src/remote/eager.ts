@@ -246,7 +246,7 @@ function registerFlat(connection: WorkerConnection, deviceName: string, cf: Conc
       await connection.unary(
         "register",
         { session: connection.session, name, sexpr: cf.toSExpr(), numArgInputs: cf.graph.inputs.length, variables: [], captures: [], boundVariables, release: uploaded },
-        `Register ${name}`,
+        `Register ${name} for ${what}`,
         loc,
       );
       return name;

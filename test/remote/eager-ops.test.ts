@@ -12,16 +12,22 @@ import { spawnWorker, type WorkerProcess } from "./worker-process.js";
 
 const DEVICE = "/job:worker/task:0/device:cpu:0";
 const TASK = "/job:worker/task:0";
+/** A worker with a small tensor limit, whose refusals come back after the op returned. */
+const SMALL = "/job:small/task:0/device:cpu:0";
 let worker: WorkerProcess;
+let small: WorkerProcess;
 let cluster: sc.remote.Cluster;
+let smallCluster: sc.remote.Cluster;
 
 before(async () => {
-  worker = await spawnWorker();
+  [worker, small] = await Promise.all([spawnWorker(), spawnWorker(["--max-tensor-elements", "1000"])]);
   cluster = await sc.remote.connect({ cluster: { worker: [worker.address] } });
+  smallCluster = await sc.remote.connect({ cluster: { small: [small.address] } });
 });
 after(async () => {
   await cluster?.close();
-  await worker?.kill("SIGTERM");
+  await smallCluster?.close();
+  await Promise.all([worker?.kill("SIGTERM"), small?.kill("SIGTERM")]);
 });
 
 /** The line of this file it is called on. */
@@ -200,4 +206,19 @@ test("dispose frees a remote op's output on the worker; reading it afterwards is
   u.dispose();
   await assert.rejects(u.data(), (e: unknown) => e instanceof sc.remote.RemoteError && /disposed/.test((e as Error).message));
   assert.throws(() => sc.device(DEVICE, () => u.add(1)), (e: unknown) => e instanceof sc.remote.RemoteError && /disposed/.test((e as Error).message));
+});
+
+test("a worker's refusal comes back on reading the op's output (and what was computed from it) and on sync, with the op and the user's line", async () => {
+  const big = sc.zeros([2000]);
+  const line = here(); const y = sc.device(SMALL, () => big.add(1)); // prettier-ignore
+  const z = y.sum(); // (placed there too: its input lives there)
+  assert.equal(z.device, SMALL);
+  const refused = (e: unknown) =>
+    e instanceof sc.remote.RemoteLimitError && /op add/.test((e as Error).message) && /2000 elements/.test((e as Error).message) && (e as sc.StagecraftError).location?.line === line;
+  await assert.rejects(y.data(), refused);
+  await assert.rejects(z.data(), refused);
+  await assert.rejects(sc.remote.sync(SMALL), refused);
+  await sc.remote.sync(SMALL); // (reported once)
+  // The connection goes on working.
+  assert.deepEqual(await values(sc.device(SMALL, () => sc.tensor([1, 2]).add(1))), [2, 3]);
 });
