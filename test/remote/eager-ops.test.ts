@@ -5,6 +5,8 @@
 // worker's handle.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
 import { numericGrad } from "../util/gradcheck.js";
@@ -221,4 +223,29 @@ test("a worker's refusal comes back on reading the op's output (and what was com
   await sc.remote.sync(SMALL); // (reported once)
   // The connection goes on working.
   assert.deepEqual(await values(sc.device(SMALL, () => sc.tensor([1, 2]).add(1))), [2, 3]);
+});
+
+test("a remote op's output the garbage collector collects is freed on the worker", async () => {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  const count = async () => (await stats()).sessionHandles;
+  /** Collects until the worker's count reaches `target` (or 50 rounds pass); returns the count. */
+  const collectUntil = async (target: number) => {
+    let now = await count();
+    for (let round = 0; round < 50 && now > target; round++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 20));
+      now = await count();
+    }
+    return now;
+  };
+  const base = await collectUntil(0);
+  const x = sc.tensor([41]);
+  const kept = sc.device(DEVICE, () => x.add(1));
+  (() => {
+    for (let i = 0; i < 5; i++) sc.device(DEVICE, () => x.add(i));
+  })();
+  assert.equal(await count(), base + 6);
+  assert.equal(await collectUntil(base + 1), base + 1);
+  assert.deepEqual(await values(kept), [42]);
 });
