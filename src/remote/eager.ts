@@ -57,11 +57,11 @@ export class RemoteBuffer implements DeviceBuffer {
     return this.value;
   }
 
-  dispose(t: Tensor): void {
+  dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.value = null;
     collected.unregister(this);
-    void t;
     track(
       this.connection,
       this.handle.then(
@@ -90,9 +90,9 @@ export function isRemoteTensor(t: Tensor): boolean {
   return t._buffer instanceof RemoteBuffer;
 }
 
-/** Work in flight per connection, and the failures not yet reported by sync(). */
+/** Work in flight per connection, and the first failure not yet reported by sync() (later ones are mostly its consequences). */
 const pending = new Map<WorkerConnection, Set<Promise<unknown>>>();
-const failures = new Map<WorkerConnection, unknown[]>();
+const failures = new Map<WorkerConnection, unknown>();
 
 function track(connection: WorkerConnection, p: Promise<unknown>): void {
   let set = pending.get(connection);
@@ -102,9 +102,7 @@ function track(connection: WorkerConnection, p: Promise<unknown>): void {
     () => set.delete(p),
     (e) => {
       set.delete(p);
-      let f = failures.get(connection);
-      if (f === undefined) failures.set(connection, (f = []));
-      f.push(e);
+      if (!failures.has(connection)) failures.set(connection, e);
     },
   );
 }
@@ -123,10 +121,10 @@ export async function sync(deviceName?: string): Promise<void> {
     }
   }
   for (const c of conns) {
-    const f = failures.get(c);
-    if (f !== undefined && f.length > 0) {
+    if (failures.has(c)) {
+      const f = failures.get(c);
       failures.delete(c);
-      throw f[0];
+      throw f;
     }
   }
 }
