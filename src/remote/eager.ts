@@ -330,21 +330,29 @@ function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: str
       throw new RemoteUnsupportedError(`${def.name}'s output shape depends on its values ([${t.shape.map((d) => (d < 0 ? "?" : d)).join(", ")}]): it cannot be placed on ${target.name} one op at a time (stage the function that uses it)`, connection.address, what, "LOCAL", loc);
     }
   }
-  const key = signatureOf(def, inputs, attrs);
   let byKey = opFunctions.get(connection);
   if (byKey === undefined) opFunctions.set(connection, (byKey = new Map()));
+  let key = signatureOf(def, inputs, attrs);
   let entry = key === null ? undefined : byKey.get(key);
   let captures: Tensor[] = [];
   if (entry === undefined) {
     const cf = oneOpFunction(def, inputs, attrs);
     captures = cf.captureValues();
-    entry = { ...registerFlat(connection, target.name, cf, `op_${def.name}_${nextOpName++}`, what, loc), captures: cf.captures.length };
-    // (a function with captures is not cached: its captured values belong to this op's attributes' objects)
-    if (key !== null && entry.captures === 0) {
-      byKey.set(key, entry);
-      const k = key;
-      const m = byKey;
-      entry.name.catch(() => m.delete(k));
+    // (attributes with no stable text, an object's identity say, are keyed by the graph they make:
+    // traced each time, registered once)
+    if (key === null && captures.length === 0) {
+      key = `graph|${cf.toSExpr()}`;
+      entry = byKey.get(key);
+    }
+    if (entry === undefined) {
+      entry = { ...registerFlat(connection, target.name, cf, `op_${def.name}_${nextOpName++}`, what, loc), captures: cf.captures.length };
+      // (a function with captures is not cached: its captured values belong to this op's attributes' objects)
+      if (key !== null && entry.captures === 0) {
+        byKey.set(key, entry);
+        const k = key;
+        const m = byKey;
+        entry.name.catch(() => m.delete(k));
+      }
     }
   }
   return callOnWorker(connection, target, entry, captures.length > 0 ? [...inputs, ...captures] : inputs, types, what, loc);
