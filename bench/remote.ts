@@ -1,5 +1,6 @@
 // Remote workers (src/remote/): the overhead of a remote call of a tiny staged function on a
-// loopback worker process against the same call made locally, and transfer throughput of 1 MB and
+// loopback worker process against the same call made locally; the per-op overhead of a tiny eager
+// op placed on the worker (src/remote/eager.ts) against the same op run here; and transfer throughput of 1 MB and
 // 64 MB float32 tensors up (a call's argument, uploaded in chunks) and down (a fetch, streamed).
 // Local and remote calls are interleaved round by round, so the ratio holds on a loaded machine.
 //
@@ -38,6 +39,39 @@ try {
   console.log(`tiny call, local:                        ${l.toFixed(1)} us`);
   console.log(`tiny call, remote (tensor in, dispose):  ${median(remote).toFixed(1)} us  (${(median(remote) / l).toFixed(0)}x local)`);
   console.log(`tiny call, remote (handle in, dispose):  ${median(chained).toFixed(1)} us  (${(median(chained) / l).toFixed(0)}x local)`);
+
+  // 1b. remote eager ops: y = x + 1 on 4 elements, one op at a time on the worker
+  const ex = sc.tensor([1, 2, 3, 4]);
+  const onWorker0 = sc.device(DEVICE, () => ex.add(0));
+  await onWorker0.data();
+  const OPS = 200;
+  const eagerLocal: number[] = [];
+  const eagerRead: number[] = [];
+  const eagerChain: number[] = [];
+  for (let round = 0; round < 7; round++) {
+    let t = performance.now();
+    for (let i = 0; i < OPS; i++) ex.add(1);
+    eagerLocal.push(((performance.now() - t) / OPS) * 1000);
+    // each op's result read back before the next (a Call, a Fetch and a Release per op)
+    t = performance.now();
+    for (let i = 0; i < OPS; i++) {
+      const y = sc.device(DEVICE, () => ex.add(1));
+      await y.data();
+      y.dispose();
+    }
+    await sc.remote.sync(DEVICE);
+    eagerRead.push(((performance.now() - t) / OPS) * 1000);
+    // a chain of ops on a remote handle, read once at the end (calls pipelined: one Call per op)
+    t = performance.now();
+    let y = onWorker0;
+    for (let i = 0; i < OPS; i++) y = sc.device(DEVICE, () => y.add(1));
+    await y.data();
+    eagerChain.push(((performance.now() - t) / OPS) * 1000);
+  }
+  const el = median(eagerLocal);
+  console.log(`tiny eager op, local:                    ${el.toFixed(2)} us`);
+  console.log(`tiny eager op, remote (read each):       ${median(eagerRead).toFixed(1)} us  (${(median(eagerRead) / el).toFixed(0)}x local)`);
+  console.log(`tiny eager op, remote (chained, 1 read): ${median(eagerChain).toFixed(1)} us  (${(median(eagerChain) / el).toFixed(0)}x local)`);
 
   // 2. throughput: up (argument of a call that sums it) and down (fetch of a handle)
   const total = await sc.remote.device(DEVICE, sc.stage((t: sc.Tensor) => t.sum()));

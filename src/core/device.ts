@@ -6,6 +6,7 @@
  * The CPU is always there.
  */
 import { ValueError } from "./errors.js";
+import { isTracing } from "./context.js";
 
 export interface DeviceInfo {
   /** Full name, e.g. "cpu:0". */
@@ -80,12 +81,27 @@ export function currentDevice(): string {
   return scope.length > 0 ? scope[scope.length - 1]! : devices[0]!.name;
 }
 
+/** Whether ops may be placed on remote devices one by one (the remote layer says so when it installs its op runner). */
+let remotePlacement = false;
+export function enableRemotePlacement(): void {
+  remotePlacement = true;
+}
+
+/** Whether `name` is a remote worker's device ("/job:worker/task:0/device:cpu:0"): the only names that start with "/". */
+export function isRemoteDevice(name: string): boolean {
+  return name.charCodeAt(0) === 47;
+}
+
 /** Runs `fn` with ops placed on device `name`. */
 export function device<T>(name: string, fn: () => T): T {
   const resolved = resolveDevice(name);
-  // (a worker's device holds no local tensor: ops cannot be placed there one by one)
-  if (devices.find((x) => x.name === resolved)!.kind === REMOTE_KIND) {
+  // (without the remote layer's op runner a worker's device holds no tensor: ops cannot be placed there one by one)
+  if (!remotePlacement && devices.find((x) => x.name === resolved)!.kind === REMOTE_KIND) {
     throw new ValueError(`${resolved} is a remote worker's device: ops are not placed there one by one; run a staged function there with sc.remote.device(${JSON.stringify(resolved)}, fn)`, "device");
+  }
+  // (a graph being traced has no per-op placement on workers: its ops would silently run here)
+  if (isTracing() && isRemoteDevice(resolved)) {
+    throw new ValueError(`device(${JSON.stringify(resolved)}) inside a function being staged: a staged graph is not placed on a worker op by op; run the staged function there with sc.remote.device(${JSON.stringify(resolved)}, fn)`, "device");
   }
   scope.push(resolved);
   try {

@@ -17,7 +17,7 @@ import { currentHandler, recorders, setEagerHandler } from "../core/context.js";
 import { Variable } from "../core/variable.js";
 import { AllocationError, ValueError } from "../core/errors.js";
 import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
-import { currentDevice, opDevice } from "../core/device.js";
+import { currentDevice, isRemoteDevice, opDevice } from "../core/device.js";
 import { hasUnknownDims } from "../core/shape.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
@@ -391,10 +391,23 @@ function runOn(def: OpDef, backend: Backend, device: string, inputs: Tensor[], a
   return wrapOutputs(types, data, backend, device);
 }
 
+/**
+ * Runs ops placed on a remote worker's device (src/remote/eager.ts installs it): each op is sent
+ * there, its outputs are tensors whose storage stays there.
+ */
+export interface RemoteOpRunner {
+  run(def: OpDef, inputs: Tensor[], attrs: unknown, device: string): Tensor[];
+}
+let remoteRunner: RemoteOpRunner | null = null;
+export function setRemoteOpRunner(r: RemoteOpRunner): void {
+  remoteRunner = r;
+}
+
 /** Eager execution: inputs moved to the current device, then runOn the device's backend. */
 setEagerHandler({
   run(def: OpDef, inputs, attrs) {
     const dev = opDevice(inputs);
+    if (remoteRunner !== null && isRemoteDevice(dev)) return remoteRunner.run(def, inputs, attrs, dev);
     const backend = currentBackend(dev);
     // The copies go in a new array: `inputs` is also what tapes record, and they must see the
     // caller's tensors (a copy made here is not on any tape, so recording it would cut the path

@@ -135,7 +135,7 @@ function asStandIns(x: unknown, flat: (Tensor | RemoteTensor)[], connection: Wor
 }
 
 /** Sends concrete function `cf` to the worker (with the variables and captures it needs); returns its name there. */
-async function register(connection: WorkerConnection, cf: ConcreteFunction, variables: Map<number, Variable>, loc: SourceLocation | null): Promise<string> {
+export async function register(connection: WorkerConnection, cf: ConcreteFunction, variables: Map<number, Variable>, loc: SourceLocation | null, fnName?: string): Promise<string> {
   const host = firstHostNode(cf.graph, cf.library);
   if (host) {
     throw new RemoteUnsupportedError(
@@ -146,7 +146,7 @@ async function register(connection: WorkerConnection, cf: ConcreteFunction, vari
       host.loc ?? loc,
     );
   }
-  const name = `${cf.name}_${nextName++}`;
+  const name = fnName ?? `${cf.name}_${nextName++}`;
   const budget = { bytes: connection.inlineBytes };
   // (values uploaded for the registration only: the worker frees them when it is done)
   const uploaded: number[] = [];

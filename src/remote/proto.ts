@@ -60,6 +60,7 @@ const SCHEMA = {
             variables: { rule: "repeated", type: "VariableInit", id: 5 },
             captures: { rule: "repeated", type: "CaptureInit", id: 6 },
             release: { rule: "repeated", type: "uint32", id: 7 },
+            boundVariables: { rule: "repeated", type: "VariableInit", id: 8 },
           },
         },
         CallRequest: {
@@ -69,6 +70,7 @@ const SCHEMA = {
             device: { type: "string", id: 3 },
             inputs: { rule: "repeated", type: "TensorRef", id: 4 },
             release: { rule: "repeated", type: "uint32", id: 5 },
+            variableValues: { rule: "repeated", type: "TensorRef", id: 6 },
           },
         },
         HandlesReply: { fields: { outputs: { rule: "repeated", type: "HandleInfo", id: 1 } } },
@@ -84,6 +86,8 @@ const SCHEMA = {
             variables: { type: "uint32", id: 5 },
             sessionHandles: { type: "uint32", id: 6 },
             sessionBytes: { type: "double", id: 7 },
+            sessionFunctions: { type: "uint32", id: 8 },
+            sessionCalls: { type: "double", id: 9 },
           },
         },
       },
@@ -141,6 +145,11 @@ export interface RegisterRequest {
   captures: CaptureInit[];
   /** Handles freed once the request is done (the uploads made for it), whether it succeeds or not. */
   release?: number[];
+  /**
+   * Variables the graph reads that belong to this function alone, not to the session (remote
+   * eager calls, src/remote/eager.ts): each call sets their values first (CallRequest.variableValues).
+   */
+  boundVariables?: VariableInit[];
 }
 export interface CallRequest {
   session: string;
@@ -149,6 +158,8 @@ export interface CallRequest {
   inputs: TensorRef[];
   /** Handles freed once the call is done (the uploads made for it), whether it succeeds or not. */
   release?: number[];
+  /** The values of the function's bound variables for this call, in their registration's order. */
+  variableValues?: TensorRef[];
 }
 export interface HandlesReply {
   outputs: HandleInfo[];
@@ -173,6 +184,10 @@ export interface StatsReply {
   variables: number;
   sessionHandles: number;
   sessionBytes: number;
+  /** Functions registered in the session (each remote eager op signature is one). */
+  sessionFunctions: number;
+  /** Calls the session made of its registered functions. */
+  sessionCalls: number;
 }
 
 /** A message type's (de)serializers: plain objects in, plain objects out (oneof members left unset stay absent). */

@@ -33,8 +33,12 @@ export class Session {
   /** The client's variables by the client's variable id. */
   readonly variables = new Map<number, Variable>();
   readonly functions = new Map<string, ConcreteFunction>();
+  /** A function's own variables, set from each call's values (RegisterRequest.boundVariables). */
+  readonly boundVariables = new Map<string, Variable[]>();
   /** Bytes of handles, variables and captured constants. */
   bytes = 0;
+  /** Calls of registered functions (the remote eager ops' one-op functions among them). */
+  calls = 0;
   lastSeen = Date.now();
 
   constructor(
@@ -81,6 +85,7 @@ export class Session {
     this.handles.clear();
     this.variables.clear();
     this.functions.clear();
+    this.boundVariables.clear();
     this.bytes = 0;
   }
 }

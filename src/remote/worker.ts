@@ -128,10 +128,10 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   };
 
   /** The function a registration describes: its graph parsed, verified and checked, its captures bound. */
-  const build = (session: Session, req: RegisterRequest): ConcreteFunction => {
+  const build = (session: Session, req: RegisterRequest, bound: Map<number, Variable>): ConcreteFunction => {
     const { graph, library } = parseSExpr(req.sexpr, {
       variables: (id, name) => {
-        const v = session.variables.get(id);
+        const v = bound.get(id) ?? session.variables.get(id);
         if (v === undefined) throw new CallFault(grpc.status.INVALID_ARGUMENT, `the graph names variable ${JSON.stringify(name)} (id ${id}), which the request did not create`);
         return v;
       },
@@ -190,7 +190,15 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
         session.variables.set(v.id, new Variable(value, { name: v.name, trainable: v.trainable }));
         made.push(v.id);
       }
-      session.functions.set(req.name, build(session, req));
+      // (a function's own variables: made from the registration's values, set again by each call)
+      const bound = new Map<number, Variable>();
+      for (const v of req.boundVariables ?? []) {
+        const value = tensorOfRef(session, v.value, `the value of variable ${v.name}`);
+        session.charge(bytesOf(value), `variable ${v.name}`);
+        bound.set(v.id, new Variable(value, { name: v.name, trainable: v.trainable }));
+      }
+      session.functions.set(req.name, build(session, req, bound));
+      if (bound.size > 0) session.boundVariables.set(req.name, [...bound.values()]);
     } catch (e) {
       for (const id of made) session.variables.delete(id);
       session.bytes = bytesBefore;
@@ -220,6 +228,17 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
       }
       return t;
     });
+    const bound = session.boundVariables.get(req.name) ?? [];
+    const values = req.variableValues ?? [];
+    if (values.length !== bound.length) throw new CallFault(grpc.status.INVALID_ARGUMENT, `${req.name} reads ${bound.length} variables of its own, the call gives ${values.length} values`);
+    for (const [i, v] of bound.entries()) {
+      const t = tensorOfRef(session, values[i], `the value of variable ${v.name}`);
+      if (t.dtype !== v.dtype || !shapeFits(t.shape, v.shape)) {
+        throw new CallFault(grpc.status.INVALID_ARGUMENT, `the value for variable ${v.name} of ${req.name} is ${t.dtype}[${t.shape.join(", ")}], the variable is ${v.dtype}[${v.shape.join(", ")}]`);
+      }
+      v.assign(t);
+    }
+    session.calls++;
     const dev = resolveDevice(req.device || HOST_DEVICE);
     const outs = device(dev, () => fn.callFlat(inputs));
     for (const t of outs) checkDeclared(t.dtype, t.shape, limits);
@@ -294,7 +313,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
       functions += s.functions.size;
       variables += s.variables.size;
     }
-    return { sessions: sessions.size, liveHandles, liveBytes, functions, variables, sessionHandles: session?.handleCount ?? 0, sessionBytes: session?.bytes ?? 0 };
+    return { sessions: sessions.size, liveHandles, liveBytes, functions, variables, sessionHandles: session?.handleCount ?? 0, sessionBytes: session?.bytes ?? 0, sessionFunctions: session?.functions.size ?? 0, sessionCalls: session?.calls ?? 0 };
   };
 
   const devices = listDevices()

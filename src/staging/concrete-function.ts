@@ -10,6 +10,7 @@ import { printGraph } from "../graph/printer.js";
 import { toSExpr } from "../graph/sexpr.js";
 import { mapStructure, type Structure } from "../core/structure.js";
 import { StagingError } from "./trace-context.js";
+import { isRemoteDevice, scopedDevice } from "../core/device.js";
 import { changedRead, stateEpoch, type StateRead } from "../core/tracked-state.js";
 
 /** A tensor output of the function, by index into the graph's outputs. */
@@ -48,6 +49,24 @@ export interface FunctionBundle {
 
 /** What runs graph functions: the package entry installs it (api/wiring.ts); staging knows no executor. */
 let defaultExecutor: Executor | null = null;
+
+/**
+ * Runs a concrete function on a remote worker's device as one call (src/remote/eager.ts installs
+ * it): used for an eager call placed there (a remote device scope, or an argument living there).
+ */
+export type RemoteCaller = (fn: ConcreteFunction, args: Tensor[], device: string) => Tensor[];
+let remoteCaller: RemoteCaller | null = null;
+export function setRemoteCaller(c: RemoteCaller): void {
+  remoteCaller = c;
+}
+
+/** The remote device an eager call on `args` (the first `n`) runs on, or null. */
+function remoteDeviceOf(args: Tensor[], n: number): string | null {
+  const scoped = scopedDevice();
+  if (scoped !== null) return isRemoteDevice(scoped) ? scoped : null;
+  for (let i = 0; i < n; i++) if (isRemoteDevice(args[i]!.device)) return args[i]!.device;
+  return null;
+}
 
 /** Bumped whenever an executor or engine is installed: concrete functions resolve theirs again. */
 let installations = 0;
@@ -198,6 +217,10 @@ export class ConcreteFunction {
 
   /** Runs the graph on the caller's tensor arguments (on `executor` where given); returns the flat outputs. */
   callFlat(args: Tensor[], executor?: Executor): Tensor[] {
+    if (remoteCaller !== null && executor === undefined) {
+      const remote = remoteDeviceOf(args, args.length);
+      if (remote !== null) return remoteCaller(this, args, remote);
+    }
     if (executor !== undefined) return executor(this.graph, this.inputsFor(args), this.library, this.numArgInputs);
     if (this.resolvedAt !== installations) this.resolve();
     return this.run!(this.inputsFor(args));
@@ -209,6 +232,10 @@ export class ConcreteFunction {
    * written there. Runs the executor's prepared run; returns the function's output structure.
    */
   callPrepared(inputs: Tensor[]): unknown {
+    if (remoteCaller !== null) {
+      const remote = remoteDeviceOf(inputs, this.numArgInputs);
+      if (remote !== null) return this.structureOutputs(remoteCaller(this, inputs.slice(0, this.numArgInputs), remote));
+    }
     if (this.resolvedAt !== installations) this.resolve();
     return this.eagerCall!(inputs);
   }
