@@ -255,8 +255,10 @@ function augmentedLoopVjp(
       : whileLoop(cond, body, augInit, options);
   });
   const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
+  // (a tensor in several slots, such as an initial value the body also captures, gets its
+  // whole gradient in its first slot: see tapeGradient)
   const g = tapeGradient(tape, again, filled, sources, wanted);
-  return g.map((x, i) => (wanted[i] ? x : i < n && loop.accumulator[i] ? zerosLikeTensor(init[i]!) : null));
+  return g.map((x, i) => (wanted[i] || (i < n && loop.accumulator[i]) ? x : null));
 }
 
 /**
