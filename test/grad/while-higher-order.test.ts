@@ -45,6 +45,7 @@ const nativeFor = sc.autograph(
   { scope: { sc, i32, step } },
 );
 
+const sinTimes = sc.stage((v: sc.Tensor) => v.sin().mul(v), noAutograph);
 const pairCall = sc.stage((a: sc.Tensor, b: sc.Tensor) => a.mul(a).mul(b).sin(), noAutograph);
 
 const programs: Program[] = [
@@ -108,6 +109,16 @@ const programs: Program[] = [
       return sc.sum(sc.whileLoop((i) => sc.less(i, 3), (i, v) => [i.add(1), sc.tanh(sc.matmul(v!, x))], [i32(0), v0])[1]!);
     },
     input: (r) => r.tensor([2, 2], -0.8, 0.8),
+  },
+  {
+    name: "a loop stopped by maxIterations",
+    f: (x) => sc.sum(sc.whileLoop((v) => sc.less(sc.sum(v), 100), (v) => [v.mul(v).add(v.sin())], [x], { maxIterations: 2 })[0]!),
+    input: (r) => r.tensor([2], 0.2, 0.6),
+  },
+  {
+    name: "a staged call in the loop's body",
+    f: (x) => sc.sum(sc.whileLoop((i) => sc.less(i, 3), (i, v) => [i.add(1), sinTimes(v!)], [i32(0), x])[1]!),
+    input: (r) => r.tensor([2], 0.3, 0.9),
   },
   {
     name: "cond in the loop's body",
@@ -207,3 +218,36 @@ for (const name of ["squaring until 5 (data-dependent trip count)", "several loo
     for (const [way, run] of ways) assertClose(data(run()), eager, 1e-9, `${p.name}: ${way} vs eager`);
   });
 }
+
+test("second derivative with respect to a variable an inline loop reads (nested tapes, staged and eager)", () => {
+  const w = sc.variable(f64([[0.3, -0.2], [0.5, 0.4]]));
+  const u = f64([[1, 0.5], [-0.3, 0.8]]);
+  const loss = (x: sc.Tensor) => sc.sum(sc.whileLoop((i) => sc.less(i, 3), (i, v) => [i.add(1), sc.tanh(sc.matmul(v!, w))], [i32(0), x])[1]!);
+  /** d/dw of sum(dloss/dw * u): the Hessian with respect to w along u. */
+  const hessianAlong = (x: sc.Tensor) => {
+    const outer = new sc.GradientTape();
+    const along = outer.record(() => {
+      const inner = new sc.GradientTape();
+      const l = inner.record(() => loss(x));
+      return sc.sum(sc.mul(inner.gradient(l, [w])[0]!, u));
+    });
+    return outer.gradient(along, [w])[0]!;
+  };
+  const x = f64([[0.5, 0.3]]);
+  const eager = data(hessianAlong(x));
+  // float64 central differences of the first derivative along u, in w
+  const at = (delta: number) => {
+    const saved = w.read();
+    w.assign(saved.add(u.mul(delta)));
+    const tape = new sc.GradientTape();
+    const l = tape.record(() => loss(x));
+    const g = data(tape.gradient(l, [w])[0]!);
+    w.assign(saved);
+    return g;
+  };
+  const plus = at(1e-5);
+  const minus = at(-1e-5);
+  assertClose(eager, plus.map((p, i) => (p - minus[i]!) / 2e-5), 1e-6, "eager vs finite differences");
+  const staged = sc.stage(hessianAlong, noAutograph);
+  for (let call = 0; call < 2; call++) assertClose(data(staged(x)), eager, 1e-9, `staged (call ${call}) vs eager`);
+});
