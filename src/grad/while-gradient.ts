@@ -243,7 +243,7 @@ function augmentedLoopVjp(
   const { init, invariants } = p;
   const n = init.length;
   const sources = [...init, ...invariants];
-  const wanted = sources.map((x, i) => (i < n ? loop.wrt[i]! && !loop.accumulator[i] : loop.wrt[i]!));
+  const wanted = loop.wrt; // (not accumulators: their initial values are empty stacks)
   const tape = new GradientTape();
   const again = tape.record(() => {
     tape.watch(sources.filter((_, i) => wanted[i]));
