@@ -64,9 +64,14 @@ export function withoutRecords<T>(fn: () => T): T {
 
 /**
  * The gradients `tape` recorded of the float `outs` (cotangents `cts`) with respect to each
- * source; sources not `wanted` get zeros without computing them.
+ * source; sources not `wanted` get zeros without computing them. A tensor in several source
+ * slots (an argument passed twice, a loop's initial value its body also captures) gets its
+ * whole gradient in its first wanted slot and zeros in the others: the tape cannot tell the
+ * slots apart, and the tape entries these gradients return from sum their input slots, so a
+ * copy in each would count it once per slot.
  */
-export function tapeGradient(tape: GradientTape, outs: Tensor[], cts: Tensor[], sources: Tensor[], wanted: boolean[]): Tensor[] {
+export function tapeGradient(tape: GradientTape, outs: Tensor[], cts: Tensor[], sources: Tensor[], wantedSlots: boolean[]): Tensor[] {
+  const wanted = sources.map((x, i) => wantedSlots[i]! && sources.findIndex((y, j) => y === x && wantedSlots[j]) === i);
   const wantedSources = sources.filter((_, i) => wanted[i]);
   const pairs = outs.map((o, i) => [o, cts[i]!] as const).filter(([o]) => isFloat(o.dtype));
   const g =

@@ -18,12 +18,12 @@ import { greater } from "../ops/compare.js";
 import { GradientTape } from "../ad/tape.js";
 import type { Value, ValueType } from "../graph/ir.js";
 import { flip } from "../ops/shape.js";
-import { seedVariableReads, TraceContext } from "../staging/trace-context.js";
+import { seedVariableReads, TraceContext, type SymbolRef } from "../staging/trace-context.js";
 import { replay } from "../staging/replay.js";
-import { probeTracer, whileLoop } from "../staging/control-flow.js";
+import { guardedWhileLoop, probeTracer, whileLoop } from "../staging/control-flow.js";
 import type { WhileNode } from "../staging/recording.js";
 import { GradientError, ShapeError } from "../core/errors.js";
-import { differentiating, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
+import { differentiating, tapeGradient, traceBackward, withoutRecords, type BackwardTrace } from "./backward-trace.js";
 import { recordEntry, regionVjp } from "./tape-entry.js";
 import { deferLoopWeightGradients, type LoopDeferral } from "./loop-weight-gradients.js";
 import { withCalleeVariables } from "./callee-variables.js";
@@ -159,20 +159,32 @@ function augmentedWhile(p: WhileNode): Tensor[] {
   const zero = full([], 0, "int32");
   const cond = (...xs: Tensor[]) => replay(condG, library, [...xs.slice(0, n), ...invariants])[0]!;
   const stackTypes: ValueType[] = split.kept.map((t) => ({ dtype: t.dtype, shape: [-1, ...t.shape] }));
-  const outs = p.emit([...types, { dtype: "int32", shape: [] }, ...stackTypes], [...init, zero, ...split.emptyStacks(init)], cond, (...xs) => {
+  const augTypes: ValueType[] = [...types, { dtype: "int32", shape: [] }, ...stackTypes];
+  const augInit = () => [...init, zero, ...split.emptyStacks(init)];
+  const augBody = (...xs: Tensor[]) => {
     const { next, kept } = withoutRecorders(null, () => split.forward(xs.slice(0, n)));
     return [...next, add(xs[n]!, 1), ...kept.map((k, j) => stackPush(xs[n + 1 + j]!, k))];
-  });
+  };
+  const outs = p.emit(augTypes, augInit(), cond, augBody);
   const results = outs.slice(0, n);
   const count = outs[n]!;
   const stacks = outs.slice(n + 1);
+  const loopAttrs = (outs[0]!.symbol as SymbolRef).value.producer!.attrs;
   const carried = types.flatMap((_, i) => (loop.accumulator[i] ? [] : [i]));
   // Invariants whose contributions are summed in the backward loop (the others have none, or
   // deferred ones, computed once from stacked rows after the loop).
   const summed = invariants.flatMap((_, i) => (loop.wrt[n + i] && !split.deferred.has(i) ? [i] : []));
   const known = (t: { shape: readonly number[] }) => t.shape.map((d) => (d < 0 ? null : d));
-  recordEntry(whileOp.name, ctx.functionName, [...init, ...invariants], results, (cts) => explainShapeChanges(p, () => {
-    const ctFinal = cts.map((c, i) => c ?? zerosLikeTensor(results[i]!));
+  // The count and the stacks are outputs of the entry too: the backward loop below reads them,
+  // so when an outer tape differentiates that backward (a second derivative), their cotangents
+  // must reach the loop's inputs through this entry.
+  recordEntry(whileOp.name, ctx.functionName, [...init, ...invariants], outs, (cts) => explainShapeChanges(p, () => {
+    if (cts.slice(n + 1).some((c) => c !== null)) {
+      // Higher order through the stacks: differentiate the augmented loop itself, recomputed
+      // (its stacks are accumulators there: see LoopShape).
+      return augmentedLoopVjp(p, loop, augTypes, augInit(), cond, augBody, loopAttrs, outs, cts);
+    }
+    const ctFinal = results.map((r, i) => cts[i] ?? zerosLikeTensor(r));
     const m = carried.length;
     const rows0 = split.rowTypes.map((t) => full([0, ...t.shape], 0, t.dtype));
     const res = whileLoop(
@@ -207,6 +219,46 @@ function augmentedWhile(p: WhileNode): Tensor[] {
     return [...gradInit, ...gradInvariants];
   }));
   return results;
+}
+
+/**
+ * The VJP of loop `p` augmented for its gradient, outputs (results, count, stacks) with
+ * cotangents `cts` (some reaching the stacks: an outer tape differentiates the backward loop
+ * that reads them), with respect to the loop's inputs (init, invariants). The augmented loop is
+ * emitted again under a tape of its own, so its gradient rule splits it (its stacks are then
+ * accumulators), and that tape's gradient is taken; tapes recording now record all of it, so
+ * derivatives of any order go through.
+ */
+function augmentedLoopVjp(
+  p: WhileNode,
+  loop: LoopShape,
+  augTypes: ValueType[],
+  augInit: Tensor[],
+  cond: (...xs: Tensor[]) => Tensor,
+  body: (...xs: Tensor[]) => Tensor[],
+  attrs: Record<string, unknown>,
+  outs: Tensor[],
+  cts: (Tensor | null)[],
+): (Tensor | null)[] {
+  const { init, invariants } = p;
+  const n = init.length;
+  const sources = [...init, ...invariants];
+  const wanted = loop.wrt; // (not accumulators: their initial values are empty stacks)
+  const tape = new GradientTape();
+  const again = tape.record(() => {
+    tape.watch(sources.filter((_, i) => wanted[i]));
+    const shapeInvariants = augTypes.map((t) => t.shape.map((d) => (d < 0 ? null : d)));
+    const max = attrs.maxIterations as number | undefined;
+    const options = { shapeInvariants, ...(max === undefined ? {} : { maxIterations: max }) };
+    return attrs.maxIterationsIsGuard && max !== undefined
+      ? guardedWhileLoop(cond, body, augInit, { ...options, maxIterations: max })
+      : whileLoop(cond, body, augInit, options);
+  });
+  const filled = outs.map((o, i) => cts[i] ?? zerosLikeTensor(o));
+  // (a tensor in several slots, such as an initial value the body also captures, gets its
+  // whole gradient in its first slot: see tapeGradient)
+  const g = tapeGradient(tape, again, filled, sources, wanted);
+  return g.map((x, i) => (wanted[i] || (i < n && loop.accumulator[i]) ? x : null));
 }
 
 /**
