@@ -39,7 +39,6 @@ import type { Tensor } from "../core/tensor.js";
 import type { OpDef, VjpContext } from "../ops/registry.js";
 import { applyOp, getOp } from "../ops/registry.js";
 import { materializeBatch } from "../ops/batching.js";
-import { whileOp } from "../ops/structural.js";
 import { BatchedTensor, isBatchedAt, type BatchLevel } from "./batched-tensor.js";
 
 /** A cond or while node being traced below a level: what its regions need to cross the level. */
@@ -235,22 +234,6 @@ export function liftTracked(tapes: readonly OpRecorder[], v: Tensor, level: Batc
 }
 
 /**
- * A while node's gradient that a tape records (a second derivative through the loop) is refused:
- * graph AD's second derivative of a loop emitted inline in a trace is wrong today, with or
- * without vmap (stage(grad(grad(f))) through an inline whileLoop gives 0 or half the eager
- * value; through a staged callee it is right), so the bridges here would carry a wrong value.
- */
-function refuseSecondOrderWhile(inputs: readonly Tensor[], cts: readonly (Tensor | null)[]): void {
-  const recorded = activeRecorders.some((r) => inputs.some((t) => r.tracks(t)) || cts.some((c) => c !== null && r.tracks(c)));
-  if (!recorded) return;
-  throw new GradientError(
-    "a second derivative through a staged while loop under vmap (a tape records the loop's gradient: vmap(grad(grad(f))), grad(vmap(grad(f))), a Hessian-vector product) is not supported: " +
-      "graph AD's second derivative of a loop traced inline is not right yet; run it eagerly (vmap(grad(grad(f))) outside stage), or take one derivative outside stage",
-    "whileLoop",
-  );
-}
-
-/**
  * Runs `fn` (which emits a structural node below `level`) with every active tape replaced by one
  * that records the same entries, their VJPs run under the handler below the level (as it is
  * when the gradient is computed), themselves recorded so (a tape recording the gradient).
@@ -265,7 +248,6 @@ export function recordingBelow<T>(level: BatchLevel, fn: () => T): T {
         const d = def as OpDef;
         const vjp = d.vjp;
         const run = (ctx: VjpContext<unknown>, cts: (Tensor | null)[]) => {
-          if (d.name === whileOp.name) refuseSecondOrderWhile(inputs, cts);
           return withHandler(level.outer, () => recordingBelow(level, () => vjp!.call(d, ctx, cts)));
         };
         r.recordOp(vjp === undefined ? d : { ...d, vjp: run }, inputs, attrs, outputs);
