@@ -5,8 +5,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { collectUntil as collectGarbageUntil } from "./collect.js";
 import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
 import { spawnWorker, type WorkerProcess } from "./worker-process.js";
@@ -74,19 +73,8 @@ test("handles passed to the next call stay on the worker; dispose frees them the
 });
 
 test("a handle the garbage collector collects is freed on the worker", async () => {
-  setFlagsFromString("--expose-gc");
-  const gc = runInNewContext("gc") as () => void;
   const count = async () => (await cluster.stats(TASK)).sessionHandles;
-  /** Collects until the worker's count reaches `target` (or 50 rounds pass); returns the count. */
-  const collectUntil = async (target: number) => {
-    let now = await count();
-    for (let round = 0; round < 50 && now > target; round++) {
-      gc();
-      await new Promise((r) => setTimeout(r, 20));
-      now = await count();
-    }
-    return now;
-  };
+  const collectUntil = (target: number) => collectGarbageUntil(count, target);
   // (earlier tests' handles the collector may take meanwhile go first)
   const base = await collectUntil(0);
   const f = await sc.remote.device(DEVICE, sc.stage((a: sc.Tensor) => a.add(1)));

@@ -5,8 +5,7 @@
 // worker's handle.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { collectUntil as collectGarbageUntil } from "./collect.js";
 import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
 import { numericGrad } from "../util/gradcheck.js";
@@ -226,19 +225,8 @@ test("a worker's refusal comes back on reading the op's output (and what was com
 });
 
 test("a remote op's output the garbage collector collects is freed on the worker", async () => {
-  setFlagsFromString("--expose-gc");
-  const gc = runInNewContext("gc") as () => void;
   const count = async () => (await stats()).sessionHandles;
-  /** Collects until the worker's count reaches `target` (or 50 rounds pass); returns the count. */
-  const collectUntil = async (target: number) => {
-    let now = await count();
-    for (let round = 0; round < 50 && now > target; round++) {
-      gc();
-      await new Promise((r) => setTimeout(r, 20));
-      now = await count();
-    }
-    return now;
-  };
+  const collectUntil = (target: number) => collectGarbageUntil(count, target);
   const base = await collectUntil(0);
   const x = sc.tensor([41]);
   const kept = sc.device(DEVICE, () => x.add(1));
