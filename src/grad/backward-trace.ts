@@ -71,7 +71,12 @@ export function withoutRecords<T>(fn: () => T): T {
  * copy in each would count it once per slot.
  */
 export function tapeGradient(tape: GradientTape, outs: Tensor[], cts: Tensor[], sources: Tensor[], wantedSlots: boolean[]): Tensor[] {
-  const wanted = sources.map((x, i) => wantedSlots[i]! && sources.findIndex((y, j) => y === x && wantedSlots[j]) === i);
+  const seen = new Set<Tensor>();
+  const wanted = sources.map((x, i) => {
+    if (!wantedSlots[i] || seen.has(x)) return false;
+    seen.add(x);
+    return true;
+  });
   const wantedSources = sources.filter((_, i) => wanted[i]);
   const pairs = outs.map((o, i) => [o, cts[i]!] as const).filter(([o]) => isFloat(o.dtype));
   const g =

@@ -32,6 +32,8 @@ import { syncRuntime } from "../sync-session.js";
 import { fromOrtResult } from "../ort.js";
 import { ortTensor } from "../engine.js";
 import type { OnnxValueInfo } from "./load.js";
+import { STANDARD_DOMAINS } from "./op-table.js";
+import { someNode, subgraphsOf } from "./graph-walk.js";
 
 /** How an imported model's calls ran (a live object: read it after calls). */
 export interface ModelCallStats {
@@ -213,17 +215,8 @@ function bytesText(b: Uint8Array | string | undefined): string {
 
 /** Whether the graph, its subgraphs or the model's functions (and theirs) have a node `is` picks (standard domain). */
 function hasOp(g: GraphProto, proto: ModelProto, is: (n: NodeProto) => boolean): boolean {
-  const lists = [g.node, ...proto.functions.map((f) => f.node)];
-  for (let i = 0; i < lists.length; i++) {
-    for (const n of lists[i]!) {
-      if ((n.domain === "" || n.domain === "ai.onnx") && is(n)) return true;
-      for (const a of n.attribute) {
-        if (a.g) lists.push(a.g.node);
-        for (const sub of a.graphs) lists.push(sub.node);
-      }
-    }
-  }
-  return false;
+  const standard = (n: NodeProto) => STANDARD_DOMAINS.has(n.domain ?? "") && is(n);
+  return someNode(g.node, standard) || proto.functions.some((f) => someNode(f.node, standard));
 }
 
 /** Whether the model declares float64 values (initializers, inputs, outputs, value_info, Cast to double, Constants). */
@@ -234,11 +227,8 @@ function hasFloat64(proto: ModelProto): boolean {
     if (g.initializer.some((t) => t.data_type === DOUBLE)) return true;
     if ([...g.input, ...g.output, ...g.value_info].some((v) => v.type?.tensor_type?.elem_type === DOUBLE)) return true;
     for (const n of g.node) {
-      for (const a of n.attribute) {
-        if ((a.name === "to" && Number(a.i) === DOUBLE) || a.t?.data_type === DOUBLE) return true;
-        if (a.g) graphs.push(a.g);
-        graphs.push(...a.graphs);
-      }
+      for (const a of n.attribute) if ((a.name === "to" && Number(a.i) === DOUBLE) || a.t?.data_type === DOUBLE) return true;
+      graphs.push(...subgraphsOf(n));
     }
   }
   return false;

@@ -9,20 +9,14 @@
  */
 import type { GraphProto } from "../protobuf.js";
 import { STANDARD_DOMAINS } from "./op-table.js";
+import { someNode } from "./graph-walk.js";
 
 /** The value names that some BatchNormalization of `graph` (or of its subgraphs) reads as its running mean or variance. */
 export function batchNormStatistics(graph: GraphProto): Set<string> {
   const out = new Set<string>();
-  const visit = (g: GraphProto): void => {
-    for (const n of g.node) {
-      for (const a of n.attribute) {
-        if (a.g) visit(a.g);
-        for (const sg of a.graphs) visit(sg);
-      }
-      if (n.op_type !== "BatchNormalization" || !STANDARD_DOMAINS.has(n.domain ?? "")) continue;
-      for (const k of [3, 4]) if (n.input[k]) out.add(n.input[k]!);
-    }
-  };
-  visit(graph);
+  someNode(graph.node, (n) => {
+    if (n.op_type === "BatchNormalization" && STANDARD_DOMAINS.has(n.domain ?? "")) for (const k of [3, 4]) if (n.input[k]) out.add(n.input[k]!);
+    return false; // (every node)
+  });
   return out;
 }
