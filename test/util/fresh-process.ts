@@ -90,3 +90,18 @@ export function processRunning(pid: number): boolean {
     return process.platform !== "linux";
   }
 }
+
+/**
+ * Whether process `pid` has ended within `ms` milliseconds (polled every 10 ms). A SIGKILL is
+ * delivered asynchronously: the killed process closes its files (so a pipe it held reports
+ * "close") a moment before the kernel marks it ended, so a check right after "close" can still
+ * see it running.
+ */
+export async function processEndsWithin(pid: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (processRunning(pid)) {
+    if (Date.now() > until) return false;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return true;
+}
