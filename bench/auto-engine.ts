@@ -8,7 +8,7 @@
 //
 // Reported per staged system: ms per call of each, auto / best-of(ours, onnxruntime) (1.00: auto
 // chose the faster; above: the price of choosing), what auto chose (its graphs kept on the plan /
-// on ours, fallbacks), and auto's one-time cost: cutting and preparing the plans (planMs) and the
+// on ours, fallbacks, and the segments its per-segment step placed on the engine / on ours), and auto's one-time cost: cutting and preparing the plans (planMs) and the
 // plans' first runs, which export and make the sessions (firstRunMs), over how many graphs.
 //   node --import tsx bench/auto-engine.ts [workload ...]     (names below; default: all)
 // --first-call: instead, auto's one-time cost per graph (a fresh function per graph, called until
@@ -74,6 +74,9 @@ interface AutoRow {
   chosePlan: number;
   choseOurs: number;
   fallbacks: number;
+  /** Engine-eligible segments placed on the engine / kept on ours by the per-segment step. */
+  segmentsOnEngine: number;
+  segmentsOnOurs: number;
   plans: number;
   planMs: number;
   firstRunMs: number;
@@ -124,6 +127,8 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
         chosePlan: autoStats.chosePlan - stats0.chosePlan,
         choseOurs: autoStats.choseOurs - stats0.choseOurs,
         fallbacks: autoStats.fallbacks - stats0.fallbacks,
+        segmentsOnEngine: autoStats.segmentsOnEngine - stats0.segmentsOnEngine,
+        segmentsOnOurs: autoStats.segmentsOnOurs - stats0.segmentsOnOurs,
         plans: autoStats.plans - stats0.plans,
         planMs: autoStats.planMs - stats0.planMs,
         firstRunMs: autoStats.firstRunMs - stats0.firstRunMs,
@@ -142,7 +147,7 @@ const f3 = (x: number | undefined) => (x === undefined ? "-" : x.toPrecision(3))
 function fmtRow(r: AutoRow): string {
   return (
     `ours ${f3(r.ms.ours)} ms, onnxruntime ${f3(r.ms.onnxruntime)} ms, auto ${f3(r.ms.auto)} ms: auto/best ${r.ratio.toFixed(2)}; ` +
-    `graphs on plan ${r.chosePlan}, on ours ${r.choseOurs}, fallbacks ${r.fallbacks}; one-time: ${r.plans} plans, ${r.planMs.toFixed(1)} ms cutting, ${r.firstRunMs.toFixed(1)} ms first runs` +
+    `graphs on plan ${r.chosePlan}, on ours ${r.choseOurs}, fallbacks ${r.fallbacks}; segments placed on engine ${r.segmentsOnEngine}, on ours ${r.segmentsOnOurs}; one-time: ${r.plans} plans, ${r.planMs.toFixed(1)} ms cutting, ${r.firstRunMs.toFixed(1)} ms first runs` +
     (r.errors.length > 0 ? `; errors: ${r.errors.join("; ")}` : "")
   );
 }
@@ -187,10 +192,10 @@ else if (isMainModule(import.meta.url)) {
   const names = process.argv.slice(2);
   const t = performance.now();
   const rows = await benchAutoEngine(names.length > 0 ? names : undefined);
-  console.log(`\n${"workload: system".padEnd(60)} ${"ours ms".padStart(9)} ${"ort ms".padStart(9)} ${"auto ms".padStart(9)}  auto/best  plan/ours  one-time ms`);
+  console.log(`\n${"workload: system".padEnd(60)} ${"ours ms".padStart(9)} ${"ort ms".padStart(9)} ${"auto ms".padStart(9)}  auto/best  plan/ours  seg e/o  one-time ms`);
   for (const r of rows) {
     console.log(
-      `${`${r.workload}: ${r.system}`.padEnd(60)} ${f3(r.ms.ours).padStart(9)} ${f3(r.ms.onnxruntime).padStart(9)} ${f3(r.ms.auto).padStart(9)}  ${r.ratio.toFixed(2).padStart(9)}  ${`${r.chosePlan}/${r.choseOurs}`.padStart(9)}  ${(r.planMs + r.firstRunMs).toFixed(1).padStart(11)}`,
+      `${`${r.workload}: ${r.system}`.padEnd(60)} ${f3(r.ms.ours).padStart(9)} ${f3(r.ms.onnxruntime).padStart(9)} ${f3(r.ms.auto).padStart(9)}  ${r.ratio.toFixed(2).padStart(9)}  ${`${r.chosePlan}/${r.choseOurs}`.padStart(9)}  ${`${r.segmentsOnEngine}/${r.segmentsOnOurs}`.padStart(7)}  ${(r.planMs + r.firstRunMs).toFixed(1).padStart(11)}`,
     );
   }
   console.log(`(${((performance.now() - t) / 1000).toFixed(0)} s; onnxruntime sessions made: ${engineStats.sessions})`);
