@@ -60,9 +60,12 @@ export function engineEligible(sr: SegmentRuns): number[] {
  * warmed up; merging them would compile new, cold code: see auto.ts).
  */
 export function placedRun(sr: SegmentRuns, onEngine: boolean[]): PreparedRun {
-  const { segments, numSlots, outputSlots } = sr.cut;
-  const runs = segments.map((_, k) => (onEngine[k] && sr.engine[k] !== null ? sr.engine[k]! : sr.ours(k)));
+  const { numSlots, outputSlots } = sr.cut;
+  const runs = sr.cut.segments.map((_, k) => (onEngine[k] && sr.engine[k] !== null ? sr.engine[k]! : sr.ours(k)));
   const engineSide = runs.map((r, k) => r === sr.engine[k]);
+  // (the closure holds the slots, not the segments' graphs: the engine's sessions of segments
+  // placed on ours are then freed with the graphs, which its state is keyed by)
+  const segments = sr.cut.segments.map((s) => ({ inputSlots: s.inputSlots, outputSlots: s.outputSlots }));
   return (inputs) => {
     const slots: Tensor[] = new Array(numSlots);
     for (let i = 0; i < inputs.length; i++) slots[i] = inputs[i]!;
