@@ -11,6 +11,7 @@
 // on ours, fallbacks, and the segments its per-segment step placed on the engine / on ours), and auto's one-time cost: cutting and preparing the plans (planMs) and the
 // plans' first runs, which export and make the sessions (firstRunMs), over how many graphs.
 //   node --import tsx bench/auto-engine.ts [workload ...]     (names below; default: all)
+// ("mixed" is this file's own: a graph whose two engine segments want different sides.)
 // --first-call: instead, auto's one-time cost per graph (a fresh function per graph, called until
 // auto has chosen): cutting and preparing the plan, the plan's first run (export and sessions),
 // beside our first call (trace and compile), for graphs from tiny to a training step.
@@ -48,7 +49,26 @@ const WORKLOADS: Record<string, () => Promise<Workload>> = {
   "matmul-256": () => matmulWorkload(256),
   "matmul-1024": () => matmulWorkload(1024),
   conv: () => convWorkload({ batch: 32, inC: 16, outC: 16, hw: 32, k: 3, stride: 1 }),
+  mixed: mixedWorkload,
 };
+
+/**
+ * A graph whose two engine segments want different sides (for auto's per-segment choice): an
+ * elementwise chain on [256,256] (onnxruntime's kernels ~10x ours), a host call (only ours can
+ * run it), then a 64-step loop on a [16] vector (onnxruntime's Loop costs ~1 ms; ours ~0.05 ms).
+ * The whole-graph onnxruntime engine cannot run the host call: best-of is ours.
+ */
+async function mixedWorkload(): Promise<Workload> {
+  const x = sc.tensor(randomValues(256 * 256, 6), "float32", [256, 256]);
+  const staged = sc.stage((x: sc.Tensor) => {
+    const a = sc.softmax(x.mul(2).add(1).exp().log().sqrt().mul(x), -1);
+    const h = sc.hostCall((t: sc.Tensor) => t, sc.spec([256, 256], "float32"), a) as sc.Tensor;
+    const v0 = sc.sum(h, [0]).slice([0], [16]);
+    const [, v] = sc.whileLoop((i: sc.Tensor) => i.less(64), (i: sc.Tensor, v: sc.Tensor) => [i.add(1), sc.tanh(v.mul(0.9).add(0.1))], [sc.scalar(0, "int32"), v0]);
+    return v!;
+  }, { autograph: false });
+  return { name: "mixed: elementwise chain, host call, small loop", call: "one call", systems: [{ name: "stagecraft staged", run: () => staged(x) }] };
+}
 
 const ENGINES = ["ours", "onnxruntime", "auto"] as const;
 type EngineName = (typeof ENGINES)[number];
