@@ -8,9 +8,10 @@
 //
 // Reported per staged system: ms per call of each, auto / best-of(ours, onnxruntime) (1.00: auto
 // chose the faster; above: the price of choosing), what auto chose (its graphs kept on the plan /
-// on ours, fallbacks), and auto's one-time cost: cutting and preparing the plans (planMs) and the
+// on ours, fallbacks, and the segments its per-segment step placed on the engine / on ours), and auto's one-time cost: cutting and preparing the plans (planMs) and the
 // plans' first runs, which export and make the sessions (firstRunMs), over how many graphs.
 //   node --import tsx bench/auto-engine.ts [workload ...]     (names below; default: all)
+// ("mixed" is this file's own: a graph whose two engine segments want different sides.)
 // --first-call: instead, auto's one-time cost per graph (a fresh function per graph, called until
 // auto has chosen): cutting and preparing the plan, the plan's first run (export and sessions),
 // beside our first call (trace and compile), for graphs from tiny to a training step.
@@ -48,7 +49,26 @@ const WORKLOADS: Record<string, () => Promise<Workload>> = {
   "matmul-256": () => matmulWorkload(256),
   "matmul-1024": () => matmulWorkload(1024),
   conv: () => convWorkload({ batch: 32, inC: 16, outC: 16, hw: 32, k: 3, stride: 1 }),
+  mixed: mixedWorkload,
 };
+
+/**
+ * A graph whose two engine segments want different sides (for auto's per-segment choice): an
+ * elementwise chain on [256,256] (onnxruntime's kernels ~10x ours), a host call (only ours can
+ * run it), then a 64-step loop on a [16] vector (onnxruntime's Loop costs ~1 ms; ours ~0.05 ms).
+ * The whole-graph onnxruntime engine cannot run the host call: best-of is ours.
+ */
+async function mixedWorkload(): Promise<Workload> {
+  const x = sc.tensor(randomValues(256 * 256, 6), "float32", [256, 256]);
+  const staged = sc.stage((x: sc.Tensor) => {
+    const a = sc.softmax(x.mul(2).add(1).exp().log().sqrt().mul(x), -1);
+    const h = sc.hostCall((t: sc.Tensor) => t, sc.spec([256, 256], "float32"), a) as sc.Tensor;
+    const v0 = sc.sum(h, [0]).slice([0], [16]);
+    const [, v] = sc.whileLoop((i: sc.Tensor) => i.less(64), (i: sc.Tensor, v: sc.Tensor) => [i.add(1), sc.tanh(v.mul(0.9).add(0.1))], [sc.scalar(0, "int32"), v0]);
+    return v!;
+  }, { autograph: false });
+  return { name: "mixed: elementwise chain, host call, small loop", call: "one call", systems: [{ name: "stagecraft staged", run: () => staged(x) }] };
+}
 
 const ENGINES = ["ours", "onnxruntime", "auto"] as const;
 type EngineName = (typeof ENGINES)[number];
@@ -74,6 +94,9 @@ interface AutoRow {
   chosePlan: number;
   choseOurs: number;
   fallbacks: number;
+  /** Engine-eligible segments placed on the engine / kept on ours by the per-segment step. */
+  segmentsOnEngine: number;
+  segmentsOnOurs: number;
   plans: number;
   planMs: number;
   firstRunMs: number;
@@ -124,6 +147,8 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
         chosePlan: autoStats.chosePlan - stats0.chosePlan,
         choseOurs: autoStats.choseOurs - stats0.choseOurs,
         fallbacks: autoStats.fallbacks - stats0.fallbacks,
+        segmentsOnEngine: autoStats.segmentsOnEngine - stats0.segmentsOnEngine,
+        segmentsOnOurs: autoStats.segmentsOnOurs - stats0.segmentsOnOurs,
         plans: autoStats.plans - stats0.plans,
         planMs: autoStats.planMs - stats0.planMs,
         firstRunMs: autoStats.firstRunMs - stats0.firstRunMs,
@@ -142,7 +167,7 @@ const f3 = (x: number | undefined) => (x === undefined ? "-" : x.toPrecision(3))
 function fmtRow(r: AutoRow): string {
   return (
     `ours ${f3(r.ms.ours)} ms, onnxruntime ${f3(r.ms.onnxruntime)} ms, auto ${f3(r.ms.auto)} ms: auto/best ${r.ratio.toFixed(2)}; ` +
-    `graphs on plan ${r.chosePlan}, on ours ${r.choseOurs}, fallbacks ${r.fallbacks}; one-time: ${r.plans} plans, ${r.planMs.toFixed(1)} ms cutting, ${r.firstRunMs.toFixed(1)} ms first runs` +
+    `graphs on plan ${r.chosePlan}, on ours ${r.choseOurs}, fallbacks ${r.fallbacks}; segments placed on engine ${r.segmentsOnEngine}, on ours ${r.segmentsOnOurs}; one-time: ${r.plans} plans, ${r.planMs.toFixed(1)} ms cutting, ${r.firstRunMs.toFixed(1)} ms first runs` +
     (r.errors.length > 0 ? `; errors: ${r.errors.join("; ")}` : "")
   );
 }
@@ -187,10 +212,10 @@ else if (isMainModule(import.meta.url)) {
   const names = process.argv.slice(2);
   const t = performance.now();
   const rows = await benchAutoEngine(names.length > 0 ? names : undefined);
-  console.log(`\n${"workload: system".padEnd(60)} ${"ours ms".padStart(9)} ${"ort ms".padStart(9)} ${"auto ms".padStart(9)}  auto/best  plan/ours  one-time ms`);
+  console.log(`\n${"workload: system".padEnd(60)} ${"ours ms".padStart(9)} ${"ort ms".padStart(9)} ${"auto ms".padStart(9)}  auto/best  plan/ours  seg e/o  one-time ms`);
   for (const r of rows) {
     console.log(
-      `${`${r.workload}: ${r.system}`.padEnd(60)} ${f3(r.ms.ours).padStart(9)} ${f3(r.ms.onnxruntime).padStart(9)} ${f3(r.ms.auto).padStart(9)}  ${r.ratio.toFixed(2).padStart(9)}  ${`${r.chosePlan}/${r.choseOurs}`.padStart(9)}  ${(r.planMs + r.firstRunMs).toFixed(1).padStart(11)}`,
+      `${`${r.workload}: ${r.system}`.padEnd(60)} ${f3(r.ms.ours).padStart(9)} ${f3(r.ms.onnxruntime).padStart(9)} ${f3(r.ms.auto).padStart(9)}  ${r.ratio.toFixed(2).padStart(9)}  ${`${r.chosePlan}/${r.choseOurs}`.padStart(9)}  ${`${r.segmentsOnEngine}/${r.segmentsOnOurs}`.padStart(7)}  ${(r.planMs + r.firstRunMs).toFixed(1).padStart(11)}`,
     );
   }
   console.log(`(${((performance.now() - t) / 1000).toFixed(0)} s; onnxruntime sessions made: ${engineStats.sessions})`);

@@ -1,23 +1,33 @@
 /**
  * The "auto" engine: runs a graph on our compiled executor first; once the graph is warm on ours
  * (tiering, like a JIT: functions called a few times never make a session; see `isWarm`), cuts
- * it into segments (cut.ts), the exportable ones on onnxruntime sessions, and measures that plan
- * against our executor on the caller's actual calls, interleaved (one run per call, so a call's
- * side effects — host calls, variable assignments, draws — happen exactly once), and keeps the
- * plan only when it is clearly faster (per graph: one choice between "all ours" and "the plan";
- * the plan itself places each segment by what the exporter can express and the size threshold).
+ * it into segments (cut.ts), and chooses where each segment the exporter can take runs, by
+ * measurement on the caller's actual calls (each call runs exactly once, on one side, so its
+ * side effects — host calls, variable assignments, draws — happen exactly once):
+ *
+ * 1. Per segment (when the cut has two or more engine segments): the cut runs with every such
+ *    segment on onnxruntime, or every one on ours, alternating call by call, each segment's own
+ *    time recorded (segments.ts's `timedRun`). The segments' code of ours is new code, so it
+ *    first runs a warm-up (as the whole graph did) before anything is timed. A segment goes to
+ *    the engine only when its median is at least 3% below its median on ours.
+ * 2. Whole graph: the cut with that placement (the "plan") against the whole graph on ours,
+ *    alternating, medians compared, the same 3% margin. This keeps "all ours" (today's executor,
+ *    one compiled graph, no per-call overhead) whenever the placement does not pay as a whole:
+ *    per-segment times leave out what the boundaries between sides cost. A cut with one engine
+ *    segment goes straight to this step (its per-segment choice is this comparison).
  *
  * Why wait for warmth and demand a margin: V8 optimizes our generated code over its first ~100
  * calls, while onnxruntime's native kernels need no warm-up, so a race run on a graph's first
  * calls favours the plan, and it did: beam search and L-BFGS kept plans 2.8-4.8x slower than our
  * warm code. And a tie should stay ours: our results are bit-identical to eager code, the plan's
- * differ by float32 rounding. A plan kept is measured again after `recheckCalls` calls on it, and
- * dropped if ours has become as fast (a choice made under load, or on a cold cache, is undone);
- * a graph kept on ours stays there.
+ * differ by float32 rounding. A plan kept is measured again (step 2) after `recheckCalls` calls on
+ * it, and dropped if ours has become as fast (a choice made under load, or on a cold cache, is
+ * undone); a graph kept on ours stays there.
  *
- * A plan that fails to build or run (an export refused partway, a session that does not load)
- * falls back to our executor for that graph, the variables it assigned put back first, and the
- * call runs again on ours: never a wrong answer, never an error the user did not cause.
+ * A segment whose engine run fails while being timed (an export refused partway, a session that
+ * does not load) stays ours from then on: the variables the call assigned are put back first and
+ * the call runs again on ours. A plan that fails later falls back to ours for that graph, the
+ * same way: never a wrong answer, never an error the user did not cause.
  */
 import type { Tensor } from "../../core/tensor.js";
 import type { Variable } from "../../core/variable.js";
@@ -26,6 +36,7 @@ import type { FunctionLibrary, Graph } from "../../graph/ir.js";
 import { assignVariableOp, callOp } from "../../ops/structural.js";
 import { installedExecutor, type Executor, type PreparedRun } from "../../staging/concrete-function.js";
 import { cutGraph, type Cut } from "./cut.js";
+import { engineEligible, placedRun, prepareSegments, SegmentFailure, timedRun, type SegmentRuns } from "./segments.js";
 
 /** How "auto" chooses: by measurement, or forced (tests: deterministic, never timing-dependent). */
 export type AutoChoice = "measure" | "plan" | "ours";
@@ -34,7 +45,7 @@ export interface AutoPolicy {
   choice: AutoChoice;
   /** Calls of a graph run on ours before its plan is made and measured, at least. */
   warmCalls: number;
-  /** ...and then until it has run `warmUpCalls` calls or `warmUpMs` ms on ours, whichever comes first. */
+  /** ...and then until it has run `warmUpCalls` calls or `warmUpMs` ms on ours, whichever comes first (the segments' code of ours warms up the same way). */
   warmUpCalls: number;
   warmUpMs: number;
   /** Timed runs of each side (after the plan's first, untimed run, which makes its sessions), at least... */
@@ -42,17 +53,21 @@ export interface AutoPolicy {
   /** ...and until each side has run `measureMs` ms in all (a fast graph gets more runs; noise averages out), at most `maxReps`. */
   measureMs: number;
   maxReps: number;
-  /** The plan is kept only when its median time is below `margin` x ours. */
+  /** A segment goes to the engine, and the plan is kept, only when its median time is below `margin` x ours. */
   margin: number;
   /** A plan kept is measured against ours again after this many calls on it (a choice made under load, or before a cache warmed, is not final). */
   recheckCalls: number;
-  /** @internal Tests: the time charged to a measured call (default: the time it took). */
-  timeOf: ((side: "ours" | "plan", ms: number) => number) | null;
+  /**
+   * @internal Tests: the time charged to a measured run (default: the time it took): a whole
+   * call (`segment` undefined; "plan" is the cut, "ours" the whole graph on ours) or one
+   * segment's run in step 1 (`segment`: its index in the cut; "plan" is its run on the engine).
+   */
+  timeOf: ((side: "ours" | "plan", ms: number, segment?: number) => number) | null;
 }
 
 const envChoice = typeof process !== "undefined" ? process.env.STAGECRAFT_AUTO : undefined;
 
-/** STAGECRAFT_AUTO=plan|ours forces the choice (default: measure). */
+/** STAGECRAFT_AUTO=plan|ours forces the choice (default: measure): "plan" puts every segment the engine can run there, "ours" runs everything on ours. */
 export const autoPolicy: AutoPolicy = {
   choice: envChoice === "plan" || envChoice === "ours" ? envChoice : "measure",
   warmCalls: 3,
@@ -73,21 +88,55 @@ export function setAutoPolicy(p: Partial<AutoPolicy>): AutoPolicy {
   return before;
 }
 
+/** Where one segment of a cut runs: on the engine, on ours by choice (or after its engine run failed), or on ours because only ours can run it. */
+export type SegmentPlace = "engine" | "ours" | "fixed";
+
 /**
  * What "auto" did (tests and benchmarks). planMs: cutting graphs and preparing their segments;
  * firstRunMs: the plans' first runs while measuring, which make their onnxruntime sessions
  * (export and session creation): together, the one-time cost a graph pays on auto. chosePlan and
  * choseOurs: the graphs measured and kept on each side (a plan measured again moves to the side
- * its new measurement picks); rechecks: those measurements again.
+ * its new measurement picks); rechecks: those measurements again. segmentsOnEngine and
+ * segmentsOnOurs: the engine-eligible segments step 1 placed on each side. lastChoice: the most
+ * recent graph's choice, with its cut's placement (on "ours", the placement it measured).
  */
-export const autoStats = { plans: 0, choseOurs: 0, chosePlan: 0, fallbacks: 0, rechecks: 0, planMs: 0, firstRunMs: 0 };
+export const autoStats = {
+  plans: 0,
+  choseOurs: 0,
+  chosePlan: 0,
+  fallbacks: 0,
+  rechecks: 0,
+  planMs: 0,
+  firstRunMs: 0,
+  segmentsOnEngine: 0,
+  segmentsOnOurs: 0,
+  lastChoice: null as { graph: string; side: "ours" | "plan"; segments: SegmentPlace[] } | null,
+};
+
+/** Step 1: each engine-eligible segment timed on both sides. */
+interface SegmentTrial {
+  segs: SegmentRuns;
+  /** Untimed all-ours runs so far, and their time (the segments' code of ours warming up). */
+  warmCalls: number;
+  warmMs: number;
+  /** Runs with the segments on the engine (the first untimed: it makes the sessions). */
+  engineRuns: number;
+  timesEngine: number[][];
+  timesOurs: number[][];
+  /** Whole-call times of each kind of run (how much has been measured). */
+  totalEngine: number[];
+  totalOurs: number[];
+}
 
 /** Per graph: its calls so far, and its plan and choice once made. */
 interface AutoState {
   calls: number;
   /** Time spent in calls on ours before the plan was made. */
   warmMs: number;
+  trial: SegmentTrial | null;
   plan: PreparedRun | null;
+  /** The plan's placement, per segment of the cut. */
+  places: SegmentPlace[];
   /** null: not chosen yet; "ours" also after a plan failed or has no engine segment. */
   chosen: "ours" | "plan" | null;
   timesOurs: number[];
@@ -116,27 +165,9 @@ function assignedVariables(graph: Graph, library: FunctionLibrary): Variable[] {
   return [...out];
 }
 
-/** Runs a cut: each segment's prepared run on its executor, the cut tensors through the slot table. */
+/** Runs a cut as it was cut: each segment's prepared run on its executor (`onEngine`), the cut tensors through the slot table. */
 export function planRun(cut: Cut, ours: Executor, engine: Executor, library: FunctionLibrary): PreparedRun {
-  const runs = cut.segments.map((s) => {
-    const e = s.onEngine ? engine : ours;
-    return e.prepare?.(s.graph, library, s.numArgInputs) ?? ((inputs: Tensor[]) => e(s.graph, inputs, library, s.numArgInputs));
-  });
-  const { segments, numSlots, outputSlots } = cut;
-  return (inputs) => {
-    const slots: Tensor[] = new Array(numSlots);
-    for (let i = 0; i < inputs.length; i++) slots[i] = inputs[i]!;
-    for (let k = 0; k < segments.length; k++) {
-      const s = segments[k]!;
-      const ins: Tensor[] = new Array(s.inputSlots.length);
-      for (let i = 0; i < ins.length; i++) ins[i] = slots[s.inputSlots[i]!]!;
-      const outs = runs[k]!(ins);
-      for (let i = 0; i < s.outputSlots.length; i++) slots[s.outputSlots[i]!] = outs[i]!;
-    }
-    const out: Tensor[] = new Array(outputSlots.length);
-    for (let i = 0; i < out.length; i++) out[i] = slots[outputSlots[i]!]!;
-    return out;
-  };
+  return placedRun(prepareSegments(cut, ours, engine, library), cut.segments.map((s) => s.onEngine));
 }
 
 /** @internal The measured choice: the plan only when its median is below `margin` x ours (exported for tests). */
@@ -144,21 +175,32 @@ export function chooseSide(timesOurs: number[], timesPlan: number[]): "ours" | "
   return median(timesPlan) < autoPolicy.margin * median(timesOurs) ? "plan" : "ours";
 }
 
-/** Whether a graph has run long enough on ours for V8 to have optimized its code. */
-function isWarm(st: AutoState): boolean {
-  return st.calls > autoPolicy.warmCalls && (st.calls > autoPolicy.warmUpCalls || st.warmMs >= autoPolicy.warmUpMs);
+/** Whether code has run long enough (`calls` calls taking `ms`) for V8 to have optimized it. */
+function warmAfter(calls: number, ms: number): boolean {
+  return calls > autoPolicy.warmCalls && (calls > autoPolicy.warmUpCalls || ms >= autoPolicy.warmUpMs);
 }
 
-/** Whether both sides have been timed enough to choose. */
-function measuredEnough(st: AutoState): boolean {
-  const enough = (ts: number[]) =>
-    ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && ts.reduce((a, b) => a + b, 0) >= autoPolicy.measureMs);
-  return enough(st.timesOurs) && enough(st.timesPlan);
+/** Whether a graph has run long enough on ours for V8 to have optimized its code. */
+function isWarm(st: AutoState): boolean {
+  return warmAfter(st.calls, st.warmMs);
+}
+
+/** Whether a side has been timed enough. */
+function enough(ts: number[]): boolean {
+  return ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && ts.reduce((a, b) => a + b, 0) >= autoPolicy.measureMs);
 }
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[s.length >> 1]!;
+}
+
+const charged = (side: "ours" | "plan", ms: number, segment?: number): number =>
+  autoPolicy.timeOf === null ? ms : autoPolicy.timeOf(side, ms, segment);
+
+/** The placement's names (for autoStats), per segment of the cut. */
+function placesOf(segs: SegmentRuns, onEngine: boolean[]): SegmentPlace[] {
+  return segs.cut.segments.map((s, k) => (onEngine[k] && segs.engine[k] !== null ? "engine" : s.onEngine ? "ours" : "fixed"));
 }
 
 /** The "auto" executor over onnxruntime engine `engine` and the installed executor (ours). */
@@ -169,15 +211,38 @@ export function autoExecutor(engine: Executor): Executor {
     const e = ours();
     return e.prepare?.(graph, library, numArgInputs) ?? ((inputs) => e(graph, inputs, library, numArgInputs));
   };
+  const record = (st: AutoState, graph: Graph, side: "ours" | "plan"): void => {
+    autoStats.lastChoice = { graph: graph.name, side, segments: st.places };
+  };
+  const keepOurs = (st: AutoState): void => {
+    st.chosen = "ours";
+    st.plan = null;
+    st.trial = null;
+  };
+  /** Cuts the graph and prepares its segments; then the plan to measure (or force), the per-segment trial, or ours when no segment can go to the engine. */
   const makePlan = (st: AutoState, graph: Graph, library: FunctionLibrary, numArgInputs: number): void => {
     const t0 = performance.now();
     try {
       const cut = cutGraph(graph, library, numArgInputs);
-      if (!cut.segments.some((s) => s.onEngine)) st.chosen = "ours";
-      else st.plan = planRun(cut, ours(), engine, library);
+      const segs = prepareSegments(cut, ours(), engine, library);
+      autoStats.fallbacks += cut.segments.filter((s, k) => s.onEngine && segs.engine[k] === null).length;
+      const eligible = engineEligible(segs);
+      if (eligible.length === 0) keepOurs(st);
+      else if (eligible.length === 1 || autoPolicy.choice === "plan") {
+        const all = segs.engine.map((r) => r !== null);
+        st.plan = placedRun(segs, all);
+        st.places = placesOf(segs, all);
+      } else {
+        const n = cut.segments.length;
+        st.trial = {
+          segs, warmCalls: 0, warmMs: 0, engineRuns: 0,
+          timesEngine: Array.from({ length: n }, () => []), timesOurs: Array.from({ length: n }, () => []),
+          totalEngine: [], totalOurs: [],
+        };
+      }
       autoStats.plans++;
     } catch {
-      st.chosen = "ours";
+      keepOurs(st);
       autoStats.fallbacks++;
     }
     autoStats.planMs += performance.now() - t0;
@@ -189,17 +254,72 @@ export function autoExecutor(engine: Executor): Executor {
       return st.plan!(inputs);
     } catch {
       st.assigned.forEach((v, k) => v.setStoredValue(saved[k]!));
-      st.plan = null;
-      st.chosen = "ours";
+      keepOurs(st);
       autoStats.fallbacks++;
       return fallback(inputs);
     }
+  };
+  /** Step 1's placement: each eligible segment on the engine when clearly faster there; then step 2 measures it, or the graph stays ours. */
+  const placeSegments = (st: AutoState, graph: Graph, t: SegmentTrial): void => {
+    const onEngine = t.segs.engine.map((r, k) => r !== null && chooseSide(t.timesOurs[k]!, t.timesEngine[k]!) === "plan");
+    const eligible = engineEligible(t.segs).length;
+    const placed = onEngine.filter(Boolean).length;
+    autoStats.segmentsOnEngine += placed;
+    autoStats.segmentsOnOurs += eligible - placed;
+    st.places = placesOf(t.segs, onEngine);
+    st.trial = null;
+    if (placed === 0) {
+      keepOurs(st);
+      autoStats.choseOurs++;
+      record(st, graph, "ours");
+      return;
+    }
+    st.plan = placedRun(t.segs, onEngine);
+    st.planRuns = 1; // (its sessions exist and its code of ours is warm: its first run is timed)
+  };
+  /** A call of step 1: the cut with every eligible segment on the engine, or every one on ours, each segment timed. */
+  const trialCall = (st: AutoState, graph: Graph, t: SegmentTrial, inputs: Tensor[], fallback: PreparedRun): Tensor[] => {
+    const oursWarm = warmAfter(t.warmCalls, t.warmMs);
+    const onEngine = t.engineRuns === 0 || (oursWarm && t.totalEngine.length <= t.totalOurs.length);
+    const saved = st.assigned.map((v) => v.storedValue);
+    const times: number[] = new Array(t.segs.cut.segments.length).fill(0);
+    const t0 = performance.now();
+    let out: Tensor[];
+    try {
+      out = timedRun(t.segs, onEngine, inputs, times);
+    } catch (e) {
+      st.assigned.forEach((v, k) => v.setStoredValue(saved[k]!));
+      autoStats.fallbacks++;
+      if (e instanceof SegmentFailure && e.onEngine) {
+        // that segment stays ours; the others go on being timed (the totals start again: the runs changed)
+        t.segs.engine[e.segment] = null;
+        t.timesEngine[e.segment] = [];
+        t.timesOurs[e.segment] = [];
+        t.totalEngine = [];
+        t.totalOurs = [];
+        if (engineEligible(t.segs).length === 0) keepOurs(st);
+      } else keepOurs(st);
+      return fallback(inputs);
+    }
+    const dt = performance.now() - t0;
+    if (onEngine && t.engineRuns++ === 0) autoStats.firstRunMs += dt;
+    else if (!oursWarm) {
+      t.warmCalls++;
+      t.warmMs += dt;
+    } else {
+      const side = onEngine ? "plan" : "ours";
+      const ts = onEngine ? t.timesEngine : t.timesOurs;
+      for (let k = 0; k < times.length; k++) if (t.segs.engine[k] !== null) ts[k]!.push(charged(side, times[k]!, k));
+      (onEngine ? t.totalEngine : t.totalOurs).push(charged(side, dt));
+      if (enough(t.totalEngine) && enough(t.totalOurs)) placeSegments(st, graph, t);
+    }
+    return out;
   };
   const call = (st: AutoState, graph: Graph, library: FunctionLibrary, numArgInputs: number, run: PreparedRun, inputs: Tensor[]): Tensor[] => {
     if (st.chosen === "ours" || isTracing()) return run(inputs);
     if (st.chosen === "plan") {
       if (autoPolicy.choice !== "measure" || ++st.planCalls < autoPolicy.recheckCalls) return runPlan(st, inputs, run);
-      // measure again: both sides timed afresh (the plan's sessions exist: its next run is timed)
+      // measure again (step 2): both sides timed afresh (the plan's sessions exist: its next run is timed)
       st.chosen = null;
       st.timesOurs = [];
       st.timesPlan = [];
@@ -218,37 +338,43 @@ export function autoExecutor(engine: Executor): Executor {
       st.chosen = "ours";
       return run(inputs);
     }
-    if (st.plan === null) {
+    if (st.plan === null && st.trial === null) {
       makePlan(st, graph, library, numArgInputs);
-      if (st.plan === null) return run(inputs);
+      if (st.chosen === "ours") return run(inputs);
     }
     if (autoPolicy.choice === "plan") {
+      if (st.plan === null) return run(inputs); // (a trial made under "measure": the policy changed)
       st.chosen = "plan";
+      record(st, graph, "plan");
       return runPlan(st, inputs, run);
     }
-    // measuring: the plan's first run makes its sessions (untimed), then plan and ours alternate
+    if (st.trial !== null) return trialCall(st, graph, st.trial, inputs, run);
+    // step 2: the plan's first run makes its sessions (untimed), then plan and ours alternate
     const onPlan = st.planRuns === 0 || st.timesPlan.length <= st.timesOurs.length;
     const t0 = performance.now();
     const out = onPlan ? runPlan(st, inputs, run) : run(inputs);
-    const measured = performance.now() - t0;
-    const dt = autoPolicy.timeOf === null ? measured : autoPolicy.timeOf(onPlan ? "plan" : "ours", measured);
+    const dt = charged(onPlan ? "plan" : "ours", performance.now() - t0);
     if (st.chosen !== null) return out; // (the plan failed)
     if (onPlan) {
       if (st.planRuns++ > 0) st.timesPlan.push(dt);
       else autoStats.firstRunMs += dt;
     } else st.timesOurs.push(dt);
-    if (measuredEnough(st)) {
+    if (enough(st.timesOurs) && enough(st.timesPlan)) {
       st.chosen = chooseSide(st.timesOurs, st.timesPlan);
       if (st.chosen === "ours") st.plan = null;
       if (st.chosen === "plan") autoStats.chosePlan++;
       else autoStats.choseOurs++;
+      record(st, graph, st.chosen);
     }
     return out;
   };
   const stateOf = (graph: Graph, library: FunctionLibrary): AutoState => {
     let st = states.get(graph);
     if (st === undefined) {
-      st = { calls: 0, warmMs: 0, plan: null, chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0, assigned: assignedVariables(graph, library) };
+      st = {
+        calls: 0, warmMs: 0, trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0,
+        assigned: assignedVariables(graph, library),
+      };
       states.set(graph, st);
     }
     return st;
