@@ -7,7 +7,11 @@
 // - floor:        one batched gradient of the mean loss over the batch (staged), which does the
 //                 same arithmetic as the per-example gradients except that the weight gradient
 //                 is one product summed over the batch instead of 256 outer products.
-// The goal (issue 28): staged vmap within 2x of the floor and at least 10x the JS loop.
+// The goal (issue 28): staged vmap within 2x of the floor and "at least 10x a JS loop over
+// examples". Which loop is not said; both are timed in the same interleaved rounds and both
+// ratios printed: the loop of eager sc.grad calls is JAX's comparison (vmap against a Python loop
+// of per-example grad calls), the loop of staged per-example grads is the stricter peer (each
+// call runs a compiled graph: what a user who already stages gets without vmap).
 // Rows: ratio = theirs / ours (times), so > 1 means vmap is faster.
 // A second table: a batched while loop (Newton's sqrt of 1024 float64 values, each example its
 // own trip count, 3 to 14): sc.vmap of the one-example loop (staged: one while node, the masked
@@ -103,8 +107,8 @@ export async function benchVmap(rounds = 7): Promise<Row[]> {
   for (const n of names) console.log(`  ${n.padEnd(28)} min ${min(n).toFixed(2).padStart(9)}  median ${med(n).toFixed(2).padStart(9)}`);
   const vs = med("vmap staged");
   console.log(`  vmap staged / floor:       ${(vs / med("batched mean grad (floor)")).toFixed(2)}x the time (goal <= 2)`);
-  console.log(`  loop staged / vmap staged: ${(med("loop staged") / vs).toFixed(1)}x faster (goal >= 10)`);
-  console.log(`  loop eager / vmap staged:  ${(med("loop eager") / vs).toFixed(1)}x faster`);
+  console.log(`  loop eager / vmap staged:  ${(med("loop eager") / vs).toFixed(1)}x faster (goal >= 10 against JAX's peer, a loop of eager grad calls)`);
+  console.log(`  loop staged / vmap staged: ${(med("loop staged") / vs).toFixed(1)}x faster (goal >= 10 against the stricter peer, a loop of staged grad calls)`);
   console.log(`  fwd: vmap / batched losses: ${(med("fwd: vmap losses staged") / med("fwd: batched losses staged")).toFixed(2)}x the time`);
   console.log(`  vmap eager / vmap staged:  ${(med("vmap eager") / vs).toFixed(2)}x`);
   // (the spread of the per-round ratios: the rounds are interleaved)

@@ -44,6 +44,8 @@ export interface ControlFlowTransform {
     maxIterations: number,
     shapeInvariants?: readonly (readonly (number | null)[] | null)[],
   ): Tensor[];
+  /** Whether `t` differs per example here (is batched at this transformation), rather than being shared by all. */
+  batches(t: Tensor): boolean;
 }
 
 export interface OpRecorder {

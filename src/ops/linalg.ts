@@ -16,7 +16,7 @@ import { promoteTypes, type DType, type TypedArray } from "../core/dtype.js";
 import { DtypeError, ShapeError, ValueError } from "../core/errors.js";
 import { broadcastShapes, broadcastStrides, dimsCompatible, fmtShape, shapesEqual, sizeOf, type Shape } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
-import { matmul as matmulKernel } from "../backends/cpu/matmul.js";
+import { matmul as matmulKernel, productStorage } from "../backends/cpu/matmul.js";
 import { applyOp1, defineOp, needsCotangent } from "./registry.js";
 import { toTensor } from "./convert.js";
 import { installMethods } from "./methods.js";
@@ -159,7 +159,8 @@ export const matmulOp = defineOp<MatmulAttrs>({
       const aOff = batchOffsets(a.shape, outBatch);
       const bOff = batchOffsets(b.shape, outBatch);
       const d = o.dtype;
-      const out = d === "float32" ? new Float32Array(sizeOf(o.shape)) : d === "int32" ? new Int32Array(sizeOf(o.shape)) : new Float64Array(sizeOf(o.shape));
+      // (every kernel below writes every element, so a large output is not cleared first; int64 is stored as float64)
+      const out = d === "int32" ? new Int32Array(sizeOf(o.shape)) : productStorage(d === "float32" ? "float32" : "float64", sizeOf(o.shape));
       if (out.length === 0) return [out];
       if (d === "float32" || d === "float64") {
         matmulKernel(d, a.concrete(), aOff, b.concrete(), bOff, out, m, k, n, attrs.transposeA, attrs.transposeB);

@@ -9,7 +9,7 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { batchRuleOf, type OpDef } from "../ops/registry.js";
 import type { BatchDims } from "../ops/batching.js";
-import { BatchedTensor, type BatchLevel } from "./batched-tensor.js";
+import { BatchedTensor, isBatchedAt, type BatchLevel } from "./batched-tensor.js";
 import { batchedCond, batchedWhile } from "./batched-control-flow.js";
 import { bridgeDown, promoteShared, regionTapes, type BridgeLevel, type RegionFrame } from "./gradient-bridge.js";
 
@@ -32,6 +32,7 @@ export class VmapLevel implements OpHandler, BatchLevel, BridgeLevel {
     this.controlFlow = {
       cond: (pred, thenFn, elseFn, select) => batchedCond(this, pred, thenFn, elseFn, select),
       whileLoop: (cond, body, vars, max, shapeInvariants) => batchedWhile(this, cond, body, vars, max, shapeInvariants ?? []),
+      batches: (t) => isBatchedAt(t, this),
     };
   }
 

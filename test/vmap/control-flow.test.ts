@@ -356,6 +356,18 @@ test("shapeInvariants under vmap: a loop whose condition is shared grows its var
     return sc.stack(ys);
   }
   allWays(rows as F, [xs, n], { axes: [0, null], autograph: true });
+  // the same with a native while on a shared counter: one trip count for every example, so the
+  // list grows by the same count in each (a per-example condition is a refusal: the next test)
+  function whileRows(x: Any, k: Any) {
+    const ys = [];
+    let i = 0;
+    while (i < k) {
+      ys.push(x * (i + 1));
+      i = i + 1;
+    }
+    return sc.stack(ys);
+  }
+  allWays(whileRows as F, [xs, n], { axes: [0, null], autograph: true });
   // the gradient of a shared weight through it, per example (vs a loop of gradients and finite differences)
   function rowsOf(p: Any, x: Any, k: Any) {
     const ys = [];

@@ -137,7 +137,10 @@ export function whileStmt(
     const p = dispatchCondition(test(), "while", loc);
     if (typeof p !== "boolean") {
       const tr = controlFlowTransform();
-      if (tr) return transformedWhile(tr, { test, body, getState, setState, names, loc, construct: "while", maximumIterations: opts.maximumIterations });
+      // (a condition shared by every example under vmap: one trip count for all, so the staged
+      // loop's plan applies as it is, as for a range loop, lists that grow included; its whileLoop goes through the
+      // transformation, which batches the body, and masks the loop if the body batches the condition)
+      if (tr && tr.batches(p)) return transformedWhile(tr, { test, body, getState, setState, names, loc, construct: "while", maximumIterations: opts.maximumIterations });
       stagedWhile({ test, body, getState, setState, names, loc, opts, construct: "while" });
       return;
     }

@@ -7,6 +7,8 @@ import type { TypedArray } from "../../core/dtype.js";
 import { getWasmRuntime, type WasmRuntime } from "./wasm-runtime.js";
 import { sgemmBatch } from "./worker-pool.js";
 import { tryNativeMatmul } from "./native.js";
+import { outerOn } from "./wasm/outer.js";
+import { uninitializedBytes } from "../../core/platform/node.js";
 
 /** Below this many multiply-adds per product (m*n*k) the TS loop wins (measured: equal at 8^3). */
 export const WASM_MIN_MNK = 10 * 10 * 10;
@@ -22,6 +24,7 @@ export function matmul(dtype: "float32" | "float64", a: TypedArray, aOffsets: Ar
                        m: number, k: number, n: number, transA: boolean, transB: boolean): void {
   const batch = aOffsets.length;
   if (batch === 0 || m === 0 || n === 0) return;
+  if (dtype === "float32" && k === 1 && m * n >= WASM_MIN_MNK && outerProducts(a, aOffsets, b, bOffsets, out, m, n)) return;
   if (dtype === "float32" && m * n * k >= WASM_MIN_MNK) {
     if (tryNativeMatmul(a as Float32Array, aOffsets, b as Float32Array, bOffsets, out as Float32Array, m, k, n, transA, transB)) return;
     const rt = getWasmRuntime();
@@ -37,6 +40,22 @@ export function matmul(dtype: "float32" | "float64", a: TypedArray, aOffsets: Ar
   for (let i = 0; i < batch; i++) {
     matmulLoop(a, aOffsets[i], b, bOffsets[i], out, i * m * n, m, k, n, transA, transB);
   }
+}
+
+/** Outputs from this many bytes are not cleared before `matmul` writes them (productStorage). */
+export const UNCLEARED_MIN_BYTES = 1 << 20;
+
+/**
+ * The output storage of `matmul`, `size` elements: every element is written by every path
+ * (the loops clear their rows before accumulating; k = 0 goes to the loops), so a large one
+ * is not cleared first (core/platform's uninitializedBytes: the zeroing is a pass over the
+ * memory as long as a k = 1 product itself).
+ */
+export function productStorage(dtype: "float32" | "float64", size: number): Float32Array | Float64Array {
+  const bytes = size * (dtype === "float32" ? 4 : 8);
+  if (bytes < UNCLEARED_MIN_BYTES) return dtype === "float32" ? new Float32Array(size) : new Float64Array(size);
+  const buf = uninitializedBytes(bytes);
+  return dtype === "float32" ? new Float32Array(buf, 0, size) : new Float64Array(buf, 0, size);
 }
 
 /**
@@ -65,6 +84,46 @@ function matmulWasm(rt: WasmRuntime, a: TypedArray, aOffsets: ArrayLike<number>,
     sgemmBatch(rt, aPtrs.slice(i0, i0 + g), bPtrs.slice(i0, i0 + g), g === group ? cPtrs : cPtrs.slice(0, g), m, n, k, transA ? m : k, transB ? k : n, n, transA, transB);
     const f = rt.f32();
     out.set(f.subarray(c >>> 2, (c >>> 2) + g * m * n), i0 * m * n);
+  }
+}
+
+/** Bytes of C the outer-product path writes in the arena before copying them out (in cache). */
+export const OUTER_C_GROUP_BYTES = 1 << 20;
+
+/**
+ * k = 1: each product is the outer product of A_i's m floats and B_i's n floats (contiguous
+ * whether transposed or not), written by wasm/outer.ts a group of products at a time into
+ * one arena region that stays in cache and copied out from there; the same bits as the
+ * sgemm (0 + a*b). False (nothing written) without WebAssembly SIMD or kernel memory.
+ */
+const outerStats = { calls: 0 };
+/** How many products the outer-product path made (for tests and benchmarks). */
+export function outerProductCalls(): number {
+  return outerStats.calls;
+}
+
+function outerProducts(a: TypedArray, aOffsets: ArrayLike<number>, b: TypedArray, bOffsets: ArrayLike<number>,
+                       out: TypedArray, m: number, n: number): boolean {
+  const rt = getWasmRuntime();
+  const outer = rt === null ? null : outerOn(rt.memory);
+  if (rt === null || outer === null) return false;
+  try {
+    const batch = aOffsets.length;
+    rt.reset();
+    const aPtrs = copyIn(rt, a, aOffsets, m);
+    const bPtrs = copyIn(rt, b, bOffsets, n);
+    const group = Math.max(1, Math.min(batch, Math.floor(OUTER_C_GROUP_BYTES / (m * n * 4))));
+    const c = rt.alloc(group * m * n * 4);
+    const f = rt.f32();
+    for (let i0 = 0; i0 < batch; i0 += group) {
+      const g = Math.min(group, batch - i0);
+      for (let i = 0; i < g; i++) outer(aPtrs[i0 + i]!, bPtrs[i0 + i]!, c + i * m * n * 4, m, n);
+      out.set(f.subarray(c >>> 2, (c >>> 2) + g * m * n), i0 * m * n);
+    }
+    outerStats.calls += batch;
+    return true;
+  } catch {
+    return false; // (kernel memory exhausted: the general paths)
   }
 }
 

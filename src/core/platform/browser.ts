@@ -132,6 +132,11 @@ export function stdoutIsTTY(): boolean {
 /** Node tunes glibc's malloc for large tensors (node.ts); a browser's allocator is its own. */
 export function keepLargeHostBlocks(): void {}
 
+/** A browser has no uncleared allocation: a plain (zeroed) buffer (node.ts says why Node's is not). */
+export function uninitializedBytes(bytes: number): ArrayBuffer {
+  return new ArrayBuffer(bytes);
+}
+
 /** A script's URL without its query or hash (Vite adds `?v=...`; AutoGraph names code `?autograph=N`). */
 function bareUrl(file: string): string {
   return file.replace(/[?#].*$/, "");

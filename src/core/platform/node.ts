@@ -68,6 +68,18 @@ export function keepLargeHostBlocks(): void {
   }
 }
 
+/**
+ * Storage of `bytes` bytes whose contents are not cleared, for a kernel that writes every
+ * element of its output (a matrix product). A large typed array is zeroed when it is made
+ * (calloc; on a block from glibc's heap, a memset): for a 205 MB per-example gradient that is
+ * a second pass over the memory as long as the kernel's own. Node's unpooled unsafe Buffer
+ * gives the block as malloc returns it. Never for a buffer a kernel may leave partly unwritten.
+ */
+export function uninitializedBytes(bytes: number): ArrayBuffer {
+  const b = Buffer.allocUnsafeSlow(bytes);
+  return b.buffer as ArrayBuffer; // (unpooled: its own ArrayBuffer, offset 0, exactly `bytes` long)
+}
+
 /** "node" here, "browser" in browser.ts. */
 export const PLATFORM: "node" | "browser" = "node";
 

@@ -1,7 +1,7 @@
 // CPU backend kernels (matmul, conv2d and its gradients) against naive reference loops.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { matmul, WASM_C_GROUP_BYTES } from "../../../src/backends/cpu/matmul.js";
+import { matmul, outerProductCalls, OUTER_C_GROUP_BYTES, UNCLEARED_MIN_BYTES, WASM_C_GROUP_BYTES } from "../../../src/backends/cpu/matmul.js";
 import { getWasmRuntime } from "../../../src/backends/cpu/wasm-runtime.js";
 import { poolStats } from "../../../src/backends/cpu/worker-pool.js";
 import { nativeKernels, nativeStats, useNativeKernels } from "../../../src/backends/cpu/native.js";
@@ -102,9 +102,9 @@ test("matmul float32: large, crossing the threading threshold (native kernels an
 test("matmul float32: a batch whose results pass WASM_C_GROUP_BYTES runs in groups, each product the bits it has alone", () => {
   useNativeKernels(false); // the WebAssembly path is the one that groups
   try {
-    // [m, k, n, tA, tB, batch]: a 100 KB product (groups of 40: one full, one partial), and the
-    // per-example weight gradient's outer products (k = 1, A transposed; 800 KB each, groups of 5)
-    const cases: [number, number, number, boolean, boolean, number][] = [[200, 3, 128, false, false, 45], [784, 1, 256, true, false, 7]];
+    // [m, k, n, tA, tB, batch]: a 100 KB product (groups of 40: one full, one partial), and
+    // products with k = 2 (the outer products, k = 1, have their own path: the next test)
+    const cases: [number, number, number, boolean, boolean, number][] = [[200, 3, 128, false, false, 45], [784, 2, 128, true, false, 23]];
     for (const [m, k, n, tA, tB, batch] of cases) {
       const group = Math.floor(WASM_C_GROUP_BYTES / (m * n * 4));
       assert.ok(group < batch && batch % group !== 0, `the case runs in several groups, the last one partial (group ${group}, batch ${batch})`);
@@ -121,6 +121,41 @@ test("matmul float32: a batch whose results pass WASM_C_GROUP_BYTES runs in grou
     }
   } finally {
     useNativeKernels(true);
+  }
+});
+test("matmul float32, k = 1: outer products, each element 0 + a*b rounded once (a -0 product is +0, as the gemm kernels give), in groups", () => {
+  // [m, n, tA, tB, batch]: the per-example weight gradient (784 x 256, A transposed: groups of
+  // one), odd columns (the scalar tail), and small products many to a group
+  const cases: [number, number, boolean, boolean, number][] = [[784, 256, true, false, 3], [101, 37, false, true, 75], [40, 30, false, false, 230]];
+  for (const [m, n, tA, tB, batch] of cases) {
+    const group = Math.max(1, Math.floor(OUTER_C_GROUP_BYTES / (m * n * 4)));
+    assert.ok(batch > group && (group === 1 || batch % group !== 0), `several groups, the last one partial (group ${group}, batch ${batch})`);
+    const a = rand("float32", batch * m, m + n), b = rand("float32", 2 * n, n + 3);
+    for (let i = 0; i < a.length; i += 7) a[i] = i % 2 ? 0 : -0; // signed zeros: products -0 and +0
+    const ao = Array.from({ length: batch }, (_, i) => i * m), bo = Array.from({ length: batch }, (_, i) => (i % 2) * n); // B shared by every other
+    const out = new Float32Array(batch * m * n).fill(Number.NaN);
+    const before = outerProductCalls();
+    matmul("float32", a, ao, b, bo, out, m, 1, n, tA, tB);
+    assert.equal(outerProductCalls() - before, batch, "the outer-product path made them");
+    for (let z = 0; z < batch; z++) {
+      for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
+        const want = Math.fround(a[ao[z]! + i]! * b[bo[z]! + j]!) + 0;
+        const got = out[(z * m + i) * n + j]!;
+        if (!Object.is(got, want)) assert.fail(`${m}x1x${n} tA=${tA} tB=${tB}: [${z}][${i}][${j}] got ${got}, want ${want}`);
+      }
+    }
+  }
+});
+test("matmul's large outputs are not cleared first, and every element is written (k = 0 and k = 1 through the op)", () => {
+  // (an uncleared block may hold anything: a product that left an element unwritten shows it)
+  const n = Math.ceil(UNCLEARED_MIN_BYTES / 4 / 600) + 1;
+  for (let r = 0; r < 3; r++) {
+    const zeros = sc.matmul(sc.zeros([600, 0], "float32"), sc.zeros([0, n], "float32")).dataSync();
+    assert.ok(zeros.every((v) => Object.is(v, 0)), "k = 0: zeros");
+    const ones = sc.matmul(sc.ones([2, 600, 1], "float32"), sc.ones([2, 1, n], "float32"), { transposeA: false }).dataSync();
+    assert.ok(ones.every((v) => v === 1), "k = 1: ones");
+    const f64 = sc.matmul(sc.ones([600, 3], "float64"), sc.ones([3, n], "float64")).dataSync();
+    assert.ok(f64.every((v) => v === 3), "float64: threes");
   }
 });
 test("matmul float32: k = 0 gives zeros", () => {
