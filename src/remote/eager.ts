@@ -25,12 +25,21 @@ import type { TypedArray } from "../core/dtype.js";
 import { applyOp, setRemoteOpRunner, type OpDef } from "../ops/registry.js";
 import { stage } from "../staging/stage.js";
 import { setRemoteCaller, type ConcreteFunction } from "../staging/concrete-function.js";
-import type { TensorRef, VariableInit } from "./proto.js";
-import { RemoteError, RemoteUnsupportedError } from "./errors.js";
+import type { HandleInfo, HandlesReply, TensorRef, VariableInit } from "./proto.js";
+import { tensorFromBytes } from "./wire.js";
+import { RemoteError, RemoteUnavailableError, RemoteUnsupportedError } from "./errors.js";
 import { remoteTarget } from "./cluster.js";
 import type { WorkerConnection } from "./connection.js";
 import { allNodes, firstHostNode, graphVariables } from "./graph-checks.js";
 import { Variable } from "../core/variable.js";
+
+const NO_INLINE: Promise<TypedArray | null> = Promise.resolve(null);
+
+/**
+ * Outputs of a remote eager call of at most this many bytes come back with the reply (besides
+ * staying on the worker): reading one (a loss, a small result) costs no second round trip.
+ */
+export const INLINE_REPLY_BYTES = 8192;
 
 /** The storage of a tensor on a worker: its handle there (once the op that makes it ran). */
 export class RemoteBuffer implements DeviceBuffer {
@@ -42,13 +51,15 @@ export class RemoteBuffer implements DeviceBuffer {
     readonly connection: WorkerConnection,
     readonly handle: Promise<number>,
     private readonly loc: SourceLocation | null,
+    /** The value the call's reply carried (small outputs), or null: then a read fetches it. */
+    private readonly inline: Promise<TypedArray | null> = NO_INLINE,
   ) {}
 
   read(): Promise<TypedArray> {
     if (this.disposed) return Promise.reject(new RemoteError("the remote tensor was disposed", this.connection.address, "Fetch", "LOCAL", userLocation()));
     if (this.reading === null) {
       const loc = userLocation() ?? this.loc;
-      this.reading = this.handle.then((h) => this.connection.fetch(h, "Fetch", loc)).then((t) => (this.value = t.dataSync()));
+      this.reading = this.inline.then((v) => v ?? this.handle.then((h) => this.connection.fetch(h, "Fetch", loc)).then((t) => t.dataSync())).then((v) => (this.value = v));
     }
     return this.reading;
   }
@@ -62,10 +73,11 @@ export class RemoteBuffer implements DeviceBuffer {
     this.disposed = true;
     this.value = null;
     collected.unregister(this);
+    // (freed with the next call to this worker, or by a Release of its own soon after)
     track(
       this.connection,
       this.handle.then(
-        (h) => this.connection.release([h], null),
+        (h) => this.connection.releaseSoon(h),
         () => {},
       ),
     );
@@ -282,7 +294,7 @@ function callOnWorker(
     x._buffer instanceof RemoteBuffer ? x._buffer.handleFor(what, loc) : x._data !== null ? new Tensor(x._data.slice(), x.shape.slice(), x.dtype) : x;
   const refs = inputs.map(snapshot);
   const variableRefs = fn.variables.map((v) => snapshot(v.storedValue));
-  const handles = (async (): Promise<number[]> => {
+  const handles = (async (): Promise<HandleInfo[]> => {
     const name = await fn.name;
     const budget = { bytes: connection.inlineBytes };
     const uploaded: number[] = [];
@@ -291,8 +303,16 @@ function callOnWorker(
     try {
       for (const r of refs) sent.push(r instanceof Tensor ? await connection.refOf(r, budget, uploaded, loc) : { handle: await r });
       for (const r of variableRefs) variableValues.push(r instanceof Tensor ? await connection.refOf(r, budget, uploaded, loc) : { handle: await r });
-      const reply = await connection.unary("call", { session: connection.session, name, device: target.device, inputs: sent, variableValues, release: uploaded }, what, loc);
-      return reply.outputs.map((o) => o.handle);
+      const { release, done } = connection.takeReleases(uploaded);
+      let reply: HandlesReply;
+      try {
+        reply = await connection.unary("call", { session: connection.session, name, device: target.device, inputs: sent, variableValues, release, inlineReplyBytes: INLINE_REPLY_BYTES }, what, loc);
+      } catch (e) {
+        done(e);
+        throw e;
+      }
+      done(null);
+      return reply.outputs;
     } catch (e) {
       connection.release(uploaded, loc).catch(() => {});
       throw e;
@@ -300,14 +320,32 @@ function callOnWorker(
   })();
   track(connection, handles);
   return types.map((t, i) => {
-    const handle = handles.then((hs) => hs[i]!);
+    const handle = handles.then((hs) => hs[i]!.handle);
     handle.catch(() => {});
+    const inline = handles.then((hs) => inlineValue(connection, hs[i]!, t, what, loc));
+    inline.catch(() => {});
     const out = new Tensor(null, t.shape.slice(), t.dtype, target.name);
-    const buffer = new RemoteBuffer(connection, handle, loc);
+    const buffer = new RemoteBuffer(connection, handle, loc, inline);
     out._buffer = buffer;
     collected.register(out, { connection, handle }, buffer);
     return out;
   });
+}
+
+/** The value a call's reply carried for an output of type `t` (checked against it), or null. */
+function inlineValue(connection: WorkerConnection, info: HandleInfo, t: { dtype: Tensor["dtype"]; shape: readonly number[] }, what: string, loc: SourceLocation | null): TypedArray | null {
+  const v = info.value;
+  if (v === null || v === undefined) return null;
+  let got: Tensor;
+  try {
+    got = tensorFromBytes(v.dtype, v.shape, v.data ?? new Uint8Array(0), { maxTensorElements: Infinity, maxTensorBytes: Infinity });
+  } catch (e) {
+    throw new RemoteUnavailableError(`the worker sent a malformed value for an output of ${what}: ${(e as Error).message}`, connection.address, what, "LOCAL", loc);
+  }
+  if (got.dtype !== t.dtype || got.shape.length !== t.shape.length || got.shape.some((d, j) => d !== t.shape[j])) {
+    throw new RemoteError(`the worker sent a ${got.dtype}[${got.shape.join(", ")}] value for an output of ${what} that is ${t.dtype}[${t.shape.join(", ")}]`, connection.address, what, "LOCAL", loc);
+  }
+  return got.dataSync();
 }
 
 function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: string): Tensor[] {

@@ -29,7 +29,7 @@ const SCHEMA = {
         },
         /** A tensor on the worker: its handle and type. */
         HandleInfo: {
-          fields: { handle: { type: "uint32", id: 1 }, dtype: { type: "string", id: 2 }, shape: { rule: "repeated", type: "uint32", id: 3 } },
+          fields: { handle: { type: "uint32", id: 1 }, dtype: { type: "string", id: 2 }, shape: { rule: "repeated", type: "uint32", id: 3 }, value: { type: "TensorChunk", id: 4 } },
         },
         OpenSessionRequest: { fields: { client: { type: "string", id: 1 } } },
         OpenSessionReply: {
@@ -71,6 +71,7 @@ const SCHEMA = {
             inputs: { rule: "repeated", type: "TensorRef", id: 4 },
             release: { rule: "repeated", type: "uint32", id: 5 },
             variableValues: { rule: "repeated", type: "TensorRef", id: 6 },
+            inlineReplyBytes: { type: "uint32", id: 7 },
           },
         },
         HandlesReply: { fields: { outputs: { rule: "repeated", type: "HandleInfo", id: 1 } } },
@@ -112,6 +113,11 @@ export interface HandleInfo {
   handle: number;
   dtype: string;
   shape: number[];
+  /**
+   * The tensor's value too, when a call asked for small outputs' values (CallRequest.inlineReplyBytes):
+   * a read of it then needs no Fetch. Absent (null once decoded) otherwise.
+   */
+  value?: TensorChunk | null;
 }
 export interface OpenSessionRequest {
   client: string;
@@ -160,6 +166,12 @@ export interface CallRequest {
   release?: number[];
   /** The values of the function's bound variables for this call, in their registration's order. */
   variableValues?: TensorRef[];
+  /**
+   * Outputs of at most this many bytes come back with their value in the reply (HandleInfo.value),
+   * besides their handle; 0 or absent: none do. The remote eager ops ask for it: reading a small
+   * result then costs no second round trip.
+   */
+  inlineReplyBytes?: number;
 }
 export interface HandlesReply {
   outputs: HandleInfo[];

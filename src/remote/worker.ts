@@ -243,8 +243,24 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
     const outs = device(dev, () => fn.callFlat(inputs));
     for (const t of outs) checkDeclared(t.dtype, t.shape, limits);
     const outputs = outs.map((t) => session.put(t));
+    inlineValues(outs, outputs, req.inlineReplyBytes ?? 0);
     session.lastSeen = Date.now();
     return { outputs };
+  };
+
+  /**
+   * Puts the values of the small outputs (host storage of at most `each` bytes) in the reply,
+   * all of them under half the message limit: a client that reads them needs no Fetch.
+   */
+  const inlineValues = (outs: Tensor[], infos: HandleInfo[], each: number): void => {
+    if (each <= 0) return;
+    let budget = limits.maxMessageBytes === Infinity ? Infinity : limits.maxMessageBytes / 2;
+    for (let i = 0; i < outs.length; i++) {
+      const data = outs[i]!._data;
+      if (data === null || data.byteLength > each || data.byteLength > budget) continue;
+      budget -= data.byteLength;
+      infos[i]!.value = { dtype: outs[i]!.dtype, shape: outs[i]!.shape.slice(), totalBytes: data.byteLength, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+    }
   };
 
   const upload: grpc.handleClientStreamingCall<TensorChunk, HandleInfo> = (stream, callback) => {

@@ -10,6 +10,7 @@ import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
 import { numericGrad } from "../util/gradcheck.js";
 import { spawnWorker, type WorkerProcess } from "./worker-process.js";
+import { WorkerConnection } from "../../src/remote/connection.js";
 
 const DEVICE = "/job:worker/task:0/device:cpu:0";
 const TASK = "/job:worker/task:0";
@@ -236,4 +237,57 @@ test("a remote op's output the garbage collector collects is freed on the worker
   assert.equal(await count(), base + 6);
   assert.equal(await collectUntil(base + 1), base + 1);
   assert.deepEqual(await values(kept), [42]);
+});
+
+/** The RPCs this process sends while `fn` runs, by method (fetch: a Fetch stream). */
+async function rpcsDuring(fn: () => Promise<void>): Promise<Record<string, number>> {
+  const proto = WorkerConnection.prototype;
+  const { unary, fetch } = proto;
+  const counts: Record<string, number> = {};
+  proto.unary = function (this: WorkerConnection, method: string, ...rest: unknown[]) {
+    counts[method] = (counts[method] ?? 0) + 1;
+    return (unary as (...a: unknown[]) => Promise<unknown>).call(this, method, ...rest);
+  } as typeof unary;
+  proto.fetch = function (this: WorkerConnection, ...rest: unknown[]) {
+    counts.fetch = (counts.fetch ?? 0) + 1;
+    return (fetch as (...a: unknown[]) => Promise<unknown>).apply(this, rest);
+  } as typeof fetch;
+  try {
+    await fn();
+  } finally {
+    proto.unary = unary;
+    proto.fetch = fetch;
+  }
+  return counts;
+}
+
+test("a small remote result comes back with its call (reading it sends no Fetch; a large one is fetched when read), and its dispose rides on the next call", async () => {
+  const rng = new Rng(29);
+  const inputs = [rng.tensor([3], -2, 2, "float32"), rng.tensor([2, 2], -2, 2, "float64"), sc.tensor([3, -4, 5], "int32")];
+  for (const x of inputs) sc.device(DEVICE, () => x.neg()).dispose(); // (each signature registered first)
+  await sc.remote.sync(DEVICE);
+  const held = (await stats()).sessionHandles;
+  const counts = await rpcsDuring(async () => {
+    for (const x of inputs) {
+      const y = sc.device(DEVICE, () => x.neg());
+      assert.deepEqual(await values(y), Array.from(x.neg().dataSync()));
+      assert.equal(y.dtype, x.dtype);
+      y.dispose();
+    }
+    await sc.remote.sync(DEVICE);
+  });
+  // three Calls; the first two disposals went with the next Call, the last one alone after the loop
+  assert.deepEqual(counts, { call: 3, release: 1 });
+  assert.equal((await stats()).sessionHandles, held);
+  // a larger one (16 KiB) stays on the worker until read: one Fetch then, with the same values
+  const big = rng.tensor([4096], -1, 1, "float32");
+  const local = Array.from(big.mul(3).dataSync());
+  sc.device(DEVICE, () => big.mul(3)).dispose();
+  await sc.remote.sync(DEVICE);
+  const bigCounts = await rpcsDuring(async () => {
+    const y = sc.device(DEVICE, () => big.mul(3));
+    assert.deepEqual(await values(y), local);
+    assert.deepEqual(await values(y), local); // (fetched once)
+  });
+  assert.deepEqual(bigCounts, { call: 1, fetch: 1 });
 });
