@@ -16,6 +16,7 @@ import { remoteErrorOf, RemoteLimitError, RemoteUnavailableError, type RemoteErr
 import { TOKEN_METADATA_KEY } from "./limits.js";
 import { ChunkAssembler, chunksOf, tensorBytes, WireCheckFailed } from "./wire.js";
 import { chunkBytesFor } from "./worker.js";
+import { CLIENT_HANDLES_FROM } from "./session.js";
 
 const WorkerClient = grpc.makeGenericClientConstructor(WORKER_SERVICE, "Worker");
 
@@ -57,6 +58,7 @@ export class WorkerConnection {
   maxMessageBytes = Infinity;
   private keepAlive: ReturnType<typeof setInterval> | null = null;
   private pendingRelease: number[] = [];
+  private nextClientHandle = 0;
   /** Handles the user disposed, waiting for the next call to carry them (releaseSoon). */
   private disposals: Disposals | null = null;
   private releaseScheduled = false;
@@ -258,6 +260,11 @@ export class WorkerConnection {
     if (d === null) return;
     this.disposals = null;
     this.release(d.handles, null).then(d.resolve, d.reject);
+  }
+
+  /** A new handle named by this client for a call's output (CallRequest.outputHandles). */
+  clientHandle(): number {
+    return CLIENT_HANDLES_FROM + this.nextClientHandle++;
   }
 
   /** Frees `handles` on the worker now. */

@@ -72,6 +72,7 @@ const SCHEMA = {
             release: { rule: "repeated", type: "uint32", id: 5 },
             variableValues: { rule: "repeated", type: "TensorRef", id: 6 },
             inlineReplyBytes: { type: "uint32", id: 7 },
+            outputHandles: { rule: "repeated", type: "uint32", id: 8 },
           },
         },
         HandlesReply: { fields: { outputs: { rule: "repeated", type: "HandleInfo", id: 1 } } },
@@ -172,6 +173,13 @@ export interface CallRequest {
    * result then costs no second round trip.
    */
   inlineReplyBytes?: number;
+  /**
+   * Handles the client names for the outputs (session.ts CLIENT_HANDLES_FROM and above), one per
+   * output; absent: the worker numbers them. A later call may name one as its input before this
+   * call's reply came (the worker waits for it): the remote eager ops send a chain of ops without
+   * a round trip per op.
+   */
+  outputHandles?: number[];
 }
 export interface HandlesReply {
   outputs: HandleInfo[];

@@ -291,3 +291,48 @@ test("a small remote result comes back with its call (reading it sends no Fetch;
   });
   assert.deepEqual(bigCounts, { call: 1, fetch: 1 });
 });
+
+test("a chain of remote ops is sent without waiting for each reply (the worker runs them in order); values, failures and frees as one at a time", async () => {
+  const proto = WorkerConnection.prototype;
+  const { unary } = proto;
+  let inFlight = 0;
+  let most = 0;
+  proto.unary = function (this: WorkerConnection, method: string, ...rest: unknown[]) {
+    const p = (unary as (...a: unknown[]) => Promise<unknown>).call(this, method, ...rest);
+    if (method !== "call") return p;
+    most = Math.max(most, ++inFlight);
+    return p.finally(() => inFlight--);
+  } as typeof unary;
+  const x = new Rng(31).tensor([5], -1, 1, "float32");
+  // (one op per step: every result but the last is disposed)
+  const step = (t: sc.Tensor, i: number) => (i % 2 === 0 ? t.mul(1.5) : t.add(i));
+  let local = x;
+  for (let i = 0; i < 21; i++) local = step(local, i);
+  const held = (await stats()).sessionHandles;
+  try {
+    for (let i = 0; i < 2; i++) sc.device(DEVICE, () => step(x, i)).dispose(); // (each signature registered first)
+    await sc.remote.sync(DEVICE);
+    let y = sc.device(DEVICE, () => step(x, 0));
+    for (let i = 1; i < 21; i++) {
+      const next = sc.device(DEVICE, () => step(y, i));
+      y.dispose(); // (disposed before its reply came: freed after the op that reads it)
+      y = next;
+    }
+    const got = await values(y);
+    assert.ok(most >= 20, `the chain's calls were in flight together (at most ${most} were)`);
+    Array.from(local.dataSync()).forEach((v, j) => assert.ok(Math.abs(got[j]! - v) <= 1e-5 * Math.max(1, Math.abs(v)), `element ${j}: ${got[j]} vs ${v}`));
+    y.dispose();
+  } finally {
+    proto.unary = unary;
+  }
+  assert.equal((await stats()).sessionHandles, held);
+  // a failure early in a chain comes back from every later op, as the op that failed
+  const big = sc.zeros([2000]);
+  const line = here(); const a = sc.device(SMALL, () => big.add(1)); // prettier-ignore
+  let b = a.sum(); // (placed there: its input lives there)
+  for (let i = 0; i < 5; i++) b = b.mul(2);
+  const refused = (e: unknown) => e instanceof sc.remote.RemoteLimitError && /op add/.test((e as Error).message) && (e as sc.StagecraftError).location?.line === line;
+  await assert.rejects(b.data(), refused);
+  await assert.rejects(sc.remote.sync(SMALL), refused);
+  assert.deepEqual(await values(sc.device(SMALL, () => sc.tensor([1, 2]).mul(2))), [2, 4]);
+});
