@@ -32,6 +32,7 @@ import { remoteTarget } from "./cluster.js";
 import type { WorkerConnection } from "./connection.js";
 import { allNodes, firstHostNode, graphVariables } from "./graph-checks.js";
 import { Variable } from "../core/variable.js";
+import type { RemoteTensor } from "./handle.js";
 
 const NO_INLINE: Promise<TypedArray | null> = Promise.resolve(null);
 
@@ -58,6 +59,8 @@ export class RemoteBuffer implements DeviceBuffer {
     private readonly loc: SourceLocation | null,
     /** The value the call's reply carried (small outputs), or null: then a read fetches it. */
     private readonly inline: Promise<TypedArray | null> = NO_INLINE,
+    /** The RemoteTensor whose handle this is (RemoteTensor.asTensor): kept alive by it, never freed by it. */
+    private readonly owner: RemoteTensor | null = null,
   ) {}
 
   read(): Promise<TypedArray> {
@@ -77,6 +80,7 @@ export class RemoteBuffer implements DeviceBuffer {
     if (this.disposed) return;
     this.disposed = true;
     this.value = null;
+    if (this.owner !== null) return; // (the RemoteTensor's handle: its dispose frees it)
     collected.unregister(this);
     // (once its call returned, failed or not: a failed one leaves a mark on the worker that this
     // clears; freed with the next call to this worker, or by a Release of its own soon after)
@@ -86,9 +90,22 @@ export class RemoteBuffer implements DeviceBuffer {
 
   /** @internal Checks that it may be a call's input (an error when disposed). */
   inputOf(what: string, loc: SourceLocation | null): RemoteBuffer {
-    if (this.disposed) throw new RemoteError(`an input is a remote tensor that was disposed`, this.connection.address, what, "LOCAL", loc);
+    if (this.disposed || this.owner?.isDisposed) throw new RemoteError(`an input is a remote tensor that was disposed`, this.connection.address, what, "LOCAL", loc);
     return this;
   }
+}
+
+/**
+ * `rt` (a result of an `sc.remote.device` function) as an `sc.Tensor` of its remote device, so
+ * that eager ops take it (they run there, as for any input that lives there): the same handle on
+ * the worker, nothing copied. It holds `rt`, and `rt.dispose()` frees the storage of both;
+ * disposing the tensor frees nothing.
+ */
+export function tensorOfRemote(rt: RemoteTensor): Tensor {
+  rt.checkLive("asTensor");
+  const out = new Tensor(null, rt.shape.slice(), rt.dtype, rt.device);
+  out._buffer = new RemoteBuffer(rt.connection, rt.handle, Promise.resolve(rt.handle), Promise.resolve(), userLocation(), NO_INLINE, rt);
+  return out;
 }
 
 const collected = new FinalizationRegistry<{ connection: WorkerConnection; id: number; handle: Promise<number> }>(({ connection, id, handle }) => {

@@ -336,3 +336,29 @@ test("a chain of remote ops is sent without waiting for each reply (the worker r
   await assert.rejects(sc.remote.sync(SMALL), refused);
   assert.deepEqual(await values(sc.device(SMALL, () => sc.tensor([1, 2]).mul(2))), [2, 4]);
 });
+
+test("a RemoteTensor from sc.remote.device feeds eager ops there as a tensor (asTensor): same handle, nothing copied; its dispose frees it", async () => {
+  const x = new Rng(32).tensor([2, 3], -1, 1, "float32");
+  const double = await sc.remote.device(DEVICE, sc.stage((t: sc.Tensor) => t.mul(2)));
+  const rt = (await double(x)) as sc.remote.RemoteTensor;
+  const held = (await stats()).sessionHandles;
+  const t = rt.asTensor();
+  assert.equal(t.device, DEVICE);
+  assert.deepEqual([t.dtype, t.shape], ["float32", [2, 3]]);
+  const z = t.add(1); // (placed there: the input lives there)
+  const y = z.sum(1);
+  assert.equal(y.device, DEVICE);
+  const want = Array.from(x.mul(2).add(1).sum(1).dataSync());
+  (await values(y)).forEach((v, j) => assert.ok(Math.abs(v - want[j]!) <= 1e-6, `element ${j}: ${v} vs ${want[j]}`));
+  assert.deepEqual(await values(t), Array.from(x.mul(2).dataSync()));
+  t.dispose(); // (frees nothing: the handle is the RemoteTensor's)
+  z.dispose();
+  y.dispose();
+  assert.equal((await stats()).sessionHandles, held);
+  assert.deepEqual(Array.from(await rt.data()), Array.from(x.mul(2).dataSync()));
+  const u = rt.asTensor();
+  await rt.dispose();
+  assert.equal((await stats()).sessionHandles, held - 1);
+  assert.throws(() => u.add(1), (e: unknown) => e instanceof sc.remote.RemoteError && /disposed/.test((e as Error).message));
+  assert.throws(() => rt.asTensor(), (e: unknown) => e instanceof sc.remote.RemoteError && /disposed/.test((e as Error).message));
+});
