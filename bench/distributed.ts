@@ -8,6 +8,8 @@
 //      for a ring on N ranks, bus bandwidth is that times 2(N-1)/N) and C / ours. The C loop runs
 //      twice: as its own program (a reference), and as a library our ranks call between their own
 //      measurements, REPS times per size, so that C and ours are timed seconds apart: the ratios.
+//      "fresh" is the provider receiving into a new Float32Array per call, as the op's kernel
+//      does: the gap between it and "provider" is what allocating the result costs.
 //  (b) training throughput of the demo convnet (examples/mnist-convnet.ts's model, Adam, batch
 //      32 per rank, staged steps through sc.nn.fit) on 1 rank and on 2 ranks, each rank
 //      single-threaded (STAGECRAFT_THREADS=1): examples/s and scaling efficiency
@@ -92,7 +94,9 @@ async function workerAllReduce(lib: string, sizes: number[], reps: number): Prom
       const op = medianCall(() => sc.distributed.allReduce(x, "sum").dataSync());
       // the provider alone (koffi -> MPI_Allreduce), buffers preallocated as in the C program
       const raw = medianCall(() => p.allReduce(data, recv, "float32", "sum"));
-      if (rank === 0) console.log(`bytes ${bytes} calls ${calls} c ${c[0]} op ${op[0]} provider ${raw[0]} c_best ${c[1]} op_best ${op[1]} provider_best ${raw[1]}`);
+      // the provider receiving into a new buffer per call, as the op does (what allocation costs)
+      const fresh = medianCall(() => p.allReduce(data, new Float32Array(n), "float32", "sum"));
+      if (rank === 0) console.log(`bytes ${bytes} calls ${calls} c ${c[0]} op ${op[0]} provider ${raw[0]} fresh ${fresh[0]} c_best ${c[1]} op_best ${op[1]} provider_best ${raw[1]} fresh_best ${fresh[1]}`);
     }
   }
   sc.distributed.finalize();
@@ -169,7 +173,7 @@ function benchAllReduce(reps: number): void {
     const rows = records(mpirun(2, nodeWorker("allreduce", lib, String(reps), ...SIZES.map(String))), "bytes");
     for (const [stat, suffix, alonekey] of [["median call", "", "median"], ["fastest call", "_best", "best"]] as const) {
       console.log(`\nall-reduce, 2 ranks, float32 sum: the slowest rank's ${stat}; median of ${reps} interleaved repetitions (GB/s = bytes / time, 1 GB = 1e9 B)`);
-      console.log("size        calls   C program alone   C in our job            our op        provider    op/C   provider/C");
+      console.log("size        calls   C program alone   C in our job            our op        provider    op/C   provider/C   fresh/C");
       for (const b of SIZES) {
         const rs = rows.filter((x) => x.bytes === b);
         const c = median(rs.map((x) => x["c" + suffix]!));
@@ -177,7 +181,7 @@ function benchAllReduce(reps: number): void {
         const us = (s: number) => `${(s * 1e6).toFixed(1).padStart(10)} us`;
         const ratio = (k: string) => `${(100 * median(rs.map((x) => x["c" + suffix]! / x[k + suffix]!))).toFixed(0)}%`;
         console.log(
-          `${fmtBytes(b).padEnd(10)}  ${String(itersFor(b)).padStart(5)}   ${gbs(alone.find((x) => x.bytes === b)![alonekey]!)}   ${gbs(c)} ${us(c)}   ${gbs(median(rs.map((x) => x["op" + suffix]!)))}   ${gbs(median(rs.map((x) => x["provider" + suffix]!)))}   ${ratio("op").padStart(5)}   ${ratio("provider").padStart(5)}`,
+          `${fmtBytes(b).padEnd(10)}  ${String(itersFor(b)).padStart(5)}   ${gbs(alone.find((x) => x.bytes === b)![alonekey]!)}   ${gbs(c)} ${us(c)}   ${gbs(median(rs.map((x) => x["op" + suffix]!)))}   ${gbs(median(rs.map((x) => x["provider" + suffix]!)))}   ${ratio("op").padStart(5)}   ${ratio("provider").padStart(10)}   ${ratio("fresh").padStart(7)}`,
         );
       }
     }

@@ -16,6 +16,7 @@ import { remoteErrorOf, RemoteLimitError, RemoteUnavailableError, type RemoteErr
 import { TOKEN_METADATA_KEY } from "./limits.js";
 import { ChunkAssembler, chunksOf, tensorBytes, WireCheckFailed } from "./wire.js";
 import { chunkBytesFor } from "./worker.js";
+import { CLIENT_HANDLES_FROM } from "./session.js";
 
 const WorkerClient = grpc.makeGenericClientConstructor(WORKER_SERVICE, "Worker");
 
@@ -42,6 +43,13 @@ export interface ConnectionOptions {
 /** Tensors a call's message carries inline stay under this share of the worker's message limit; larger ones are uploaded first. */
 const INLINE_SHARE = 0.5;
 
+interface Disposals {
+  handles: number[];
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
 export class WorkerConnection {
   private readonly client: grpc.Client;
   session = "";
@@ -50,6 +58,9 @@ export class WorkerConnection {
   maxMessageBytes = Infinity;
   private keepAlive: ReturnType<typeof setInterval> | null = null;
   private pendingRelease: number[] = [];
+  private nextClientHandle = 0;
+  /** Handles the user disposed, waiting for the next call to carry them (releaseSoon). */
+  private disposals: Disposals | null = null;
   private releaseScheduled = false;
   closed = false;
   /** Variables (client ids) the worker holds for this session. */
@@ -208,6 +219,52 @@ export class WorkerConnection {
         }
       });
     });
+  }
+
+  /**
+   * Frees `handle` with the next call (CallRequest.release), or with a Release of its own if no
+   * call is made before the event loop turns: disposing a result in a loop of remote ops costs no
+   * round trip. The promise settles when the worker has freed it.
+   */
+  releaseSoon(handle: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.disposals === null) {
+      let resolve!: () => void;
+      let reject!: (e: unknown) => void;
+      const promise = new Promise<void>((a, b) => ((resolve = a), (reject = b)));
+      this.disposals = { handles: [], promise, resolve, reject };
+      setImmediate(() => this.flushDisposals());
+    }
+    this.disposals.handles.push(handle);
+    return this.disposals.promise;
+  }
+
+  /**
+   * What a call frees once it is done: `uploaded` (its own uploads) and the handles disposed
+   * since the last call; `done(error)` when the call returned: its disposals are then freed, or
+   * after a failed call (which may not have reached the worker) sent again with a Release
+   * (freeing is idempotent).
+   */
+  takeReleases(uploaded: number[]): { release: number[]; done: (error: unknown) => void } {
+    const d = this.disposals;
+    if (d === null) return { release: uploaded, done: () => {} };
+    this.disposals = null;
+    return {
+      release: uploaded.length === 0 ? d.handles : [...uploaded, ...d.handles],
+      done: (error) => (error === null ? d.resolve() : this.release(d.handles, null).then(d.resolve, d.reject)),
+    };
+  }
+
+  private flushDisposals(): void {
+    const d = this.disposals;
+    if (d === null) return;
+    this.disposals = null;
+    this.release(d.handles, null).then(d.resolve, d.reject);
+  }
+
+  /** A new handle named by this client for a call's output (CallRequest.outputHandles). */
+  clientHandle(): number {
+    return CLIENT_HANDLES_FROM + this.nextClientHandle++;
   }
 
   /** Frees `handles` on the worker now. */

@@ -25,12 +25,22 @@ import type { TypedArray } from "../core/dtype.js";
 import { applyOp, setRemoteOpRunner, type OpDef } from "../ops/registry.js";
 import { stage } from "../staging/stage.js";
 import { setRemoteCaller, type ConcreteFunction } from "../staging/concrete-function.js";
-import type { TensorRef, VariableInit } from "./proto.js";
-import { RemoteError, RemoteUnsupportedError } from "./errors.js";
+import type { HandleInfo, TensorRef, VariableInit } from "./proto.js";
+import { tensorFromBytes } from "./wire.js";
+import { RemoteError, RemoteUnavailableError, RemoteUnsupportedError } from "./errors.js";
 import { remoteTarget } from "./cluster.js";
 import type { WorkerConnection } from "./connection.js";
 import { allNodes, firstHostNode, graphVariables } from "./graph-checks.js";
 import { Variable } from "../core/variable.js";
+import type { RemoteTensor } from "./handle.js";
+
+const NO_INLINE: Promise<TypedArray | null> = Promise.resolve(null);
+
+/**
+ * Outputs of a remote eager call of at most this many bytes come back with the reply (besides
+ * staying on the worker): reading one (a loss, a small result) costs no second round trip.
+ */
+export const INLINE_REPLY_BYTES = 8192;
 
 /** The storage of a tensor on a worker: its handle there (once the op that makes it ran). */
 export class RemoteBuffer implements DeviceBuffer {
@@ -40,15 +50,24 @@ export class RemoteBuffer implements DeviceBuffer {
 
   constructor(
     readonly connection: WorkerConnection,
+    /** The handle this client named for it on the worker. */
+    readonly id: number,
+    /** Resolves (to `id`) once the call that makes it returned, or rejects with its failure. */
     readonly handle: Promise<number>,
+    /** Resolves once the call that makes it was sent (a call reading it may be sent then), or rejects with why it was not. */
+    readonly sent: Promise<void>,
     private readonly loc: SourceLocation | null,
+    /** The value the call's reply carried (small outputs), or null: then a read fetches it. */
+    private readonly inline: Promise<TypedArray | null> = NO_INLINE,
+    /** The RemoteTensor whose handle this is (RemoteTensor.asTensor): kept alive by it, never freed by it. */
+    private readonly owner: RemoteTensor | null = null,
   ) {}
 
   read(): Promise<TypedArray> {
     if (this.disposed) return Promise.reject(new RemoteError("the remote tensor was disposed", this.connection.address, "Fetch", "LOCAL", userLocation()));
     if (this.reading === null) {
       const loc = userLocation() ?? this.loc;
-      this.reading = this.handle.then((h) => this.connection.fetch(h, "Fetch", loc)).then((t) => (this.value = t.dataSync()));
+      this.reading = this.inline.then((v) => v ?? this.handle.then((h) => this.connection.fetch(h, "Fetch", loc)).then((t) => t.dataSync())).then((v) => (this.value = v));
     }
     return this.reading;
   }
@@ -61,29 +80,38 @@ export class RemoteBuffer implements DeviceBuffer {
     if (this.disposed) return;
     this.disposed = true;
     this.value = null;
+    if (this.owner !== null) return; // (the RemoteTensor's handle: its dispose frees it)
     collected.unregister(this);
-    track(
-      this.connection,
-      this.handle.then(
-        (h) => this.connection.release([h], null),
-        () => {},
-      ),
-    );
+    // (once its call returned, failed or not: a failed one leaves a mark on the worker that this
+    // clears; freed with the next call to this worker, or by a Release of its own soon after)
+    const release = () => this.connection.releaseSoon(this.id);
+    track(this.connection, this.handle.then(release, release));
   }
 
-  /** @internal The handle, for a call (an error when disposed). */
-  handleFor(what: string, loc: SourceLocation | null): Promise<number> {
-    if (this.disposed) throw new RemoteError(`an input is a remote tensor that was disposed`, this.connection.address, what, "LOCAL", loc);
-    return this.handle;
+  /** @internal Checks that it may be a call's input (an error when disposed). */
+  inputOf(what: string, loc: SourceLocation | null): RemoteBuffer {
+    if (this.disposed || this.owner?.isDisposed) throw new RemoteError(`an input is a remote tensor that was disposed`, this.connection.address, what, "LOCAL", loc);
+    return this;
   }
 }
 
-const collected = new FinalizationRegistry<{ connection: WorkerConnection; handle: Promise<number> }>(({ connection, handle }) =>
-  handle.then(
-    (h) => connection.releaseLater(h),
-    () => {},
-  ),
-);
+/**
+ * `rt` (a result of an `sc.remote.device` function) as an `sc.Tensor` of its remote device, so
+ * that eager ops take it (they run there, as for any input that lives there): the same handle on
+ * the worker, nothing copied. It holds `rt`, and `rt.dispose()` frees the storage of both;
+ * disposing the tensor frees nothing.
+ */
+export function tensorOfRemote(rt: RemoteTensor): Tensor {
+  rt.checkLive("asTensor");
+  const out = new Tensor(null, rt.shape.slice(), rt.dtype, rt.device);
+  out._buffer = new RemoteBuffer(rt.connection, rt.handle, Promise.resolve(rt.handle), Promise.resolve(), userLocation(), NO_INLINE, rt);
+  return out;
+}
+
+const collected = new FinalizationRegistry<{ connection: WorkerConnection; id: number; handle: Promise<number> }>(({ connection, id, handle }) => {
+  const release = () => connection.releaseLater(id);
+  handle.then(release, release);
+});
 
 /** Whether `t` lives on a worker (made by a remote op). */
 export function isRemoteTensor(t: Tensor): boolean {
@@ -278,36 +306,94 @@ function callOnWorker(
     }
   }
   // (local inputs are sent as they are now: a snapshot, as a kernel would have read them now)
-  const snapshot = (x: Tensor): Promise<number> | Tensor =>
-    x._buffer instanceof RemoteBuffer ? x._buffer.handleFor(what, loc) : x._data !== null ? new Tensor(x._data.slice(), x.shape.slice(), x.dtype) : x;
+  const snapshot = (x: Tensor): RemoteBuffer | Tensor =>
+    x._buffer instanceof RemoteBuffer ? x._buffer.inputOf(what, loc) : x._data !== null ? new Tensor(x._data.slice(), x.shape.slice(), x.dtype) : x;
   const refs = inputs.map(snapshot);
   const variableRefs = fn.variables.map((v) => snapshot(v.storedValue));
-  const handles = (async (): Promise<number[]> => {
+  // The outputs' handles are named here, so that an op on them can be sent before this call's
+  // reply came: a chain of ops is sent without waiting a round trip per op (the worker waits
+  // for an input an earlier call is making).
+  const ids = types.map(() => connection.clientHandle());
+  let markSent!: () => void;
+  let notSent!: (e: unknown) => void;
+  const sent = new Promise<void>((resolve, reject) => ((markSent = resolve), (notSent = reject)));
+  sent.catch(() => {});
+  const handles = (async (): Promise<HandleInfo[]> => {
     const name = await fn.name;
     const budget = { bytes: connection.inlineBytes };
     const uploaded: number[] = [];
-    const sent: TensorRef[] = [];
+    const sentRefs: TensorRef[] = [];
     const variableValues: TensorRef[] = [];
+    const remoteInputs: RemoteBuffer[] = [];
+    const refOf = async (r: RemoteBuffer | Tensor): Promise<TensorRef> => {
+      if (r instanceof Tensor) return connection.refOf(r, budget, uploaded, loc);
+      // (sent after the call that makes it, which the worker then runs first, or waits for)
+      await r.sent;
+      remoteInputs.push(r);
+      return { handle: r.id };
+    };
     try {
-      for (const r of refs) sent.push(r instanceof Tensor ? await connection.refOf(r, budget, uploaded, loc) : { handle: await r });
-      for (const r of variableRefs) variableValues.push(r instanceof Tensor ? await connection.refOf(r, budget, uploaded, loc) : { handle: await r });
-      const reply = await connection.unary("call", { session: connection.session, name, device: target.device, inputs: sent, variableValues, release: uploaded }, what, loc);
-      return reply.outputs.map((o) => o.handle);
+      for (const r of refs) sentRefs.push(await refOf(r));
+      for (const r of variableRefs) variableValues.push(await refOf(r));
     } catch (e) {
       connection.release(uploaded, loc).catch(() => {});
       throw e;
     }
+    const { release, done } = connection.takeReleases(uploaded);
+    const reply = connection.unary(
+      "call",
+      { session: connection.session, name, device: target.device, inputs: sentRefs, variableValues, release, inlineReplyBytes: INLINE_REPLY_BYTES, outputHandles: ids },
+      what,
+      loc,
+    );
+    markSent();
+    reply.then(
+      () => done(null),
+      (e) => done(e),
+    );
+    // (an input's own failure is this op's: what it was computed from failed first)
+    for (const r of remoteInputs) {
+      try {
+        await r.handle;
+      } catch (e) {
+        await reply.catch(() => {});
+        throw e;
+      }
+    }
+    return (await reply).outputs;
   })();
+  handles.catch(notSent);
   track(connection, handles);
   return types.map((t, i) => {
-    const handle = handles.then((hs) => hs[i]!);
+    const info = handles.then((hs) => hs[i]!);
+    const handle = info.then((o) => {
+      if (o.handle !== ids[i]) throw new RemoteUnavailableError(`the worker answered handle ${o.handle} for an output it was asked to name ${ids[i]}`, connection.address, what, "LOCAL", loc);
+      return o.handle;
+    });
     handle.catch(() => {});
+    const inline = info.then((o) => inlineValue(connection, o, t, what, loc));
+    inline.catch(() => {});
     const out = new Tensor(null, t.shape.slice(), t.dtype, target.name);
-    const buffer = new RemoteBuffer(connection, handle, loc);
+    const buffer = new RemoteBuffer(connection, ids[i]!, handle, sent, loc, inline);
     out._buffer = buffer;
-    collected.register(out, { connection, handle }, buffer);
+    collected.register(out, { connection, id: ids[i]!, handle }, buffer);
     return out;
   });
+}
+
+function inlineValue(connection: WorkerConnection, info: HandleInfo, t: { dtype: Tensor["dtype"]; shape: readonly number[] }, what: string, loc: SourceLocation | null): TypedArray | null {
+  const v = info.value;
+  if (v === null || v === undefined) return null;
+  let got: Tensor;
+  try {
+    got = tensorFromBytes(v.dtype, v.shape, v.data ?? new Uint8Array(0), { maxTensorElements: Infinity, maxTensorBytes: Infinity });
+  } catch (e) {
+    throw new RemoteUnavailableError(`the worker sent a malformed value for an output of ${what}: ${(e as Error).message}`, connection.address, what, "LOCAL", loc);
+  }
+  if (got.dtype !== t.dtype || got.shape.length !== t.shape.length || got.shape.some((d, j) => d !== t.shape[j])) {
+    throw new RemoteError(`the worker sent a ${got.dtype}[${got.shape.join(", ")}] value for an output of ${what} that is ${t.dtype}[${t.shape.join(", ")}]`, connection.address, what, "LOCAL", loc);
+  }
+  return got.dataSync();
 }
 
 function runRemote(def: OpDef, inputs: Tensor[], attrs: unknown, deviceName: string): Tensor[] {

@@ -10,6 +10,7 @@ import { userLocation } from "../core/errors.js";
 import type { Tensor } from "../core/tensor.js";
 import type { WorkerConnection } from "./connection.js";
 import { RemoteError } from "./errors.js";
+import { tensorOfRemote } from "./eager.js";
 
 const collected = new FinalizationRegistry<{ connection: WorkerConnection; handle: number }>(({ connection, handle }) => connection.releaseLater(handle));
 
@@ -72,6 +73,16 @@ export class RemoteTensor {
     this.released = true;
     collected.unregister(this);
     await this.connection.release([this.handle], userLocation());
+  }
+
+  /**
+   * This tensor as an `sc.Tensor` of its remote device, which eager ops take (they run on the
+   * worker, one at a time: src/remote/eager.ts); nothing is copied. It stays valid while this
+   * RemoteTensor is not disposed (it keeps this one from the garbage collector); disposing it
+   * frees nothing.
+   */
+  asTensor(): Tensor {
+    return tensorOfRemote(this);
   }
 
   toString(): string {

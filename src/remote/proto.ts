@@ -29,7 +29,7 @@ const SCHEMA = {
         },
         /** A tensor on the worker: its handle and type. */
         HandleInfo: {
-          fields: { handle: { type: "uint32", id: 1 }, dtype: { type: "string", id: 2 }, shape: { rule: "repeated", type: "uint32", id: 3 } },
+          fields: { handle: { type: "uint32", id: 1 }, dtype: { type: "string", id: 2 }, shape: { rule: "repeated", type: "uint32", id: 3 }, value: { type: "TensorChunk", id: 4 } },
         },
         OpenSessionRequest: { fields: { client: { type: "string", id: 1 } } },
         OpenSessionReply: {
@@ -71,6 +71,8 @@ const SCHEMA = {
             inputs: { rule: "repeated", type: "TensorRef", id: 4 },
             release: { rule: "repeated", type: "uint32", id: 5 },
             variableValues: { rule: "repeated", type: "TensorRef", id: 6 },
+            inlineReplyBytes: { type: "uint32", id: 7 },
+            outputHandles: { rule: "repeated", type: "uint32", id: 8 },
           },
         },
         HandlesReply: { fields: { outputs: { rule: "repeated", type: "HandleInfo", id: 1 } } },
@@ -112,6 +114,11 @@ export interface HandleInfo {
   handle: number;
   dtype: string;
   shape: number[];
+  /**
+   * The tensor's value too, when a call asked for small outputs' values (CallRequest.inlineReplyBytes):
+   * a read of it then needs no Fetch. Absent (null once decoded) otherwise.
+   */
+  value?: TensorChunk | null;
 }
 export interface OpenSessionRequest {
   client: string;
@@ -160,6 +167,19 @@ export interface CallRequest {
   release?: number[];
   /** The values of the function's bound variables for this call, in their registration's order. */
   variableValues?: TensorRef[];
+  /**
+   * Outputs of at most this many bytes come back with their value in the reply (HandleInfo.value),
+   * besides their handle; 0 or absent: none do. The remote eager ops ask for it: reading a small
+   * result then costs no second round trip.
+   */
+  inlineReplyBytes?: number;
+  /**
+   * Handles the client names for the outputs (session.ts CLIENT_HANDLES_FROM and above), one per
+   * output; absent: the worker numbers them. A later call may name one as its input before this
+   * call's reply came (the worker waits for it): the remote eager ops send a chain of ops without
+   * a round trip per op.
+   */
+  outputHandles?: number[];
 }
 export interface HandlesReply {
   outputs: HandleInfo[];

@@ -27,8 +27,27 @@ export function bytesOf(t: { dtype: Tensor["dtype"]; shape: readonly number[] })
   return t.shape.reduce((a, b) => a * b, 1) * storageBytes(t.dtype);
 }
 
+/**
+ * Handles at or above this are named by the client for a call's outputs (CallRequest.outputHandles:
+ * the remote eager ops, which send a call on an earlier op's output before its reply came); the
+ * worker numbers the others from 1.
+ */
+export const CLIENT_HANDLES_FROM = 2 ** 31;
+
+interface Waiter {
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
 export class Session {
   private readonly handles = new Map<number, Tensor>();
+  /** Client-named handles whose call failed: why (a call reading one fails at once). Cleared by release. */
+  private readonly failedHandles = new Map<number, string>();
+  /** Calls waiting for client-named handles that an earlier call, not done yet, makes. */
+  private readonly waiters = new Map<number, Waiter[]>();
+  /** Calls now waiting for their inputs; releases wait for them (one of them may read what is released). */
+  private waitingCalls = 0;
+  private deferredReleases: number[] = [];
   private nextHandle = 1;
   /** The client's variables by the client's variable id. */
   readonly variables = new Map<number, Variable>();
@@ -67,6 +86,72 @@ export class Session {
     return { handle, dtype: t.dtype, shape: t.shape.slice() };
   }
 
+  /** Keeps `t` under `handle`, a client-named one (CLIENT_HANDLES_FROM and above, unused). */
+  putAs(handle: number, t: Tensor): HandleInfo {
+    if (!Number.isInteger(handle) || handle < CLIENT_HANDLES_FROM || handle >= 2 ** 32) throw new CallFault(status.INVALID_ARGUMENT, `an output handle named by the client must be in [${CLIENT_HANDLES_FROM}, ${2 ** 32}), got ${handle}`);
+    if (this.handles.has(handle) || this.failedHandles.has(handle)) throw new CallFault(status.INVALID_ARGUMENT, `output handle ${handle} is already in use in this session`);
+    this.charge(bytesOf(t), `a ${t.dtype} tensor of shape [${t.shape.join(", ")}]`);
+    this.handles.set(handle, t);
+    this.wake(handle, null);
+    return { handle, dtype: t.dtype, shape: t.shape.slice() };
+  }
+
+  /** The call that was to make client-named `handles` failed: calls that read them fail too. */
+  failAs(handles: readonly number[], why: string): void {
+    for (const h of handles) {
+      if (h < CLIENT_HANDLES_FROM || this.handles.has(h)) continue;
+      this.failedHandles.set(h, why);
+      this.wake(h, new CallFault(status.FAILED_PRECONDITION, `an input (handle ${h}) is the output of a call that failed: ${why}`));
+    }
+  }
+
+  private wake(handle: number, error: unknown): void {
+    const ws = this.waiters.get(handle);
+    if (ws === undefined) return;
+    this.waiters.delete(handle);
+    for (const w of ws) (error === null ? w.resolve() : w.reject(error));
+  }
+
+  /**
+   * Resolves once every handle of `handles` is here: at once (null, no promise) when they are;
+   * a client-named one an earlier call is still making is waited for, until `deadline` (ms since
+   * the epoch). Releases made meanwhile wait for the waiting call.
+   */
+  whenPresent(handles: readonly number[], deadline: number): Promise<void> | null {
+    const missing = handles.filter((h) => h >= CLIENT_HANDLES_FROM && !this.handles.has(h));
+    if (missing.length === 0) return null;
+    for (const h of missing) {
+      const why = this.failedHandles.get(h);
+      if (why !== undefined) return Promise.reject(new CallFault(status.FAILED_PRECONDITION, `an input (handle ${h}) is the output of a call that failed: ${why}`));
+    }
+    this.waitingCalls++;
+    const all = Promise.all(
+      missing.map(
+        (h) =>
+          new Promise<void>((resolve, reject) => {
+            let ws = this.waiters.get(h);
+            if (ws === undefined) this.waiters.set(h, (ws = []));
+            ws.push({ resolve, reject });
+          }),
+      ),
+    );
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new CallFault(status.DEADLINE_EXCEEDED, `the call waited past its deadline for inputs (handles ${missing.join(", ")}) that no earlier call made`)),
+        Math.max(0, Math.min(deadline - Date.now(), 2 ** 31 - 1)),
+      );
+    });
+    return Promise.race([all.then(() => {}), timeout]).finally(() => {
+      clearTimeout(timer);
+      if (--this.waitingCalls === 0) {
+        const rs = this.deferredReleases;
+        this.deferredReleases = [];
+        for (const h of rs) this.release(h);
+      }
+    });
+  }
+
   get(handle: number): Tensor {
     const t = this.handles.get(handle);
     if (t === undefined) throw new CallFault(status.NOT_FOUND, `no tensor has handle ${handle} in this session (released, or never made here)`);
@@ -74,6 +159,11 @@ export class Session {
   }
 
   release(handle: number): void {
+    if (this.waitingCalls > 0) {
+      this.deferredReleases.push(handle);
+      return;
+    }
+    this.failedHandles.delete(handle);
     const t = this.handles.get(handle);
     if (t === undefined) return;
     this.handles.delete(handle);
@@ -82,6 +172,8 @@ export class Session {
 
   /** Drops everything (the tensors go to the garbage collector). */
   clear(): void {
+    for (const h of [...this.waiters.keys()]) this.wake(h, new CallFault(status.FAILED_PRECONDITION, "the session was closed"));
+    this.failedHandles.clear();
     this.handles.clear();
     this.variables.clear();
     this.functions.clear();

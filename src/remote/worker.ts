@@ -60,6 +60,11 @@ function statusOf(e: unknown): Partial<grpc.StatusObject> {
   return { code: grpc.status.INTERNAL, details: `${err.name}: ${err.message}` };
 }
 
+/** A call's deadline as milliseconds since the epoch (Infinity: none). */
+function deadlineMs(d: grpc.Deadline): number {
+  return d instanceof Date ? d.getTime() : Number.isFinite(d) ? d : Infinity;
+}
+
 /** Whether a concrete shape fits a graph input's (-1: any size). */
 function shapeFits(shape: readonly number[], want: readonly number[]): boolean {
   return shape.length === want.length && shape.every((d, j) => want[j]! < 0 || want[j] === d);
@@ -106,11 +111,11 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
 
   /** A unary handler; `abandoned` undoes what a call made when its client stopped waiting (deadline, cancel) before the reply. */
   const unary =
-    <Req, Res>(fn: (req: Req) => Res | Promise<Res>, abandoned?: (req: Req, res: Res) => void): grpc.handleUnaryCall<Req, Res> =>
+    <Req, Res>(fn: (req: Req, deadline: number) => Res | Promise<Res>, abandoned?: (req: Req, res: Res) => void): grpc.handleUnaryCall<Req, Res> =>
     (call, callback) => {
       if (!authorized(call.metadata)) return callback(toServiceError(denied));
       Promise.resolve()
-        .then(() => fn(call.request))
+        .then(() => fn(call.request, deadlineMs(call.getDeadline())))
         .then(
           (r) => {
             // (a handler that ran past the deadline ran synchronously, before gRPC's timer could mark the call cancelled)
@@ -207,13 +212,31 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
     return {};
   };
 
-  const call = (req: CallRequest): { outputs: HandleInfo[] } => {
+  const call = (req: CallRequest, deadline: number): { outputs: HandleInfo[] } | Promise<{ outputs: HandleInfo[] }> => {
     const session = sessionOf(req.session);
-    try {
-      return callIn(session, req);
-    } finally {
+    const named = req.outputHandles ?? [];
+    const done = (): void => {
       for (const h of req.release ?? []) session.release(h);
-    }
+    };
+    const run = (): { outputs: HandleInfo[] } => {
+      try {
+        return callIn(session, req);
+      } catch (e) {
+        if (named.length > 0) session.failAs(named, e instanceof Error ? e.message : String(e));
+        throw e;
+      } finally {
+        done();
+      }
+    };
+    // (inputs named by the client may be made by an earlier call still waiting for its own: then this one waits)
+    const inputHandles = [...req.inputs, ...(req.variableValues ?? [])].map((r) => r?.handle ?? 0);
+    const waiting = session.whenPresent(inputHandles, deadline);
+    if (waiting === null) return run();
+    return waiting.then(run, (e) => {
+      if (named.length > 0) session.failAs(named, e instanceof Error ? e.message : String(e));
+      done();
+      throw e;
+    });
   };
 
   const callIn = (session: Session, req: CallRequest): { outputs: HandleInfo[] } => {
@@ -242,9 +265,27 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
     const dev = resolveDevice(req.device || HOST_DEVICE);
     const outs = device(dev, () => fn.callFlat(inputs));
     for (const t of outs) checkDeclared(t.dtype, t.shape, limits);
-    const outputs = outs.map((t) => session.put(t));
+    const named = req.outputHandles ?? [];
+    if (named.length > 0 && named.length !== outs.length) throw new CallFault(grpc.status.INVALID_ARGUMENT, `${req.name} has ${outs.length} outputs, the call names ${named.length} handles for them`);
+    const outputs = outs.map((t, i) => (named.length > 0 ? session.putAs(named[i]!, t) : session.put(t)));
+    inlineValues(outs, outputs, req.inlineReplyBytes ?? 0);
     session.lastSeen = Date.now();
     return { outputs };
+  };
+
+  /**
+   * Puts the values of the small outputs (host storage of at most `each` bytes) in the reply,
+   * all of them under half the message limit: a client that reads them needs no Fetch.
+   */
+  const inlineValues = (outs: Tensor[], infos: HandleInfo[], each: number): void => {
+    if (each <= 0) return;
+    let budget = limits.maxMessageBytes === Infinity ? Infinity : limits.maxMessageBytes / 2;
+    for (let i = 0; i < outs.length; i++) {
+      const data = outs[i]!._data;
+      if (data === null || data.byteLength > each || data.byteLength > budget) continue;
+      budget -= data.byteLength;
+      infos[i]!.value = { dtype: outs[i]!.dtype, shape: outs[i]!.shape.slice(), totalBytes: data.byteLength, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+    }
   };
 
   const upload: grpc.handleClientStreamingCall<TensorChunk, HandleInfo> = (stream, callback) => {

@@ -10,6 +10,7 @@ import * as sc from "../../src/api/index.js";
 import { Rng } from "../util/rng.js";
 import { numericGrad } from "../util/gradcheck.js";
 import { spawnWorker, type WorkerProcess } from "./worker-process.js";
+import { WorkerConnection } from "../../src/remote/connection.js";
 
 const DEVICE = "/job:worker/task:0/device:cpu:0";
 const TASK = "/job:worker/task:0";
@@ -236,4 +237,128 @@ test("a remote op's output the garbage collector collects is freed on the worker
   assert.equal(await count(), base + 6);
   assert.equal(await collectUntil(base + 1), base + 1);
   assert.deepEqual(await values(kept), [42]);
+});
+
+/** The RPCs this process sends while `fn` runs, by method (fetch: a Fetch stream). */
+async function rpcsDuring(fn: () => Promise<void>): Promise<Record<string, number>> {
+  const proto = WorkerConnection.prototype;
+  const { unary, fetch } = proto;
+  const counts: Record<string, number> = {};
+  proto.unary = function (this: WorkerConnection, method: string, ...rest: unknown[]) {
+    counts[method] = (counts[method] ?? 0) + 1;
+    return (unary as (...a: unknown[]) => Promise<unknown>).call(this, method, ...rest);
+  } as typeof unary;
+  proto.fetch = function (this: WorkerConnection, ...rest: unknown[]) {
+    counts.fetch = (counts.fetch ?? 0) + 1;
+    return (fetch as (...a: unknown[]) => Promise<unknown>).apply(this, rest);
+  } as typeof fetch;
+  try {
+    await fn();
+  } finally {
+    proto.unary = unary;
+    proto.fetch = fetch;
+  }
+  return counts;
+}
+
+test("a small remote result comes back with its call (reading it sends no Fetch; a large one is fetched when read), and its dispose rides on the next call", async () => {
+  const rng = new Rng(29);
+  const inputs = [rng.tensor([3], -2, 2, "float32"), rng.tensor([2, 2], -2, 2, "float64"), sc.tensor([3, -4, 5], "int32")];
+  for (const x of inputs) sc.device(DEVICE, () => x.neg()).dispose(); // (each signature registered first)
+  await sc.remote.sync(DEVICE);
+  const held = (await stats()).sessionHandles;
+  const counts = await rpcsDuring(async () => {
+    for (const x of inputs) {
+      const y = sc.device(DEVICE, () => x.neg());
+      assert.deepEqual(await values(y), Array.from(x.neg().dataSync()));
+      assert.equal(y.dtype, x.dtype);
+      y.dispose();
+    }
+    await sc.remote.sync(DEVICE);
+  });
+  // three Calls; the first two disposals went with the next Call, the last one alone after the loop
+  assert.deepEqual(counts, { call: 3, release: 1 });
+  assert.equal((await stats()).sessionHandles, held);
+  // a larger one (16 KiB) stays on the worker until read: one Fetch then, with the same values
+  const big = rng.tensor([4096], -1, 1, "float32");
+  const local = Array.from(big.mul(3).dataSync());
+  sc.device(DEVICE, () => big.mul(3)).dispose();
+  await sc.remote.sync(DEVICE);
+  const bigCounts = await rpcsDuring(async () => {
+    const y = sc.device(DEVICE, () => big.mul(3));
+    assert.deepEqual(await values(y), local);
+    assert.deepEqual(await values(y), local); // (fetched once)
+  });
+  assert.deepEqual(bigCounts, { call: 1, fetch: 1 });
+});
+
+test("a chain of remote ops is sent without waiting for each reply (the worker runs them in order); values, failures and frees as one at a time", async () => {
+  const proto = WorkerConnection.prototype;
+  const { unary } = proto;
+  let inFlight = 0;
+  let most = 0;
+  proto.unary = function (this: WorkerConnection, method: string, ...rest: unknown[]) {
+    const p = (unary as (...a: unknown[]) => Promise<unknown>).call(this, method, ...rest);
+    if (method !== "call") return p;
+    most = Math.max(most, ++inFlight);
+    return p.finally(() => inFlight--);
+  } as typeof unary;
+  const x = new Rng(31).tensor([5], -1, 1, "float32");
+  // (one op per step: every result but the last is disposed)
+  const step = (t: sc.Tensor, i: number) => (i % 2 === 0 ? t.mul(1.5) : t.add(i));
+  let local = x;
+  for (let i = 0; i < 21; i++) local = step(local, i);
+  const held = (await stats()).sessionHandles;
+  try {
+    for (let i = 0; i < 2; i++) sc.device(DEVICE, () => step(x, i)).dispose(); // (each signature registered first)
+    await sc.remote.sync(DEVICE);
+    let y = sc.device(DEVICE, () => step(x, 0));
+    for (let i = 1; i < 21; i++) {
+      const next = sc.device(DEVICE, () => step(y, i));
+      y.dispose(); // (disposed before its reply came: freed after the op that reads it)
+      y = next;
+    }
+    const got = await values(y);
+    assert.ok(most >= 20, `the chain's calls were in flight together (at most ${most} were)`);
+    Array.from(local.dataSync()).forEach((v, j) => assert.ok(Math.abs(got[j]! - v) <= 1e-5 * Math.max(1, Math.abs(v)), `element ${j}: ${got[j]} vs ${v}`));
+    y.dispose();
+  } finally {
+    proto.unary = unary;
+  }
+  assert.equal((await stats()).sessionHandles, held);
+  // a failure early in a chain comes back from every later op, as the op that failed
+  const big = sc.zeros([2000]);
+  const line = here(); const a = sc.device(SMALL, () => big.add(1)); // prettier-ignore
+  let b = a.sum(); // (placed there: its input lives there)
+  for (let i = 0; i < 5; i++) b = b.mul(2);
+  const refused = (e: unknown) => e instanceof sc.remote.RemoteLimitError && /op add/.test((e as Error).message) && (e as sc.StagecraftError).location?.line === line;
+  await assert.rejects(b.data(), refused);
+  await assert.rejects(sc.remote.sync(SMALL), refused);
+  assert.deepEqual(await values(sc.device(SMALL, () => sc.tensor([1, 2]).mul(2))), [2, 4]);
+});
+
+test("a RemoteTensor from sc.remote.device feeds eager ops there as a tensor (asTensor): same handle, nothing copied; its dispose frees it", async () => {
+  const x = new Rng(32).tensor([2, 3], -1, 1, "float32");
+  const double = await sc.remote.device(DEVICE, sc.stage((t: sc.Tensor) => t.mul(2)));
+  const rt = (await double(x)) as sc.remote.RemoteTensor;
+  const held = (await stats()).sessionHandles;
+  const t = rt.asTensor();
+  assert.equal(t.device, DEVICE);
+  assert.deepEqual([t.dtype, t.shape], ["float32", [2, 3]]);
+  const z = t.add(1); // (placed there: the input lives there)
+  const y = z.sum(1);
+  assert.equal(y.device, DEVICE);
+  const want = Array.from(x.mul(2).add(1).sum(1).dataSync());
+  (await values(y)).forEach((v, j) => assert.ok(Math.abs(v - want[j]!) <= 1e-6, `element ${j}: ${v} vs ${want[j]}`));
+  assert.deepEqual(await values(t), Array.from(x.mul(2).dataSync()));
+  t.dispose(); // (frees nothing: the handle is the RemoteTensor's)
+  z.dispose();
+  y.dispose();
+  assert.equal((await stats()).sessionHandles, held);
+  assert.deepEqual(Array.from(await rt.data()), Array.from(x.mul(2).dataSync()));
+  const u = rt.asTensor();
+  await rt.dispose();
+  assert.equal((await stats()).sessionHandles, held - 1);
+  assert.throws(() => u.add(1), (e: unknown) => e instanceof sc.remote.RemoteError && /disposed/.test((e as Error).message));
+  assert.throws(() => rt.asTensor(), (e: unknown) => e instanceof sc.remote.RemoteError && /disposed/.test((e as Error).message));
 });

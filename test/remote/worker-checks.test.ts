@@ -70,3 +70,37 @@ test("the wire's checks of a tensor's bytes against its declared type", () => {
   assert.throws(() => a.add({ data: new Uint8Array(1) }), /more than the 12 bytes declared/);
   assert.throws(() => new ChunkAssembler(limits).add({ dtype: "float32", shape: [3], totalBytes: 10 }), /declares 10 bytes/);
 });
+
+test("a call naming an input handle an earlier call has not made yet waits for it; one whose input's call failed fails; handles it names must be the client's and unused", async () => {
+  const { connection } = remoteTarget(DEVICE, "test");
+  const f = sc.stage((x: sc.Tensor) => x.add(1));
+  const name = `chain_${Math.random()}`;
+  await connection.unary("register", { session: connection.session, name, sexpr: f.concrete(sc.tensor([1, 2])).toSExpr(), numArgInputs: 1, variables: [], captures: [] }, "Register", null);
+  const value = (xs: number[]) => {
+    const data = new Float32Array(xs);
+    return { value: { dtype: "float32", shape: [xs.length], totalBytes: data.byteLength, data: new Uint8Array(data.buffer) } };
+  };
+  const call = (inputs: object[], outputHandles: number[], timeoutMs?: number) =>
+    connection.unary("call", { session: connection.session, name, device: "", inputs, outputHandles, inlineReplyBytes: 64 } as never, "Call", null, timeoutMs);
+  const base = 2 ** 31 + 1_000_000;
+  // the consumer arrives first: it waits until the producer made its input
+  const consumer = call([{ handle: base }], [base + 1]);
+  await new Promise((r) => setTimeout(r, 50));
+  const producer = await call([value([1, 2])], [base]);
+  assert.equal(producer.outputs[0]!.handle, base);
+  const out = (await consumer).outputs[0]!;
+  assert.equal(out.handle, base + 1);
+  assert.deepEqual(Array.from(new Float32Array(new Uint8Array(out.value!.data!).buffer)), [3, 4]);
+  // a producer that fails (a wrong argument) fails the call that reads its output, waiting or not
+  const waiting = call([{ handle: base + 2 }], [base + 3]);
+  await assert.rejects(call([value([1, 2, 3])], [base + 2]), (e: unknown) => e instanceof sc.remote.RemoteError && e.code === "INVALID_ARGUMENT");
+  const failedInput = (e: unknown) => e instanceof sc.remote.RemoteError && e.code === "FAILED_PRECONDITION" && /output of a call that failed/.test((e as Error).message);
+  await assert.rejects(waiting, failedInput);
+  await assert.rejects(call([{ handle: base + 2 }], [base + 4]), failedInput);
+  // an input no call makes: the call fails at its deadline
+  await assert.rejects(call([{ handle: base + 5 }], [base + 6], 300), (e: unknown) => e instanceof sc.remote.RemoteError && e.code === "DEADLINE_EXCEEDED");
+  // output handles: in the client's range, and not in use
+  await assert.rejects(call([value([1, 2])], [7]), (e: unknown) => e instanceof sc.remote.RemoteError && e.code === "INVALID_ARGUMENT" && /client/.test((e as Error).message));
+  await assert.rejects(call([value([1, 2])], [base]), (e: unknown) => e instanceof sc.remote.RemoteError && e.code === "INVALID_ARGUMENT" && /already in use/.test((e as Error).message));
+  await connection.release([base, base + 1, base + 2, base + 3, base + 4, base + 5, base + 6], null);
+});
