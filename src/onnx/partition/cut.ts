@@ -61,8 +61,26 @@ export function exportable(node: Node, library: FunctionLibrary, stack: string[]
   }
   const op = def as OpDef;
   if (op.onnx?.refused !== undefined) return false;
+  if (node.op === "cast" && castDiffersFromOurs(node.inputs[0]!.type.dtype, node.attrs.dtype as string)) return false;
   if (op.onnx?.lower === undefined && op.elementwise === undefined) return false;
   return !losesFloat64(node, op);
+}
+
+/** The dtypes whose every value a cast to int64 or uint64 holds exactly (by both our rules and onnxruntime's). */
+const EXACT_IN_INT64 = new Set(["bool", "int8", "int16", "int32", "uint8", "uint16", "uint32"]);
+const EXACT_IN_UINT64 = new Set(["bool", "uint8", "uint16", "uint32"]);
+
+/**
+ * Whether a cast can give other values on onnxruntime than on ours: our int64 and uint64 tensors
+ * hold numbers (a float truncated toward zero: -0.5 is -0, -3.7 is -3 even as uint64, 1e20
+ * stays 1e20), onnxruntime's hold 64-bit integers (C++ conversions: a negative value wraps to
+ * 2^64 - 3 as uint64, one out of range becomes -2^63). Such a cast stays ours, so the plan's
+ * answers are ours. (Found running the staged sweep with the plan forced.)
+ */
+function castDiffersFromOurs(from: string, to: string): boolean {
+  if (to === "int64") return !EXACT_IN_INT64.has(from) && from !== "int64";
+  if (to === "uint64") return !EXACT_IN_UINT64.has(from) && from !== "uint64";
+  return false;
 }
 
 /**
