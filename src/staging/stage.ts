@@ -126,6 +126,11 @@ function defaultEngine(): string | null {
   return name;
 }
 
+/** @internal The engine functions staged now without one get ("stagecraft": ours), before the determinism switch (benchmarks print it). */
+export function currentDefaultEngine(): string {
+  return defaultEngine() ?? "stagecraft";
+}
+
 /**
  * @internal Sets the default engine of functions staged from now on (benchmarks, tests: the
  * program-wide choice is STAGECRAFT_ENGINE); "stagecraft" or null is our executor, undefined the
