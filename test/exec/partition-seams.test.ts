@@ -57,3 +57,66 @@ test("casts to int64 and uint64 give our values on the plan: negatives as uint64
     ];
   }, [x, i]);
 });
+
+/** `f` staged on "auto" with the plan forced raises what eager `f` raises (same class and message), on its first call and again. */
+function onPlanRaisesAsEager(what: string, f: (...xs: sc.Tensor[]) => sc.Tensor, xs: sc.Tensor[]): void {
+  const policy = setAutoPolicy({ choice: "plan", warmCalls: 0 });
+  const deterministic = sc.config.setDeterministic(false);
+  try {
+    let eager: Error | null = null;
+    try {
+      f(...xs).dataSync();
+    } catch (e) {
+      eager = e as Error;
+    }
+    assert.ok(eager instanceof sc.IndexError, `${what}: eager raises an IndexError (got ${String(eager)})`);
+    const staged = sc.stage(f, { autograph: false, engine: "auto" });
+    for (let call = 0; call < 2; call++) {
+      assert.throws(
+        () => staged(...xs).dataSync(),
+        (e: Error) => e instanceof sc.IndexError && e.message.split(" (at ")[0] === eager!.message.split(" (at ")[0],
+        `${what}, call ${call}: the plan must raise eager's ${eager!.message}`,
+      );
+    }
+  } finally {
+    setAutoPolicy(policy);
+    sc.config.setDeterministic(deterministic);
+  }
+}
+
+// (an exportable run big enough for a session in front of each index op)
+const pre = (x: sc.Tensor) => x.mul(2).add(1).mul(3).sub(1);
+const x64 = () => sc.tensor(Array.from({ length: 64 * 64 }, (_, i) => (i % 97) - 40), "float32", [64, 64]);
+
+const NEGATIVE_INDEX_CASES: [string, (x: sc.Tensor) => sc.Tensor][] = [
+  ["gather", (x) => sc.gather(pre(x), sc.tensor([0, -1], "int32"), 0)],
+  ["gatherND", (x) => sc.gatherND(pre(x), sc.tensor([[0, 1], [-1, 2]], "int32"))],
+  ["gatherElements", (x) => sc.gatherElements(pre(x), sc.full([64, 2], -1, "int32"), 1)],
+  ["scatterAdd", (x) => sc.scatterAdd(pre(x), sc.tensor([0, -1], "int32"), sc.ones([2, 64]), 0)],
+  ["scatterElements", (x) => sc.scatterElements(pre(x), sc.full([64, 2], -1, "int32"), sc.ones([64, 2]), 1)],
+  ["scatterND", (x) => sc.scatterND(pre(x), sc.tensor([[-1]], "int32"), sc.ones([1, 64]))],
+  ["gather (int64 indices computed in the graph)", (x) => sc.gather(pre(x), sc.cast(sc.argMax(pre(x), 1), "int64").sub(100), 0)],
+  ["gather in a loop body", (x) => {
+    const [, y] = sc.whileLoop((i: sc.Tensor) => i.less(2), (i: sc.Tensor, a: sc.Tensor) => [i.add(1), pre(a).add(sc.sum(sc.gather(a, sc.stack([i.sub(1), i]), 0)))], [sc.scalar(0, "int32"), x]);
+    return y!;
+  }],
+  ["oneHot past the depth", (x) => sc.oneHot(sc.cast(sc.sum(pre(x), 1), "int32").mul(0).add(9), 8)],
+  ["oneHot of a negative index", (x) => sc.oneHot(sc.cast(sc.sum(pre(x), 1), "int32").mul(0).sub(3), 8)],
+];
+
+for (const [what, f] of NEGATIVE_INDEX_CASES) {
+  test(`a ${what} index out of our range raises our IndexError on the plan (onnxruntime counts negatives from the end, or gives zeros)`, () => onPlanRaisesAsEager(what, f, [x64()]));
+}
+
+test("index ops with valid indices still run on the plan's onnxruntime segments and give our values", () => {
+  onPlanEqualsEager("valid indices", (x) => {
+    const y = pre(x);
+    return [
+      sc.gather(y, sc.tensor([0, 63, 5], "int32"), 0),
+      sc.gatherND(y, sc.tensor([[0, 1], [63, 2]], "int64")),
+      sc.gatherElements(y, sc.full([64, 2], 3, "int32"), 1),
+      sc.scatterAdd(y, sc.tensor([0, 63], "int32"), sc.ones([2, 64]), 0),
+      sc.scatterND(y, sc.tensor([[7]], "int32"), sc.ones([1, 64])),
+    ];
+  }, [x64()]);
+});

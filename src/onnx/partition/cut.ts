@@ -18,6 +18,7 @@ import { callOp, condOp, whileOp, readVariableOp, assignVariableOp } from "../..
 import { installLowerings } from "../export/lowerings/index.js";
 import { float32OnlyLowerings } from "../export/lowerings/math.js";
 import { elementwiseGroup, groupLosesFloat64 } from "../export/elementwise.js";
+import { guardIndices, hasIndexOp } from "./index-guard.js";
 
 /** One segment: its own graph, where it runs, and where its inputs come from and its outputs go (slots of the run's value table). */
 export interface Segment {
@@ -55,6 +56,8 @@ export function exportable(node: Node, library: FunctionLibrary, stack: string[]
     if (def === callOp) {
       const callee = node.attrs.callee as string;
       if (stack.includes(callee) || !library.functions.has(callee)) return false;
+      // (a callee is inlined by the export, past the index checks of index-guard.ts: its index ops stay ours)
+      if (hasIndexOp(library.get(callee))) return false;
       return library.get(callee).nodes.every((n) => exportable(n, library, [...stack, callee]));
     }
     return false;
@@ -62,6 +65,8 @@ export function exportable(node: Node, library: FunctionLibrary, stack: string[]
   const op = def as OpDef;
   if (op.onnx?.refused !== undefined) return false;
   if (node.op === "cast" && castDiffersFromOurs(node.inputs[0]!.type.dtype, node.attrs.dtype as string)) return false;
+  // (onnxruntime's OneHot gives a row of zeros for an index out of range, where ours raises)
+  if (node.op === "oneHot") return false;
   if (op.onnx?.lower === undefined && op.elementwise === undefined) return false;
   return !losesFloat64(node, op);
 }
@@ -177,6 +182,8 @@ export function cutInto(graph: Graph, runs: { nodes: Node[]; onEngine: boolean; 
     const outs: Value[] = [];
     for (const n of r.nodes) for (const v of n.outputs) if ((lastReader.get(v) ?? -1) > k) outs.push(v);
     g.setOutputs(outs.map((v) => inside.get(v)!));
+    // (negative indices: ours raise, onnxruntime counts from the end; index-guard.ts)
+    if (r.onEngine) guardIndices(g);
     const outputSlots = outs.map((v) => {
       const s = numSlots++;
       slotOf.set(v, s);
