@@ -10,6 +10,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
 import { autoStats, setAutoPolicy } from "../../src/onnx/partition/auto.js";
+import { guardedWhileLoop } from "../../src/staging/control-flow.js";
 import { Rng } from "../util/rng.js";
 
 function identical(staged: sc.Tensor[], eager: sc.Tensor[], what: string): void {
@@ -119,4 +120,14 @@ test("index ops with valid indices still run on the plan's onnxruntime segments 
       sc.scatterND(y, sc.tensor([[7]], "int32"), sc.ones([1, 64])),
     ];
   }, [x64()]);
+});
+
+test("a guarded loop (an imported Loop's maxLoopIterations) stops at its bound on the plan, as on ours (the export for a model file writes no trip count for it)", () => {
+  const count = (x: sc.Tensor) => {
+    // (big enough for a session: the loop carries a [128, 128] tensor)
+    const [s, y] = guardedWhileLoop((s) => sc.less(s!, 100), (s, y) => [sc.add(s!, 1), y!.mul(1).add(1)], [sc.sum(x).mul(0), x], { maxIterations: 5 });
+    return [s!, y!];
+  };
+  onPlanEqualsEager("guarded loop", count, [sc.zeros([128, 128])]);
+  assert.equal(count(sc.zeros([128, 128]))[0]!.dataSync()[0], 5, "eager stops at the bound");
 });
