@@ -131,3 +131,24 @@ test("a guarded loop (an imported Loop's maxLoopIterations) stops at its bound o
   onPlanEqualsEager("guarded loop", count, [sc.zeros([128, 128])]);
   assert.equal(count(sc.zeros([128, 128]))[0]!.dataSync()[0], 5, "eager stops at the bound");
 });
+
+// Not mended here (auto.ts's fallback, which the per-segment choice is reworking): a call whose
+// plan fails partway runs again on ours from its start, so a host call in a segment before the
+// failure runs twice. The fix: run a failed engine segment on ours from the same inputs, and let
+// an error raised by a segment of ours propagate without a rerun.
+test("a call whose plan fails partway runs its host calls once", { todo: "auto.ts reruns the whole call on ours after a failure" }, () => {
+  const policy = setAutoPolicy({ choice: "plan", warmCalls: 0 });
+  const deterministic = sc.config.setDeterministic(false);
+  try {
+    let hostCalls = 0;
+    const f = sc.stage((x: sc.Tensor, i: sc.Tensor) => {
+      const h = sc.hostCall((t: sc.Tensor) => (hostCalls++, t), sc.spec([64, 64], "float32"), x) as sc.Tensor;
+      return sc.gather(pre(h), i, 0);
+    }, { autograph: false, engine: "auto" });
+    assert.throws(() => f(x64(), sc.tensor([-1], "int32")), sc.IndexError);
+    assert.equal(hostCalls, 1, "the host call ran once");
+  } finally {
+    setAutoPolicy(policy);
+    sc.config.setDeterministic(deterministic);
+  }
+});
