@@ -14,9 +14,10 @@
 //   engine ort    the loaded model (nativeSession: false, as for the rows below) inside sc.stage(..., { engine: "onnxruntime" }) (onnx.load has
 //                 no engine option: the model is a staged function, and the engine comes with
 //                 the staged function that calls it)
-//   engine auto   the same with the opt-in "auto" partitioner engine (src/onnx/partition/auto.ts:
+//   engine auto   the same on the "auto" partitioner engine, named (src/onnx/partition/auto.ts:
 //                 ours for the first calls, then the faster of ours and a partitioned plan, by
-//                 measurement on the calls themselves)
+//                 measurement on the calls themselves; the default engine where onnxruntime-node
+//                 is installed, so the fine-tune step below runs on it too)
 //   fine-tune step one SGD step on every trainable weight (model.variables: these models keep
 //                 their weights in Constant nodes, which onnx.load makes trainable Variables),
 //                 staged (sc.stage of opt.minimize): forward, the gradient through the imported

@@ -17,6 +17,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
 import { benchDispatch } from "./dispatch.js";
+import * as sc from "../src/api/index.js";
+import { currentDefaultEngine } from "../src/api/internals.js";
 import type { Row } from "./common.js";
 import { compareWithBaseline, currentCommit, formatComparison, lscpuDescription, mergeRuns, readBaseline, workloadKey, writeBaseline, type Machine } from "./baseline.js";
 
@@ -101,6 +103,10 @@ const machine: Machine = {
   ...(lscpu !== undefined ? { lscpu } : {}),
 };
 console.log(`Stagecraft benchmarks on ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, node ${machine.node}`);
+// ("stagecraft staged" rows stage without naming an engine: they run on the default, which is
+// "auto" where onnxruntime-node is installed; the rows naming an engine say so)
+const defaultEngine = `${currentDefaultEngine()}${sc.config.isDeterministic() ? " (determinism switch on: our executor)" : ""}`;
+console.log(`default engine of sc.stage: ${defaultEngine}`);
 
 type SuiteRow = Row & { suite: string; measured: string };
 const rows: SuiteRow[] = [];
@@ -171,7 +177,7 @@ if (existsSync(resultsPath)) {
   }
 }
 const all = [...rows, ...kept].sort((a, b) => suites.findIndex((s) => s.name === a.suite) - suites.findIndex((s) => s.name === b.suite));
-writeFileSync(resultsPath, JSON.stringify({ date: new Date().toISOString(), machine, rows: all }, null, 2) + "\n");
+writeFileSync(resultsPath, JSON.stringify({ date: new Date().toISOString(), machine, defaultEngine, rows: all }, null, 2) + "\n");
 console.log(`\nwrote bench/results.json`);
 const baselinePath = here("baseline.json");
 const command = `npm run bench -- ${args.join(" ")}`.trim();

@@ -18,6 +18,13 @@ function find(dir) {
 const only = process.argv.slice(2);
 const files = only.length > 0 ? only : find("test").sort();
 const env = { ...process.env };
+// The determinism switch, on unless the caller set it (STAGECRAFT_DETERMINISTIC=0 runs the suite
+// on the real default): the tests compare staged and eager results bit for bit, and with "auto"
+// as the default engine a graph called past its warm-up (100 calls, or 300 ms: a slow graph on a
+// loaded machine) would move to onnxruntime segments or stay ours by timing. The tests of auto
+// turn the switch off for themselves and force its choice (test/exec/partition-*.test.ts,
+// test/staging/determinism.test.ts). docs/architecture.md: "Cutting a graph".
+if (env.STAGECRAFT_DETERMINISTIC === undefined) env.STAGECRAFT_DETERMINISTIC = "1";
 if (env.STAGECRAFT_WEBGPU_DRIVER !== "system") {
   const lvp = lavapipeEnv();
   if (lvp.env) Object.assign(env, lvp.env);

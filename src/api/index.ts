@@ -46,6 +46,8 @@ export {
 export { checkNumerics } from "../ops/numerics.js";
 export { stackPush, stackPop, stackRead, emptyStack } from "../ops/iteration-stack.js";
 export * as random from "./random.js";
+// settings: the determinism switch (sc.config.setDeterministic)
+export * as config from "./config.js";
 // the op set, for extending it (docs/architecture.md: where an op lives)
 export { getOp, listOps, applyOp, defineOp, type OpDef, type TensorType, type VjpContext } from "../ops/registry.js";
 

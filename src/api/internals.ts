@@ -18,7 +18,7 @@ export { compileGraph, compiledSpecializations } from "../exec/compiled/cache.js
 export { CompiledGraph, type OutputDesc } from "../exec/compiled/graph.js";
 export { interpret, runNode } from "../exec/interpreter.js";
 export { setDefaultExecutor } from "../staging/concrete-function.js";
-export { setDefaultEngine } from "../staging/stage.js";
+export { setDefaultEngine, currentDefaultEngine } from "../staging/stage.js";
 
 export * from "../ops/index.js";
 export { lookupOp, structuralOp, listStructuralOps, kernelFor, runOp, type AnyOpDef, type StructuralOpDef, type StructuralForm, type OpKernels, type OnnxLowering } from "../ops/registry.js";

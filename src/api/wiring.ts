@@ -6,7 +6,9 @@
  * - staging runs graph functions on the executor the configuration asks for (exec/executor.ts:
  *   the compiled executor, or STAGECRAFT_EXECUTOR=interpret's interpreter);
  * - the engines `stage(fn, { engine })` may ask for by name: "onnxruntime" (onnx/engine.ts),
- *   "stagecraft" (the default executor by name) and "auto" (onnx/partition/auto.ts);
+ *   "stagecraft" (the default executor by name) and "auto" (onnx/partition/auto.ts, behind the
+ *   determinism switch: partition/gate.ts), and the default engine: "auto" where
+ *   onnxruntime-node is installed, else ours;
  * - what staged and concrete functions' toOnnx() calls: the ONNX exporter (onnx/export);
  * - stage() converts functions with AutoGraph first (autograph/api.ts convertForStage), and
  *   callbacks given to Stagecraft functions while such a function is traced (core/context.ts
@@ -22,8 +24,10 @@ import { configuredExecutor } from "../exec/executor.js";
 import { setDefaultExecutor, setEngine, setOnnxExporter } from "../staging/concrete-function.js";
 import { onnxruntimeExecutor } from "../onnx/engine.js";
 import { autoExecutor, oursByName } from "../onnx/partition/auto.js";
+import { gatedAuto } from "../onnx/partition/gate.js";
+import { onnxRuntimeInstalled } from "../onnx/sync-session.js";
 import { exportModel } from "../onnx/export/export.js";
-import { setStageConverter } from "../staging/stage.js";
+import { setBuiltInEngine, setStageConverter } from "../staging/stage.js";
 import { convertForStage } from "../autograph/api.js";
 import { installNativeKernels } from "../backends/cpu/native.js";
 import { loadOrtNativeKernels } from "../onnx/native-kernels.js";
@@ -43,7 +47,10 @@ export function wire(): void {
   // ("stagecraft": our executor by name; "auto": ours, then per graph the faster of ours and the
   // graph cut into onnxruntime segments, by measurement: onnx/partition/)
   setEngine("stagecraft", oursByName());
-  setEngine("auto", autoExecutor(onnxruntimeExecutor()));
+  setEngine("auto", gatedAuto(autoExecutor(onnxruntimeExecutor()), oursByName()));
+  // (the default engine: "auto" where onnxruntime-node is installed — found, not loaded: it loads
+  // when a graph first gets warm — and our executor where it is not, as in browsers)
+  setBuiltInEngine(onnxRuntimeInstalled() ? "auto" : null);
   // (staged and concrete functions' toOnnx())
   setOnnxExporter((cf, specs) => exportModel(cf, specs).bytes);
   setStageConverter((fn) => convertForStage(fn));

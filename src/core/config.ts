@@ -21,10 +21,15 @@ export const config = {
   hostMalloc: env("STAGECRAFT_HOST_MALLOC") === "system" ? ("system" as const) : ("tuned" as const),
   /**
    * STAGECRAFT_ENGINE=stagecraft|onnxruntime|auto: the engine staged functions run on when their
-   * `stage(fn, { engine })` names none (checked by stage(): an unknown name is a ValueError). Unset
-   * or "stagecraft": our executor.
+   * `stage(fn, { engine })` names none (checked by stage(): an unknown name is a ValueError). Unset:
+   * "auto" where onnxruntime-node is installed, else our executor; "stagecraft": our executor.
    */
   engine: env("STAGECRAFT_ENGINE"),
+  /**
+   * STAGECRAFT_DETERMINISTIC=1|0 (also true|false): the determinism switch's setting when the
+   * process starts (core/determinism.ts; sc.config.setDeterministic changes it). Unset: off.
+   */
+  deterministic: env("STAGECRAFT_DETERMINISTIC"),
   /** STAGECRAFT_EXECUTOR=interpret: staged functions run on the reference interpreter instead of the compiled executor. */
   executor: env("STAGECRAFT_EXECUTOR") === "interpret" ? ("interpret" as const) : ("compiled" as const),
   /** STAGECRAFT_COMPILE_AFTER: calls of a graph signature interpreted before it is compiled (default 1). */

@@ -31,6 +31,21 @@ interface SyncRuntime {
 
 let runtime: SyncRuntime | null | undefined;
 
+/**
+ * Whether onnxruntime-node is installed where this module can find it, without loading it
+ * (loading its binding and its first session cost most of a second: the "auto" default engine
+ * loads it only when a graph gets warm; api/wiring.ts). False in browsers (no require).
+ */
+export function onnxRuntimeInstalled(): boolean {
+  if (runtime !== undefined) return runtime !== null;
+  try {
+    const req = createRequire(import.meta.url) as unknown as { resolve?: (id: string) => string };
+    return typeof req.resolve === "function" && typeof req.resolve("onnxruntime-node/dist/binding.js") === "string";
+  } catch {
+    return false;
+  }
+}
+
 /** onnxruntime-node's native binding and its tensor class, or null where it cannot be loaded. */
 export function syncRuntime(): SyncRuntime | null {
   if (runtime !== undefined) return runtime;

@@ -9,6 +9,7 @@
 import { currentHandler, isTracing, recorders, withCallbackConversion } from "../core/context.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { config } from "../core/config.js";
+import { deterministicEnvError } from "../core/determinism.js";
 import { TraceContext, StagingError } from "./trace-context.js";
 import { engineNames, installedOnnxExporter, type ConcreteFunction } from "./concrete-function.js";
 import { CallDepthExceeded, RecursionDepthError, ValueError } from "../core/errors.js";
@@ -42,10 +43,14 @@ export interface StageOptions {
   /** Convert the function with AutoGraph first (default true). */
   autograph?: boolean;
   /**
-   * What runs the function's graphs when it is called from eager code: the default executor, or
-   * an installed engine ("onnxruntime": its exported ONNX model in an onnxruntime-node session).
-   * Its gradients run on the same engine. Without it: the process-wide default, which the
-   * environment variable STAGECRAFT_ENGINE names (read once, when Stagecraft loads; unset: ours).
+   * What runs the function's graphs when it is called from eager code: an installed engine by
+   * name: "auto" (our executor, then per graph, once it is warm, the faster of ours and the graph
+   * cut into onnxruntime segments, by measurement), "stagecraft" (our executor), "onnxruntime"
+   * (its exported ONNX model in an onnxruntime-node session). Its gradients run on the same
+   * engine. Without it: the process-wide default, which the environment variable
+   * STAGECRAFT_ENGINE names (read once, when Stagecraft loads); unset, "auto" where
+   * onnxruntime-node is installed, else our executor. `sc.config.setDeterministic(true)` keeps
+   * "auto" on our executor (results bit-identical to eager code).
    */
   engine?: string;
 }
@@ -81,31 +86,58 @@ function installedEngineList(): string {
   return engineNames().map((n) => JSON.stringify(n)).join(", ") || "none";
 }
 
-/** The process-wide default engine's name (null: our executor): STAGECRAFT_ENGINE's, read once. */
-let defaultEngineName: string | null = config.engine === undefined || config.engine === "" || config.engine === "stagecraft" ? null : config.engine;
+/**
+ * STAGECRAFT_ENGINE's choice, read once: a name, null for our executor ("stagecraft"), or
+ * undefined when it is unset (then the built-in default below).
+ */
+const engineFromEnvironment: string | null | undefined =
+  config.engine === undefined || config.engine === "" ? undefined : config.engine === "stagecraft" ? null : config.engine;
+
+/** The default engine's name where STAGECRAFT_ENGINE is unset (the package entry sets it: "auto" where onnxruntime-node is installed). */
+let builtInEngine: string | null = null;
+
+/** The process-wide default engine's name (null: our executor; undefined: the built-in default). */
+let defaultEngineName: string | null | undefined = engineFromEnvironment;
 
 /**
- * The engine a staged function runs on when its options name none (null: the default executor,
- * as it always was). Checked when a function is staged (the engines are installed by then).
+ * @internal Sets the built-in default engine: the engine of functions whose options name none
+ * while neither STAGECRAFT_ENGINE nor setDefaultEngine names one (api/wiring.ts: "auto" where
+ * onnxruntime-node is installed, our executor elsewhere).
+ */
+export function setBuiltInEngine(name: string | null): void {
+  builtInEngine = name;
+}
+
+/**
+ * The engine a staged function runs on when its options name none (null: the default executor).
+ * Checked when a function is staged (the engines are installed by then).
  */
 function defaultEngine(): string | null {
   const name = defaultEngineName;
   // (no engine installed at all: staging without the package entry, which has no executor either
   // and says so when a function is called: "import Stagecraft through its package entry")
-  if (name === null || engineNames().length === 0) return null;
+  if (engineNames().length === 0) return null;
+  // (the built-in default is never an error: where its engine is not installed, ours)
+  if (name === undefined) return builtInEngine !== null && engineNames().includes(builtInEngine) ? builtInEngine : null;
+  if (name === null) return null;
   if (!engineNames().includes(name)) {
     throw new ValueError(`the environment variable STAGECRAFT_ENGINE is ${JSON.stringify(name)}, but the installed engines are ${installedEngineList()}`, "stage");
   }
   return name;
 }
 
+/** @internal The engine functions staged now without one get ("stagecraft": ours), before the determinism switch (benchmarks print it). */
+export function currentDefaultEngine(): string {
+  return defaultEngine() ?? "stagecraft";
+}
+
 /**
  * @internal Sets the default engine of functions staged from now on (benchmarks, tests: the
- * program-wide choice is STAGECRAFT_ENGINE); "stagecraft" or null is our executor. Returns the
- * previous one.
+ * program-wide choice is STAGECRAFT_ENGINE); "stagecraft" or null is our executor, undefined the
+ * built-in default (setBuiltInEngine). Returns the previous one (to restore it with).
  */
-export function setDefaultEngine(name: string | null): string | null {
-  if (name !== null && name !== "stagecraft" && !engineNames().includes(name)) {
+export function setDefaultEngine(name: string | null | undefined): string | null | undefined {
+  if (name !== null && name !== undefined && name !== "stagecraft" && !engineNames().includes(name)) {
     throw new ValueError(`setDefaultEngine: ${JSON.stringify(name)} is not an installed engine (installed: ${installedEngineList()})`, "setDefaultEngine");
   }
   const before = defaultEngineName;
@@ -139,6 +171,8 @@ export function stage<A extends unknown[], R>(original: (...args: A) => R, optio
 
   // (made once: a call allocates nothing to look its signature up)
   const pending = (key: string) => recursion.pending(key);
+  const envError = deterministicEnvError();
+  if (envError !== null) throw envError;
   const engine = options.engine ?? defaultEngine();
   if (engine !== null && !engineNames().includes(engine)) {
     throw new ValueError(`options.engine is ${JSON.stringify(engine)}, but the installed engines are ${installedEngineList()}`, "stage");

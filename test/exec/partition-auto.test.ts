@@ -13,6 +13,8 @@ import { cutGraph } from "../../src/onnx/partition/cut.js";
 import { Rng } from "../util/rng.js";
 
 setAutoPolicy({ choice: "plan", warmCalls: 0 });
+// (the suite's runner turns the determinism switch on, which keeps auto on ours: these are auto's tests)
+sc.config.setDeterministic(false);
 
 function close(a: sc.Tensor, b: sc.Tensor, what: string, rtol = 1e-5): void {
   assert.deepEqual(a.shape, b.shape, `${what}: shape`);

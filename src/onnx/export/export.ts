@@ -97,7 +97,7 @@ export interface EngineBaked {
 export function exportGraphForEngine(graph: Graph, library: FunctionLibrary, baked: EngineBaked = {}): ExportedModel {
   installLowerings();
   const variables = baked.variables ?? new Set();
-  const source = { graph, library, captures: [], numArgInputs: graph.inputs.length, bakedInputs: baked.inputs };
+  const source = { graph, library, captures: [], numArgInputs: graph.inputs.length, bakedInputs: baked.inputs, guardsAsTripCounts: true };
   return new Exporter(source, {}, [], (v) => !variables.has(v)).run();
 }
 
@@ -109,6 +109,12 @@ interface ExportSource {
   numArgInputs: number;
   /** (the engine's) Argument inputs whose values are initializers instead of model inputs. */
   bakedInputs?: ReadonlyMap<number, Tensor> | undefined;
+  /**
+   * (the engine's) A guarded loop's bound (an imported Loop's maxLoopIterations) is written as the
+   * Loop's trip count, so onnxruntime stops where our executor does (a model file leaves it out:
+   * the bound is Stagecraft's, not the program's). Found by the seam hunt of the "auto" engine.
+   */
+  guardsAsTripCounts?: boolean;
 }
 
 function flatSpecNames(specs: unknown[]): (string | undefined)[] {
@@ -431,7 +437,7 @@ class Exporter {
       [makeValueInfo(outputs[0]!, "bool", []), ...outputs.slice(1).map((n, i) => makeValueInfo(n, dtypes[i]!, null))],
     );
     // (a guard's limit is Stagecraft's, not the program's: the model's loop has no such count)
-    const trip = maxIterations !== undefined && Number.isFinite(maxIterations) && !maxIterationsIsGuard ? b.constant([maxIterations], "int64", []) : "";
+    const trip = maxIterations !== undefined && Number.isFinite(maxIterations) && (!maxIterationsIsGuard || this.cf.guardsAsTripCounts === true) ? b.constant([maxIterations], "int64", []) : "";
     if (carried.length === 0) {
       // (nothing is carried: the loop computes nothing a model could return)
       return [];

@@ -18,6 +18,7 @@ import { callOp, condOp, whileOp, readVariableOp, assignVariableOp } from "../..
 import { installLowerings } from "../export/lowerings/index.js";
 import { float32OnlyLowerings } from "../export/lowerings/math.js";
 import { elementwiseGroup, groupLosesFloat64 } from "../export/elementwise.js";
+import { guardIndices, hasIndexOp } from "./index-guard.js";
 
 /** One segment: its own graph, where it runs, and where its inputs come from and its outputs go (slots of the run's value table). */
 export interface Segment {
@@ -55,14 +56,36 @@ export function exportable(node: Node, library: FunctionLibrary, stack: string[]
     if (def === callOp) {
       const callee = node.attrs.callee as string;
       if (stack.includes(callee) || !library.functions.has(callee)) return false;
+      // (a callee is inlined by the export, past the index checks of index-guard.ts: its index ops stay ours)
+      if (hasIndexOp(library.get(callee))) return false;
       return library.get(callee).nodes.every((n) => exportable(n, library, [...stack, callee]));
     }
     return false;
   }
   const op = def as OpDef;
   if (op.onnx?.refused !== undefined) return false;
+  if (node.op === "cast" && castDiffersFromOurs(node.inputs[0]!.type.dtype, node.attrs.dtype as string)) return false;
+  // (onnxruntime's OneHot gives a row of zeros for an index out of range, where ours raises)
+  if (node.op === "oneHot") return false;
   if (op.onnx?.lower === undefined && op.elementwise === undefined) return false;
   return !losesFloat64(node, op);
+}
+
+/** The dtypes whose every value a cast to int64 or uint64 holds exactly (by both our rules and onnxruntime's). */
+const EXACT_IN_INT64 = new Set(["bool", "int8", "int16", "int32", "uint8", "uint16", "uint32"]);
+const EXACT_IN_UINT64 = new Set(["bool", "uint8", "uint16", "uint32"]);
+
+/**
+ * Whether a cast can give other values on onnxruntime than on ours: our int64 and uint64 tensors
+ * hold numbers (a float truncated toward zero: -0.5 is -0, -3.7 is -3 even as uint64, 1e20
+ * stays 1e20), onnxruntime's hold 64-bit integers (C++ conversions: a negative value wraps to
+ * 2^64 - 3 as uint64, one out of range becomes -2^63). Such a cast stays ours, so the plan's
+ * answers are ours. (Found running the staged sweep with the plan forced.)
+ */
+function castDiffersFromOurs(from: string, to: string): boolean {
+  if (to === "int64") return !EXACT_IN_INT64.has(from) && from !== "int64";
+  if (to === "uint64") return !EXACT_IN_UINT64.has(from) && from !== "uint64";
+  return false;
 }
 
 /**
@@ -159,6 +182,8 @@ export function cutInto(graph: Graph, runs: { nodes: Node[]; onEngine: boolean; 
     const outs: Value[] = [];
     for (const n of r.nodes) for (const v of n.outputs) if ((lastReader.get(v) ?? -1) > k) outs.push(v);
     g.setOutputs(outs.map((v) => inside.get(v)!));
+    // (negative indices: ours raise, onnxruntime counts from the end; index-guard.ts)
+    if (r.onEngine) guardIndices(g);
     const outputSlots = outs.map((v) => {
       const s = numSlots++;
       slotOf.set(v, s);

@@ -1,0 +1,154 @@
+/**
+ * Seams of the "auto" engine's partitioned plan found by running the test suite with the plan
+ * forced (STAGECRAFT_ENGINE=auto STAGECRAFT_AUTO=plan): cases where a segment on onnxruntime gave
+ * other answers than our executor, beyond float32 rounding. Each case is forced to the plan
+ * (setAutoPolicy) and must equal eager code bit for bit: its float arithmetic is IEEE-exact on
+ * both sides (adds and products of numbers whose sum and product round the same everywhere), so
+ * only the seam itself could make a difference.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import * as sc from "../../src/api/index.js";
+import { autoStats, setAutoPolicy } from "../../src/onnx/partition/auto.js";
+import { guardedWhileLoop } from "../../src/staging/control-flow.js";
+import { Rng } from "../util/rng.js";
+
+function identical(staged: sc.Tensor[], eager: sc.Tensor[], what: string): void {
+  assert.equal(staged.length, eager.length, `${what}: outputs`);
+  staged.forEach((s, k) => {
+    assert.equal(s.dtype, eager[k]!.dtype, `${what}: output ${k} dtype`);
+    const a = s.dataSync(), b = eager[k]!.dataSync();
+    for (let i = 0; i < b.length; i++) if (!Object.is(a[i], b[i])) assert.fail(`${what}: output ${k} (${s.dtype}) element ${i} is ${a[i]} on the plan but ${b[i]} eager`);
+  });
+}
+
+/** Calls `f` staged on "auto" with the plan forced, three times, against eager `f`; checks a plan was made. */
+function onPlanEqualsEager(what: string, f: (...xs: sc.Tensor[]) => sc.Tensor[], xs: sc.Tensor[]): void {
+  const policy = setAutoPolicy({ choice: "plan", warmCalls: 0 });
+  // (the suite's runner turns the determinism switch on, which would keep auto on ours)
+  const deterministic = sc.config.setDeterministic(false);
+  try {
+    const staged = sc.stage(f, { autograph: false, engine: "auto" });
+    const eager = f(...xs);
+    const plans = autoStats.plans;
+    for (let call = 0; call < 3; call++) identical(staged(...xs), eager, `${what}, call ${call}`);
+    assert.equal(autoStats.plans, plans + 1, `${what}: the graph went to a partitioned plan`);
+  } finally {
+    setAutoPolicy(policy);
+    sc.config.setDeterministic(deterministic);
+  }
+}
+
+test("casts to int64 and uint64 give our values on the plan: negatives as uint64, -0, values beyond 2^63 (ours keeps numbers, onnxruntime wraps)", () => {
+  const rng = new Rng(27);
+  // (halves and quarters: every product and sum below is exact in float32)
+  const x = sc.tensor(Array.from({ length: 128 * 128 }, () => Math.round(rng.uniform(-400, 400)) / 4), "float32", [128, 128]);
+  const i = sc.tensor(Array.from({ length: 64 }, (_, k) => (k - 32) * 1000), "int32");
+  onPlanEqualsEager("casts", (x, i) => {
+    const y = x.mul(2).add(0.5).sub(1).mul(-1); // (an exportable run big enough for a session)
+    return [
+      sc.cast(y, "uint64"), // negatives
+      sc.cast(y.mul(0.001), "int64"), // -0.x truncates to -0
+      sc.cast(y.mul(1e17), "int64"), // beyond 2^63
+      sc.cast(sc.cast(y, "float64").mul(1e17), "uint64"),
+      sc.cast(i, "uint64"), // negative ints
+      sc.cast(sc.cast(i, "int64"), "uint64"),
+      sc.cast(i, "int64"), // exact: may go to the engine
+      y,
+    ];
+  }, [x, i]);
+});
+
+/** `f` staged on "auto" with the plan forced raises what eager `f` raises (same class and message), on its first call and again. */
+function onPlanRaisesAsEager(what: string, f: (...xs: sc.Tensor[]) => sc.Tensor, xs: sc.Tensor[]): void {
+  const policy = setAutoPolicy({ choice: "plan", warmCalls: 0 });
+  const deterministic = sc.config.setDeterministic(false);
+  try {
+    let eager: Error | null = null;
+    try {
+      f(...xs).dataSync();
+    } catch (e) {
+      eager = e as Error;
+    }
+    assert.ok(eager instanceof sc.IndexError, `${what}: eager raises an IndexError (got ${String(eager)})`);
+    const staged = sc.stage(f, { autograph: false, engine: "auto" });
+    for (let call = 0; call < 2; call++) {
+      assert.throws(
+        () => staged(...xs).dataSync(),
+        (e: Error) => e instanceof sc.IndexError && e.message.split(" (at ")[0] === eager!.message.split(" (at ")[0],
+        `${what}, call ${call}: the plan must raise eager's ${eager!.message}`,
+      );
+    }
+  } finally {
+    setAutoPolicy(policy);
+    sc.config.setDeterministic(deterministic);
+  }
+}
+
+// (an exportable run big enough for a session in front of each index op)
+const pre = (x: sc.Tensor) => x.mul(2).add(1).mul(3).sub(1);
+const x64 = () => sc.tensor(Array.from({ length: 64 * 64 }, (_, i) => (i % 97) - 40), "float32", [64, 64]);
+
+const NEGATIVE_INDEX_CASES: [string, (x: sc.Tensor) => sc.Tensor][] = [
+  ["gather", (x) => sc.gather(pre(x), sc.tensor([0, -1], "int32"), 0)],
+  ["gatherND", (x) => sc.gatherND(pre(x), sc.tensor([[0, 1], [-1, 2]], "int32"))],
+  ["gatherElements", (x) => sc.gatherElements(pre(x), sc.full([64, 2], -1, "int32"), 1)],
+  ["scatterAdd", (x) => sc.scatterAdd(pre(x), sc.tensor([0, -1], "int32"), sc.ones([2, 64]), 0)],
+  ["scatterElements", (x) => sc.scatterElements(pre(x), sc.full([64, 2], -1, "int32"), sc.ones([64, 2]), 1)],
+  ["scatterND", (x) => sc.scatterND(pre(x), sc.tensor([[-1]], "int32"), sc.ones([1, 64]))],
+  ["gather (int64 indices computed in the graph)", (x) => sc.gather(pre(x), sc.cast(sc.argMax(pre(x), 1), "int64").sub(100), 0)],
+  ["gather in a loop body", (x) => {
+    const [, y] = sc.whileLoop((i: sc.Tensor) => i.less(2), (i: sc.Tensor, a: sc.Tensor) => [i.add(1), pre(a).add(sc.sum(sc.gather(a, sc.stack([i.sub(1), i]), 0)))], [sc.scalar(0, "int32"), x]);
+    return y!;
+  }],
+  ["oneHot past the depth", (x) => sc.oneHot(sc.cast(sc.sum(pre(x), 1), "int32").mul(0).add(9), 8)],
+  ["oneHot of a negative index", (x) => sc.oneHot(sc.cast(sc.sum(pre(x), 1), "int32").mul(0).sub(3), 8)],
+];
+
+for (const [what, f] of NEGATIVE_INDEX_CASES) {
+  test(`a ${what} index out of our range raises our IndexError on the plan (onnxruntime counts negatives from the end, or gives zeros)`, () => onPlanRaisesAsEager(what, f, [x64()]));
+}
+
+test("index ops with valid indices still run on the plan's onnxruntime segments and give our values", () => {
+  onPlanEqualsEager("valid indices", (x) => {
+    const y = pre(x);
+    return [
+      sc.gather(y, sc.tensor([0, 63, 5], "int32"), 0),
+      sc.gatherND(y, sc.tensor([[0, 1], [63, 2]], "int64")),
+      sc.gatherElements(y, sc.full([64, 2], 3, "int32"), 1),
+      sc.scatterAdd(y, sc.tensor([0, 63], "int32"), sc.ones([2, 64]), 0),
+      sc.scatterND(y, sc.tensor([[7]], "int32"), sc.ones([1, 64])),
+    ];
+  }, [x64()]);
+});
+
+test("a guarded loop (an imported Loop's maxLoopIterations) stops at its bound on the plan, as on ours (the export for a model file writes no trip count for it)", () => {
+  const count = (x: sc.Tensor) => {
+    // (big enough for a session: the loop carries a [128, 128] tensor)
+    const [s, y] = guardedWhileLoop((s) => sc.less(s!, 100), (s, y) => [sc.add(s!, 1), y!.mul(1).add(1)], [sc.sum(x).mul(0), x], { maxIterations: 5 });
+    return [s!, y!];
+  };
+  onPlanEqualsEager("guarded loop", count, [sc.zeros([128, 128])]);
+  assert.equal(count(sc.zeros([128, 128]))[0]!.dataSync()[0], 5, "eager stops at the bound");
+});
+
+// Not mended here (auto.ts's fallback, which the per-segment choice is reworking): a call whose
+// plan fails partway runs again on ours from its start, so a host call in a segment before the
+// failure runs twice. The fix: run a failed engine segment on ours from the same inputs, and let
+// an error raised by a segment of ours propagate without a rerun.
+test("a call whose plan fails partway runs its host calls once", { todo: "auto.ts reruns the whole call on ours after a failure" }, () => {
+  const policy = setAutoPolicy({ choice: "plan", warmCalls: 0 });
+  const deterministic = sc.config.setDeterministic(false);
+  try {
+    let hostCalls = 0;
+    const f = sc.stage((x: sc.Tensor, i: sc.Tensor) => {
+      const h = sc.hostCall((t: sc.Tensor) => (hostCalls++, t), sc.spec([64, 64], "float32"), x) as sc.Tensor;
+      return sc.gather(pre(h), i, 0);
+    }, { autograph: false, engine: "auto" });
+    assert.throws(() => f(x64(), sc.tensor([-1], "int32")), sc.IndexError);
+    assert.equal(hostCalls, 1, "the host call ran once");
+  } finally {
+    setAutoPolicy(policy);
+    sc.config.setDeterministic(deterministic);
+  }
+});
