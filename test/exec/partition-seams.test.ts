@@ -132,11 +132,9 @@ test("a guarded loop (an imported Loop's maxLoopIterations) stops at its bound o
   assert.equal(count(sc.zeros([128, 128]))[0]!.dataSync()[0], 5, "eager stops at the bound");
 });
 
-// Not mended here (auto.ts's fallback, which the per-segment choice is reworking): a call whose
-// plan fails partway runs again on ours from its start, so a host call in a segment before the
-// failure runs twice. The fix: run a failed engine segment on ours from the same inputs, and let
-// an error raised by a segment of ours propagate without a rerun.
-test("a call whose plan fails partway runs its host calls once", { todo: "auto.ts reruns the whole call on ours after a failure" }, () => {
+// A call whose plan fails partway (here: onnxruntime refuses the guarded negative index) goes on
+// from the failed segment on ours (segments.ts), not from its start: the host call before it ran once.
+test("a call whose plan fails partway runs its host calls once, and raises ours' error", () => {
   const policy = setAutoPolicy({ choice: "plan", warmCalls: 0 });
   const deterministic = sc.config.setDeterministic(false);
   try {

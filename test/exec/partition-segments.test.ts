@@ -22,16 +22,17 @@ const heavy = (t: sc.Tensor) => t.matmul(t).tanh().add(1).mul(0.5).sub(0.25);
 const spec = sc.spec([128, 128], "float32");
 
 /** The function over its own two variables (auto and ours each get a pair). */
-function make(): { f: (x: sc.Tensor) => sc.Tensor; v: sc.Variable; w: sc.Variable } {
+function make(): { f: (x: sc.Tensor) => sc.Tensor; v: sc.Variable; w: sc.Variable; hostCalls: () => number } {
   const v = sc.variable(sc.zeros([128, 128], "float32"));
   const w = sc.variable(sc.ones([128, 128], "float32"));
+  let hostCalls = 0;
   const f = (x: sc.Tensor) => {
     v.assign(v.read().add(heavy(x)));
-    const h = sc.hostCall((t: sc.Tensor) => sc.mul(t, 0.5), spec, heavy(v.read())) as sc.Tensor;
+    const h = sc.hostCall((t: sc.Tensor) => (hostCalls++, sc.mul(t, 0.5)), spec, heavy(v.read())) as sc.Tensor;
     w.assign(w.read().mul(0.9).add(heavy(h).sin()));
     return sc.sum(w.read());
   };
-  return { f, v, w };
+  return { f, v, w, hostCalls: () => hostCalls };
 }
 
 function close(a: sc.Tensor, b: sc.Tensor, what: string, rtol = 1e-4): void {
@@ -56,7 +57,7 @@ sc.config.setDeterministic(false);
 
 const measuring = { choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, reps: 3, measureMs: 0, recheckCalls: 10_000 } as const;
 
-/** Runs auto (on `engine`) and ours side by side until auto has chosen, then `after` calls more; checks results and variables at every call. */
+/** Runs auto (on `engine`) and ours side by side until auto has chosen, then `after` calls more; checks results, variables and host calls at every call. */
 function race(engine: string, after = 4): { calls: number } {
   const a = make(), o = make();
   const auto = sc.stage(a.f, { autograph: false, engine });
@@ -68,6 +69,7 @@ function race(engine: string, after = 4): { calls: number } {
     close(auto(x), ours(x), `call ${calls}`);
     close(a.v.read(), o.v.read(), `v after call ${calls}`);
     close(a.w.read(), o.w.read(), `w after call ${calls}`);
+    assert.equal(a.hostCalls(), o.hostCalls(), `host calls after call ${calls}: once per call on auto, as on ours`);
   };
   while (autoStats.chosePlan + autoStats.choseOurs === chosen0 && calls < 60) step();
   assert.equal(autoStats.chosePlan + autoStats.choseOurs, chosen0 + 1, "auto chose within 60 calls");
@@ -146,7 +148,7 @@ function failingOnSin(): Executor {
   return e;
 }
 
-test("a segment whose engine run fails stays ours, the call's variables put back, and the others are still placed", () => {
+test("a segment whose engine run fails stays ours, its variables put back and the segment run on ours in that call (the host call before it runs once), and the others are still placed", () => {
   setEngine("auto-failing-sin", autoExecutor(failingOnSin()));
   const before = setAutoPolicy({ ...measuring, timeOf: charge({ 0: [1, 10], 2: [1, 10] }, [1, 10]) });
   try {

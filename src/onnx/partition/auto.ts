@@ -24,19 +24,19 @@
  * it, and dropped if ours has become as fast (a choice made under load, or on a cold cache, is
  * undone); a graph kept on ours stays there.
  *
- * A segment whose engine run fails while being timed (an export refused partway, a session that
- * does not load) stays ours from then on: the variables the call assigned are put back first and
- * the call runs again on ours. A plan that fails later falls back to ours for that graph, the
- * same way: never a wrong answer, never an error the user did not cause.
+ * A segment whose engine run fails (a session that does not load, onnxruntime refusing an input)
+ * runs on ours for that call, from the same inputs, the variables it assigned put back first
+ * (segments.ts): the segments before it, and their host calls, run once, and an error the user
+ * caused is raised by ours. While being timed, that segment then stays ours; a plan already kept
+ * falls back to ours for the whole graph from the next call: never a wrong answer, never an error
+ * the user did not cause. An error raised by a segment of ours propagates, as from the whole graph.
  */
 import type { Tensor } from "../../core/tensor.js";
-import type { Variable } from "../../core/variable.js";
 import { isTracing } from "../../core/context.js";
 import type { FunctionLibrary, Graph } from "../../graph/ir.js";
-import { assignVariableOp, callOp } from "../../ops/structural.js";
 import { installedExecutor, type Executor, type PreparedRun } from "../../staging/concrete-function.js";
-import { cutGraph, type Cut } from "./cut.js";
-import { engineEligible, placedRun, prepareSegments, SegmentFailure, timedRun, type SegmentRuns } from "./segments.js";
+import { cutGraph } from "./cut.js";
+import { engineEligible, placedRun, prepareSegments, timedRun, type SegmentRuns } from "./segments.js";
 
 /** How "auto" chooses: by measurement, or forced (tests: deterministic, never timing-dependent). */
 export type AutoChoice = "measure" | "plan" | "ours";
@@ -144,30 +144,6 @@ interface AutoState {
   planRuns: number;
   /** Calls on the plan since it was chosen (rechecked at autoPolicy.recheckCalls). */
   planCalls: number;
-  /** Variables the graph assigns (put back when a plan's run fails partway). */
-  assigned: Variable[];
-}
-
-/** The variables a graph (its regions and callees too) assigns. */
-function assignedVariables(graph: Graph, library: FunctionLibrary): Variable[] {
-  const out = new Set<Variable>();
-  const seen = new Set<Graph>();
-  const walk = (g: Graph): void => {
-    if (seen.has(g)) return;
-    seen.add(g);
-    for (const n of g.nodes) {
-      if (n.op === assignVariableOp.name) out.add(n.attrs.variable as Variable);
-      n.regions.forEach(walk);
-      if (n.op === callOp.name && library.functions.has(n.attrs.callee as string)) walk(library.get(n.attrs.callee as string));
-    }
-  };
-  walk(graph);
-  return [...out];
-}
-
-/** Runs a cut as it was cut: each segment's prepared run on its executor (`onEngine`), the cut tensors through the slot table. */
-export function planRun(cut: Cut, ours: Executor, engine: Executor, library: FunctionLibrary): PreparedRun {
-  return placedRun(prepareSegments(cut, ours, engine, library), cut.segments.map((s) => s.onEngine));
 }
 
 /** @internal The measured choice: the plan only when its median is below `margin` x ours (exported for tests). */
@@ -230,7 +206,7 @@ export function autoExecutor(engine: Executor): Executor {
       if (eligible.length === 0) keepOurs(st);
       else if (eligible.length === 1 || autoPolicy.choice === "plan") {
         const all = segs.engine.map((r) => r !== null);
-        st.plan = placedRun(segs, all);
+        st.plan = placedRun(segs, all, planFailed(st));
         st.places = placesOf(segs, all);
       } else {
         const n = cut.segments.length;
@@ -247,17 +223,13 @@ export function autoExecutor(engine: Executor): Executor {
     }
     autoStats.planMs += performance.now() - t0;
   };
-  /** One call on the plan; on failure the graph falls back to ours (its variables put back) and the call runs there. */
-  const runPlan = (st: AutoState, inputs: Tensor[], fallback: PreparedRun): Tensor[] => {
-    const saved = st.assigned.map((v) => v.storedValue);
-    try {
-      return st.plan!(inputs);
-    } catch {
-      st.assigned.forEach((v, k) => v.setStoredValue(saved[k]!));
-      keepOurs(st);
-      autoStats.fallbacks++;
-      return fallback(inputs);
-    }
+  /**
+   * What a plan does when one of its engine segments fails (segments.ts: that call goes on, the
+   * segment on ours): the graph runs on ours from the next call on.
+   */
+  const planFailed = (st: AutoState) => (): void => {
+    keepOurs(st);
+    autoStats.fallbacks++;
   };
   /** Step 1's placement: each eligible segment on the engine when clearly faster there; then step 2 measures it, or the graph stays ours. */
   const placeSegments = (st: AutoState, graph: Graph, t: SegmentTrial): void => {
@@ -274,33 +246,28 @@ export function autoExecutor(engine: Executor): Executor {
       record(st, graph, "ours");
       return;
     }
-    st.plan = placedRun(t.segs, onEngine);
+    st.plan = placedRun(t.segs, onEngine, planFailed(st));
     st.planRuns = 1; // (its sessions exist and its code of ours is warm: its first run is timed)
   };
   /** A call of step 1: the cut with every eligible segment on the engine, or every one on ours, each segment timed. */
-  const trialCall = (st: AutoState, graph: Graph, t: SegmentTrial, inputs: Tensor[], fallback: PreparedRun): Tensor[] => {
+  const trialCall = (st: AutoState, graph: Graph, t: SegmentTrial, inputs: Tensor[]): Tensor[] => {
     const oursWarm = warmAfter(t.warmCalls, t.warmMs);
     const onEngine = t.engineRuns === 0 || (oursWarm && t.totalEngine.length <= t.totalOurs.length);
-    const saved = st.assigned.map((v) => v.storedValue);
     const times: number[] = new Array(t.segs.cut.segments.length).fill(0);
+    let failed = false;
     const t0 = performance.now();
-    let out: Tensor[];
-    try {
-      out = timedRun(t.segs, onEngine, inputs, times);
-    } catch (e) {
-      st.assigned.forEach((v, k) => v.setStoredValue(saved[k]!));
+    const out = timedRun(t.segs, onEngine, inputs, times, (k) => {
+      // that segment stays ours (it ran there for this call); the others go on being timed (the totals start again: the runs changed)
+      failed = true;
       autoStats.fallbacks++;
-      if (e instanceof SegmentFailure && e.onEngine) {
-        // that segment stays ours; the others go on being timed (the totals start again: the runs changed)
-        t.segs.engine[e.segment] = null;
-        t.timesEngine[e.segment] = [];
-        t.timesOurs[e.segment] = [];
-        t.totalEngine = [];
-        t.totalOurs = [];
-        if (engineEligible(t.segs).length === 0) keepOurs(st);
-      } else keepOurs(st);
-      return fallback(inputs);
-    }
+      t.segs.engine[k] = null;
+      t.timesEngine[k] = [];
+      t.timesOurs[k] = [];
+      t.totalEngine = [];
+      t.totalOurs = [];
+      if (engineEligible(t.segs).length === 0) keepOurs(st);
+    });
+    if (failed) return out;
     const dt = performance.now() - t0;
     if (onEngine && t.engineRuns++ === 0) autoStats.firstRunMs += dt;
     else if (!oursWarm) {
@@ -318,7 +285,7 @@ export function autoExecutor(engine: Executor): Executor {
   const call = (st: AutoState, graph: Graph, library: FunctionLibrary, numArgInputs: number, run: PreparedRun, inputs: Tensor[]): Tensor[] => {
     if (st.chosen === "ours" || isTracing()) return run(inputs);
     if (st.chosen === "plan") {
-      if (autoPolicy.choice !== "measure" || ++st.planCalls < autoPolicy.recheckCalls) return runPlan(st, inputs, run);
+      if (autoPolicy.choice !== "measure" || ++st.planCalls < autoPolicy.recheckCalls) return st.plan!(inputs);
       // measure again (step 2): both sides timed afresh (the plan's sessions exist: its next run is timed)
       st.chosen = null;
       st.timesOurs = [];
@@ -346,13 +313,13 @@ export function autoExecutor(engine: Executor): Executor {
       if (st.plan === null) return run(inputs); // (a trial made under "measure": the policy changed)
       st.chosen = "plan";
       record(st, graph, "plan");
-      return runPlan(st, inputs, run);
+      return st.plan!(inputs);
     }
-    if (st.trial !== null) return trialCall(st, graph, st.trial, inputs, run);
+    if (st.trial !== null) return trialCall(st, graph, st.trial, inputs);
     // step 2: the plan's first run makes its sessions (untimed), then plan and ours alternate
     const onPlan = st.planRuns === 0 || st.timesPlan.length <= st.timesOurs.length;
     const t0 = performance.now();
-    const out = onPlan ? runPlan(st, inputs, run) : run(inputs);
+    const out = onPlan ? st.plan!(inputs) : run(inputs);
     const dt = charged(onPlan ? "plan" : "ours", performance.now() - t0);
     if (st.chosen !== null) return out; // (the plan failed)
     if (onPlan) {
@@ -372,9 +339,7 @@ export function autoExecutor(engine: Executor): Executor {
     let st = states.get(graph);
     if (st === undefined) {
       st = {
-        calls: 0, warmMs: 0, trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0,
-        assigned: assignedVariables(graph, library),
-      };
+        calls: 0, warmMs: 0, trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0 };
       states.set(graph, st);
     }
     return st;

@@ -19,10 +19,17 @@ import { installLowerings } from "../export/lowerings/index.js";
 import { float32OnlyLowerings } from "../export/lowerings/math.js";
 import { elementwiseGroup, groupLosesFloat64 } from "../export/elementwise.js";
 import { guardIndices, hasIndexOp } from "./index-guard.js";
+import { cloneGraph } from "../../graph/passes/util.js";
 
 /** One segment: its own graph, where it runs, and where its inputs come from and its outputs go (slots of the run's value table). */
 export interface Segment {
   graph: Graph;
+  /**
+   * The graph the engine runs: `graph`, or where that has index ops, a copy whose indices are
+   * checked (index-guard.ts). Ours runs `graph` itself, so a segment run on ours after its engine
+   * run refused an index raises ours' error for the index the user gave.
+   */
+  engineGraph: Graph;
   onEngine: boolean;
   /** Slots of the values the segment reads, in the order of its graph's inputs. */
   inputSlots: number[];
@@ -183,7 +190,8 @@ export function cutInto(graph: Graph, runs: { nodes: Node[]; onEngine: boolean; 
     for (const n of r.nodes) for (const v of n.outputs) if ((lastReader.get(v) ?? -1) > k) outs.push(v);
     g.setOutputs(outs.map((v) => inside.get(v)!));
     // (negative indices: ours raise, onnxruntime counts from the end; index-guard.ts)
-    if (r.onEngine) guardIndices(g);
+    let engineGraph = g;
+    if (r.onEngine && hasIndexOp(g)) guardIndices((engineGraph = cloneGraph(g)));
     const outputSlots = outs.map((v) => {
       const s = numSlots++;
       slotOf.set(v, s);
@@ -191,6 +199,7 @@ export function cutInto(graph: Graph, runs: { nodes: Node[]; onEngine: boolean; 
     });
     segments.push({
       graph: g,
+      engineGraph,
       onEngine: r.onEngine,
       inputSlots: ordered.map((v) => slotOf.get(v)!),
       numArgInputs: ordered.filter((v) => !isCapture(v)).length,
