@@ -19,6 +19,7 @@ import { elementwiseSource, matmulSource, reduceSource, type LoopInput, type Loo
 import { typesEqual, type Plan, type Strategy, type ValueInfo } from "./analysis.js";
 import { bslotKey, laidOutB, layoutArena, splitGemm, type Arena } from "./arena.js";
 import { isStack, leavingStorage, leavingTensor, reusedStorage, runtimeShape, type CompiledGraph, type RawFn } from "./graph.js";
+import { loopKernel } from "./loop-kernels.js";
 
 /**
  * Size of a generated segment: V8 does not optimize functions past ~60 KB of bytecode, and
@@ -80,6 +81,8 @@ class Codegen {
   private current = 0;
   private stackTemps = 0;
   private readonly tensorClass: string;
+  /** Sources of the shared loops this graph calls (loop-kernels.ts), for `source`. */
+  private readonly loopSources = new Set<string>();
 
   constructor(
     private readonly c: CompiledGraph,
@@ -96,7 +99,7 @@ class Codegen {
   /** The name of a value the generated code is given (objects are bound once). */
   private konst(value: unknown, hint = "K"): string {
     const i = this.constValues.indexOf(value);
-    if (i >= 0 && typeof value === "object" && value !== null) return this.constNames[i]!;
+    if (i >= 0 && (typeof value === "function" || (typeof value === "object" && value !== null))) return this.constNames[i]!;
     const name = `${hint}${this.constNames.length}`;
     this.constNames.push(name);
     this.constValues.push(value);
@@ -159,6 +162,17 @@ class Codegen {
     }
   }
 
+  /**
+   * A call of the shared loop (loop-kernels.ts) whose block `body` (js-loops.ts source over
+   * $0..$n-1) runs on `arrays` (an empty body: nothing to compute).
+   */
+  private loopCall(kind: string, body: string, arrays: ValueInfo[], out: string[]): void {
+    if (body === "") return;
+    const k = loopKernel(kind, body, arrays.map((x) => x.type!.dtype));
+    this.loopSources.add(k.source);
+    out.push(`${this.konst(k.fn, "L")}(${arrays.map((x) => this.use(x)).join(", ")});`);
+  }
+
   /** Where an inline node writes a value: its planned buffer, or new storage. */
   private target(info: ValueInfo): string {
     if (info.buffer >= 0) return this.arena.bufNames[info.buffer]!;
@@ -187,7 +201,6 @@ class Codegen {
   /** The code of node k. */
   private node(node: Node, k: number, s: Strategy, ins: ValueInfo[], outs: ValueInfo[]): void {
     const out = this.nodeCode[k]!;
-    const id = String(k);
     switch (s.kind) {
       case "alias":
         this.define(outs[0]!, this.use(ins[0]!));
@@ -203,9 +216,9 @@ class Codegen {
         break;
       case "loop": {
         for (const o of outs) this.define(o, this.target(o));
-        const loopIns: LoopInput[] = ins.map((x) => ({ array: this.use(x), shape: x.type!.shape }));
-        const loopOuts: LoopOutput[] = outs.map((o, i) => ({ array: o.name, value: ins.length + s.group.outputs[i]! }));
-        out.push(elementwiseSource(id, outs[0]!.type!.shape, loopIns, s.group.steps, loopOuts));
+        const loopIns: LoopInput[] = ins.map((x, i) => ({ array: `$${i}`, shape: x.type!.shape }));
+        const loopOuts: LoopOutput[] = outs.map((o, i) => ({ array: `$${ins.length + i}`, value: ins.length + s.group.outputs[i]! }));
+        this.loopCall("ew", elementwiseSource("", outs[0]!.type!.shape, loopIns, s.group.steps, loopOuts), [...ins, ...outs], out);
         break;
       }
       case "matmul": {
@@ -215,7 +228,7 @@ class Codegen {
           n = o.type!.shape[1]!;
         const kk = s.transA ? a.type!.shape[0]! : a.type!.shape[1]!;
         this.define(o, this.target(o));
-        out.push(matmulSource(id, this.use(a), this.use(b), o.name, o.type!.dtype as "float32" | "float64", m, kk, n, s.transA, s.transB, s.arith));
+        this.loopCall("mm", matmulSource("", "$0", "$1", "$2", o.type!.dtype as "float32" | "float64", m, kk, n, s.transA, s.transB, s.arith), [a, b, o], out);
         break;
       }
       case "simd": {
@@ -233,7 +246,7 @@ class Codegen {
       case "reduce": {
         const o = outs[0]!;
         this.define(o, this.target(o));
-        out.push(reduceSource(id, s.form, this.use(ins[0]!), o.name, o.type!.dtype, s.outer, s.red, s.inner));
+        this.loopCall("red", reduceSource("", s.form, "$0", "$1", o.type!.dtype, s.outer, s.red, s.inner), [ins[0]!, o], out);
         break;
       }
       case "kernel": {
@@ -471,6 +484,7 @@ return [${results.join(", ")}];
       // A caller that assumed a dynamic output receives Tensors through rawTensors; a static
       // assumption requires a static output, checked above.
     }
-    this.c.finish(outs, body, make);
+    // (the shared loops it calls are part of what it runs: shown after it)
+    this.c.finish(outs, [body, ...this.loopSources].join("\n"), make);
   }
 }
