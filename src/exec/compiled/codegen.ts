@@ -83,6 +83,11 @@ class Codegen {
   private readonly tensorClass: string;
   /** Sources of the shared loops this graph calls (loop-kernels.ts), for `source`. */
   private readonly loopSources = new Set<string>();
+  /** Values that are the same array on every call of an instance (a planned buffer, a constant): its name. */
+  private readonly fixedArrays = new Map<ValueInfo, string>();
+  /** The instance's loop functions (loopCall), and their names by loop, fixed arrays and argument dtypes. */
+  private readonly nodeFns: string[] = [];
+  private readonly nodeFnNames = new Map<string, string>();
 
   constructor(
     private readonly c: CompiledGraph,
@@ -113,6 +118,7 @@ class Codegen {
 
   private define(info: ValueInfo, expr: string): void {
     this.nodeCode[this.current]!.push(`const ${info.name} = ${expr};`);
+    if (this.arena.bufNames.includes(expr) || (this.constNames.includes(expr) && ArrayBuffer.isView(this.constValues[this.constNames.indexOf(expr)]))) this.fixedArrays.set(info, expr);
   }
 
   /** Storage leaving the function must not be this instance's arena. */
@@ -163,14 +169,42 @@ class Codegen {
   }
 
   /**
-   * A call of the shared loop (loop-kernels.ts) whose block `body` (js-loops.ts source over
-   * $0..$n-1) runs on `arrays` (an empty body: nothing to compute).
+   * A call of the loop whose block `body` (js-loops.ts source over $0..$n-1) runs on `arrays`
+   * (an empty body: nothing to compute). The loop is a function of the instance, shared by
+   * every node with the same loop on the same fixed arrays (planned buffers, constants: named
+   * in it, so V8 folds their addresses and lengths), taking the other arrays as arguments;
+   * a loop on no fixed array is shared by every graph (loop-kernels.ts). Why functions and
+   * not inline loops: loop-kernels.ts.
    */
   private loopCall(kind: string, body: string, arrays: ValueInfo[], out: string[]): void {
     if (body === "") return;
-    const k = loopKernel(kind, body, arrays.map((x) => x.type!.dtype));
-    this.loopSources.add(k.source);
-    out.push(`${this.konst(k.fn, "L")}(${arrays.map((x) => this.use(x)).join(", ")});`);
+    const params: string[] = [],
+      args: string[] = [],
+      fixed: string[] = [];
+    arrays.forEach((x, i) => {
+      const f = this.fixedArrays.get(x);
+      if (f) fixed.push(`const $${i} = ${f};`);
+      else {
+        params.push(`$${i}`);
+        args.push(this.use(x));
+      }
+    });
+    if (fixed.length === 0) {
+      const k = loopKernel(kind, body, arrays.map((x) => x.type!.dtype));
+      this.loopSources.add(k.source);
+      out.push(`${this.konst(k.fn, "L")}(${args.join(", ")});`);
+      return;
+    }
+    // (the dtypes of the arguments are part of the key: one typed-array kind per parameter)
+    const text = `(${params.join(", ")}) { ${fixed.join(" ")}\n${body}\n}`;
+    const key = `${params.map((p) => arrays[Number(p.slice(1))]!.type!.dtype).join(",")}|${text}`;
+    let name = this.nodeFnNames.get(key);
+    if (!name) {
+      name = `${kind}_n${this.current}`;
+      this.nodeFnNames.set(key, name);
+      this.nodeFns.push(`function ${name}${text}`);
+    }
+    out.push(`${name}(${args.join(", ")});`);
   }
 
   /** Where an inline node writes a value: its planned buffer, or new storage. */
@@ -463,6 +497,7 @@ ${SCALAR_PRELUDE}
 return function makeInstance() {
 ${this.setup.join("\n")}
 const V = new Array(${Math.max(1, slot.size)}).fill(null);
+${this.nodeFns.join("\n")}
 ${segFns}
 return function run(ins, dev) {
 ${inputLoads.join("\n")}

@@ -1,16 +1,17 @@
 /**
- * Shared loop functions of the compiled executor: the elementwise loops, small products and
- * reductions of generated code (backends/cpu/js-loops.ts) as small functions of their arrays,
- * one function per distinct loop (its source and its arrays' dtypes), shared by every node,
- * segment, instance and compiled graph that needs that loop.
+ * Loops of generated code as functions (codegen.ts loopCall): the elementwise loops, small
+ * products and reductions (backends/cpu/js-loops.ts) were inlined in their segment, and V8
+ * (Node 20) optimizes a function only once it has run hot: the 34 segments of an unrolled
+ * L2HMC step each took 200-480 ms of TurboFan time (--trace-opt), one after another, so the
+ * graph ran unoptimized for its first ~90 calls, 50x slower than once optimized. A loop that
+ * recurs (unrolled steps, layers of one shape) is one small function instead, called many
+ * times per graph call: it warms up in a few calls and compiles in a few milliseconds, once.
  *
- * Why not inline: V8 (Node 20) compiles a function with TurboFan only after it has run hot,
- * and the compile time of a segment holding dozens of loops is long (200-480 ms each, for the
- * 34 segments of an unrolled L2HMC step, one after another on the compiler thread), so a large
- * graph ran in the interpreter and baseline code for its first ~90 calls, 50x slower than
- * once optimized. A loop that recurs (unrolled steps, layers of the same shape, forward and
- * backward of the same product) is one small function here: called many times per graph call,
- * it warms up within a few calls, compiles in a few milliseconds, and does so once.
+ * A loop over an instance's fixed arrays (planned buffers, constants) is a function of that
+ * instance naming them (codegen.ts): V8 folds the address and length of an array a single
+ * closure holds, and a product with its arrays as arguments ran ~1.5x as long as with them
+ * folded. A loop on no fixed array loses nothing by taking every array as an argument: it is
+ * shared here by every graph.
  */
 import { SCALAR_PRELUDE } from "../../backends/cpu/js-expr.js";
 
