@@ -1,26 +1,30 @@
-// The compiled executor's loops are functions (exec/compiled/codegen.ts loopCall,
-// loop-kernels.ts) rather than inlined in their segments, so that a large graph of repeated
-// steps warms up in V8 in a few calls: one function per distinct loop and fixed arrays in an
-// instance, and one per loop and dtypes across graphs for loops on no fixed array.
+// A large graph's loops are functions (exec/compiled/codegen.ts loopCall, loop-kernels.ts)
+// rather than inlined in its segments, so that a graph of repeated steps warms up in V8 in a
+// few calls: one function per distinct loop and fixed arrays in an instance, and one per loop
+// and dtypes across graphs for loops on no fixed array. Here every graph counts as large.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import * as sc from "../../src/api/index.js";
-import { compileGraph, interpretExecutor, setDefaultExecutor, createCompiledExecutor } from "../../src/api/internals.js";
-import { Rng } from "../util/rng.js";
+
+// (set before anything imports core/config.ts)
+process.env.STAGECRAFT_LOOP_FUNCTIONS_CHARS = "0";
+const { Rng } = await import("../util/rng.js");
+const sc = await import("../../src/api/index.js");
+const { compileGraph, interpretExecutor, setDefaultExecutor, createCompiledExecutor } = await import("../../src/api/internals.js");
+type Tensor = import("../../src/api/index.js").Tensor;
 
 setDefaultExecutor(createCompiledExecutor(0));
 
 /** Two steps of the same layer: a product and an elementwise chain, twice. */
-const twoLayers = (x: sc.Tensor, w: sc.Tensor) => sc.tanh(sc.matmul(sc.tanh(sc.matmul(x, w).add(1)), w).add(1));
+const twoLayers = (x: Tensor, w: Tensor) => sc.tanh(sc.matmul(sc.tanh(sc.matmul(x, w).add(1)), w).add(1));
 /** One loop on the graph's inputs, into its output: no fixed array. */
-const product = (x: sc.Tensor, y: sc.Tensor) => sc.tanh(x.mul(y));
+const product = (x: Tensor, y: Tensor) => sc.tanh(x.mul(y));
 
 function values(n: number, seed: number): number[] {
   const r = new Rng(seed);
   return Array.from({ length: n }, () => r.uniform(-1, 1));
 }
 
-function compiled(fn: (...xs: sc.Tensor[]) => sc.Tensor, args: sc.Tensor[]) {
+function compiled(fn: (...xs: Tensor[]) => Tensor, args: Tensor[]) {
   const cf = sc.stage(fn).concrete(...args);
   return compileGraph(cf.graph, cf.library, args.map((a) => a.shape));
 }
@@ -31,7 +35,7 @@ function sharedLoops(source: string): Set<string> {
 }
 
 /** Bit for bit what the interpreter computes. */
-function assertAsInterpreter(fn: (...xs: sc.Tensor[]) => sc.Tensor, args: sc.Tensor[]): void {
+function assertAsInterpreter(fn: (...xs: Tensor[]) => Tensor, args: Tensor[]): void {
   const got = sc.stage(fn)(...args);
   setDefaultExecutor(interpretExecutor);
   const want = sc.stage(fn)(...args);
@@ -64,7 +68,7 @@ test("a loop on no fixed array is one function for every graph, per dtypes", () 
   const a = sharedLoops(compiled(product, f32).source);
   assert.equal(a.size, 1, "the loop is a shared function");
   // another staged function with the same loop
-  const b = sharedLoops(compiled((p: sc.Tensor, q: sc.Tensor) => sc.tanh(p.mul(q)), f32).source);
+  const b = sharedLoops(compiled((p: Tensor, q: Tensor) => sc.tanh(p.mul(q)), f32).source);
   assert.deepEqual([...b], [...a], "another graph calls the same function");
   const c = sharedLoops(compiled(product, f64).source);
   assert.equal(c.size, 1);

@@ -27,6 +27,11 @@ import { loopKernel } from "./loop-kernels.js";
  */
 const SEGMENT_CHARS = config.segmentChars;
 const SEGMENT_NODES = 64;
+/**
+ * Generated code past which loops are functions rather than inline (loop-kernels.ts): by
+ * default four segments' worth, which V8 optimizes within tens of calls (L2HMC's 34 took ~90).
+ */
+const LOOP_FUNCTIONS_CHARS = config.loopFunctionsChars;
 /** The k-block size of the WebAssembly sgemm (wasm/sgemm.ts KC). */
 const SGEMM_KC = 256;
 /** Constants one generated function binds at most (they are parameters of its factory). */
@@ -66,7 +71,15 @@ function unpadRowsInto(dst: TypedArray, src: Float32Array, m: number, n: number,
 
 /** Generates the code of `plan` and installs it in `c`. */
 export function generate(c: CompiledGraph, plan: Plan, runDynamic: RunDynamic): void {
-  new Codegen(c, plan, runDynamic).emit();
+  // Loops inline in their segments are fastest once optimized, and a small graph is optimized
+  // soon; a large one is cut into loop functions, which V8 optimizes within a few calls
+  // (loop-kernels.ts).
+  const inline = new Codegen(c, plan, runDynamic, false);
+  inline.emitNodes();
+  if (inline.codeChars() <= LOOP_FUNCTIONS_CHARS) return inline.assemble();
+  const cut = new Codegen(c, plan, runDynamic, true);
+  cut.emitNodes();
+  cut.assemble();
 }
 
 class Codegen {
@@ -93,6 +106,8 @@ class Codegen {
     private readonly c: CompiledGraph,
     private readonly plan: Plan,
     private readonly runDynamic: RunDynamic,
+    /** Loops as functions (loopCall) rather than inline. */
+    private readonly loopFunctions: boolean,
   ) {
     this.arena = layoutArena(plan, (v, hint) => this.konst(v, hint));
     this.setup = this.arena.setup.slice();
@@ -178,6 +193,10 @@ class Codegen {
    */
   private loopCall(kind: string, body: string, arrays: ValueInfo[], out: string[]): void {
     if (body === "") return;
+    if (!this.loopFunctions) {
+      out.push(`{ ${arrays.map((x, i) => `const $${i} = ${this.use(x)};`).join(" ")}\n${body}\n}`);
+      return;
+    }
     const params: string[] = [],
       args: string[] = [],
       fixed: string[] = [];
@@ -213,8 +232,14 @@ class Codegen {
     return `new ${storageCtor(info.type!.dtype).name}(${sizeOf(info.type!.shape)})`;
   }
 
-  emit(): void {
-    const { nodes, strategies, infos, outInfos } = this.plan;
+  /** Characters of the nodes' code. */
+  codeChars(): number {
+    return this.nodeCode.reduce((a, lines) => lines.reduce((b, l) => b + l.length + 1, a), 0);
+  }
+
+  /** Generates the code of every node (then assemble). */
+  emitNodes(): void {
+    const { nodes, strategies, infos } = this.plan;
     nodes.forEach((node, k) => {
       this.current = k;
       this.node(
@@ -225,11 +250,15 @@ class Codegen {
         node.outputs.map((v) => infos.get(v)!),
       );
     });
+  }
+
+  /** Cuts the nodes' code into segments, assembles the instance factory and installs it. */
+  assemble(): void {
     // the outputs (read after the last segment)
-    this.current = nodes.length;
+    this.current = this.plan.nodes.length;
     this.nodeUses.push(new Set());
-    const results = outInfos.map((o) => (o.type === null ? this.use(o) : this.fresh(o)));
-    this.assemble(results);
+    const results = this.plan.outInfos.map((o) => (o.type === null ? this.use(o) : this.fresh(o)));
+    this.assembleSegments(results);
   }
 
   /** The code of node k. */
@@ -442,8 +471,7 @@ class Codegen {
     return `R${k}`;
   }
 
-  /** Cuts the nodes' code into segments, assembles the instance factory and installs it. */
-  private assemble(results: string[]): void {
+  private assembleSegments(results: string[]): void {
     const { nodes, infos, outInfos, graph } = this.plan;
     const { nodeCode, nodeUses } = this;
     const segOfNode: number[] = [];
