@@ -1,6 +1,7 @@
 /**
- * Loops of generated code as functions (codegen.ts loopCall): the elementwise loops, small
- * products and reductions (backends/cpu/js-loops.ts) were inlined in their segment, and V8
+ * Loops of a large graph's generated code as functions (codegen.ts loopCall; a small graph's
+ * stay inline, fastest once optimized): the elementwise loops, small products and reductions
+ * (backends/cpu/js-loops.ts) were inlined in their segment, and V8
  * (Node 20) optimizes a function only once it has run hot: the 34 segments of an unrolled
  * L2HMC step each took 200-480 ms of TurboFan time (--trace-opt), one after another, so the
  * graph ran unoptimized for its first ~90 calls, 50x slower than once optimized. A loop that
