@@ -98,6 +98,8 @@ class Codegen {
   private readonly loopSources = new Set<string>();
   /** Values that are the same array on every call of an instance (a planned buffer, a constant): its name. */
   private readonly fixedArrays = new Map<ValueInfo, string>();
+  /** Names of the instance's fixed arrays: its planned buffers and bound typed-array constants. */
+  private readonly fixedNames = new Set<string>();
   /** The instance's loop functions (loopCall), and their names by loop, fixed arrays and argument dtypes. */
   private readonly nodeFns: string[] = [];
   private readonly nodeFnNames = new Map<string, string>();
@@ -110,6 +112,7 @@ class Codegen {
     private readonly loopFunctions: boolean,
   ) {
     this.arena = layoutArena(plan, (v, hint) => this.konst(v, hint));
+    for (const b of this.arena.bufNames) this.fixedNames.add(b);
     this.setup = this.arena.setup.slice();
     this.nodeCode = plan.nodes.map(() => []);
     this.nodeUses = plan.nodes.map(() => new Set());
@@ -121,6 +124,7 @@ class Codegen {
     const i = this.constValues.indexOf(value);
     if (i >= 0 && (typeof value === "function" || (typeof value === "object" && value !== null))) return this.constNames[i]!;
     const name = `${hint}${this.constNames.length}`;
+    if (ArrayBuffer.isView(value)) this.fixedNames.add(name);
     this.constNames.push(name);
     this.constValues.push(value);
     return name;
@@ -133,7 +137,7 @@ class Codegen {
 
   private define(info: ValueInfo, expr: string): void {
     this.nodeCode[this.current]!.push(`const ${info.name} = ${expr};`);
-    if (this.arena.bufNames.includes(expr) || (this.constNames.includes(expr) && ArrayBuffer.isView(this.constValues[this.constNames.indexOf(expr)]))) this.fixedArrays.set(info, expr);
+    if (this.fixedNames.has(expr)) this.fixedArrays.set(info, expr);
   }
 
   /** Storage leaving the function must not be this instance's arena. */
