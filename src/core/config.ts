@@ -40,6 +40,8 @@ export const config = {
   verify: env("STAGECRAFT_VERIFY") === "1",
   /** STAGECRAFT_SEGMENT_CHARS: size of a generated code segment (V8 optimizes functions below ~60 KB of bytecode). */
   segmentChars: numberSetting("STAGECRAFT_SEGMENT_CHARS", 12000),
+  /** Generated code (characters) past which the compiled executor makes its loops functions (exec/compiled/loop-kernels.ts). */
+  loopFunctionsChars: numberSetting("STAGECRAFT_LOOP_FUNCTIONS_CHARS", 48000),
   /** STAGECRAFT_INLINE_SGEMM_MAX: largest product (m*n*k) the executor writes as inline JavaScript reproducing the sgemm. */
   inlineSgemmMax: numberSetting("STAGECRAFT_INLINE_SGEMM_MAX", 1536),
   /** STAGECRAFT_WASM_GEMM_MAX: largest product (m*n*k) for the executor's in-arena WebAssembly gemm. */

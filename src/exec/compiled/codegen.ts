@@ -19,6 +19,7 @@ import { elementwiseSource, matmulSource, reduceSource, type LoopInput, type Loo
 import { typesEqual, type Plan, type Strategy, type ValueInfo } from "./analysis.js";
 import { bslotKey, laidOutB, layoutArena, splitGemm, type Arena } from "./arena.js";
 import { isStack, leavingStorage, leavingTensor, reusedStorage, runtimeShape, type CompiledGraph, type RawFn } from "./graph.js";
+import { loopKernel } from "./loop-kernels.js";
 
 /**
  * Size of a generated segment: V8 does not optimize functions past ~60 KB of bytecode, and
@@ -26,6 +27,11 @@ import { isStack, leavingStorage, leavingTensor, reusedStorage, runtimeShape, ty
  */
 const SEGMENT_CHARS = config.segmentChars;
 const SEGMENT_NODES = 64;
+/**
+ * Generated code past which loops are functions rather than inline (loop-kernels.ts): by
+ * default four segments' worth, which V8 optimizes within tens of calls (L2HMC's 34 took ~90).
+ */
+const LOOP_FUNCTIONS_CHARS = config.loopFunctionsChars;
 /** The k-block size of the WebAssembly sgemm (wasm/sgemm.ts KC). */
 const SGEMM_KC = 256;
 /** Constants one generated function binds at most (they are parameters of its factory). */
@@ -65,7 +71,15 @@ function unpadRowsInto(dst: TypedArray, src: Float32Array, m: number, n: number,
 
 /** Generates the code of `plan` and installs it in `c`. */
 export function generate(c: CompiledGraph, plan: Plan, runDynamic: RunDynamic): void {
-  new Codegen(c, plan, runDynamic).emit();
+  // Loops inline in their segments are fastest once optimized, and a small graph is optimized
+  // soon; a large one is cut into loop functions, which V8 optimizes within a few calls
+  // (loop-kernels.ts).
+  const inline = new Codegen(c, plan, runDynamic, false);
+  inline.emitNodes();
+  if (inline.codeChars() <= LOOP_FUNCTIONS_CHARS) return inline.assemble();
+  const cut = new Codegen(c, plan, runDynamic, true);
+  cut.emitNodes();
+  cut.assemble();
 }
 
 class Codegen {
@@ -80,13 +94,25 @@ class Codegen {
   private current = 0;
   private stackTemps = 0;
   private readonly tensorClass: string;
+  /** Sources of the shared loops this graph calls (loop-kernels.ts), for `source`. */
+  private readonly loopSources = new Set<string>();
+  /** Values that are the same array on every call of an instance (a planned buffer, a constant): its name. */
+  private readonly fixedArrays = new Map<ValueInfo, string>();
+  /** Names of the instance's fixed arrays: its planned buffers and bound typed-array constants. */
+  private readonly fixedNames = new Set<string>();
+  /** The instance's loop functions (loopCall), and their names by loop, fixed arrays and argument dtypes. */
+  private readonly nodeFns: string[] = [];
+  private readonly nodeFnNames = new Map<string, string>();
 
   constructor(
     private readonly c: CompiledGraph,
     private readonly plan: Plan,
     private readonly runDynamic: RunDynamic,
+    /** Loops as functions (loopCall) rather than inline. */
+    private readonly loopFunctions: boolean,
   ) {
     this.arena = layoutArena(plan, (v, hint) => this.konst(v, hint));
+    for (const b of this.arena.bufNames) this.fixedNames.add(b);
     this.setup = this.arena.setup.slice();
     this.nodeCode = plan.nodes.map(() => []);
     this.nodeUses = plan.nodes.map(() => new Set());
@@ -96,8 +122,9 @@ class Codegen {
   /** The name of a value the generated code is given (objects are bound once). */
   private konst(value: unknown, hint = "K"): string {
     const i = this.constValues.indexOf(value);
-    if (i >= 0 && typeof value === "object" && value !== null) return this.constNames[i]!;
+    if (i >= 0 && (typeof value === "function" || (typeof value === "object" && value !== null))) return this.constNames[i]!;
     const name = `${hint}${this.constNames.length}`;
+    if (ArrayBuffer.isView(value)) this.fixedNames.add(name);
     this.constNames.push(name);
     this.constValues.push(value);
     return name;
@@ -110,6 +137,7 @@ class Codegen {
 
   private define(info: ValueInfo, expr: string): void {
     this.nodeCode[this.current]!.push(`const ${info.name} = ${expr};`);
+    if (this.fixedNames.has(expr)) this.fixedArrays.set(info, expr);
   }
 
   /** Storage leaving the function must not be this instance's arena. */
@@ -159,14 +187,63 @@ class Codegen {
     }
   }
 
+  /**
+   * A call of the loop whose block `body` (js-loops.ts source over $0..$n-1) runs on `arrays`
+   * (an empty body: nothing to compute). The loop is a function of the instance, shared by
+   * every node with the same loop on the same fixed arrays (planned buffers, constants: named
+   * in it, so V8 folds their addresses and lengths), taking the other arrays as arguments;
+   * a loop on no fixed array is shared by every graph (loop-kernels.ts). Why functions and
+   * not inline loops: loop-kernels.ts.
+   */
+  private loopCall(kind: string, body: string, arrays: ValueInfo[], out: string[]): void {
+    if (body === "") return;
+    if (!this.loopFunctions) {
+      out.push(`{ ${arrays.map((x, i) => `const $${i} = ${this.use(x)};`).join(" ")}\n${body}\n}`);
+      return;
+    }
+    const params: string[] = [],
+      args: string[] = [],
+      fixed: string[] = [];
+    arrays.forEach((x, i) => {
+      const f = this.fixedArrays.get(x);
+      if (f) fixed.push(`const $${i} = ${f};`);
+      else {
+        params.push(`$${i}`);
+        args.push(this.use(x));
+      }
+    });
+    if (fixed.length === 0) {
+      const k = loopKernel(kind, body, arrays.map((x) => x.type!.dtype));
+      this.loopSources.add(k.source);
+      out.push(`${this.konst(k.fn, "L")}(${args.join(", ")});`);
+      return;
+    }
+    // (the dtypes of the arguments are part of the key: one typed-array kind per parameter)
+    const text = `(${params.join(", ")}) { ${fixed.join(" ")}\n${body}\n}`;
+    const key = `${params.map((p) => arrays[Number(p.slice(1))]!.type!.dtype).join(",")}|${text}`;
+    let name = this.nodeFnNames.get(key);
+    if (!name) {
+      name = `${kind}_n${this.current}`;
+      this.nodeFnNames.set(key, name);
+      this.nodeFns.push(`function ${name}${text}`);
+    }
+    out.push(`${name}(${args.join(", ")});`);
+  }
+
   /** Where an inline node writes a value: its planned buffer, or new storage. */
   private target(info: ValueInfo): string {
     if (info.buffer >= 0) return this.arena.bufNames[info.buffer]!;
     return `new ${storageCtor(info.type!.dtype).name}(${sizeOf(info.type!.shape)})`;
   }
 
-  emit(): void {
-    const { nodes, strategies, infos, outInfos } = this.plan;
+  /** Characters of the nodes' code. */
+  codeChars(): number {
+    return this.nodeCode.reduce((a, lines) => lines.reduce((b, l) => b + l.length + 1, a), 0);
+  }
+
+  /** Generates the code of every node (then assemble). */
+  emitNodes(): void {
+    const { nodes, strategies, infos } = this.plan;
     nodes.forEach((node, k) => {
       this.current = k;
       this.node(
@@ -177,17 +254,20 @@ class Codegen {
         node.outputs.map((v) => infos.get(v)!),
       );
     });
+  }
+
+  /** Cuts the nodes' code into segments, assembles the instance factory and installs it. */
+  assemble(): void {
     // the outputs (read after the last segment)
-    this.current = nodes.length;
+    this.current = this.plan.nodes.length;
     this.nodeUses.push(new Set());
-    const results = outInfos.map((o) => (o.type === null ? this.use(o) : this.fresh(o)));
-    this.assemble(results);
+    const results = this.plan.outInfos.map((o) => (o.type === null ? this.use(o) : this.fresh(o)));
+    this.assembleSegments(results);
   }
 
   /** The code of node k. */
   private node(node: Node, k: number, s: Strategy, ins: ValueInfo[], outs: ValueInfo[]): void {
     const out = this.nodeCode[k]!;
-    const id = String(k);
     switch (s.kind) {
       case "alias":
         this.define(outs[0]!, this.use(ins[0]!));
@@ -203,9 +283,9 @@ class Codegen {
         break;
       case "loop": {
         for (const o of outs) this.define(o, this.target(o));
-        const loopIns: LoopInput[] = ins.map((x) => ({ array: this.use(x), shape: x.type!.shape }));
-        const loopOuts: LoopOutput[] = outs.map((o, i) => ({ array: o.name, value: ins.length + s.group.outputs[i]! }));
-        out.push(elementwiseSource(id, outs[0]!.type!.shape, loopIns, s.group.steps, loopOuts));
+        const loopIns: LoopInput[] = ins.map((x, i) => ({ array: `$${i}`, shape: x.type!.shape }));
+        const loopOuts: LoopOutput[] = outs.map((o, i) => ({ array: `$${ins.length + i}`, value: ins.length + s.group.outputs[i]! }));
+        this.loopCall("ew", elementwiseSource("", outs[0]!.type!.shape, loopIns, s.group.steps, loopOuts), [...ins, ...outs], out);
         break;
       }
       case "matmul": {
@@ -215,7 +295,7 @@ class Codegen {
           n = o.type!.shape[1]!;
         const kk = s.transA ? a.type!.shape[0]! : a.type!.shape[1]!;
         this.define(o, this.target(o));
-        out.push(matmulSource(id, this.use(a), this.use(b), o.name, o.type!.dtype as "float32" | "float64", m, kk, n, s.transA, s.transB, s.arith));
+        this.loopCall("mm", matmulSource("", "$0", "$1", "$2", o.type!.dtype as "float32" | "float64", m, kk, n, s.transA, s.transB, s.arith), [a, b, o], out);
         break;
       }
       case "simd": {
@@ -233,7 +313,7 @@ class Codegen {
       case "reduce": {
         const o = outs[0]!;
         this.define(o, this.target(o));
-        out.push(reduceSource(id, s.form, this.use(ins[0]!), o.name, o.type!.dtype, s.outer, s.red, s.inner));
+        this.loopCall("red", reduceSource("", s.form, "$0", "$1", o.type!.dtype, s.outer, s.red, s.inner), [ins[0]!, o], out);
         break;
       }
       case "kernel": {
@@ -395,8 +475,7 @@ class Codegen {
     return `R${k}`;
   }
 
-  /** Cuts the nodes' code into segments, assembles the instance factory and installs it. */
-  private assemble(results: string[]): void {
+  private assembleSegments(results: string[]): void {
     const { nodes, infos, outInfos, graph } = this.plan;
     const { nodeCode, nodeUses } = this;
     const segOfNode: number[] = [];
@@ -450,6 +529,7 @@ ${SCALAR_PRELUDE}
 return function makeInstance() {
 ${this.setup.join("\n")}
 const V = new Array(${Math.max(1, slot.size)}).fill(null);
+${this.nodeFns.join("\n")}
 ${segFns}
 return function run(ins, dev) {
 ${inputLoads.join("\n")}
@@ -471,6 +551,7 @@ return [${results.join(", ")}];
       // A caller that assumed a dynamic output receives Tensors through rawTensors; a static
       // assumption requires a static output, checked above.
     }
-    this.c.finish(outs, body, make);
+    // (the shared loops it calls are part of what it runs: shown after it)
+    this.c.finish(outs, [body, ...this.loopSources].join("\n"), make);
   }
 }
