@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
-import { autoStats, chooseSide, setAutoPolicy } from "../../src/onnx/partition/auto.js";
+import { autoStats, chooseSide, setAutoPolicy, WarmUp } from "../../src/onnx/partition/auto.js";
 import { cutGraph } from "../../src/onnx/partition/cut.js";
 import { Rng } from "../util/rng.js";
 
@@ -143,6 +143,30 @@ test("measuring waits until the graph is warm on ours: no plan before warmUpCall
     }
     close(auto(x), ours(x), "call 13");
     assert.equal(autoStats.plans, plans0 + 1, "the plan is made on the first call after the warm-up");
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
+test("past its time budget, the warm-up ends only once calls have stopped getting faster (given times): a graph still speeding up is not yet measured", () => {
+  const before = setAutoPolicy({ warmCalls: 3, warmUpCalls: 100, warmUpMs: 300, stableBlock: 3, stableRatio: 0.9 });
+  try {
+    const run = (times: number[]): number => {
+      const w = new WarmUp();
+      for (let i = 0; i < times.length; i++) {
+        w.add(times[i]!);
+        if (w.warm) return w.calls;
+      }
+      return -1;
+    };
+    // the first call compiles (left out); then code that gets 3x faster every few calls, as V8 optimizes it
+    const speedingUp = [250, 60, 50, 40, 20, 12, 8, 4, 2, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5];
+    const warmAt = run(speedingUp);
+    assert.ok(warmAt >= 13, `warm only when the times have settled (call ${warmAt}): 300 ms were spent by call 2`);
+    // a slow graph with steady calls is warm once its time budget is spent and two blocks are in
+    assert.equal(run([400, 100, 100, 100, 100, 100, 100, 100]), 7, "300 ms spent, 6 steady calls after the first");
+    // the call count ends it regardless
+    assert.equal(run(Array.from({ length: 100 }, (_, i) => 1 / (i + 1))), 100);
   } finally {
     setAutoPolicy(before);
   }

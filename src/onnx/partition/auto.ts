@@ -45,9 +45,18 @@ export interface AutoPolicy {
   choice: AutoChoice;
   /** Calls of a graph run on ours before its plan is made and measured, at least. */
   warmCalls: number;
-  /** ...and then until it has run `warmUpCalls` calls or `warmUpMs` ms on ours, whichever comes first (the segments' code of ours warms up the same way). */
+  /**
+   * ...and then until it has run `warmUpCalls` calls, or `warmUpMs` ms and its calls have stopped
+   * getting faster, whichever comes first (the segments' code of ours warms up the same way).
+   */
   warmUpCalls: number;
   warmUpMs: number;
+  /**
+   * "Stopped getting faster": the median of the last `stableBlock` calls is at least
+   * `stableRatio` x the median of the `stableBlock` before (the first call, which compiles, left out).
+   */
+  stableBlock: number;
+  stableRatio: number;
   /** Timed runs of each side (after the plan's first, untimed run, which makes its sessions), at least... */
   reps: number;
   /** ...and until each side has run `measureMs` ms in all (a fast graph gets more runs; noise averages out), at most `maxReps`. */
@@ -73,6 +82,8 @@ export const autoPolicy: AutoPolicy = {
   warmCalls: 3,
   warmUpCalls: 100,
   warmUpMs: 300,
+  stableBlock: 3,
+  stableRatio: 0.9,
   reps: 5,
   measureMs: 30,
   maxReps: 50,
@@ -116,9 +127,8 @@ export const autoStats = {
 /** Step 1: each engine-eligible segment timed on both sides. */
 interface SegmentTrial {
   segs: SegmentRuns;
-  /** Untimed all-ours runs so far, and their time (the segments' code of ours warming up). */
-  warmCalls: number;
-  warmMs: number;
+  /** Untimed all-ours runs so far (the segments' code of ours warming up). */
+  warm: WarmUp;
   /** Runs with the segments on the engine (the first untimed: it makes the sessions). */
   engineRuns: number;
   timesEngine: number[][];
@@ -130,9 +140,8 @@ interface SegmentTrial {
 
 /** Per graph: its calls so far, and its plan and choice once made. */
 interface AutoState {
-  calls: number;
-  /** Time spent in calls on ours before the plan was made. */
-  warmMs: number;
+  /** The calls on ours before the plan was made. */
+  warm: WarmUp;
   trial: SegmentTrial | null;
   plan: PreparedRun | null;
   /** The plan's placement, per segment of the cut. */
@@ -151,14 +160,37 @@ export function chooseSide(timesOurs: number[], timesPlan: number[]): "ours" | "
   return median(timesPlan) < autoPolicy.margin * median(timesOurs) ? "plan" : "ours";
 }
 
-/** Whether code has run long enough (`calls` calls taking `ms`) for V8 to have optimized it. */
-function warmAfter(calls: number, ms: number): boolean {
-  return calls > autoPolicy.warmCalls && (calls > autoPolicy.warmUpCalls || ms >= autoPolicy.warmUpMs);
-}
+/**
+ * Code of ours warming up: its calls, their time, and the latest calls' times. Whether it is warm
+ * (V8 has optimized it) is read off the calls themselves: a time budget alone ended the warm-up of
+ * a large graph while its code was still getting faster (L2HMC batch 32: 300 ms was ~20 calls, at
+ * 1-6 ms a call where warm code takes 0.4 ms; the plan measured against it won, and was 2x slower
+ * than ours once warm), and a call count alone keeps a slow graph (a 250 ms training step that
+ * onnxruntime runs in 25) on ours for seconds. (@internal exported for its tests)
+ */
+export class WarmUp {
+  /** Calls run so far. */
+  calls = 0;
+  ms = 0;
+  private readonly recent: number[] = [];
 
-/** Whether a graph has run long enough on ours for V8 to have optimized its code. */
-function isWarm(st: AutoState): boolean {
-  return warmAfter(st.calls, st.warmMs);
+  add(ms: number): void {
+    this.calls++;
+    this.ms += ms;
+    if (this.calls === 1) return; // (the first call compiles)
+    this.recent.push(ms);
+    if (this.recent.length > 2 * autoPolicy.stableBlock) this.recent.shift();
+  }
+
+  get warm(): boolean {
+    const p = autoPolicy;
+    if (this.calls < p.warmCalls) return false;
+    if (this.calls >= p.warmUpCalls) return true;
+    if (this.ms < p.warmUpMs || this.recent.length < 2 * p.stableBlock) return false;
+    const before = median(this.recent.slice(0, p.stableBlock));
+    const last = median(this.recent.slice(p.stableBlock));
+    return last >= p.stableRatio * before;
+  }
 }
 
 /** Whether a side has been timed enough. */
@@ -211,7 +243,7 @@ export function autoExecutor(engine: Executor): Executor {
       } else {
         const n = cut.segments.length;
         st.trial = {
-          segs, warmCalls: 0, warmMs: 0, engineRuns: 0,
+          segs, warm: new WarmUp(), engineRuns: 0,
           timesEngine: Array.from({ length: n }, () => []), timesOurs: Array.from({ length: n }, () => []),
           totalEngine: [], totalOurs: [],
         };
@@ -251,7 +283,7 @@ export function autoExecutor(engine: Executor): Executor {
   };
   /** A call of step 1: the cut with every eligible segment on the engine, or every one on ours, each segment timed. */
   const trialCall = (st: AutoState, graph: Graph, t: SegmentTrial, inputs: Tensor[]): Tensor[] => {
-    const oursWarm = warmAfter(t.warmCalls, t.warmMs);
+    const oursWarm = t.warm.warm;
     const onEngine = t.engineRuns === 0 || (oursWarm && t.totalEngine.length <= t.totalOurs.length);
     const times: number[] = new Array(t.segs.cut.segments.length).fill(0);
     let failed = false;
@@ -270,10 +302,8 @@ export function autoExecutor(engine: Executor): Executor {
     if (failed) return out;
     const dt = performance.now() - t0;
     if (onEngine && t.engineRuns++ === 0) autoStats.firstRunMs += dt;
-    else if (!oursWarm) {
-      t.warmCalls++;
-      t.warmMs += dt;
-    } else {
+    else if (!oursWarm) t.warm.add(dt);
+    else {
       const side = onEngine ? "plan" : "ours";
       const ts = onEngine ? t.timesEngine : t.timesOurs;
       for (let k = 0; k < times.length; k++) if (t.segs.engine[k] !== null) ts[k]!.push(charged(side, times[k]!, k));
@@ -294,11 +324,10 @@ export function autoExecutor(engine: Executor): Executor {
       autoStats.rechecks++;
       autoStats.chosePlan--; // (the counts say where graphs are now: the new choice counts again)
     }
-    st.calls++;
-    if (autoPolicy.choice === "measure" && !isWarm(st)) {
+    if (autoPolicy.choice === "measure" && !st.warm.warm) {
       const t0 = performance.now();
       const out = run(inputs);
-      st.warmMs += performance.now() - t0;
+      st.warm.add(performance.now() - t0);
       return out;
     }
     if (autoPolicy.choice === "ours") {
@@ -339,7 +368,7 @@ export function autoExecutor(engine: Executor): Executor {
     let st = states.get(graph);
     if (st === undefined) {
       st = {
-        calls: 0, warmMs: 0, trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0 };
+        warm: new WarmUp(), trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0 };
       states.set(graph, st);
     }
     return st;
