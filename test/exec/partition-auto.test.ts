@@ -131,7 +131,7 @@ test("float64 on the engine keeps float64 accuracy: a product then a scaling (on
 // The measured choice. Timings never decide a test: the warm-up is counted in calls here (its
 // time budget set out of reach), and the margin rule is checked on given timings.
 test("measuring waits until the graph is warm on ours: no plan before warmUpCalls calls", () => {
-  const before = setAutoPolicy({ choice: "measure", warmCalls: 3, warmUpCalls: 12, warmUpMs: Infinity });
+  const before = setAutoPolicy({ choice: "measure", warmCalls: 3, warmUpCalls: 12, warmUpMs: Infinity, steadyRatio: 0 });
   try {
     const x = big([128, 128]);
     const auto = sc.stage((x: sc.Tensor) => heavy(heavy(x)), { autograph: false, engine: "auto" });
@@ -148,25 +148,33 @@ test("measuring waits until the graph is warm on ours: no plan before warmUpCall
   }
 });
 
-test("past its time budget, the warm-up ends only once calls have stopped getting faster (given times): a graph still speeding up is not yet measured", () => {
-  const before = setAutoPolicy({ warmCalls: 3, warmUpCalls: 100, warmUpMs: 300, stableBlock: 3, stableRatio: 0.9 });
+test("the warm-up ends only once calls have stopped getting faster (given times): a graph still speeding up is not yet measured", () => {
+  const before = setAutoPolicy({ warmCalls: 3, warmUpCalls: 100, warmUpMs: 300, maxWarmUpCalls: 1000, maxWarmUpMs: 2000, steadyRatio: 0.9 });
   try {
-    const run = (times: number[]): number => {
+    const warmAt = (timeOf: (call: number) => number): number => {
       const w = new WarmUp();
-      for (let i = 0; i < times.length; i++) {
-        w.add(times[i]!);
-        if (w.warm) return w.calls;
+      for (let call = 1; call <= 5000; call++) {
+        w.add(timeOf(call));
+        if (w.warm) return call;
       }
       return -1;
     };
-    // the first call compiles (left out); then code that gets 3x faster every few calls, as V8 optimizes it
-    const speedingUp = [250, 60, 50, 40, 20, 12, 8, 4, 2, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5];
-    const warmAt = run(speedingUp);
-    assert.ok(warmAt >= 13, `warm only when the times have settled (call ${warmAt}): 300 ms were spent by call 2`);
-    // a slow graph with steady calls is warm once its time budget is spent and two blocks are in
-    assert.equal(run([400, 100, 100, 100, 100, 100, 100, 100]), 7, "300 ms spent, 6 steady calls after the first");
-    // the call count ends it regardless
-    assert.equal(run(Array.from({ length: 100 }, (_, i) => 1 / (i + 1))), 100);
+    // a big graph as V8 optimizes it: fast at first, then a slow drift (L2HMC batch 32's shape)
+    const drifting = (call: number) => (call === 1 ? 250 : 0.5 + 20 / call);
+    const at = warmAt(drifting);
+    assert.ok(at > 100, `still getting faster at call 100 (${drifting(100).toFixed(2)} ms against ${drifting(50).toFixed(2)} at call 50): not warm there (warm at ${at})`);
+    assert.ok(drifting(at) < 1.1 * 0.5 * 1.25, `warm once within ~25% of its speed (call ${at}: ${drifting(at).toFixed(3)} ms)`);
+    // steady calls: warm at the first call past the budget whose halfway block is in
+    const steady = warmAt(() => 1);
+    assert.equal(steady, 100, "100 calls of 1 ms: the call budget, and steady");
+    // a slow graph: 300 ms are spent by call 3, steady from the start: warm at 7 (3 calls now, 3 ending halfway)
+    assert.equal(warmAt((call) => (call === 1 ? 400 : 100)), 7);
+    // a graph that keeps getting faster is warm at the caps at the latest
+    assert.equal(warmAt((call) => 100 / call), 1000, "the call cap");
+    const dropping = (call: number) => 300 / Math.sqrt(call); // (never steady: sqrt(1/2) < 0.9)
+    let spent = 0, capAt = 0;
+    while (spent < 2000) spent += dropping(++capAt);
+    assert.equal(warmAt(dropping), capAt, "the time cap: warm at the call that brings the warm-up to 2,000 ms");
   } finally {
     setAutoPolicy(before);
   }
@@ -183,7 +191,7 @@ test("the plan is kept only when clearly faster than ours: a tie or a small gain
 test("a plan kept is measured again after recheckCalls calls on it, and dropped when ours is now faster (charged times, not real ones)", () => {
   let planIsFaster = true;
   const before = setAutoPolicy({
-    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, reps: 3, measureMs: 0, recheckCalls: 5,
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 5,
     timeOf: (side) => ((side === "plan") === planIsFaster ? 1 : 10),
   });
   try {

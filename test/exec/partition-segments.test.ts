@@ -55,7 +55,7 @@ function charge(seg: Record<number, [number, number]>, whole: [number, number]):
 // (the suite's runner turns the determinism switch on, which keeps "auto" on ours: these are auto's tests)
 sc.config.setDeterministic(false);
 
-const measuring = { choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, reps: 3, measureMs: 0, recheckCalls: 10_000 } as const;
+const measuring = { choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 10_000 } as const;
 
 /** Runs auto (on `engine`) and ours side by side until auto has chosen, then `after` calls more; checks results, variables and host calls at every call. */
 function race(engine: string, after = 4): { calls: number } {

@@ -46,17 +46,20 @@ export interface AutoPolicy {
   /** Calls of a graph run on ours before its plan is made and measured, at least. */
   warmCalls: number;
   /**
-   * ...and then until it has run `warmUpCalls` calls, or `warmUpMs` ms and its calls have stopped
-   * getting faster, whichever comes first (the segments' code of ours warms up the same way).
+   * ...and at least `warmUpCalls` calls or `warmUpMs` ms on ours, whichever comes first; then
+   * until its calls have stopped getting faster (`steadyRatio`), or at most `maxWarmUpCalls`
+   * calls or `maxWarmUpMs` ms (the segments' code of ours warms up the same way).
    */
   warmUpCalls: number;
   warmUpMs: number;
+  maxWarmUpCalls: number;
+  maxWarmUpMs: number;
   /**
-   * "Stopped getting faster": the median of the last `stableBlock` calls is at least
-   * `stableRatio` x the median of the `stableBlock` before (the first call, which compiles, left out).
+   * "Stopped getting faster": the median of the latest calls (a tenth of them, at least 3) is at
+   * least `steadyRatio` x the median of as many calls ending halfway (the first call, which
+   * compiles, left out). 0: no such condition (tests: a warm-up counted in calls only).
    */
-  stableBlock: number;
-  stableRatio: number;
+  steadyRatio: number;
   /** Timed runs of each side (after the plan's first, untimed run, which makes its sessions), at least... */
   reps: number;
   /** ...and until each side has run `measureMs` ms in all (a fast graph gets more runs; noise averages out), at most `maxReps`. */
@@ -82,8 +85,9 @@ export const autoPolicy: AutoPolicy = {
   warmCalls: 3,
   warmUpCalls: 100,
   warmUpMs: 300,
-  stableBlock: 3,
-  stableRatio: 0.9,
+  maxWarmUpCalls: 1000,
+  maxWarmUpMs: 2000,
+  steadyRatio: 0.9,
   reps: 5,
   measureMs: 30,
   maxReps: 50,
@@ -161,35 +165,45 @@ export function chooseSide(timesOurs: number[], timesPlan: number[]): "ours" | "
 }
 
 /**
- * Code of ours warming up: its calls, their time, and the latest calls' times. Whether it is warm
- * (V8 has optimized it) is read off the calls themselves: a time budget alone ended the warm-up of
- * a large graph while its code was still getting faster (L2HMC batch 32: 300 ms was ~20 calls, at
- * 1-6 ms a call where warm code takes 0.4 ms; the plan measured against it won, and was 2x slower
- * than ours once warm), and a call count alone keeps a slow graph (a 250 ms training step that
- * onnxruntime runs in 25) on ours for seconds. (@internal exported for its tests)
+ * Code of ours warming up: its calls, their time, and each call's time. Whether it is warm (V8
+ * has optimized it) is read off the calls themselves: a time budget alone ended the warm-up of a
+ * large graph while its code was still getting faster (L2HMC batch 32: 300 ms was ~20 calls, at
+ * 1-6 ms a call where warm code takes 0.4-0.5 ms, and at 100 calls it still took 0.8 ms; the plan
+ * measured against that, 0.7-1.1 ms, was kept at 2x ours once warm), and a call count alone keeps a
+ * slow graph (a 250 ms step that onnxruntime runs in 25) on ours for seconds. Comparing the latest
+ * calls with those halfway, not with the ones just before, sees a slow drift too (V8's tiers come
+ * by call counts, so a graph still improving is faster now than at half as many calls).
+ * (@internal exported for its tests)
  */
 export class WarmUp {
-  /** Calls run so far. */
+  /** Calls run so far, and their time in all. */
   calls = 0;
   ms = 0;
-  private readonly recent: number[] = [];
+  /** Each call's time after the first (which compiles). */
+  private readonly times: number[] = [];
 
   add(ms: number): void {
     this.calls++;
     this.ms += ms;
-    if (this.calls === 1) return; // (the first call compiles)
-    this.recent.push(ms);
-    if (this.recent.length > 2 * autoPolicy.stableBlock) this.recent.shift();
+    if (this.calls > 1) this.times.push(ms);
   }
 
   get warm(): boolean {
     const p = autoPolicy;
     if (this.calls < p.warmCalls) return false;
-    if (this.calls >= p.warmUpCalls) return true;
-    if (this.ms < p.warmUpMs || this.recent.length < 2 * p.stableBlock) return false;
-    const before = median(this.recent.slice(0, p.stableBlock));
-    const last = median(this.recent.slice(p.stableBlock));
-    return last >= p.stableRatio * before;
+    if (this.calls < p.warmUpCalls && this.ms < p.warmUpMs) return false;
+    if (this.calls >= p.maxWarmUpCalls || this.ms >= p.maxWarmUpMs) return true;
+    return this.steady();
+  }
+
+  private steady(): boolean {
+    const ratio = autoPolicy.steadyRatio;
+    if (ratio <= 0) return true;
+    const t = this.times;
+    const b = Math.max(3, Math.floor(t.length / 10));
+    const half = t.length >> 1;
+    if (half < b) return false;
+    return median(t.slice(t.length - b)) >= ratio * median(t.slice(half - b, half));
   }
 }
 
