@@ -20,7 +20,7 @@ const files = only.length > 0 ? only : find("test").sort();
 const env = { ...process.env };
 // The determinism switch, on unless the caller set it (STAGECRAFT_DETERMINISTIC=0 runs the suite
 // on the real default): the tests compare staged and eager results bit for bit, and with "auto"
-// as the default engine a graph called past its warm-up (100 calls, or 300 ms: a slow graph on a
+// as the default engine a graph called past its warm-up (100 steady calls, or 1 s: a slow graph on a
 // loaded machine) would move to onnxruntime segments or stay ours by timing. The tests of auto
 // turn the switch off for themselves and force its choice (test/exec/partition-*.test.ts,
 // test/staging/determinism.test.ts). docs/architecture.md: "Cutting a graph".

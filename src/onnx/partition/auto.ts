@@ -46,14 +46,13 @@ export interface AutoPolicy {
   /** Calls of a graph run on ours before its plan is made and measured, at least. */
   warmCalls: number;
   /**
-   * ...and at least `warmUpCalls` calls or `warmUpMs` ms on ours, whichever comes first; then
-   * until its calls have stopped getting faster (`steadyRatio`), or at most `maxWarmUpCalls`
-   * calls or `maxWarmUpMs` ms (the segments' code of ours warms up the same way).
+   * ...and then until it has run `warmUpMs` ms on ours, or `maxWarmUpCalls` calls, or at least
+   * `warmUpCalls` calls that have stopped getting faster (`steadyRatio`), whichever comes first
+   * (the segments' code of ours warms up the same way).
    */
   warmUpCalls: number;
   warmUpMs: number;
   maxWarmUpCalls: number;
-  maxWarmUpMs: number;
   /**
    * "Stopped getting faster": the median of the latest calls (a tenth of them, at least 3) is at
    * least `steadyRatio` x the median of as many calls ending halfway (the first call, which
@@ -84,9 +83,8 @@ export const autoPolicy: AutoPolicy = {
   choice: envChoice === "plan" || envChoice === "ours" ? envChoice : "measure",
   warmCalls: 3,
   warmUpCalls: 100,
-  warmUpMs: 300,
+  warmUpMs: 1000,
   maxWarmUpCalls: 1000,
-  maxWarmUpMs: 2000,
   steadyRatio: 0.9,
   reps: 5,
   measureMs: 30,
@@ -166,14 +164,15 @@ export function chooseSide(timesOurs: number[], timesPlan: number[]): "ours" | "
 
 /**
  * Code of ours warming up: its calls, their time, and each call's time. Whether it is warm (V8
- * has optimized it) is read off the calls themselves: a time budget alone ended the warm-up of a
- * large graph while its code was still getting faster (L2HMC batch 32: 300 ms was ~20 calls, at
- * 1-6 ms a call where warm code takes 0.4-0.5 ms, and at 100 calls it still took 0.8 ms; the plan
- * measured against that, 0.7-1.1 ms, was kept at 2x ours once warm), and a call count alone keeps a
- * slow graph (a 250 ms step that onnxruntime runs in 25) on ours for seconds. Comparing the latest
- * calls with those halfway, not with the ones just before, sees a slow drift too (V8's tiers come
- * by call counts, so a graph still improving is faster now than at half as many calls).
- * (@internal exported for its tests)
+ * has optimized it) is read off the calls themselves, with a time budget for slow graphs: a
+ * budget of 300 ms (or 100 calls) alone ended the warm-up of a large graph while its code was
+ * still getting faster (L2HMC batch 32: ~20 calls at 5-10 ms where warm code takes 0.4-0.5 ms;
+ * at 100 calls it still took 0.8 ms; the plan measured against that, 0.7-1.1 ms, was kept at 2x
+ * ours once warm), while a call count alone keeps a slow graph (a 50-250 ms step that
+ * onnxruntime runs in 20) on ours for seconds: so at least 100 calls whose latest are no faster
+ * than those halfway (not the ones just before: V8's tiers come by call counts, so code still
+ * improving is faster now than at half as many calls, while block-to-block noise of a few calls
+ * reads as steady), or 1 s, or 1,000 calls. (@internal exported for its tests)
  */
 export class WarmUp {
   /** Calls run so far, and their time in all. */
@@ -191,9 +190,8 @@ export class WarmUp {
   get warm(): boolean {
     const p = autoPolicy;
     if (this.calls < p.warmCalls) return false;
-    if (this.calls < p.warmUpCalls && this.ms < p.warmUpMs) return false;
-    if (this.calls >= p.maxWarmUpCalls || this.ms >= p.maxWarmUpMs) return true;
-    return this.steady();
+    if (this.ms >= p.warmUpMs || this.calls >= p.maxWarmUpCalls) return true;
+    return this.calls >= p.warmUpCalls && this.steady();
   }
 
   private steady(): boolean {
