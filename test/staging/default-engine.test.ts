@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
 import { setDefaultEngine } from "../../src/api/internals.js";
 import { engineStats } from "../../src/onnx/engine.js";
+import { engineChildReport } from "../util/fresh-process.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -40,15 +41,8 @@ const script = `
   console.log(JSON.stringify(report));`;
 
 function run(env: Record<string, string>): Record<string, unknown> {
-  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-    cwd: root,
-    // (the determinism switch off, as where the suite's runner did not set it: these are auto's tests)
-    env: { ...process.env, STAGECRAFT_ENGINE: "", STAGECRAFT_AUTO: "", STAGECRAFT_DETERMINISTIC: "", ...env },
-    encoding: "utf8",
-    timeout: 120_000,
-  });
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout.trim().split("\n").pop()!) as Record<string, unknown>;
+  // (the determinism switch off, as where the suite's runner did not set it: these are auto's tests)
+  return engineChildReport(script, env, root);
 }
 
 test("STAGECRAFT_ENGINE unset: staged functions run on auto (onnxruntime-node is installed here), on ours for their first calls", () => {

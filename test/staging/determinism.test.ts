@@ -6,10 +6,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
 import { autoStats, setAutoPolicy } from "../../src/onnx/partition/auto.js";
+import { engineChildReport } from "../util/fresh-process.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -28,14 +28,7 @@ function inChild(body: string, env: Record<string, string>): Record<string, unkn
       report.error = { name: e.constructor.name, message: e.message };
     }
     console.log(JSON.stringify(report));`;
-  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
-    cwd: root,
-    env: { ...process.env, STAGECRAFT_ENGINE: "", STAGECRAFT_AUTO: "", STAGECRAFT_DETERMINISTIC: "", ...env },
-    encoding: "utf8",
-    timeout: 120_000,
-  });
-  assert.equal(r.status, 0, r.stderr);
-  return JSON.parse(r.stdout.trim().split("\n").pop()!) as Record<string, unknown>;
+  return engineChildReport(script, env, root);
 }
 
 // (a graph the cut sends to onnxruntime: above the size threshold, 5 nodes)

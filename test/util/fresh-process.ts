@@ -1,5 +1,5 @@
 /** Runs programs in fresh processes for tests, and collects what they print. */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
@@ -104,4 +104,21 @@ export async function processEndsWithin(pid: number, ms: number): Promise<boolea
     await new Promise((r) => setTimeout(r, 10));
   }
   return true;
+}
+
+/**
+ * Runs module code `script` (TypeScript through tsx) in a fresh Node process, with the engine
+ * settings a test of engines must choose itself (STAGECRAFT_ENGINE, STAGECRAFT_AUTO and the
+ * determinism switch the suite's runner sets) cleared, then `env` applied; returns the JSON object
+ * its last line of output prints. Throws with its stderr when it fails.
+ */
+export function engineChildReport(script: string, env: Record<string, string>, cwd: string): Record<string, unknown> {
+  const r = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    cwd,
+    env: { ...process.env, STAGECRAFT_ENGINE: "", STAGECRAFT_AUTO: "", STAGECRAFT_DETERMINISTIC: "", ...env },
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+  if (r.status !== 0) throw new Error(`the child process failed (status ${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").pop()!) as Record<string, unknown>;
 }

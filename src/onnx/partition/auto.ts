@@ -220,7 +220,7 @@ const charged = (side: "ours" | "plan", ms: number, segment?: number): number =>
 
 /** The placement's names (for autoStats), per segment of the cut. */
 function placesOf(segs: SegmentRuns, onEngine: boolean[]): SegmentPlace[] {
-  return segs.cut.segments.map((s, k) => (onEngine[k] && segs.engine[k] !== null ? "engine" : s.onEngine ? "ours" : "fixed"));
+  return segs.cut.segments.map((s, k) => (onEngine[k] && segs.segments[k]!.engine !== null ? "engine" : s.onEngine ? "ours" : "fixed"));
 }
 
 /** The "auto" executor over onnxruntime engine `engine` and the installed executor (ours). */
@@ -245,11 +245,11 @@ export function autoExecutor(engine: Executor): Executor {
     try {
       const cut = cutGraph(graph, library, numArgInputs);
       const segs = prepareSegments(cut, ours(), engine, library);
-      autoStats.fallbacks += cut.segments.filter((s, k) => s.onEngine && segs.engine[k] === null).length;
+      autoStats.fallbacks += cut.segments.filter((s, k) => s.onEngine && segs.segments[k]!.engine === null).length;
       const eligible = engineEligible(segs);
       if (eligible.length === 0) keepOurs(st);
       else if (eligible.length === 1 || autoPolicy.choice === "plan") {
-        const all = segs.engine.map((r) => r !== null);
+        const all = segs.segments.map((x) => x.engine !== null);
         st.plan = placedRun(segs, all, planFailed(st));
         st.places = placesOf(segs, all);
       } else {
@@ -277,7 +277,7 @@ export function autoExecutor(engine: Executor): Executor {
   };
   /** Step 1's placement: each eligible segment on the engine when clearly faster there; then step 2 measures it, or the graph stays ours. */
   const placeSegments = (st: AutoState, graph: Graph, t: SegmentTrial): void => {
-    const onEngine = t.segs.engine.map((r, k) => r !== null && chooseSide(t.timesOurs[k]!, t.timesEngine[k]!) === "plan");
+    const onEngine = t.segs.segments.map((x, k) => x.engine !== null && chooseSide(t.timesOurs[k]!, t.timesEngine[k]!) === "plan");
     const eligible = engineEligible(t.segs).length;
     const placed = onEngine.filter(Boolean).length;
     autoStats.segmentsOnEngine += placed;
@@ -304,7 +304,7 @@ export function autoExecutor(engine: Executor): Executor {
       // that segment stays ours (it ran there for this call); the others go on being timed (the totals start again: the runs changed)
       failed = true;
       autoStats.fallbacks++;
-      t.segs.engine[k] = null;
+      t.segs.segments[k]!.engine = null;
       t.timesEngine[k] = [];
       t.timesOurs[k] = [];
       t.totalEngine = [];
@@ -318,7 +318,7 @@ export function autoExecutor(engine: Executor): Executor {
     else {
       const side = onEngine ? "plan" : "ours";
       const ts = onEngine ? t.timesEngine : t.timesOurs;
-      for (let k = 0; k < times.length; k++) if (t.segs.engine[k] !== null) ts[k]!.push(charged(side, times[k]!, k));
+      for (let k = 0; k < times.length; k++) if (t.segs.segments[k]!.engine !== null) ts[k]!.push(charged(side, times[k]!, k));
       (onEngine ? t.totalEngine : t.totalOurs).push(charged(side, dt));
       if (enough(t.totalEngine) && enough(t.totalOurs)) placeSegments(st, graph, t);
     }

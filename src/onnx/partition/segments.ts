@@ -21,14 +21,22 @@ import { assignVariableOp, callOp } from "../../ops/structural.js";
 import type { Executor, PreparedRun } from "../../staging/concrete-function.js";
 import type { Cut } from "./cut.js";
 
+/** One segment of a cut, ready to run on ours and, where it can, on the engine. */
+export interface SegmentRun {
+  /** Slots it reads (in its graph's input order) and writes. */
+  inputSlots: number[];
+  outputSlots: number[];
+  /** Its run on ours (prepared on first use; it holds this segment's graph only). */
+  ours: () => PreparedRun;
+  /** Its run on the engine; null: it stays ours (not exportable, too small, or its engine run failed). */
+  engine: PreparedRun | null;
+  /** The variables it assigns (put back when its engine run fails). */
+  assigned: Variable[];
+}
+
 export interface SegmentRuns {
   cut: Cut;
-  /** Per segment, its run on ours (prepared on first use). */
-  ours: (k: number) => PreparedRun;
-  /** Per segment, its run on the engine; null: it stays ours (not exportable, too small, or its engine run failed). */
-  engine: (PreparedRun | null)[];
-  /** Per segment, the variables it assigns (put back when its engine run fails). */
-  assigned: Variable[][];
+  segments: SegmentRun[];
 }
 
 /** Told that segment `k`'s engine run failed with `error` (the call goes on, that segment on ours). */
@@ -57,66 +65,80 @@ function prepared(e: Executor, graph: Graph, numArgInputs: number, library: Func
 
 /** Prepares `cut`'s segments: the engine's runs now (failures leave a segment ours), ours on first use. */
 export function prepareSegments(cut: Cut, ours: Executor, engine: Executor, library: FunctionLibrary): SegmentRuns {
-  const oursRuns: (PreparedRun | undefined)[] = new Array(cut.segments.length);
-  const engineRuns = cut.segments.map((s) => {
-    if (!s.onEngine) return null;
-    try {
-      return prepared(engine, s.engineGraph, s.numArgInputs, library);
-    } catch {
-      return null;
+  const segments = cut.segments.map((s): SegmentRun => {
+    let engineRun: PreparedRun | null = null;
+    if (s.onEngine) {
+      try {
+        engineRun = prepared(engine, s.engineGraph, s.numArgInputs, library);
+      } catch {
+        engineRun = null;
+      }
     }
+    const { graph, numArgInputs } = s;
+    let oursRun: PreparedRun | null = null;
+    return {
+      inputSlots: s.inputSlots,
+      outputSlots: s.outputSlots,
+      ours: () => (oursRun ??= prepared(ours, graph, numArgInputs, library)),
+      engine: engineRun,
+      assigned: engineRun === null ? [] : assignedVariables(graph, library),
+    };
   });
-  const assigned = cut.segments.map((s, k) => (engineRuns[k] === null ? [] : assignedVariables(s.graph, library)));
-  return { cut, ours: (k) => (oursRuns[k] ??= prepared(ours, cut.segments[k]!.graph, cut.segments[k]!.numArgInputs, library)), engine: engineRuns, assigned };
-}
-
-/** Segment `k` on the engine; when that run fails, its variables put back, `failed` told, the segment on ours. */
-function onEngineOrOurs(sr: SegmentRuns, k: number, run: PreparedRun, ins: Tensor[], failed: EngineFailure): Tensor[] {
-  const vars = sr.assigned[k]!;
-  const saved = vars.length === 0 ? null : vars.map((v) => v.storedValue);
-  try {
-    return run(ins);
-  } catch (e) {
-    vars.forEach((v, i) => v.setStoredValue(saved![i]!));
-    failed(k, e);
-    return sr.ours(k)(ins);
-  }
+  return { cut, segments };
 }
 
 /** The segments that may run on the engine (an engine run prepared). */
 export function engineEligible(sr: SegmentRuns): number[] {
   const out: number[] = [];
-  sr.engine.forEach((r, k) => r !== null && out.push(k));
+  sr.segments.forEach((s, k) => s.engine !== null && out.push(k));
+  return out;
+}
+
+/**
+ * Runs a cut's segments in order through the slot table: each segment with an engine run on the
+ * engine when `useEngine`, else on ours; an engine run that fails has its
+ * variables put back, `failed` told, and the segment run on ours from the same inputs. With
+ * `times`, each segment's time (ms) is written there.
+ */
+function runSegments(segments: SegmentRun[], numSlots: number, outputSlots: number[], useEngine: boolean,
+                     inputs: Tensor[], failed: EngineFailure, times: number[] | null): Tensor[] {
+  const slots: Tensor[] = new Array(numSlots);
+  for (let i = 0; i < inputs.length; i++) slots[i] = inputs[i]!;
+  for (let k = 0; k < segments.length; k++) {
+    const s = segments[k]!;
+    const ins: Tensor[] = new Array(s.inputSlots.length);
+    for (let i = 0; i < ins.length; i++) ins[i] = slots[s.inputSlots[i]!]!;
+    const t0 = times === null ? 0 : performance.now();
+    let outs: Tensor[];
+    if (useEngine && s.engine !== null) {
+      const saved = s.assigned.length === 0 ? null : s.assigned.map((v) => v.storedValue);
+      try {
+        outs = s.engine(ins);
+      } catch (e) {
+        s.assigned.forEach((v, i) => v.setStoredValue(saved![i]!));
+        failed(k, e);
+        outs = s.ours()(ins);
+      }
+    } else outs = s.ours()(ins);
+    if (times !== null) times[k] = performance.now() - t0;
+    for (let i = 0; i < s.outputSlots.length; i++) slots[s.outputSlots[i]!] = outs[i]!;
+  }
+  const out: Tensor[] = new Array(outputSlots.length);
+  for (let i = 0; i < out.length; i++) out[i] = slots[outputSlots[i]!]!;
   return out;
 }
 
 /**
  * The cut run with a fixed placement (`onEngine[k]`: segment k on the engine, where it has an
- * engine run): one closure over the chosen runs, no per-call choice. Adjacent segments of ours
- * run one after the other as they were cut (their code stays the code that was timed and has
- * warmed up; merging them would compile new, cold code: see auto.ts).
+ * engine run). Adjacent segments of ours run one after the other as they were cut (their code
+ * stays the code that was timed and has warmed up; merging them would compile new, cold code: see
+ * auto.ts). The closure holds the segments' runs, not the cut: the engine's sessions of segments
+ * placed on ours are freed with their graphs, which its state is keyed by.
  */
 export function placedRun(sr: SegmentRuns, onEngine: boolean[], failed: EngineFailure): PreparedRun {
   const { numSlots, outputSlots } = sr.cut;
-  const runs = sr.cut.segments.map((_, k) => (onEngine[k] && sr.engine[k] !== null ? sr.engine[k]! : sr.ours(k)));
-  const engineSide = runs.map((r, k) => r === sr.engine[k]);
-  // (the closure holds the slots, not the segments' graphs: the engine's sessions of segments
-  // placed on ours are then freed with the graphs, which its state is keyed by)
-  const segments = sr.cut.segments.map((s) => ({ inputSlots: s.inputSlots, outputSlots: s.outputSlots }));
-  return (inputs) => {
-    const slots: Tensor[] = new Array(numSlots);
-    for (let i = 0; i < inputs.length; i++) slots[i] = inputs[i]!;
-    for (let k = 0; k < segments.length; k++) {
-      const s = segments[k]!;
-      const ins: Tensor[] = new Array(s.inputSlots.length);
-      for (let i = 0; i < ins.length; i++) ins[i] = slots[s.inputSlots[i]!]!;
-      const outs = engineSide[k] ? onEngineOrOurs(sr, k, runs[k]!, ins, failed) : runs[k]!(ins);
-      for (let i = 0; i < s.outputSlots.length; i++) slots[s.outputSlots[i]!] = outs[i]!;
-    }
-    const out: Tensor[] = new Array(outputSlots.length);
-    for (let i = 0; i < out.length; i++) out[i] = slots[outputSlots[i]!]!;
-    return out;
-  };
+  const segments = sr.segments.map((s, k): SegmentRun => (onEngine[k] && s.engine !== null ? s : { ...s, engine: null, assigned: [] }));
+  return (inputs) => runSegments(segments, numSlots, outputSlots, true, inputs, failed, null);
 }
 
 /**
@@ -124,20 +146,5 @@ export function placedRun(sr: SegmentRuns, onEngine: boolean[], failed: EngineFa
  * `onEngine`, else all on ours; each segment's time (ms) written to `times[k]`.
  */
 export function timedRun(sr: SegmentRuns, onEngine: boolean, inputs: Tensor[], times: number[], failed: EngineFailure): Tensor[] {
-  const { segments, numSlots, outputSlots } = sr.cut;
-  const slots: Tensor[] = new Array(numSlots);
-  for (let i = 0; i < inputs.length; i++) slots[i] = inputs[i]!;
-  for (let k = 0; k < segments.length; k++) {
-    const s = segments[k]!;
-    const ins: Tensor[] = new Array(s.inputSlots.length);
-    for (let i = 0; i < ins.length; i++) ins[i] = slots[s.inputSlots[i]!]!;
-    const engineRun = onEngine ? sr.engine[k] ?? null : null;
-    const t0 = performance.now();
-    const outs = engineRun !== null ? onEngineOrOurs(sr, k, engineRun, ins, failed) : sr.ours(k)(ins);
-    times[k] = performance.now() - t0;
-    for (let i = 0; i < s.outputSlots.length; i++) slots[s.outputSlots[i]!] = outs[i]!;
-  }
-  const out: Tensor[] = new Array(outputSlots.length);
-  for (let i = 0; i < out.length; i++) out[i] = slots[outputSlots[i]!]!;
-  return out;
+  return runSegments(sr.segments, sr.cut.numSlots, sr.cut.outputSlots, onEngine, inputs, failed, times);
 }
