@@ -150,3 +150,29 @@ test("a call whose plan fails partway runs its host calls once, and raises ours'
     sc.config.setDeterministic(deterministic);
   }
 });
+
+// Meeting point: a gradient staged again, of a staged function whose last op is an index op
+// (gather; its gradient a scatter), after a host callback, all on the plan forced: the gradient
+// (6 at each gathered row: exact in float32) equals the eager tape's bit for bit and the callback
+// runs once per call.
+test("on the plan: a staged gradient of a staged function ending in gather, after a host callback, equals the eager tape's gradient, the callback once per call", () => {
+  const policy = setAutoPolicy({ choice: "plan", warmCalls: 0 });
+  const deterministic = sc.config.setDeterministic(false);
+  try {
+    const idx = sc.tensor([0, 63, 5, 5], "int32");
+    const inner = sc.stage((y: sc.Tensor) => sc.gather(pre(y), idx, 0), { autograph: false, engine: "auto" });
+    let hostCalls = 0;
+    const step = sc.stage((x: sc.Tensor) => {
+      const h = sc.hostCall((t: sc.Tensor) => (hostCalls++, t), sc.spec([64, 64], "float32"), x) as sc.Tensor;
+      return sc.grad((y: sc.Tensor) => sc.sum(inner(y)))(h);
+    }, { autograph: false, engine: "auto" });
+    const eager = sc.grad((y: sc.Tensor) => sc.sum(sc.gather(pre(y), idx, 0)))(x64());
+    const plans = autoStats.plans;
+    for (let call = 0; call < 3; call++) identical([step(x64())], [eager], `gradient, call ${call}`);
+    assert.equal(hostCalls, 3, "the host callback ran once per call");
+    assert.ok(autoStats.plans > plans, "the staged gradient went to a partitioned plan");
+  } finally {
+    setAutoPolicy(policy);
+    sc.config.setDeterministic(deterministic);
+  }
+});
