@@ -138,7 +138,9 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
         executionProviders: options.executionProviders ?? ["cpu"],
         graphOptimizationLevel: hasFloat64(graph, library) ? "basic" : "all",
         executionMode: "sequential",
-        logSeverityLevel: 3,
+        // (fatal only: a failed run's message comes back in the error we throw, or the plan reruns
+        // the segment on ours; at the error level onnxruntime also printed it to stderr)
+        logSeverityLevel: 4,
         // (threads that spin after a run take the cores the caller and other sessions need next)
         extra: { session: { intra_op: { allow_spinning: "0" } } },
         ...(options.intraOpNumThreads !== undefined ? { intraOpNumThreads: options.intraOpNumThreads } : {}),
