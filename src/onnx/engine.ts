@@ -16,6 +16,7 @@ import { fromOrtResult, toOrtTensor } from "./ort.js";
 import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { ValueError } from "../core/errors.js";
+import { config } from "../core/config.js";
 import { engineNames, setEngine, type Executor } from "../staging/concrete-function.js";
 
 type Session = InstanceType<NonNullable<ReturnType<typeof syncRuntime>>["Session"]>;
@@ -126,6 +127,17 @@ function hasFloat64(graph: Graph, library: FunctionLibrary, seen = new Set<Graph
   return false;
 }
 
+/**
+ * The session's intra-op threads: the option, else STAGECRAFT_THREADS where it is set (the
+ * project's one thread setting covers the engine's kernels as it covers ours: with it at 1 the
+ * auto plan's sessions run on one core too), else onnxruntime's default (one per core).
+ */
+function intraOpThreads(options: EngineOptions): { intraOpNumThreads?: number } {
+  if (options.intraOpNumThreads !== undefined) return { intraOpNumThreads: options.intraOpNumThreads };
+  const n = config.threads !== undefined && config.threads !== "" ? Number.parseInt(config.threads, 10) : NaN;
+  return Number.isInteger(n) && n >= 1 ? { intraOpNumThreads: Math.min(n, 64) } : {};
+}
+
 /** An executor (graph, inputs, library, numArgInputs) -> outputs that runs graphs in onnxruntime. */
 export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
   checkOptions("onnx.onnxruntimeExecutor", options, ENGINE_OPTIONS);
@@ -143,7 +155,7 @@ export function onnxruntimeExecutor(options: EngineOptions = {}): Executor {
         logSeverityLevel: 4,
         // (threads that spin after a run take the cores the caller and other sessions need next)
         extra: { session: { intra_op: { allow_spinning: "0" } } },
-        ...(options.intraOpNumThreads !== undefined ? { intraOpNumThreads: options.intraOpNumThreads } : {}),
+        ...intraOpThreads(options),
       });
     } catch (e) {
       throw new OnnxError(`onnxruntime could not load the exported model of ${graph.name}: ${(e as Error).message}`, "onnxruntime");
