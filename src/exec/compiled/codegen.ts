@@ -538,7 +538,9 @@ ${segments
   .map((_, i) => `seg${i}(dev);`)
   .join("\n")}
 ${segments[numSegs]!.join("\n")}
-return [${results.join(", ")}];
+const OUT = [${results.join(", ")}];
+${slot.size > 0 ? "V.fill(null);" : ""}
+return OUT;
 };
 };`;
     if (this.constNames.length > MAX_CONSTANTS) throw new TooLargeError(`graph ${graph.name} needs ${this.constNames.length} bound constants`);
