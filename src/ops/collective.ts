@@ -45,6 +45,11 @@ export interface CollectiveProvider {
   readonly rank: number;
   readonly size: number;
   allReduce(send: TypedArray, recv: TypedArray, dtype: DType, reduce: "sum" | "max"): void;
+  /**
+   * `data` reduced in place (MPI_IN_PLACE: one buffer, the result over the input). Optional: a
+   * provider without it gets `allReduce(copy of data, data)` (reduceInPlace below).
+   */
+  allReduceInPlace?(data: TypedArray, dtype: DType, reduce: "sum" | "max"): void;
   /** `data` in place: the root's values on every rank. */
   broadcast(data: TypedArray, dtype: DType, root: number): void;
   /** `recv` is `size` blocks of send's length, rank r's in block r. */
@@ -88,6 +93,19 @@ function checkDtype(op: string, t: { dtype: DType; shape: readonly number[] }): 
 
 function storageLike(dtype: DType, n: number): TypedArray {
   return dtype === "float64" ? new Float64Array(n) : dtype === "int32" ? new Int32Array(n) : new Float32Array(n);
+}
+
+/**
+ * Every rank's `data` combined into `data` itself, through the installed provider: the result
+ * overwrites the input (no receive buffer is allocated). Only for memory nobody else reads:
+ * a host array the caller owns, or storage the library has just made and not handed out.
+ */
+export function reduceInPlace(data: TypedArray, dtype: DType, reduce: ReduceKind, op = "allReduceInPlace"): void {
+  const p = need(op);
+  const kind = reduce === "max" ? "max" : "sum";
+  if (p.allReduceInPlace) p.allReduceInPlace(data, dtype, kind);
+  else p.allReduce(data.slice(), data, dtype, kind);
+  if (reduce === "mean") for (let i = 0; i < data.length; i++) data[i] = data[i]! / p.size;
 }
 
 interface AllReduceAttrs {
