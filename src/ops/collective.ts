@@ -133,7 +133,7 @@ export const allReduceOp: OpDef<AllReduceAttrs> = defineOp<AllReduceAttrs>({
     cpu(inputs, a, outs) {
       const p = need("allReduce");
       const x = inputs[0]!;
-      const send = x.dataSync() as TypedArray;
+      const send = x.concrete() as TypedArray;
       const recv = storageLike(outs[0]!.dtype, send.length);
       p.allReduce(send, recv, x.dtype, a.reduce === "max" ? "max" : "sum");
       if (a.reduce === "mean") for (let i = 0; i < recv.length; i++) recv[i] = recv[i]! / p.size;
@@ -174,7 +174,7 @@ export const broadcastOp = defineOp<BroadcastAttrs>({
     cpu(inputs, a) {
       const p = need("broadcast");
       if (a.root >= p.size) throw new ValueError(`root ${a.root} is not a rank of this job (size ${p.size})`, "broadcast");
-      const data = (inputs[0]!.dataSync() as TypedArray).slice();
+      const data = (inputs[0]!.concrete() as TypedArray).slice();
       p.broadcast(data, inputs[0]!.dtype, a.root);
       return [data];
     },
@@ -213,7 +213,7 @@ export const allGatherOp = defineOp<AllGatherAttrs>({
     cpu(inputs, a, outs) {
       const p = need("allGather");
       if (a.size !== p.size) throw new ValueError(`the op was made for a job of size ${a.size}, this one has ${p.size}`, "allGather");
-      const send = inputs[0]!.dataSync() as TypedArray;
+      const send = inputs[0]!.concrete() as TypedArray;
       const recv = storageLike(outs[0]!.dtype, send.length * p.size);
       p.allGather(send, recv, inputs[0]!.dtype);
       return [recv];
