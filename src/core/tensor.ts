@@ -12,7 +12,6 @@ import { formatTensor } from "./format.js";
 import { currentDevice, HOST_DEVICE } from "./device.js";
 import { isTracing } from "./context.js";
 import { roundToFloat16 } from "./float16.js";
-import { markExposedStorage } from "./exposed-storage.js";
 
 let nextId = 1;
 
@@ -125,17 +124,13 @@ export class Tensor {
 
   /** The flat values (a copy is not made: do not mutate). int64 values are returned as numbers. */
   dataSync(): TypedArray {
-    const data = this.concrete("call dataSync() on");
-    // (the storage itself goes to the caller: in-place writers refuse it, core/exposed-storage.ts)
-    markExposedStorage(data);
-    return data;
+    return this.concrete("call dataSync() on");
   }
 
   /** The flat values, on any device (a device's memory is read back when it is ready). */
   async data(): Promise<TypedArray> {
-    const data = this._data === null && this._buffer !== null ? await this._buffer.read() : this.concrete("call data() on");
-    markExposedStorage(data);
-    return data;
+    if (this._data === null && this._buffer !== null) return this._buffer.read();
+    return this.concrete("call data() on");
   }
 
   /** The values as (nested) JS arrays, on any device (read back when they are ready). */

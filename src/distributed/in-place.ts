@@ -9,9 +9,11 @@
  * and the compiled executor skips copying an input whose storage it has seen before. Writing
  * into a tensor's storage would change all of those silently. So the in-place write happens only
  * where nobody else can see the memory:
- *  - a host array the caller owns (Float32Array, Float64Array, Int32Array): written through
- *    MPI_IN_PLACE; memory that `dataSync()`/`data()` handed out as a tensor's storage is refused
- *    (core/exposed-storage.ts), since the caller does not own it;
+ *  - a host buffer made by `hostBuffer(dtype, length)` for this purpose: written through
+ *    MPI_IN_PLACE. Any other array is refused, since nothing cheap tells a caller's own array
+ *    from a tensor's storage handed out by `dataSync()` (marking every dataSync() result costs
+ *    0.1-0.2 us per call, a WeakSet insert, against ~1.5 us for a whole small eager op); the
+ *    buffers made here are recorded once, when they are made;
  *  - storage the library has just made and not handed out (`allReduceFresh`: the
  *    DistributedOptimizer's fused bucket, concatenated right before its all-reduce).
  * A Variable is reduced by assignment: its new value is the all-reduce of its value (a new
@@ -24,12 +26,31 @@ import { Tensor } from "../core/tensor.js";
 import { Variable } from "../core/variable.js";
 import { HOST_DEVICE } from "../core/device.js";
 import { isTracing, recorders } from "../core/context.js";
-import { isExposedStorage } from "../core/exposed-storage.js";
 import { allReduce, reduceInPlace, DistributedError, COLLECTIVE_DTYPES, type ReduceKind } from "../ops/collective.js";
 import "../ops/variable-updates.js";
 
-/** A host array allReduceInPlace writes into. */
+/** A host array allReduceInPlace writes into (made by hostBuffer). */
 export type HostReduceBuffer = Float32Array | Float64Array | Int32Array;
+
+/** The buffers hostBuffer made (weakly held: forgotten with them). */
+const ownBuffers = new WeakSet<object>();
+
+/**
+ * A zero-filled host array of `length` elements (Float32Array, Float64Array or Int32Array for
+ * `dtype`) that allReduceInPlace may write: the program's own memory, never a tensor's storage
+ * (`sc.tensor(buffer)` copies it). Fill it, reduce it in place, read it; reuse it across calls.
+ */
+export function hostBuffer(dtype: "float32", length: number): Float32Array;
+export function hostBuffer(dtype: "float64", length: number): Float64Array;
+export function hostBuffer(dtype: "int32", length: number): Int32Array;
+export function hostBuffer(dtype: DType, length: number): HostReduceBuffer;
+export function hostBuffer(dtype: DType, length: number): HostReduceBuffer {
+  if (!COLLECTIVE_DTYPES.includes(dtype)) throw new DtypeError(`collectives take float32, float64 or int32 buffers, got ${JSON.stringify(dtype)}`, "distributed.hostBuffer");
+  if (typeof length !== "number" || !Number.isInteger(length) || length < 0) throw new ValueError(`length must be an integer >= 0, got ${String(length)}`, "distributed.hostBuffer");
+  const b = dtype === "float64" ? new Float64Array(length) : dtype === "int32" ? new Int32Array(length) : new Float32Array(length);
+  ownBuffers.add(b);
+  return b;
+}
 
 const OP = "distributed.allReduceInPlace";
 const KINDS: readonly ReduceKind[] = ["sum", "mean", "max"];
@@ -47,8 +68,8 @@ function describe(x: unknown): string {
 
 /**
  * Every rank's values combined ("sum", "mean" or "max") into `target` itself, the same result on
- * every rank. `target` is a host array this program owns (written in place: MPI_IN_PLACE, no
- * allocation; eager only) or a Variable (its value replaced by the all-reduce of it; eager or
+ * every rank. `target` is a host buffer made by hostBuffer (written in place: MPI_IN_PLACE,
+ * no allocation; eager only) or a Variable (its value replaced by the all-reduce of it; eager or
  * staged). Returns `target`. A tensor is refused: tensors are immutable (use allReduce).
  */
 export function allReduceInPlace<T extends HostReduceBuffer | Variable>(target: T, reduce: ReduceKind = "mean"): T {
@@ -59,14 +80,14 @@ export function allReduceInPlace<T extends HostReduceBuffer | Variable>(target: 
   }
   if (target instanceof Tensor) {
     throw new ValueError(
-      `takes a Variable or a host array you own, got ${describe(target)}: tensors are immutable (views, tapes and staged functions share their storage), ` +
+      `takes a Variable or a host buffer (sc.distributed.hostBuffer), got ${describe(target)}: tensors are immutable (views, tapes and staged functions share their storage), ` +
         `so one is never written in place. Use allReduce(x) for a new tensor, or keep the value in a Variable`,
       OP,
     );
   }
   const dtype = dtypeOfArray(target);
   if (dtype === null) {
-    throw new DtypeError(`takes a Float32Array, Float64Array or Int32Array (or a Variable), got ${describe(target)}`, OP);
+    throw new DtypeError(`takes a Float32Array, Float64Array or Int32Array made by sc.distributed.hostBuffer (or a Variable), got ${describe(target)}`, OP);
   }
   const data = target as HostReduceBuffer;
   if (reduce === "mean" && dtype === "int32") throw new DtypeError(`a mean all-reduce needs a float array, got an Int32Array of ${data.length} (reduce with "sum")`, OP);
@@ -77,10 +98,11 @@ export function allReduceInPlace<T extends HostReduceBuffer | Variable>(target: 
       OP,
     );
   }
-  if (isExposedStorage(data)) {
+  if (!ownBuffers.has(data)) {
     throw new ValueError(
-      `this ${data.constructor.name} is a tensor's storage (from dataSync() or data(), or a view of it): the tensor does not change, so its memory is not yours to write. ` +
-        `Copy it first (array.slice()), or use allReduce(tensor)`,
+      `writes only host buffers made by sc.distributed.hostBuffer("${dtype}", n), got a ${data.constructor.name} of ${data.length} made elsewhere: ` +
+        `an array from dataSync() or data() is a tensor's storage, which never changes (views, tapes and staged functions share it). ` +
+        `Copy the values into a hostBuffer (buf.set(values)), or use allReduce(tensor)`,
       OP,
     );
   }
@@ -100,7 +122,7 @@ export function allReduceFresh(t: Tensor, reduce: ReduceKind, sources: readonly 
   // (the op's own checks and errors: a dtype collectives do not carry, an int32 mean)
   if (!COLLECTIVE_DTYPES.includes(t.dtype) || dtypeOfArray(data) !== t.dtype || (reduce === "mean" && t.dtype === "int32")) return allReduce(t, reduce);
   if (isTracing() || recorders.length > 0 || data === null || t._buffer !== null || t.device !== HOST_DEVICE || t instanceof Variable) return allReduce(t, reduce);
-  if (isExposedStorage(data) || sources.some((s) => s === t || s._data === data || (s._data !== null && s._data.buffer === data.buffer))) return allReduce(t, reduce);
+  if (sources.some((s) => s === t || s._data === data || (s._data !== null && s._data.buffer === data.buffer))) return allReduce(t, reduce);
   reduceInPlace(data, t.dtype, reduce, "allReduce");
   return t;
 }

@@ -1,7 +1,8 @@
 // In-place all-reduce without a launcher (the 2-rank values are in mpi-in-place-job.mjs): a test
 // double says it is rank 0 of 2 and sums as if the other rank sent the same values; it records
-// which buffers its calls wrote. Host arrays are written in place; tensors' storage never is
-// (refused with a typed error, the tensor and its views unchanged); Variables are assigned;
+// which buffers its calls wrote. Host buffers made by hostBuffer are written in place; tensors'
+// storage never is, nor any other array (refused with a typed error, the tensor and its views
+// unchanged); Variables are assigned;
 // DistributedOptimizer's fused bucket is reduced over its own storage only when nothing else
 // can see it.
 import { test } from "node:test";
@@ -44,23 +45,30 @@ function inJob<T>(name: string, fn: () => T): T {
   }
 }
 
-test("allReduceInPlace on a host array: written in place (the caller's array is the receive buffer), float32/float64/int32, sum/mean/max", () => {
+const own = <T extends sc.distributed.HostReduceBuffer>(dtype: "float32" | "float64" | "int32", values: number[]): T => {
+  const b = sc.distributed.hostBuffer(dtype, values.length);
+  b.set(values);
+  return b as T;
+};
+
+test("allReduceInPlace on a hostBuffer: written in place (the caller's buffer is the receive buffer), float32/float64/int32, sum/mean/max", () => {
   for (const name of [double.name, noInPlace.name]) {
     inJob(name, () => {
-      const f32 = new Float32Array([1.5, -2, 3]);
+      const f32 = own<Float32Array>("float32", [1.5, -2, 3]);
+      assert.ok(f32 instanceof Float32Array);
       assert.equal(sc.distributed.allReduceInPlace(f32, "sum"), f32);
       assert.deepEqual([...f32], [3, -4, 6]);
       // (rank 0 of 2, the other rank's values the same: the mean is the value itself)
-      const f64 = new Float64Array([1 + 1e-12, 2.5e-300]);
+      const f64 = own<Float64Array>("float64", [1 + 1e-12, 2.5e-300]);
       sc.distributed.allReduceInPlace(f64, "mean");
       assert.deepEqual([...f64], [1 + 1e-12, 2.5e-300]);
-      const i32 = new Int32Array([(1 << 24) + 1, -7]);
+      const i32 = own<Int32Array>("int32", [(1 << 24) + 1, -7]);
       sc.distributed.allReduceInPlace(i32, "max");
       assert.deepEqual([...i32], [(1 << 24) + 1, -7]);
       sc.distributed.allReduceInPlace(i32, "sum");
       assert.deepEqual([...i32], [2 * ((1 << 24) + 1), -14]);
       // default: mean
-      const m = new Float32Array([4, 8]);
+      const m = own<Float32Array>("float32", [4, 8]);
       sc.distributed.allReduceInPlace(m);
       assert.deepEqual([...m], [4, 8]);
       // every call wrote the caller's own array (no receive buffer of ours)
@@ -70,19 +78,30 @@ test("allReduceInPlace on a host array: written in place (the caller's array is 
   }
 });
 
-test("allReduceInPlace never writes a tensor's storage: dataSync() memory, views of it and tensors are refused, the tensor unchanged", async () => {
+test("allReduceInPlace never writes a tensor's storage: dataSync() memory, views of it, other arrays and tensors are refused, the tensor unchanged", async () => {
   const viaData = sc.tensor([5, 6], "float32");
   const awaited = (await viaData.data()) as Float32Array;
   inJob(double.name, () => {
     const t = sc.tensor([1, 2, 3, 4], "float32");
     const view = sc.reshape(t, [2, 2]);
     const storage = t.dataSync();
-    const isRefusal = (e: unknown) => e instanceof sc.ValueError && /tensor's storage/.test((e as Error).message) && /slice\(\)/.test((e as Error).message);
+    const isRefusal = (e: unknown) => e instanceof sc.ValueError && /hostBuffer\("float32", n\)/.test((e as Error).message) && /tensor's storage/.test((e as Error).message);
     assert.throws(() => sc.distributed.allReduceInPlace(storage as Float32Array, "sum"), isRefusal);
     assert.throws(() => sc.distributed.allReduceInPlace((storage as Float32Array).subarray(1), "sum"), isRefusal);
     assert.throws(() => sc.distributed.allReduceInPlace(new Float32Array(storage.buffer), "sum"), isRefusal);
     // a view's storage, read through the view
     assert.throws(() => sc.distributed.allReduceInPlace(view.dataSync() as Float32Array, "sum"), isRefusal);
+    // an array made elsewhere, and views of a hostBuffer's memory (only the buffer itself is known)
+    assert.throws(() => sc.distributed.allReduceInPlace(new Float32Array(4), "sum"), isRefusal);
+    const mine = sc.distributed.hostBuffer("float32", 4);
+    assert.throws(() => sc.distributed.allReduceInPlace(mine.subarray(1), "sum"), isRefusal);
+    assert.throws(() => sc.distributed.allReduceInPlace(new Float32Array(mine.buffer), "sum"), isRefusal);
+    // a hostBuffer given to sc.tensor is copied: reducing the buffer leaves the tensor
+    mine.set([1, 2, 3, 4]);
+    const fromMine = sc.tensor(mine, "float32", [4]);
+    sc.distributed.allReduceInPlace(mine, "sum");
+    assert.deepEqual([...mine], [2, 4, 6, 8]);
+    assert.deepEqual([...fromMine.dataSync()], [1, 2, 3, 4]);
     // await data() hands out storage too
     assert.throws(() => sc.distributed.allReduceInPlace(awaited, "sum"), isRefusal);
     assert.deepEqual([...viaData.dataSync()], [5, 6]);
@@ -93,14 +112,17 @@ test("allReduceInPlace never writes a tensor's storage: dataSync() memory, views
     const view = sc.reshape(t, [2, 2]);
     assert.throws(() => sc.distributed.allReduceInPlace(t as never, "sum"), (e: unknown) => e instanceof sc.ValueError && /immutable/.test((e as Error).message) && /float32\[4\]/.test((e as Error).message));
     assert.throws(() => sc.distributed.allReduceInPlace(new Uint8Array(3) as never, "sum"), (e: unknown) => e instanceof sc.DtypeError && /Uint8Array/.test((e as Error).message));
-    assert.throws(() => sc.distributed.allReduceInPlace(new Int32Array(3), "mean"), (e: unknown) => e instanceof sc.DtypeError && /Int32Array/.test((e as Error).message));
-    assert.throws(() => sc.distributed.allReduceInPlace(new Float32Array(3), "prod" as never), sc.ValueError);
+    assert.throws(() => sc.distributed.allReduceInPlace(sc.distributed.hostBuffer("int32", 3), "mean"), (e: unknown) => e instanceof sc.DtypeError && /Int32Array/.test((e as Error).message));
+    assert.throws(() => sc.distributed.allReduceInPlace(sc.distributed.hostBuffer("float32", 3), "prod" as never), sc.ValueError);
+    assert.throws(() => sc.distributed.hostBuffer("uint8" as never, 3), sc.DtypeError);
+    assert.throws(() => sc.distributed.hostBuffer("float32", -1), sc.ValueError);
     // nothing reached the provider, and the tensor and its view kept their values
     assert.equal(calls.length, 0);
     assert.deepEqual([...t.dataSync()], [1, 2, 3, 4]);
     assert.deepEqual(view.arraySync(), [[1, 2], [3, 4]]);
-    // a copy is the caller's
-    const copy = (t.dataSync() as Float32Array).slice();
+    // a copy into a hostBuffer is the caller's
+    const copy = sc.distributed.hostBuffer("float32", 4);
+    copy.set(t.dataSync());
     sc.distributed.allReduceInPlace(copy, "sum");
     assert.deepEqual([...copy], [2, 4, 6, 8]);
     assert.deepEqual([...t.dataSync()], [1, 2, 3, 4]);
@@ -109,7 +131,7 @@ test("allReduceInPlace never writes a tensor's storage: dataSync() memory, views
 
 test("allReduceInPlace in a staged function: a host array is a DistributedError; a Variable is assigned every call", () => {
   inJob(double.name, () => {
-    const host = new Float32Array([1, 2]);
+    const host = own<Float32Array>("float32", [1, 2]);
     const bad = sc.stage((x: sc.Tensor) => {
       sc.distributed.allReduceInPlace(host, "sum");
       return x;

@@ -1,5 +1,5 @@
 // One rank of the 2-process in-place all-reduce job test/distributed/mpi.test.ts launches
-// (mpirun -np 2 node --import tsx this): MPI_IN_PLACE on host arrays = the out-of-place op, bit
+// (mpirun -np 2 node --import tsx this): MPI_IN_PLACE on hostBuffers = the out-of-place op, bit
 // for bit, float32/float64/int32 x sum/mean/max, small and multi-fragment sizes; a Variable
 // assigned; a tensor's storage refused and unchanged; DistributedOptimizer's fused in-place
 // bucket = the unfused all-reduces, and = one process on the combined batches.
@@ -24,7 +24,8 @@ for (const n of [1, 7, 300_000]) {
   for (const dtype of ["float32", "float64", "int32"]) {
     for (const reduce of ["sum", "mean", "max"]) {
       if (dtype === "int32" && reduce === "mean") continue;
-      const host = arrays[dtype](n);
+      const host = sc.distributed.hostBuffer(dtype, n);
+      host.set(arrays[dtype](n));
       const expected = sc.distributed.allReduce(sc.tensor(host, dtype, [n]), reduce).dataSync();
       assert.equal(sc.distributed.allReduceInPlace(host, reduce), host);
       same(host, expected, `${dtype} ${reduce} n=${n}`);
@@ -34,7 +35,7 @@ for (const n of [1, 7, 300_000]) {
     }
   }
 }
-assert.throws(() => sc.distributed.allReduceInPlace(new Int32Array(2), "mean"), sc.DtypeError);
+assert.throws(() => sc.distributed.allReduceInPlace(sc.distributed.hostBuffer("int32", 2), "mean"), sc.DtypeError);
 // a Variable: assigned, old value untouched
 const v = sc.variable(sc.tensor([rank + 1, -2 * rank], "float32"));
 const old = v.read();
@@ -44,7 +45,7 @@ same(old.dataSync(), [rank + 1, -2 * rank], "the variable's old value");
 // a tensor's storage is refused before any rank calls MPI (both refuse: no rank waits)
 const t = sc.tensor([rank, rank + 0.5], "float32");
 const view = sc.reshape(t, [2, 1]);
-assert.throws(() => sc.distributed.allReduceInPlace(t.dataSync(), "sum"), (e) => e instanceof sc.ValueError && /tensor's storage/.test(e.message));
+assert.throws(() => sc.distributed.allReduceInPlace(t.dataSync(), "sum"), (e) => e instanceof sc.ValueError && /hostBuffer/.test(e.message));
 same(t.dataSync(), [rank, rank + 0.5], "refused tensor");
 same(view.dataSync(), [rank, rank + 0.5], "its view");
 
