@@ -2,12 +2,15 @@
 // --max-calls-in-flight 3 --input-wait-ms 1500`): calls of one session waiting for inputs that no
 // earlier call makes are capped (one more is a RemoteLimitError, and so is an upload), a call
 // without a deadline waits at most inputWaitMs (then a typed error), and the releases held back
-// while calls wait are made once they end.
+// while calls wait are made once they end. Uploads under way hold their bytes (a Session alone).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
 import { remoteTarget } from "../../src/remote/cluster.js";
 import { spawnWorker, type WorkerProcess } from "./worker-process.js";
+import { Session, CallFault } from "../../src/remote/session.js";
+import { DEFAULT_WORKER_LIMITS } from "../../src/remote/default-limits.js";
+import { status as grpcStatus } from "@grpc/grpc-js";
 
 const DEVICE = "/job:worker/task:0/device:cpu:0";
 let worker: WorkerProcess;
@@ -79,4 +82,28 @@ test("calls waiting for inputs no call makes: capped per session (a RemoteLimitE
   await call([{ handle: uploaded.handle }], [base + 30]);
   assert.equal((await later).outputs[0]!.handle, base + 31);
   await connection.release([base + 20, base + 30, base + 31, uploaded.handle], null);
+});
+
+test("an upload under way holds its tensor's bytes and a call in flight: concurrent uploads stay within the session's bytes; a cleared session drops them", () => {
+  const limits = { ...DEFAULT_WORKER_LIMITS, maxSessionBytes: 100, maxCallsInFlight: 2 };
+  const s = new Session("s", "test", limits);
+  const first = s.reserve(60, "an upload of 60 bytes");
+  assert.equal(s.callsInFlight, 1);
+  // a second upload of 60 bytes would hold 120 of the session's 100
+  assert.throws(() => s.reserve(60, "an upload of 60 bytes"), (e: unknown) => e instanceof CallFault && e.code === grpcStatus.RESOURCE_EXHAUSTED && /held by uploads under way/.test(e.message));
+  // so would a tensor kept meanwhile
+  assert.throws(() => s.put(sc.zeros([12], "float32")), (e: unknown) => e instanceof CallFault && e.code === grpcStatus.RESOURCE_EXHAUSTED);
+  const second = s.reserve(40, "an upload of 40 bytes");
+  // a third call in flight is over maxCallsInFlight (2)
+  assert.throws(() => s.reserve(1, "an upload of 1 byte"), (e: unknown) => e instanceof CallFault && /maxCallsInFlight/.test(e.message));
+  first();
+  first(); // (once only)
+  assert.equal(s.callsInFlight, 1);
+  s.put(sc.zeros([15], "float32")); // the finished upload's 60 bytes, now charged as a handle
+  assert.equal(s.bytes, 60);
+  s.clear();
+  second(); // (its session was cleared meanwhile: nothing to give back)
+  assert.equal(s.callsInFlight, 0);
+  assert.equal(s.bytes, 0);
+  s.reserve(100, "an upload of 100 bytes");
 });
