@@ -12,6 +12,8 @@
 //      does: the gap between it and "provider" is what allocating the result costs. "in-place op"
 //      is sc.distributed.allReduceInPlace on a sc.distributed.hostBuffer (MPI_IN_PLACE, no
 //      receive buffer), against C with separate buffers (the baseline) and C with MPI_IN_PLACE.
+//      "bucket in place/op": DistributedOptimizer's fused bucket of two gradients (concat + all-
+//      reduce), reduced over its own storage (eager allReduceGradients) vs through the op.
 //  (b) training throughput of the demo convnet (examples/mnist-convnet.ts's model, Adam, batch
 //      32 per rank, staged steps through sc.nn.fit) on 1 rank and on 2 ranks, each rank
 //      single-threaded (STAGECRAFT_THREADS=1): examples/s and scaling efficiency
@@ -62,6 +64,7 @@ function records(out: string, first: string): Record<string, number>[] {
 async function workerAllReduce(lib: string, sizes: number[], reps: number): Promise<void> {
   const sc = await import("../src/api/index.js");
   const { collectiveProvider } = await import("../src/ops/collective.js");
+  const { allReduceFresh } = await import("../src/distributed/in-place.js");
   const { createRequire } = await import("node:module");
   const { rank } = sc.distributed.init();
   const p = collectiveProvider()!;
@@ -109,7 +112,12 @@ async function workerAllReduce(lib: string, sizes: number[], reps: number): Prom
       const fresh = medianCall(() => p.allReduce(data, new Float32Array(n), "float32", "sum"));
       // the in-place op on a host array this program owns (MPI_IN_PLACE: no receive buffer)
       const inPlace = medianCall(() => sc.distributed.allReduceInPlace(own, "sum"));
-      if (rank === 0) console.log(`bytes ${bytes} calls ${calls} c ${c[0]} op ${op[0]} provider ${raw[0]} fresh ${fresh[0]} inplace ${inPlace[0]} cin ${cIn[0]} c_best ${c[1]} op_best ${op[1]} provider_best ${raw[1]} fresh_best ${fresh[1]} inplace_best ${inPlace[1]} cin_best ${cIn[1]}`);
+      // DistributedOptimizer's fused bucket of two gradients (concat, then the all-reduce): over
+      // the bucket's own storage (what allReduceGradients does eagerly) and through the op
+      const halves = [sc.tensor(data.subarray(0, n / 2), "float32", [n / 2]), sc.tensor(data.subarray(n / 2), "float32", [n / 2])];
+      const bucket = medianCall(() => allReduceFresh(sc.concat(halves, 0), "sum", halves).dataSync());
+      const bucketOp = medianCall(() => sc.distributed.allReduce(sc.concat(halves, 0), "sum").dataSync());
+      if (rank === 0) console.log(`bytes ${bytes} calls ${calls} c ${c[0]} op ${op[0]} provider ${raw[0]} fresh ${fresh[0]} inplace ${inPlace[0]} cin ${cIn[0]} bucket ${bucket[0]} bucketop ${bucketOp[0]} c_best ${c[1]} op_best ${op[1]} provider_best ${raw[1]} fresh_best ${fresh[1]} inplace_best ${inPlace[1]} cin_best ${cIn[1]} bucket_best ${bucket[1]} bucketop_best ${bucketOp[1]}`);
     }
   }
   sc.distributed.finalize();
@@ -186,7 +194,7 @@ function benchAllReduce(reps: number): void {
     const rows = records(mpirun(2, nodeWorker("allreduce", lib, String(reps), ...SIZES.map(String))), "bytes");
     for (const [stat, suffix, alonekey] of [["median call", "", "median"], ["fastest call", "_best", "best"]] as const) {
       console.log(`\nall-reduce, 2 ranks, float32 sum: the slowest rank's ${stat}; median of ${reps} interleaved repetitions (GB/s = bytes / time, 1 GB = 1e9 B)`);
-      console.log("size        calls   C program alone   C in our job            our op        provider    op/C   provider/C   fresh/C   in-place op   in-place/C   C in place   in-place/C in place");
+      console.log("size        calls   C program alone   C in our job            our op        provider    op/C   provider/C   fresh/C   in-place op   in-place/C   C in place   in-place/C in place   bucket in place/op");
       for (const b of SIZES) {
         const rs = rows.filter((x) => x.bytes === b);
         const c = median(rs.map((x) => x["c" + suffix]!));
@@ -194,7 +202,7 @@ function benchAllReduce(reps: number): void {
         const us = (s: number) => `${(s * 1e6).toFixed(1).padStart(10)} us`;
         const ratio = (k: string, base = "c") => `${(100 * median(rs.map((x) => x[base + suffix]! / x[k + suffix]!))).toFixed(0)}%`;
         console.log(
-          `${fmtBytes(b).padEnd(10)}  ${String(itersFor(b)).padStart(5)}   ${gbs(alone.find((x) => x.bytes === b)![alonekey]!)}   ${gbs(c)} ${us(c)}   ${gbs(median(rs.map((x) => x["op" + suffix]!)))}   ${gbs(median(rs.map((x) => x["provider" + suffix]!)))}   ${ratio("op").padStart(5)}   ${ratio("provider").padStart(10)}   ${ratio("fresh").padStart(7)}   ${gbs(median(rs.map((x) => x["inplace" + suffix]!)))}   ${ratio("inplace").padStart(10)}   ${gbs(median(rs.map((x) => x["cin" + suffix]!)))}   ${ratio("inplace", "cin").padStart(19)}`,
+          `${fmtBytes(b).padEnd(10)}  ${String(itersFor(b)).padStart(5)}   ${gbs(alone.find((x) => x.bytes === b)![alonekey]!)}   ${gbs(c)} ${us(c)}   ${gbs(median(rs.map((x) => x["op" + suffix]!)))}   ${gbs(median(rs.map((x) => x["provider" + suffix]!)))}   ${ratio("op").padStart(5)}   ${ratio("provider").padStart(10)}   ${ratio("fresh").padStart(7)}   ${gbs(median(rs.map((x) => x["inplace" + suffix]!)))}   ${ratio("inplace").padStart(10)}   ${gbs(median(rs.map((x) => x["cin" + suffix]!)))}   ${ratio("inplace", "cin").padStart(19)}   ${ratio("bucket", "bucketop").padStart(18)}`,
         );
       }
     }
