@@ -9,7 +9,11 @@
 //      twice: as its own program (a reference), and as a library our ranks call between their own
 //      measurements, REPS times per size, so that C and ours are timed seconds apart: the ratios.
 //      "fresh" is the provider receiving into a new Float32Array per call, as the op's kernel
-//      does: the gap between it and "provider" is what allocating the result costs.
+//      does: the gap between it and "provider" is what allocating the result costs. "in-place op"
+//      is sc.distributed.allReduceInPlace on a sc.distributed.hostBuffer (MPI_IN_PLACE, no
+//      receive buffer), against C with separate buffers (the baseline) and C with MPI_IN_PLACE.
+//      "bucket in place/op": DistributedOptimizer's fused bucket of two gradients (concat + all-
+//      reduce), reduced over its own storage (eager allReduceGradients) vs through the op.
 //  (b) training throughput of the demo convnet (examples/mnist-convnet.ts's model, Adam, batch
 //      32 per rank, staged steps through sc.nn.fit) on 1 rank and on 2 ranks, each rank
 //      single-threaded (STAGECRAFT_THREADS=1): examples/s and scaling efficiency
@@ -60,12 +64,15 @@ function records(out: string, first: string): Record<string, number>[] {
 async function workerAllReduce(lib: string, sizes: number[], reps: number): Promise<void> {
   const sc = await import("../src/api/index.js");
   const { collectiveProvider } = await import("../src/ops/collective.js");
+  const { allReduceFresh } = await import("../src/distributed/in-place.js");
   const { createRequire } = await import("node:module");
   const { rank } = sc.distributed.init();
   const p = collectiveProvider()!;
   // the C timing loop (bench/mpi/allreduce.c as a library), on the MPI this process joined
   const koffi = createRequire(import.meta.url)("koffi");
-  const cTimes = koffi.load(lib).func("void sc_allreduce_times(void *send, void *recv, int count, int calls, void *out)");
+  const cLib = koffi.load(lib);
+  const cTimes = cLib.func("void sc_allreduce_times(void *send, void *recv, int count, int calls, void *out)");
+  const cInPlaceTimes = cLib.func("void sc_allreduce_in_place_times(void *data, int count, int calls, void *out)");
   const slowest = (t: number) => sc.distributed.allReduce(sc.tensor([t], "float64"), "max").item() as number;
   const barrier = () => sc.distributed.allReduce(sc.tensor([0], "float32"), "sum").dataSync();
   for (const bytes of sizes) {
@@ -74,6 +81,10 @@ async function workerAllReduce(lib: string, sizes: number[], reps: number): Prom
     const data = randomValues(n, 29 + rank);
     const x = sc.tensor(data, "float32", [n]);
     const recv = new Float32Array(n);
+    // (the in-place rows reduce one buffer over and over: its sums double each call and reach
+    // Infinity, which adds at the same speed; no reset inside the timed calls)
+    const own = sc.distributed.hostBuffer("float32", n);
+    own.set(data);
     // each call timed alone, the median kept (robust to the preemptions of a shared machine)
     const medianCall = (call: () => void) => {
       for (let w = 0; w < 2; w++) call();
@@ -90,13 +101,23 @@ async function workerAllReduce(lib: string, sizes: number[], reps: number): Prom
       const out = new Float64Array(2);
       cTimes(data, recv, n, calls, out);
       const c = [slowest(out[0]!), slowest(out[1]!)];
+      const outIn = new Float64Array(2);
+      cInPlaceTimes(own, n, calls, outIn);
+      const cIn = [slowest(outIn[0]!), slowest(outIn[1]!)];
       // our op: a tensor in, a new tensor out
       const op = medianCall(() => sc.distributed.allReduce(x, "sum").dataSync());
       // the provider alone (koffi -> MPI_Allreduce), buffers preallocated as in the C program
       const raw = medianCall(() => p.allReduce(data, recv, "float32", "sum"));
       // the provider receiving into a new buffer per call, as the op does (what allocation costs)
       const fresh = medianCall(() => p.allReduce(data, new Float32Array(n), "float32", "sum"));
-      if (rank === 0) console.log(`bytes ${bytes} calls ${calls} c ${c[0]} op ${op[0]} provider ${raw[0]} fresh ${fresh[0]} c_best ${c[1]} op_best ${op[1]} provider_best ${raw[1]} fresh_best ${fresh[1]}`);
+      // the in-place op on a host array this program owns (MPI_IN_PLACE: no receive buffer)
+      const inPlace = medianCall(() => sc.distributed.allReduceInPlace(own, "sum"));
+      // DistributedOptimizer's fused bucket of two gradients (concat, then the all-reduce): over
+      // the bucket's own storage (what allReduceGradients does eagerly) and through the op
+      const halves = [sc.tensor(data.subarray(0, n / 2), "float32", [n / 2]), sc.tensor(data.subarray(n / 2), "float32", [n / 2])];
+      const bucket = medianCall(() => allReduceFresh(sc.concat(halves, 0), "sum", halves).dataSync());
+      const bucketOp = medianCall(() => sc.distributed.allReduce(sc.concat(halves, 0), "sum").dataSync());
+      if (rank === 0) console.log(`bytes ${bytes} calls ${calls} c ${c[0]} op ${op[0]} provider ${raw[0]} fresh ${fresh[0]} inplace ${inPlace[0]} cin ${cIn[0]} bucket ${bucket[0]} bucketop ${bucketOp[0]} c_best ${c[1]} op_best ${op[1]} provider_best ${raw[1]} fresh_best ${fresh[1]} inplace_best ${inPlace[1]} cin_best ${cIn[1]} bucket_best ${bucket[1]} bucketop_best ${bucketOp[1]}`);
     }
   }
   sc.distributed.finalize();
@@ -173,15 +194,15 @@ function benchAllReduce(reps: number): void {
     const rows = records(mpirun(2, nodeWorker("allreduce", lib, String(reps), ...SIZES.map(String))), "bytes");
     for (const [stat, suffix, alonekey] of [["median call", "", "median"], ["fastest call", "_best", "best"]] as const) {
       console.log(`\nall-reduce, 2 ranks, float32 sum: the slowest rank's ${stat}; median of ${reps} interleaved repetitions (GB/s = bytes / time, 1 GB = 1e9 B)`);
-      console.log("size        calls   C program alone   C in our job            our op        provider    op/C   provider/C   fresh/C");
+      console.log("size        calls   C program alone   C in our job            our op        provider    op/C   provider/C   fresh/C   in-place op   in-place/C   C in place   in-place/C in place   bucket in place/op");
       for (const b of SIZES) {
         const rs = rows.filter((x) => x.bytes === b);
         const c = median(rs.map((x) => x["c" + suffix]!));
         const gbs = (s: number) => `${(b / s / 1e9).toFixed(3).padStart(7)} GB/s`;
         const us = (s: number) => `${(s * 1e6).toFixed(1).padStart(10)} us`;
-        const ratio = (k: string) => `${(100 * median(rs.map((x) => x["c" + suffix]! / x[k + suffix]!))).toFixed(0)}%`;
+        const ratio = (k: string, base = "c") => `${(100 * median(rs.map((x) => x[base + suffix]! / x[k + suffix]!))).toFixed(0)}%`;
         console.log(
-          `${fmtBytes(b).padEnd(10)}  ${String(itersFor(b)).padStart(5)}   ${gbs(alone.find((x) => x.bytes === b)![alonekey]!)}   ${gbs(c)} ${us(c)}   ${gbs(median(rs.map((x) => x["op" + suffix]!)))}   ${gbs(median(rs.map((x) => x["provider" + suffix]!)))}   ${ratio("op").padStart(5)}   ${ratio("provider").padStart(10)}   ${ratio("fresh").padStart(7)}`,
+          `${fmtBytes(b).padEnd(10)}  ${String(itersFor(b)).padStart(5)}   ${gbs(alone.find((x) => x.bytes === b)![alonekey]!)}   ${gbs(c)} ${us(c)}   ${gbs(median(rs.map((x) => x["op" + suffix]!)))}   ${gbs(median(rs.map((x) => x["provider" + suffix]!)))}   ${ratio("op").padStart(5)}   ${ratio("provider").padStart(10)}   ${ratio("fresh").padStart(7)}   ${gbs(median(rs.map((x) => x["inplace" + suffix]!)))}   ${ratio("inplace").padStart(10)}   ${gbs(median(rs.map((x) => x["cin" + suffix]!)))}   ${ratio("inplace", "cin").padStart(19)}   ${ratio("bucket", "bucketop").padStart(18)}`,
         );
       }
     }

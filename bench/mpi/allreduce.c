@@ -1,7 +1,8 @@
 /*
  * The C baseline of bench/distributed.ts: MPI_Allreduce (float, MPI_SUM, MPI_COMM_WORLD) of
  * separate send and receive buffers, the call Stagecraft's allReduce op makes, timed on the same
- * sizes with the same numbers of calls, each call timed alone.
+ * sizes with the same numbers of calls, each call timed alone; and the same with MPI_IN_PLACE
+ * (one buffer, the call of sc.distributed.allReduceInPlace).
  *
  * Built twice by the benchmark at run time, with mpicc into a temp dir:
  *   mpicc -O2 -o allreduce allreduce.c
@@ -23,9 +24,9 @@ static int by_value(const void *a, const void *b) {
 
 /*
  * `calls` MPI_Allreduce calls of `count` floats after 2 warm-up calls and a barrier; this rank's
- * median and fastest call (seconds) in out[0], out[1].
+ * median and fastest call (seconds) in out[0], out[1]. `send` MPI_IN_PLACE: `recv` reduced in place.
  */
-void sc_allreduce_times(const float *send, float *recv, int count, int calls, double *out) {
+static void times_of(const void *send, float *recv, int count, int calls, double *out) {
   for (int w = 0; w < 2; w++) MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
   double *times = malloc((size_t)calls * sizeof(double));
@@ -38,6 +39,16 @@ void sc_allreduce_times(const float *send, float *recv, int count, int calls, do
   out[0] = times[calls / 2];
   out[1] = times[0];
   free(times);
+}
+
+/* Separate send and receive buffers (the call the allReduce op makes). */
+void sc_allreduce_times(const float *send, float *recv, int count, int calls, double *out) {
+  times_of(send, recv, count, calls, out);
+}
+
+/* MPI_IN_PLACE on one buffer (the call sc.distributed.allReduceInPlace makes). */
+void sc_allreduce_in_place_times(float *data, int count, int calls, double *out) {
+  times_of(MPI_IN_PLACE, data, count, calls, out);
 }
 
 #ifndef SC_LIBRARY

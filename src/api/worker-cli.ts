@@ -18,7 +18,9 @@ export const WORKER_USAGE = `usage: stagecraft worker [options]
   --max-tensor-elements N    largest tensor, in elements (default 2^28)
   --max-tensor-bytes N       largest tensor, in bytes (default 2^30)
   --max-session-bytes N      bytes one client session may hold (default 2^32)
-  --session-timeout-ms N     a session idle this long is freed with its tensors (default 60000)`;
+  --session-timeout-ms N     a session idle this long is freed with its tensors (default 60000)
+  --max-calls-in-flight N    calls of one session waiting for inputs or uploading at once (default 256)
+  --input-wait-ms N          longest a call waits for inputs an earlier call makes (default 60000)`;
 
 const NUMERIC: Record<string, keyof WorkerOptions> = {
   "--max-message-bytes": "maxMessageBytes",
@@ -26,6 +28,8 @@ const NUMERIC: Record<string, keyof WorkerOptions> = {
   "--max-tensor-bytes": "maxTensorBytes",
   "--max-session-bytes": "maxSessionBytes",
   "--session-timeout-ms": "sessionTimeoutMs",
+  "--max-calls-in-flight": "maxCallsInFlight",
+  "--input-wait-ms": "inputWaitMs",
 };
 
 export async function workerMain(argv: string[]): Promise<number> {

@@ -9,4 +9,5 @@ export { registerProvider, type ProviderFactory, type ProviderOptions } from "./
 export { chiefOnly, saveOnChief } from "./chief.js";
 export { MpiUnavailableError } from "./mpi.js";
 export { DistributedOptimizer, allReduceGradients, type DistributedOptimizerOptions } from "./optimizer.js";
+export { allReduceInPlace, hostBuffer, type HostReduceBuffer } from "./in-place.js";
 export { broadcastVariables, type VariableSource } from "./variables.js";

@@ -13,6 +13,8 @@ export class MpiUnavailableError extends DistributedError {}
 
 const LIBMPI_CANDIDATES = ["libmpi.so.40", "/usr/lib/x86_64-linux-gnu/libmpi.so.40", "/usr/lib/aarch64-linux-gnu/libmpi.so.40", "libmpi.so"];
 const MPI_THREAD_SINGLE = 0;
+/** Open MPI's MPI_IN_PLACE (mpi.h: `#define MPI_IN_PLACE ((void *) 1)`). */
+const MPI_IN_PLACE = 1;
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Fn = (...args: any[]) => number;
@@ -20,6 +22,8 @@ type Fn = (...args: any[]) => number;
 interface Binding {
   finalize: Fn;
   allreduce: Fn;
+  /** MPI_Allreduce declared with the send buffer as an address, for MPI_IN_PLACE (Open MPI's is (void *) 1). */
+  allreduceInPlace: Fn;
   bcast: Fn;
   allgather: Fn;
   world: unknown;
@@ -72,6 +76,8 @@ export function mpiProvider(options: { libmpi?: string } = {}): CollectiveProvid
     binding = {
       finalize: lib.func("int MPI_Finalize()"),
       allreduce: lib.func("int MPI_Allreduce(void *send, void *recv, int count, void *datatype, void *op, void *comm)"),
+      // (the same symbol, its send parameter an integer: an address and an intptr_t travel alike in the C ABI)
+      allreduceInPlace: lib.func("int MPI_Allreduce(intptr_t send, void *recv, int count, void *datatype, void *op, void *comm)"),
       bcast: lib.func("int MPI_Bcast(void *buffer, int count, void *datatype, int root, void *comm)"),
       allgather: lib.func("int MPI_Allgather(void *send, int sendcount, void *sendtype, void *recv, int recvcount, void *recvtype, void *comm)"),
       world: sym("ompi_mpi_comm_world"),
@@ -106,6 +112,12 @@ export function mpiProvider(options: { libmpi?: string } = {}): CollectiveProvid
       calls.allReduce++;
       calls.elements += send.length;
       check(b.allreduce(send, recv, send.length, typeOf(dtype), b.ops[reduce], b.world), "MPI_Allreduce");
+    },
+    allReduceInPlace(data: TypedArray, dtype: DType, reduce: "sum" | "max") {
+      if (data.length === 0) return;
+      calls.allReduce++;
+      calls.elements += data.length;
+      check(b.allreduceInPlace(MPI_IN_PLACE, data, data.length, typeOf(dtype), b.ops[reduce], b.world), "MPI_Allreduce");
     },
     broadcast(data: TypedArray, dtype: DType, root: number) {
       if (data.length === 0) return;

@@ -22,6 +22,7 @@ import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
 import { sizeOf } from "../core/shape.js";
 import { allReduce } from "../ops/collective.js";
+import { allReduceFresh } from "./in-place.js";
 import { concat } from "../ops/shape/join.js";
 import { reshape } from "../ops/shape/reshape.js";
 import { slice } from "../ops/shape/slice.js";
@@ -69,7 +70,10 @@ export function allReduceGradients(grads: readonly (Tensor | null)[], options: D
       out[members[0]!.i] = allReduce(members[0]!.g, reduce);
       continue;
     }
-    const flat = allReduce(concat(members.map((m) => reshape(m.g, [-1])), 0), reduce);
+    // (the bucket is made here and seen by no one else: reduced over its own storage, no
+    // receive buffer, where in-place.ts allReduceFresh finds that safe)
+    const flats = members.map((m) => reshape(m.g, [-1]));
+    const flat = allReduceFresh(concat(flats, 0), reduce, flats);
     let at = 0;
     for (const m of members) {
       const n = sizeOf(m.g.shape);

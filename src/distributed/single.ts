@@ -16,6 +16,10 @@ export const singleProcessProvider: CollectiveProvider = {
     calls.elements += send.length;
     recv.set(send);
   },
+  allReduceInPlace(data) {
+    calls.allReduce++;
+    calls.elements += data.length;
+  },
   broadcast(data) {
     calls.broadcast++;
     calls.elements += data.length;

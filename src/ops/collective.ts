@@ -45,6 +45,11 @@ export interface CollectiveProvider {
   readonly rank: number;
   readonly size: number;
   allReduce(send: TypedArray, recv: TypedArray, dtype: DType, reduce: "sum" | "max"): void;
+  /**
+   * `data` reduced in place (MPI_IN_PLACE: one buffer, the result over the input). Optional: a
+   * provider without it gets `allReduce(copy of data, data)` (reduceInPlace below).
+   */
+  allReduceInPlace?(data: TypedArray, dtype: DType, reduce: "sum" | "max"): void;
   /** `data` in place: the root's values on every rank. */
   broadcast(data: TypedArray, dtype: DType, root: number): void;
   /** `recv` is `size` blocks of send's length, rank r's in block r. */
@@ -90,6 +95,19 @@ function storageLike(dtype: DType, n: number): TypedArray {
   return dtype === "float64" ? new Float64Array(n) : dtype === "int32" ? new Int32Array(n) : new Float32Array(n);
 }
 
+/**
+ * Every rank's `data` combined into `data` itself, through the installed provider: the result
+ * overwrites the input (no receive buffer is allocated). Only for memory nobody else reads:
+ * a host array the caller owns, or storage the library has just made and not handed out.
+ */
+export function reduceInPlace(data: TypedArray, dtype: DType, reduce: ReduceKind, op = "allReduceInPlace"): void {
+  const p = need(op);
+  const kind = reduce === "max" ? "max" : "sum";
+  if (p.allReduceInPlace) p.allReduceInPlace(data, dtype, kind);
+  else p.allReduce(data.slice(), data, dtype, kind);
+  if (reduce === "mean") for (let i = 0; i < data.length; i++) data[i] = data[i]! / p.size;
+}
+
 interface AllReduceAttrs {
   reduce: ReduceKind;
 }
@@ -115,7 +133,7 @@ export const allReduceOp: OpDef<AllReduceAttrs> = defineOp<AllReduceAttrs>({
     cpu(inputs, a, outs) {
       const p = need("allReduce");
       const x = inputs[0]!;
-      const send = x.dataSync() as TypedArray;
+      const send = x.concrete() as TypedArray;
       const recv = storageLike(outs[0]!.dtype, send.length);
       p.allReduce(send, recv, x.dtype, a.reduce === "max" ? "max" : "sum");
       if (a.reduce === "mean") for (let i = 0; i < recv.length; i++) recv[i] = recv[i]! / p.size;
@@ -156,7 +174,7 @@ export const broadcastOp = defineOp<BroadcastAttrs>({
     cpu(inputs, a) {
       const p = need("broadcast");
       if (a.root >= p.size) throw new ValueError(`root ${a.root} is not a rank of this job (size ${p.size})`, "broadcast");
-      const data = (inputs[0]!.dataSync() as TypedArray).slice();
+      const data = (inputs[0]!.concrete() as TypedArray).slice();
       p.broadcast(data, inputs[0]!.dtype, a.root);
       return [data];
     },
@@ -195,7 +213,7 @@ export const allGatherOp = defineOp<AllGatherAttrs>({
     cpu(inputs, a, outs) {
       const p = need("allGather");
       if (a.size !== p.size) throw new ValueError(`the op was made for a job of size ${a.size}, this one has ${p.size}`, "allGather");
-      const send = inputs[0]!.dataSync() as TypedArray;
+      const send = inputs[0]!.concrete() as TypedArray;
       const recv = storageLike(outs[0]!.dtype, send.length * p.size);
       p.allGather(send, recv, inputs[0]!.dtype);
       return [recv];

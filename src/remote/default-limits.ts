@@ -10,6 +10,13 @@ export interface WorkerLimits {
   maxSessionBytes: number;
   /** Milliseconds a session lives without a call or keep-alive: then its handles are freed. */
   sessionTimeoutMs: number;
+  /**
+   * Calls of one session in flight at once that hold memory while they wait: calls waiting for
+   * inputs an earlier call makes, and uploads under way. One more is refused (RESOURCE_EXHAUSTED).
+   */
+  maxCallsInFlight: number;
+  /** Milliseconds a call waits for inputs an earlier call makes, whatever its deadline (none included). */
+  inputWaitMs: number;
 }
 
 export const DEFAULT_WORKER_LIMITS: WorkerLimits = {
@@ -18,5 +25,7 @@ export const DEFAULT_WORKER_LIMITS: WorkerLimits = {
   maxTensorBytes: 2 ** 30,
   maxSessionBytes: 2 ** 32,
   sessionTimeoutMs: 60_000,
+  maxCallsInFlight: 256,
+  inputWaitMs: 60_000,
 };
 

@@ -47,6 +47,10 @@ export class Session {
   private readonly waiters = new Map<number, Waiter[]>();
   /** Calls now waiting for their inputs; releases wait for them (one of them may read what is released). */
   private waitingCalls = 0;
+  /** Uploads under way (each holds its tensor's bytes from its first chunk: `reserved`). */
+  private uploads = 0;
+  /** Bytes held by uploads under way, charged with `bytes` against the session's limit. */
+  private reserved = 0;
   private deferredReleases: number[] = [];
   private nextHandle = 1;
   /** The client's variables by the client's variable id. */
@@ -72,11 +76,52 @@ export class Session {
 
   /** Refuses `bytes` more when the session would go over its limit. */
   charge(bytes: number, what: string): void {
-    if (this.bytes + bytes > this.limits.maxSessionBytes) {
-      throw new CallFault(status.RESOURCE_EXHAUSTED, `${what} (${bytes} bytes) would take the session to ${this.bytes + bytes} bytes, over its limit of ${this.limits.maxSessionBytes}`);
+    const total = this.bytes + this.reserved + bytes;
+    if (total > this.limits.maxSessionBytes) {
+      throw new CallFault(status.RESOURCE_EXHAUSTED, `${what} (${bytes} bytes) would take the session to ${total} bytes${this.reserved > 0 ? ` (${this.reserved} of them held by uploads under way)` : ""}, over its limit of ${this.limits.maxSessionBytes}`);
     }
     this.bytes += bytes;
   }
+
+  /** Calls in flight that hold memory: waiting for inputs, and uploads under way. */
+  get callsInFlight(): number {
+    return this.waitingCalls + this.uploads;
+  }
+
+  /** Refuses one more call in flight past maxCallsInFlight (RESOURCE_EXHAUSTED: a RemoteLimitError on the client). */
+  private admit(what: string): void {
+    if (this.callsInFlight >= this.limits.maxCallsInFlight) {
+      throw new CallFault(
+        status.RESOURCE_EXHAUSTED,
+        `${what} would be call ${this.callsInFlight + 1} of this session in flight at once (waiting for inputs, or uploading), over the worker's limit of ${this.limits.maxCallsInFlight} (maxCallsInFlight)`,
+      );
+    }
+  }
+
+  /**
+   * An upload under way: `bytes` held against the session's limit (and one call in flight) until
+   * the returned function is called, at its end or failure (then `put` charges the tensor).
+   */
+  reserve(bytes: number, what: string): () => void {
+    this.admit(what);
+    this.charge(bytes, what);
+    this.bytes -= bytes;
+    this.reserved += bytes;
+    this.uploads++;
+    const epoch = this.epoch;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      // (a session cleared meanwhile has dropped its reservations already)
+      if (epoch !== this.epoch) return;
+      this.reserved -= bytes;
+      this.uploads--;
+    };
+  }
+
+  /** Counts clear() calls: what was held before one is no longer held. */
+  private epoch = 0;
 
   /** Keeps `t` under a new handle (charged to the session). */
   put(t: Tensor): HandleInfo {
@@ -124,6 +169,7 @@ export class Session {
       const why = this.failedHandles.get(h);
       if (why !== undefined) return Promise.reject(new CallFault(status.FAILED_PRECONDITION, `an input (handle ${h}) is the output of a call that failed: ${why}`));
     }
+    this.admit(`a call waiting for inputs (handles ${missing.join(", ")}) that earlier calls make`);
     this.waitingCalls++;
     const all = Promise.all(
       missing.map(
@@ -135,11 +181,23 @@ export class Session {
           }),
       ),
     );
+    // (bounded by the worker's inputWaitMs too: a call without a deadline waiting for a handle no
+    // call makes would otherwise hold the session's releases, and itself, for ever)
+    const untilDeadline = deadline - Date.now();
+    const bounded = this.limits.inputWaitMs < untilDeadline;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new CallFault(status.DEADLINE_EXCEEDED, `the call waited past its deadline for inputs (handles ${missing.join(", ")}) that no earlier call made`)),
-        Math.max(0, Math.min(deadline - Date.now(), 2 ** 31 - 1)),
+        () =>
+          reject(
+            new CallFault(
+              status.DEADLINE_EXCEEDED,
+              bounded
+                ? `the call waited ${this.limits.inputWaitMs} ms (the worker's inputWaitMs) for inputs (handles ${missing.join(", ")}) that no earlier call made`
+                : `the call waited past its deadline for inputs (handles ${missing.join(", ")}) that no earlier call made`,
+            ),
+          ),
+        Math.max(0, Math.min(bounded ? this.limits.inputWaitMs : untilDeadline, 2 ** 31 - 1)),
       );
     });
     return Promise.race([all.then(() => {}), timeout]).finally(() => {
@@ -179,5 +237,8 @@ export class Session {
     this.functions.clear();
     this.boundVariables.clear();
     this.bytes = 0;
+    this.reserved = 0;
+    this.uploads = 0;
+    this.epoch++;
   }
 }

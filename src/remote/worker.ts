@@ -33,7 +33,7 @@ export interface WorkerOptions extends Partial<WorkerLimits> {
   tlsKey?: string | Uint8Array;
 }
 
-const WORKER_OPTIONS = optionKeys<WorkerOptions>()("listen", "token", "tlsCert", "tlsKey", "maxMessageBytes", "maxTensorElements", "maxTensorBytes", "maxSessionBytes", "sessionTimeoutMs");
+const WORKER_OPTIONS = optionKeys<WorkerOptions>()("listen", "token", "tlsCert", "tlsKey", "maxMessageBytes", "maxTensorElements", "maxTensorBytes", "maxSessionBytes", "sessionTimeoutMs", "maxCallsInFlight", "inputWaitMs");
 
 export interface Worker {
   /** The address it listens on, with the port chosen (port 0 asks for a free one). */
@@ -230,13 +230,20 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
     };
     // (inputs named by the client may be made by an earlier call still waiting for its own: then this one waits)
     const inputHandles = [...req.inputs, ...(req.variableValues ?? [])].map((r) => r?.handle ?? 0);
-    const waiting = session.whenPresent(inputHandles, deadline);
-    if (waiting === null) return run();
-    return waiting.then(run, (e) => {
+    const refused = (e: unknown): never => {
       if (named.length > 0) session.failAs(named, e instanceof Error ? e.message : String(e));
       done();
       throw e;
-    });
+    };
+    let waiting: Promise<void> | null;
+    try {
+      waiting = session.whenPresent(inputHandles, deadline);
+    } catch (e) {
+      // (over maxCallsInFlight: refused at once, and the calls reading its outputs with it)
+      return refused(e);
+    }
+    if (waiting === null) return run();
+    return waiting.then(run, refused);
   };
 
   const callIn = (session: Session, req: CallRequest): { outputs: HandleInfo[] } => {
@@ -291,9 +298,15 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   const upload: grpc.handleClientStreamingCall<TensorChunk, HandleInfo> = (stream, callback) => {
     if (!authorized(stream.metadata)) return callback(toServiceError(denied));
     let session: Session | null = null;
+    let reservation: (() => void) | null = null;
     const assembler = new ChunkAssembler(limits);
     let failed = false;
+    const settle = () => {
+      reservation?.();
+      reservation = null;
+    };
     const fail = (e: unknown) => {
+      settle();
       if (failed) return;
       failed = true;
       callback(toServiceError(statusOf(e)));
@@ -302,11 +315,12 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
       if (failed) return;
       try {
         if (session === null) {
-          session = sessionOf(chunk.session);
+          const s = sessionOf(chunk.session);
           const t = checkDeclared(chunk.dtype, chunk.shape, limits);
-          if (session.bytes + t.bytes > limits.maxSessionBytes) {
-            throw new CallFault(grpc.status.RESOURCE_EXHAUSTED, `a ${t.dtype} tensor of ${t.bytes} bytes would take the session over its limit of ${limits.maxSessionBytes} bytes`);
-          }
+          // (the tensor's bytes are held from the first chunk on: concurrent uploads together stay
+          // within the session's bytes, and their number within maxCallsInFlight)
+          reservation = s.reserve(t.bytes, `an upload of a ${t.dtype} tensor of ${t.bytes} bytes`);
+          session = s;
         }
         assembler.add(chunk);
       } catch (e) {
@@ -317,7 +331,9 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
       if (failed) return;
       try {
         if (session === null) throw new CallFault(grpc.status.INVALID_ARGUMENT, "the upload carried no chunk");
-        callback(null, session.put(assembler.finish()));
+        const t = assembler.finish();
+        settle();
+        callback(null, (session as Session).put(t));
       } catch (e) {
         fail(e);
       }

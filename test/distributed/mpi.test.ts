@@ -1,5 +1,5 @@
 // 2-process mpirun jobs: the collective ops' values, staged and differentiated
-// (test/distributed/mpi-job.mjs); data-parallel fit, tensor fusion, chief-only writes
+// (test/distributed/mpi-job.mjs); in-place all-reduce (mpi-in-place-job.mjs); data-parallel fit, tensor fusion, chief-only writes
 // (mpi-fit-job.mjs); skipped, saying why, without mpirun or koffi.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -30,6 +30,13 @@ test("collectives on 2 MPI ranks: values (float32, float64, int32), staged, grad
   assert.equal(r.status, 0, `mpirun failed:\n${r.stdout}\n${r.stderr}`);
   assert.match(r.stdout, /rank 0 ok/);
   assert.match(r.stdout, /rank 1 ok/);
+});
+
+test("in-place all-reduce on 2 MPI ranks (MPI_IN_PLACE) = the op, bit for bit; tensors' storage refused; the fused in-place bucket", { skip, timeout: 60_000 }, () => {
+  const r = mpirun(["test/distributed/mpi-in-place-job.mjs"]);
+  assert.equal(r.status, 0, `mpirun failed:\n${r.stdout}\n${r.stderr}`);
+  assert.match(r.stdout, /rank 0 in-place ok/);
+  assert.match(r.stdout, /rank 1 in-place ok/);
 });
 
 test("fit on 2 MPI ranks = one process on the combined batches; tensor fusion; chief-only writes", { skip, timeout: 60_000 }, () => {
