@@ -57,7 +57,7 @@ function assertAsInterpreter(fn: (x: Tensor) => Tensor, x: Tensor): void {
 }
 
 test("small products on other weights and buffers are one shared function, with the interpreter's bits", () => {
-  // ([2,4] @ [4,4]: 32 multiply-adds, below the default 1,024)
+  // ([2,4] @ [4,4]: 32 multiply-adds, below the default 256)
   for (const dtype of ["float32", "float64"] as const) {
     const f = layers(4, dtype), x = sc.tensor(values(8, 1), dtype, [2, 4]);
     const source = compiledSource(f, x);
@@ -71,7 +71,7 @@ test("small products on other weights and buffers are one shared function, with 
 
 test("a large product still names its own fixed arrays (a function of the instance)", () => {
   const size = 24;
-  // ([8,32] @ [32,32]: 8,192 multiply-adds, above the default 1,024)
+  // ([2,24] @ [24,24]: 1,152 multiply-adds, above the default 256)
   const f = layers(size, "float32"), x = sc.tensor(values(2 * size, 2), "float32", [2, size]);
   const source = compiledSource(f, x);
   const fns = productFunctions(source);
