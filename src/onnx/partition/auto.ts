@@ -124,6 +124,8 @@ export const autoStats = {
   segmentsOnEngine: 0,
   segmentsOnOurs: 0,
   lastChoice: null as { graph: string; side: "ours" | "plan"; segments: SegmentPlace[] } | null,
+  /** The most recent step-2 measurement: the medians (ms) it compared, and how many timed runs of each. */
+  lastMeasured: null as { graph: string; ours: number; plan: number; runs: number } | null,
 };
 
 /** Step 1: each engine-eligible segment timed on both sides. */
@@ -368,6 +370,7 @@ export function autoExecutor(engine: Executor): Executor {
       else autoStats.firstRunMs += dt;
     } else st.timesOurs.push(dt);
     if (enough(st.timesOurs) && enough(st.timesPlan)) {
+      autoStats.lastMeasured = { graph: graph.name, ours: median(st.timesOurs), plan: median(st.timesPlan), runs: st.timesOurs.length };
       st.chosen = chooseSide(st.timesOurs, st.timesPlan);
       if (st.chosen === "ours") st.plan = null;
       if (st.chosen === "plan") autoStats.chosePlan++;
