@@ -265,3 +265,33 @@ test("a graph kept on ours is measured again after oursRecheckCalls calls, then 
     setAutoPolicy(before);
   }
 });
+
+test("a plan kept again by its recheck is measured next after twice as many calls (charged times)", () => {
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 8,
+    timeOf: (side) => (side === "plan" ? 1 : 10),
+  });
+  try {
+    const x = big([128, 128]);
+    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(4);
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    const ours = sc.stage(f, { autograph: false, engine: "stagecraft" });
+    const s0 = { ...autoStats };
+    let calls = 0;
+    while (autoStats.chosePlan === s0.chosePlan && calls < 20) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.chosePlan, s0.chosePlan + 1, "the plan was kept");
+    // the calls at which a measurement starts, and the plan is kept again after each
+    const starts: number[] = [];
+    const keptAt: number[] = [calls];
+    while (starts.length < 3 && calls < 200) {
+      const r = autoStats.rechecks, p = autoStats.chosePlan;
+      close(auto(x), ours(x), `call ${++calls}`);
+      if (autoStats.rechecks > r) starts.push(calls);
+      if (autoStats.chosePlan > p) keptAt.push(calls);
+    }
+    assert.equal(starts.length, 3, "measured again three times");
+    assert.deepEqual(starts.map((c, i) => c - keptAt[i]!), [8, 16, 32], "after 8 calls on the plan, then 16, then 32");
+  } finally {
+    setAutoPolicy(before);
+  }
+});

@@ -22,8 +22,8 @@
  * calls favours the plan, and it did: beam search and L-BFGS kept plans 2.8-4.8x slower than our
  * warm code. And a tie should stay ours: our results are bit-identical to eager code, the plan's
  * differ by float32 rounding. A plan kept is measured again (step 2) after `recheckCalls` calls on
- * it, and dropped if ours has become as fast (a choice made under load, or on a cold cache, is
- * undone); a graph step 2 kept on ours is measured again after `oursRecheckCalls` calls on ours,
+ * it, then after twice as many each time it is kept, and dropped if ours has become as fast (a
+ * choice made under load, or on cold code or a cold cache, is undone); a graph step 2 kept on ours is measured again after `oursRecheckCalls` calls on ours,
  * then after twice as many each time (a wrong choice made under load is not final either way:
  * ResNet's training step stayed on ours in one run of bench/auto-engine.ts where the engine ran
  * it 1.26x as fast). A graph kept on ours for good: none of its segments can go to the engine,
@@ -71,7 +71,12 @@ export interface AutoPolicy {
   maxReps: number;
   /** A segment goes to the engine, and the plan is kept, only when its median time is below `margin` x ours. */
   margin: number;
-  /** A plan kept is measured against ours again after this many calls on it (a choice made under load, or before a cache warmed, is not final). */
+  /**
+   * A plan kept is measured against ours again after this many calls on it, then after twice as
+   * many each time it is kept again (a choice made under load, or before our code or a cache
+   * warmed, is not final: on a machine loaded 15 deep the warm-up's 1 s ended after ~35 calls
+   * of L2HMC batch 32, at 28 ms a call where ours takes 0.8 once warm, and the plan was kept).
+   */
   recheckCalls: number;
   /**
    * A graph kept on ours by step 2 (its plan measured slower) is measured again after this many
@@ -102,7 +107,7 @@ export const autoPolicy: AutoPolicy = {
   measureMs: 30,
   maxReps: 50,
   margin: 0.97,
-  recheckCalls: 2000,
+  recheckCalls: 500,
   oursRecheckCalls: 5000,
   timeOf: null,
 };
@@ -168,8 +173,9 @@ interface AutoState {
   timesOurs: number[];
   timesPlan: number[];
   planRuns: number;
-  /** Calls on the plan since it was chosen (rechecked at autoPolicy.recheckCalls). */
+  /** Calls on the plan since it was chosen, and the count at which it is measured again (autoPolicy.recheckCalls, doubled at each recheck that keeps it). */
   planCalls: number;
+  planRecheckAt: number;
   /** On ours by step 2's measurement: the plan it measured, kept to measure again; null otherwise. */
   parked: PreparedRun | null;
   /** Calls on ours since then, and the count at which the plan is measured again. */
@@ -370,7 +376,7 @@ export function autoExecutor(engine: Executor): Executor {
     }
     if (st.chosen === "ours" || isTracing()) return run(inputs);
     if (st.chosen === "plan") {
-      if (autoPolicy.choice !== "measure" || ++st.planCalls < autoPolicy.recheckCalls) return st.plan!(inputs);
+      if (autoPolicy.choice !== "measure" || ++st.planCalls < st.planRecheckAt) return st.plan!(inputs);
       // measure again (step 2): both sides timed afresh (the plan's sessions exist: its next run is timed)
       st.chosen = null;
       st.timesOurs = [];
@@ -419,7 +425,10 @@ export function autoExecutor(engine: Executor): Executor {
         st.oursCalls = 0;
         st.oursRecheckAt = st.oursRecheckAt === 0 ? autoPolicy.oursRecheckCalls : 2 * st.oursRecheckAt;
       }
-      if (st.chosen === "plan") autoStats.chosePlan++;
+      if (st.chosen === "plan") {
+        st.planRecheckAt = st.planRecheckAt === 0 ? autoPolicy.recheckCalls : 2 * st.planRecheckAt;
+        autoStats.chosePlan++;
+      }
       else autoStats.choseOurs++;
       record(st, graph, st.chosen);
     }
@@ -429,7 +438,7 @@ export function autoExecutor(engine: Executor): Executor {
     let st = states.get(graph);
     if (st === undefined) {
       st = {
-        warm: new WarmUp(), trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0,
+        warm: new WarmUp(), trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0, planRecheckAt: 0,
         parked: null, oursCalls: 0, oursRecheckAt: 0 };
       states.set(graph, st);
     }
