@@ -2,8 +2,8 @@
 // workloads (bench/peers). Each workload is built three times, with the default engine of
 // sc.stage set (setDefaultEngine) to ours, "onnxruntime" and "auto" while it is built and around
 // each of its calls (so functions it stages lazily get that engine too); its staged systems
-// ("stagecraft staged ...") of the three builds are timed in one interleaved run (the peer
-// harness: alternating rounds). A system whose engine cannot run it (onnxruntime on a graph the
+// ("stagecraft staged ...") of the three builds first run the same number of calls each
+// (warmEqually), then are timed in one interleaved run (the peer harness: alternating rounds). A system whose engine cannot run it (onnxruntime on a graph the
 // exporter refuses) shows its error; best-of then is the other.
 //
 // Reported per staged system: ms per call of each, auto / best-of(ours, onnxruntime) (1.00: auto
@@ -83,6 +83,36 @@ function withEngine<T>(engine: EngineName, f: () => T): T {
   }
 }
 
+/** Calls each engine's build of a system runs before it is timed, and the most time that may take. */
+const EQUAL_WARM_CALLS = 2000, EQUAL_WARM_MS = 10000;
+
+/**
+ * Every engine's build of a system runs the same number of calls before the harness times
+ * them, interleaved in blocks (EQUAL_WARM_CALLS each, fewer when that takes over EQUAL_WARM_MS:
+ * then as many as the rounds reached). The harness's own warm-up is by time (its calls per round
+ * too), so on a graph whose generated code V8 speeds up over its first thousands of calls the
+ * build that was slower at first got fewer calls, stayed slower, and was timed on an earlier
+ * point of the same curve: auto, whose first calls go to its warm-up and its measurement,
+ * read 5.6x ours on L2HMC batch 1 while running the same code. A system that throws is left to
+ * the harness (which reports its error).
+ */
+async function warmEqually(systems: System[]): Promise<void> {
+  const BLOCK = 20;
+  const live = systems.map(() => true);
+  const t0 = performance.now();
+  for (let n = 0; n < EQUAL_WARM_CALLS && performance.now() - t0 < EQUAL_WARM_MS; n += BLOCK) {
+    for (let k = 0; k < systems.length; k++) {
+      if (!live[k]) continue;
+      try {
+        await systems[k]!.enter?.();
+        for (let i = 0; i < BLOCK; i++) await systems[k]!.run();
+      } catch {
+        live[k] = false;
+      }
+    }
+  }
+}
+
 const isStaged = (s: System) => s.skip === undefined && s.name.startsWith("stagecraft staged") && !s.name.includes("wasm kernels only");
 
 interface AutoRow {
@@ -98,6 +128,8 @@ interface AutoRow {
   segmentsOnEngine: number;
   segmentsOnOurs: number;
   plans: number;
+  /** What auto's last whole-graph measurement on this system compared (medians, ms), if it made one. */
+  measured: { ours: number; plan: number; runs: number } | null;
   planMs: number;
   firstRunMs: number;
 }
@@ -130,6 +162,8 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
         const s = built[e]!.systems.find((x) => x.name === sys)!;
         return { name: `${sys} [${e}]`, enter: s.enter, run: () => withEngine(e, s.run) };
       });
+      autoStats.lastMeasured = null;
+      await warmEqually(systems);
       const r = await measure({ name: `${name}: ${sys}`, call: built.ours!.call, systems }, QUICK);
       const ms: AutoRow["ms"] = {};
       const errors: string[] = [];
@@ -150,6 +184,7 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
         segmentsOnEngine: autoStats.segmentsOnEngine - stats0.segmentsOnEngine,
         segmentsOnOurs: autoStats.segmentsOnOurs - stats0.segmentsOnOurs,
         plans: autoStats.plans - stats0.plans,
+        measured: autoStats.lastMeasured,
         planMs: autoStats.planMs - stats0.planMs,
         firstRunMs: autoStats.firstRunMs - stats0.firstRunMs,
       };
@@ -168,6 +203,7 @@ function fmtRow(r: AutoRow): string {
   return (
     `ours ${f3(r.ms.ours)} ms, onnxruntime ${f3(r.ms.onnxruntime)} ms, auto ${f3(r.ms.auto)} ms: auto/best ${r.ratio.toFixed(2)}; ` +
     `graphs on plan ${r.chosePlan}, on ours ${r.choseOurs}, fallbacks ${r.fallbacks}; segments placed on engine ${r.segmentsOnEngine}, on ours ${r.segmentsOnOurs}; one-time: ${r.plans} plans, ${r.planMs.toFixed(1)} ms cutting, ${r.firstRunMs.toFixed(1)} ms first runs` +
+    (r.measured !== null ? `; auto measured ours ${f3(r.measured.ours)} ms, plan ${f3(r.measured.plan)} ms (${r.measured.runs} runs each)` : "") +
     (r.errors.length > 0 ? `; errors: ${r.errors.join("; ")}` : "")
   );
 }

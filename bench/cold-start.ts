@@ -6,12 +6,13 @@
 //   node --import tsx bench/cold-start.ts [CHECKOUT=.] [CALLS=200] [WORKLOAD...]
 //
 // CHECKOUT is the Stagecraft checkout whose bench/peers workloads run (a baseline worktree
-// for a before/after). Workloads: l2hmc-32, rnn-train, beam-search (default: all three).
+// for a before/after). Workloads: l2hmc-1, l2hmc-32, rnn-train, beam-search (default: all four).
 import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const WORKLOADS: Record<string, [file: string, fn: string, args: unknown[]]> = {
+  "l2hmc-1": ["bench/peers/l2hmc.ts", "l2hmcWorkload", [1]],
   "l2hmc-32": ["bench/peers/l2hmc.ts", "l2hmcWorkload", [32]],
   "rnn-train": ["bench/peers/rnn.ts", "rnnWorkload", [64, 32, true, true]],
   "beam-search": ["bench/peers/beam-search.ts", "beamSearchWorkload", []],

@@ -11,7 +11,7 @@
  */
 import { assertClose, type Workload } from "./harness.js";
 import { jaxNotPorted, scDefaults, tf, tfBackend, tfSystems } from "./systems.js";
-import { randomTree, treeEagerStep, treeStagedStep, treeWeights, TREE_CLASSES, TREE_HIDDEN, TREE_INPUT, type Tree } from "../graph-ad.js";
+import { makeTreeStagedStep, randomTree, treeEagerStep, treeWeights, TREE_CLASSES, TREE_HIDDEN, TREE_INPUT, type Tree } from "../graph-ad.js";
 
 const H = TREE_HIDDEN, LR = 0.01;
 
@@ -58,6 +58,8 @@ export async function treeLstmWorkload(): Promise<Workload> {
   treeWeights.forEach((w, k) => w.assign(init[k]!));
   assertClose("TreeLSTM tfjs loss", theirs, ours, 1e-4);
   let e = 0, s = 0;
+  // (staged here, not at import: the engine the process default names now, see makeTreeStagedStep)
+  const treeStagedStep = makeTreeStagedStep();
   return {
     name: `TreeLSTM training step, hidden ${H}, batch 1, random trees of ${Math.min(...sizes)}-${Math.max(...sizes)} nodes`,
     call: "one training step on one tree (cycling over 8 trees)",

@@ -42,6 +42,8 @@ export const config = {
   segmentChars: numberSetting("STAGECRAFT_SEGMENT_CHARS", 12000),
   /** Generated code (characters) past which the compiled executor makes its loops functions (exec/compiled/loop-kernels.ts). */
   loopFunctionsChars: numberSetting("STAGECRAFT_LOOP_FUNCTIONS_CHARS", 48000),
+  /** STAGECRAFT_SHARED_LOOP_WORK: loops (of cut-out loop functions) doing at most this many element steps per call take every array as an argument and are shared by every node and graph with the same loop (exec/compiled/loop-kernels.ts). */
+  sharedLoopWork: numberSetting("STAGECRAFT_SHARED_LOOP_WORK", 256),
   /** STAGECRAFT_INLINE_SGEMM_MAX: largest product (m*n*k) the executor writes as inline JavaScript reproducing the sgemm. */
   inlineSgemmMax: numberSetting("STAGECRAFT_INLINE_SGEMM_MAX", 1536),
   /** STAGECRAFT_WASM_GEMM_MAX: largest product (m*n*k) for the executor's in-arena WebAssembly gemm. */

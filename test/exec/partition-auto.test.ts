@@ -190,6 +190,19 @@ test("the plan is kept only when clearly faster than ours: a tie or a small gain
   assert.equal(chooseSide(ours, [12, 12, 12, 12, 12]), "ours", "slower");
 });
 
+test("the choice compares runs made one after the other (pairs), so a load change during the measurement does not decide it (given times)", () => {
+  // runs alternate plan, ours, plan, ours...; the machine gets twice as busy from the third pair on
+  // (another process started): the plan is 10% faster in every pair
+  const ours = [10, 10, 20, 20, 20, 20, 20];
+  const plan = [9, 9, 18, 18, 18, 18, 18];
+  assert.equal(chooseSide(ours, plan), "plan", "10% faster in every pair");
+  // the load rises in the middle of the plan's runs: the medians of each side taken apart compare
+  // the plan's busy runs with ours' quiet ones
+  assert.equal(chooseSide([10, 10, 10, 10, 20, 20, 20], [9, 9, 9, 18, 18, 18, 18]), "plan", "10% faster in 6 of 7 pairs");
+  // and the other way: the load falls in the middle of the plan's runs, ours 10% faster in every pair but one
+  assert.equal(chooseSide([20, 20, 20, 20, 10, 10, 10], [22, 22, 22, 11, 11, 11, 11]), "ours", "10% slower in 6 of 7 pairs");
+});
+
 test("a plan kept is measured again after recheckCalls calls on it, and dropped when ours is now faster (charged times, not real ones)", () => {
   let planIsFaster = true;
   const before = setAutoPolicy({
@@ -213,6 +226,71 @@ test("a plan kept is measured again after recheckCalls calls on it, and dropped 
     const rechecks = autoStats.rechecks;
     for (let k = 0; k < 12; k++) close(auto(x), ours(x), `call ${++calls}`);
     assert.equal(autoStats.rechecks, rechecks, "a graph on ours is not measured again");
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
+test("a graph kept on ours is measured again after oursRecheckCalls calls, then after twice as many, and moves to the plan once it is faster (charged times)", () => {
+  let planIsFaster = false;
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, oursRecheckCalls: 10,
+    timeOf: (side) => ((side === "plan") === planIsFaster ? 1 : 10),
+  });
+  try {
+    const x = big([128, 128]);
+    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(3);
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    const ours = sc.stage(f, { autograph: false, engine: "stagecraft" });
+    const s0 = { ...autoStats };
+    let calls = 0;
+    while (autoStats.choseOurs === s0.choseOurs && calls < 20) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.choseOurs, s0.choseOurs + 1, "kept on ours: the plan was charged 10 ms against ours' 1");
+    const chosenAt = calls;
+    // measured again after 10 calls on ours (the plan still slower: ours again), then after 20
+    while (autoStats.rechecks === s0.rechecks && calls < chosenAt + 15) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.rechecks, s0.rechecks + 1, "measured again");
+    assert.ok(calls - chosenAt >= 10, `not before 10 calls on ours (at ${calls - chosenAt})`);
+    while (autoStats.choseOurs === s0.choseOurs && calls < chosenAt + 40) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.choseOurs, s0.choseOurs + 1, "kept on ours again");
+    const againAt = calls;
+    planIsFaster = true;
+    while (autoStats.rechecks === s0.rechecks + 1 && calls < againAt + 30) close(auto(x), ours(x), `call ${++calls}`);
+    assert.ok(calls - againAt >= 20, `the next measurement after twice as many calls (at ${calls - againAt})`);
+    while (autoStats.chosePlan === s0.chosePlan && calls < againAt + 60) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.chosePlan, s0.chosePlan + 1, "moved to the plan, now charged 1 ms against ours' 10");
+    assert.equal(autoStats.choseOurs, s0.choseOurs, "and no longer counted on ours");
+    assert.equal(autoStats.lastChoice?.side, "plan");
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
+test("a plan kept again by its recheck is measured next after twice as many calls (charged times)", () => {
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 8,
+    timeOf: (side) => (side === "plan" ? 1 : 10),
+  });
+  try {
+    const x = big([128, 128]);
+    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(4);
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    const ours = sc.stage(f, { autograph: false, engine: "stagecraft" });
+    const s0 = { ...autoStats };
+    let calls = 0;
+    while (autoStats.chosePlan === s0.chosePlan && calls < 20) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.chosePlan, s0.chosePlan + 1, "the plan was kept");
+    // the calls at which a measurement starts, and the plan is kept again after each
+    const starts: number[] = [];
+    const keptAt: number[] = [calls];
+    while (starts.length < 3 && calls < 200) {
+      const r = autoStats.rechecks, p = autoStats.chosePlan;
+      close(auto(x), ours(x), `call ${++calls}`);
+      if (autoStats.rechecks > r) starts.push(calls);
+      if (autoStats.chosePlan > p) keptAt.push(calls);
+    }
+    assert.equal(starts.length, 3, "measured again three times");
+    assert.deepEqual(starts.map((c, i) => c - keptAt[i]!), [8, 16, 32], "after 8 calls on the plan, then 16, then 32");
   } finally {
     setAutoPolicy(before);
   }

@@ -5,8 +5,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-// (set before anything imports core/config.ts)
+// (set before anything imports core/config.ts; every loop counts as large too: small ones are
+// shared regardless of fixed arrays, shared-small-loops.test.ts)
 process.env.STAGECRAFT_LOOP_FUNCTIONS_CHARS = "0";
+process.env.STAGECRAFT_SHARED_LOOP_WORK = "0";
 const { Rng } = await import("../util/rng.js");
 const sc = await import("../../src/api/index.js");
 const { compileGraph, interpretExecutor, setDefaultExecutor, createCompiledExecutor } = await import("../../src/api/internals.js");

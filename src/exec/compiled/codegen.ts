@@ -32,6 +32,8 @@ const SEGMENT_NODES = 64;
  * default four segments' worth, which V8 optimizes within tens of calls (L2HMC's 34 took ~90).
  */
 const LOOP_FUNCTIONS_CHARS = config.loopFunctionsChars;
+/** Element steps per call up to which a loop function takes all its arrays as arguments and is shared (loop-kernels.ts). */
+const SHARED_LOOP_WORK = config.sharedLoopWork;
 /** The k-block size of the WebAssembly sgemm (wasm/sgemm.ts KC). */
 const SGEMM_KC = 256;
 /** Constants one generated function binds at most (they are parameters of its factory). */
@@ -192,20 +194,25 @@ class Codegen {
    * (an empty body: nothing to compute). The loop is a function of the instance, shared by
    * every node with the same loop on the same fixed arrays (planned buffers, constants: named
    * in it, so V8 folds their addresses and lengths), taking the other arrays as arguments;
-   * a loop on no fixed array is shared by every graph (loop-kernels.ts). Why functions and
-   * not inline loops: loop-kernels.ts.
+   * a loop on no fixed array, or a small one (`work`, its element steps per call, at most
+   * SHARED_LOOP_WORK), takes them all as arguments and is shared by every graph
+   * (loop-kernels.ts: a small loop named after its node's buffers is a function run once per
+   * graph call, which V8 optimizes only after hundreds of calls). Why functions and not inline
+   * loops: loop-kernels.ts.
    */
-  private loopCall(kind: string, body: string, arrays: ValueInfo[], out: string[]): void {
+  private loopCall(kind: string, body: string, arrays: ValueInfo[], work: number, out: string[]): void {
     if (body === "") return;
     if (!this.loopFunctions) {
       out.push(`{ ${arrays.map((x, i) => `const $${i} = ${this.use(x)};`).join(" ")}\n${body}\n}`);
       return;
     }
+    // (a small loop names no fixed array: shared, it warms up in a few calls; see loop-kernels.ts)
+    const small = work <= SHARED_LOOP_WORK;
     const params: string[] = [],
       args: string[] = [],
       fixed: string[] = [];
     arrays.forEach((x, i) => {
-      const f = this.fixedArrays.get(x);
+      const f = small ? undefined : this.fixedArrays.get(x);
       if (f) fixed.push(`const $${i} = ${f};`);
       else {
         params.push(`$${i}`);
@@ -285,7 +292,8 @@ class Codegen {
         for (const o of outs) this.define(o, this.target(o));
         const loopIns: LoopInput[] = ins.map((x, i) => ({ array: `$${i}`, shape: x.type!.shape }));
         const loopOuts: LoopOutput[] = outs.map((o, i) => ({ array: `$${ins.length + i}`, value: ins.length + s.group.outputs[i]! }));
-        this.loopCall("ew", elementwiseSource("", outs[0]!.type!.shape, loopIns, s.group.steps, loopOuts), [...ins, ...outs], out);
+        const work = sizeOf(outs[0]!.type!.shape) * Math.max(1, s.group.steps.length);
+        this.loopCall("ew", elementwiseSource("", outs[0]!.type!.shape, loopIns, s.group.steps, loopOuts), [...ins, ...outs], work, out);
         break;
       }
       case "matmul": {
@@ -295,7 +303,7 @@ class Codegen {
           n = o.type!.shape[1]!;
         const kk = s.transA ? a.type!.shape[0]! : a.type!.shape[1]!;
         this.define(o, this.target(o));
-        this.loopCall("mm", matmulSource("", "$0", "$1", "$2", o.type!.dtype as "float32" | "float64", m, kk, n, s.transA, s.transB, s.arith), [a, b, o], out);
+        this.loopCall("mm", matmulSource("", "$0", "$1", "$2", o.type!.dtype as "float32" | "float64", m, kk, n, s.transA, s.transB, s.arith), [a, b, o], m * kk * n, out);
         break;
       }
       case "simd": {
@@ -313,7 +321,7 @@ class Codegen {
       case "reduce": {
         const o = outs[0]!;
         this.define(o, this.target(o));
-        this.loopCall("red", reduceSource("", s.form, "$0", "$1", o.type!.dtype, s.outer, s.red, s.inner), [ins[0]!, o], out);
+        this.loopCall("red", reduceSource("", s.form, "$0", "$1", o.type!.dtype, s.outer, s.red, s.inner), [ins[0]!, o], s.outer * s.red * s.inner, out);
         break;
       }
       case "kernel": {

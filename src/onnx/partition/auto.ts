@@ -9,9 +9,10 @@
  *    segment on onnxruntime, or every one on ours, alternating call by call, each segment's own
  *    time recorded (segments.ts's `timedRun`). The segments' code of ours is new code, so it
  *    first runs a warm-up (as the whole graph did) before anything is timed. A segment goes to
- *    the engine only when its median is at least 3% below its median on ours.
+ *    the engine only when it is at least 3% faster there: the median, over pairs of runs one
+ *    right after the other, of its time there over its time on ours (`chooseSide`).
  * 2. Whole graph: the cut with that placement (the "plan") against the whole graph on ours,
- *    alternating, medians compared, the same 3% margin. This keeps "all ours" (today's executor,
+ *    alternating, compared the same way (pairs of runs), the same 3% margin. This keeps "all ours" (today's executor,
  *    one compiled graph, no per-call overhead) whenever the placement does not pay as a whole:
  *    per-segment times leave out what the boundaries between sides cost. A cut with one engine
  *    segment goes straight to this step (its per-segment choice is this comparison).
@@ -21,8 +22,12 @@
  * calls favours the plan, and it did: beam search and L-BFGS kept plans 2.8-4.8x slower than our
  * warm code. And a tie should stay ours: our results are bit-identical to eager code, the plan's
  * differ by float32 rounding. A plan kept is measured again (step 2) after `recheckCalls` calls on
- * it, and dropped if ours has become as fast (a choice made under load, or on a cold cache, is
- * undone); a graph kept on ours stays there.
+ * it, then after twice as many each time it is kept, and dropped if ours has become as fast (a
+ * choice made under load, or on cold code or a cold cache, is undone); a graph step 2 kept on ours is measured again after `oursRecheckCalls` calls on ours,
+ * then after twice as many each time (a wrong choice made under load is not final either way:
+ * ResNet's training step stayed on ours in one run of bench/auto-engine.ts where the engine ran
+ * it 1.26x as fast). A graph kept on ours for good: none of its segments can go to the engine,
+ * or step 1 placed none there.
  *
  * A segment whose engine run fails (a session that does not load, onnxruntime refusing an input)
  * runs on ours for that call, from the same inputs, the variables it assigned put back first
@@ -66,8 +71,20 @@ export interface AutoPolicy {
   maxReps: number;
   /** A segment goes to the engine, and the plan is kept, only when its median time is below `margin` x ours. */
   margin: number;
-  /** A plan kept is measured against ours again after this many calls on it (a choice made under load, or before a cache warmed, is not final). */
+  /**
+   * A plan kept is measured against ours again after this many calls on it, then after twice as
+   * many each time it is kept again (a choice made under load, or before our code or a cache
+   * warmed, is not final: on a machine loaded 15 deep the warm-up's 1 s ended after ~35 calls
+   * of L2HMC batch 32, at 28 ms a call where ours takes 0.8 once warm, and the plan was kept).
+   */
   recheckCalls: number;
+  /**
+   * A graph kept on ours by step 2 (its plan measured slower) is measured again after this many
+   * calls on ours, then after twice as many each time ours is kept again: a choice made under
+   * load is not final either way, and a plan that is much slower costs its few timed runs, ever
+   * more rarely. (Its plan, and its sessions, are kept meanwhile.)
+   */
+  oursRecheckCalls: number;
   /**
    * @internal Tests: the time charged to a measured run (default: the time it took): a whole
    * call (`segment` undefined; "plan" is the cut, "ours" the whole graph on ours) or one
@@ -90,7 +107,8 @@ export const autoPolicy: AutoPolicy = {
   measureMs: 30,
   maxReps: 50,
   margin: 0.97,
-  recheckCalls: 2000,
+  recheckCalls: 500,
+  oursRecheckCalls: 5000,
   timeOf: null,
 };
 
@@ -124,6 +142,8 @@ export const autoStats = {
   segmentsOnEngine: 0,
   segmentsOnOurs: 0,
   lastChoice: null as { graph: string; side: "ours" | "plan"; segments: SegmentPlace[] } | null,
+  /** The most recent step-2 measurement: the medians (ms) it compared, and how many timed runs of each. */
+  lastMeasured: null as { graph: string; ours: number; plan: number; runs: number } | null,
 };
 
 /** Step 1: each engine-eligible segment timed on both sides. */
@@ -153,13 +173,31 @@ interface AutoState {
   timesOurs: number[];
   timesPlan: number[];
   planRuns: number;
-  /** Calls on the plan since it was chosen (rechecked at autoPolicy.recheckCalls). */
+  /** Calls on the plan since it was chosen, and the count at which it is measured again (autoPolicy.recheckCalls, doubled at each recheck that keeps it). */
   planCalls: number;
+  planRecheckAt: number;
+  /** On ours by step 2's measurement: the plan it measured, kept to measure again; null otherwise. */
+  parked: PreparedRun | null;
+  /** Calls on ours since then, and the count at which the plan is measured again. */
+  oursCalls: number;
+  oursRecheckAt: number;
 }
 
-/** @internal The measured choice: the plan only when its median is below `margin` x ours (exported for tests). */
+/**
+ * @internal The measured choice: the plan only when, over the pairs of runs (the i-th run of each
+ * side: the sides alternate, so a pair ran one right after the other), the median of plan / ours
+ * is below `margin` (exported for tests). Pairs, not each side's median taken apart: on a shared
+ * machine the load changes while a graph is measured, and two runs in a row see the same load,
+ * while the medians of each side can compare one side's busy runs with the other's quiet ones.
+ */
 export function chooseSide(timesOurs: number[], timesPlan: number[]): "ours" | "plan" {
-  return median(timesPlan) < autoPolicy.margin * median(timesOurs) ? "plan" : "ours";
+  const n = Math.min(timesOurs.length, timesPlan.length);
+  const ratios: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const o = timesOurs[i]!, p = timesPlan[i]!;
+    ratios.push(o > 0 ? p / o : p > 0 ? Infinity : 1);
+  }
+  return n > 0 && median(ratios) < autoPolicy.margin ? "plan" : "ours";
 }
 
 /**
@@ -238,6 +276,7 @@ export function autoExecutor(engine: Executor): Executor {
     st.chosen = "ours";
     st.plan = null;
     st.trial = null;
+    st.parked = null;
   };
   /** Cuts the graph and prepares its segments; then the plan to measure (or force), the per-segment trial, or ours when no segment can go to the engine. */
   const makePlan = (st: AutoState, graph: Graph, library: FunctionLibrary, numArgInputs: number): void => {
@@ -325,9 +364,19 @@ export function autoExecutor(engine: Executor): Executor {
     return out;
   };
   const call = (st: AutoState, graph: Graph, library: FunctionLibrary, numArgInputs: number, run: PreparedRun, inputs: Tensor[]): Tensor[] => {
+    if (st.chosen === "ours" && st.parked !== null && st.oursCalls >= st.oursRecheckAt && autoPolicy.choice === "measure" && !isTracing()) {
+      // measure again (step 2): the plan kept is timed afresh against ours
+      st.chosen = null;
+      st.plan = st.parked;
+      st.parked = null;
+      st.timesOurs = [];
+      st.timesPlan = [];
+      autoStats.rechecks++;
+      autoStats.choseOurs--; // (the counts say where graphs are now: the new choice counts again)
+    }
     if (st.chosen === "ours" || isTracing()) return run(inputs);
     if (st.chosen === "plan") {
-      if (autoPolicy.choice !== "measure" || ++st.planCalls < autoPolicy.recheckCalls) return st.plan!(inputs);
+      if (autoPolicy.choice !== "measure" || ++st.planCalls < st.planRecheckAt) return st.plan!(inputs);
       // measure again (step 2): both sides timed afresh (the plan's sessions exist: its next run is timed)
       st.chosen = null;
       st.timesOurs = [];
@@ -368,9 +417,18 @@ export function autoExecutor(engine: Executor): Executor {
       else autoStats.firstRunMs += dt;
     } else st.timesOurs.push(dt);
     if (enough(st.timesOurs) && enough(st.timesPlan)) {
+      autoStats.lastMeasured = { graph: graph.name, ours: median(st.timesOurs), plan: median(st.timesPlan), runs: st.timesOurs.length };
       st.chosen = chooseSide(st.timesOurs, st.timesPlan);
-      if (st.chosen === "ours") st.plan = null;
-      if (st.chosen === "plan") autoStats.chosePlan++;
+      if (st.chosen === "ours") {
+        st.parked = st.plan;
+        st.plan = null;
+        st.oursCalls = 0;
+        st.oursRecheckAt = st.oursRecheckAt === 0 ? autoPolicy.oursRecheckCalls : 2 * st.oursRecheckAt;
+      }
+      if (st.chosen === "plan") {
+        st.planRecheckAt = st.planRecheckAt === 0 ? autoPolicy.recheckCalls : 2 * st.planRecheckAt;
+        autoStats.chosePlan++;
+      }
       else autoStats.choseOurs++;
       record(st, graph, st.chosen);
     }
@@ -380,17 +438,22 @@ export function autoExecutor(engine: Executor): Executor {
     let st = states.get(graph);
     if (st === undefined) {
       st = {
-        warm: new WarmUp(), trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0 };
+        warm: new WarmUp(), trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0, planRecheckAt: 0,
+        parked: null, oursCalls: 0, oursRecheckAt: 0 };
       states.set(graph, st);
     }
     return st;
   };
-  const execute: Executor = (graph, inputs, library, numArgInputs = inputs.length) =>
-    call(stateOf(graph, library), graph, library, numArgInputs, (ins) => ours()(graph, ins, library, numArgInputs), inputs);
+  const execute: Executor = (graph, inputs, library, numArgInputs = inputs.length) => {
+    const st = stateOf(graph, library);
+    if (st.parked !== null) st.oursCalls++;
+    return call(st, graph, library, numArgInputs, (ins) => ours()(graph, ins, library, numArgInputs), inputs);
+  };
   execute.prepare = (graph, library, numArgInputs) => {
     const st = stateOf(graph, library);
     const run = oursRun(graph, library, numArgInputs);
-    return (inputs) => (st.chosen === "ours" ? run(inputs) : call(st, graph, library, numArgInputs, run, inputs));
+    // (on ours: one compare, and a count while a plan waits to be measured again)
+    return (inputs) => (st.chosen === "ours" && (st.parked === null || ++st.oursCalls < st.oursRecheckAt) ? run(inputs) : call(st, graph, library, numArgInputs, run, inputs));
   };
   return execute;
 }
