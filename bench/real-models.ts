@@ -5,12 +5,16 @@
 // beyond onnx.MODEL_TOLERANCE the suite fails), then interleaved timings of:
 //   ours          sc.onnx.load(file) called as it is, with the defaults: plain eager calls of an
 //                 unchanged model run on onnxruntime's session of the model's own bytes
-//                 (src/onnx/import/native-session.ts; the bench checks that they did)
+//                 (src/onnx/import/native-session.ts; the bench checks that they did), its
+//                 default thread count or one thread as the thread policy picks per signature
+//                 (the row says what share of the timed calls ran on one thread)
 //   ours graph    sc.onnx.load(file, { nativeSession: false }): our graph on our compiled executor
 //                 (what every call ran on before the native session; also what runs under a
 //                 tape, stage or vmap, and after a weight changes)
 //   onnxruntime   onnxruntime-node's InferenceSession.create(file) and `await session.run(feeds)`
 //                 (its defaults and the CPU provider; the inputs as ort.Tensors made once)
+//   ort 1 thread  the same with intraOpNumThreads: 1 (a reference: what ours gets from running
+//                 on one thread, where it does, onnxruntime gets from that option too)
 //   engine ort    the loaded model (nativeSession: false, as for the rows below) inside sc.stage(..., { engine: "onnxruntime" }) (onnx.load has
 //                 no engine option: the model is a staged function, and the engine comes with
 //                 the staged function that calls it)
@@ -94,6 +98,7 @@ export interface ModelResult {
 }
 
 const ORT = "onnxruntime";
+const ORT1 = "ort 1 thread";
 
 const firstOutput = (out: unknown): sc.Tensor => {
   const o = Array.isArray(out) ? out[0] : out;
@@ -112,6 +117,8 @@ function maxAbsDiff(a: sc.Tensor, b: sc.Tensor): number {
 async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promise<{ systems: System[]; release: () => Promise<void>; stats: sc.onnx.OnnxModel["stats"] }> {
   const ort = onnx.loadOnnxRuntime();
   const session: OrtSession = await ort.InferenceSession.create(c.file, { executionProviders: ["cpu"], logSeverityLevel: 3 });
+  // (a reference, not a goal: onnxruntime's session given the one thread ours may choose)
+  const session1: OrtSession = await ort.InferenceSession.create(c.file, { executionProviders: ["cpu"], logSeverityLevel: 3, intraOpNumThreads: 1 } as Parameters<typeof ort.InferenceSession.create>[1]);
   const ortFeeds: Record<string, OrtTensor> = Object.fromEntries(Object.entries(feeds).map(([k, v]) => [k, onnx.toOrtTensor(v)]));
   const model = onnx.load(c.file);
   // (a second copy for the graph rows: the fine-tune step assigns its weights, which would
@@ -142,6 +149,7 @@ async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promis
   add("ours", () => () => firstOutput(model.run(feeds)[outNames[0]!]).dataSync(), async () => model.run(feeds));
   add("ours graph", () => () => firstOutput(graphModel.run(feeds)[outNames[0]!]).dataSync(), async () => graphModel.run(feeds));
   add(ORT, () => async () => (await session.run(ortFeeds))[outNames[0]!]!.data, async () => Object.fromEntries(Object.entries(await session.run(ortFeeds)).map(([k, v]) => [k, onnx.fromOrtTensor(v)])));
+  add(ORT1, () => async () => (await session1.run(ortFeeds))[outNames[0]!]!.data, async () => Object.fromEntries(Object.entries(await session1.run(ortFeeds)).map(([k, v]) => [k, onnx.fromOrtTensor(v)])));
   for (const engine of ["onnxruntime", "auto"]) {
     // (the check calls the very staged function that is timed: "auto" decides per function)
     let raw: (() => unknown) | null = null;
@@ -163,7 +171,7 @@ async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promis
     const vg = sc.valueAndGrad(lossOf);
     return () => (vg(feeds[x0]!)[1] as sc.Tensor).dataSync();
   }, async () => null);
-  return { systems, release: () => session.release(), stats: model.stats };
+  return { systems, release: async () => { await session.release(); await session1.release(); }, stats: model.stats };
 }
 
 /** Milliseconds per call over `calls` calls (awaited where a call returns a promise). */
@@ -217,6 +225,7 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
     }
     for (const s of systems) if (s.failed !== undefined) failed[s.name] = s.failed;
     const graph0 = stats.graph;
+    const [native0, one0] = [stats.native, stats.oneThread];
     const live = systems.filter((s) => s.failed === undefined);
     const target = quick ? 150 : 600;
     const calls = new Map<System, number>();
@@ -237,7 +246,8 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
       for (const s of order) times.get(s.name)!.push(spent.get(s)!);
     }
     // ("ours" must have run on the native session, every call: else the row says what it ran)
-    const native = stats.graph === graph0 && stats.nativeOff === null ? "native session" : `graph (${stats.graph - graph0} timed calls; ${stats.nativeOff ?? "?"})`;
+    const oneShare = `${Math.round((100 * (stats.oneThread - one0)) / Math.max(1, stats.native - native0))}% of them on the one-thread session`;
+    const native = stats.graph === graph0 && stats.nativeOff === null ? `native session (${oneShare})` : `graph (${stats.graph - graph0} timed calls; ${stats.nativeOff ?? "?"})`;
     const ortTimes = times.get(ORT)!;
     const ms: Record<string, number> = {};
     const ratio: ModelResult["ratio"] = {};
@@ -255,7 +265,7 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
   }
 }
 
-const COLUMNS = ["ours", "ours graph", "engine ort", "engine auto", "fine-tune step", "input grad"] as const;
+const COLUMNS = ["ours", "ort 1 thread", "ours graph", "engine ort", "engine auto", "fine-tune step", "input grad"] as const;
 
 /** The results as a Markdown table (RESULTS.md) with one row per model. */
 export function markdownTable(results: readonly ModelResult[]): string {
@@ -263,12 +273,12 @@ export function markdownTable(results: readonly ModelResult[]): string {
     if (r.failed[col] !== undefined) return `n/a (${r.failed[col]})`;
     const q = r.ratio[col];
     if (q === undefined) return "-";
-    return `${r.ms[col]!.toFixed(2)} (${q.median.toFixed(2)}x)${col === "engine auto" ? `, chose ${r.autoChose}` : ""}${col === "ours" && r.oursRan !== "native session" ? `, ran on the ${r.oursRan}` : ""}`;
+    return `${r.ms[col]!.toFixed(2)} (${q.median.toFixed(2)}x)${col === "engine auto" ? `, chose ${r.autoChose}` : ""}${col === "ours" ? `, ran on the ${r.oursRan}` : ""}`;
   };
   const diffs = (r: ModelResult) => Object.entries(r.maxAbsDiff).map(([k, v]) => `${k} ${v.toExponential(1)}`).join(", ");
   const lines = [
-    "| model | input | max abs diff vs onnxruntime | onnxruntime ms | ours ms (ratio) | ours graph ms (ratio) | engine ort ms (ratio) | engine auto ms (ratio) | fine-tune step ms (ratio) | input-gradient step ms (ratio) |",
-    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    "| model | input | max abs diff vs onnxruntime | onnxruntime ms | ours ms (ratio) | onnxruntime 1 thread ms (ratio) | ours graph ms (ratio) | engine ort ms (ratio) | engine auto ms (ratio) | fine-tune step ms (ratio) | input-gradient step ms (ratio) |",
+    "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...results.map((r) => `| ${r.label} | ${r.input} | ${diffs(r)} | ${r.ms[ORT]!.toFixed(2)} | ${COLUMNS.map((c) => cell(r, c)).join(" | ")} |`),
   ];
   return lines.join("\n");
@@ -294,7 +304,8 @@ export async function benchRealModels(quick = false): Promise<Row[]> {
   for (const r of results) {
     for (const col of COLUMNS) {
       const q = r.ratio[col];
-      if (q === undefined) continue;
+      // (the one-thread reference is onnxruntime against itself: no workload of ours)
+      if (q === undefined || col === ORT1) continue;
       const peer = col === "fine-tune step" || col === "input grad" ? "onnxruntime forward" : "onnxruntime InferenceSession";
       rows.push({ name: `real model ${r.label} (${col})`, peer, ours: r.ms[col]!, theirs: r.ms[ORT]!, unit: "ms/call", ratio: q.median, ...(q.spread !== null ? { spread: q.spread } : {}) });
     }

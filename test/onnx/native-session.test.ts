@@ -4,7 +4,9 @@
  * eager call takes it (model.stats), with the graph's output dtypes, shapes and order; calls under
  * a tape, sc.valueAndGrad, sc.stage or sc.vmap run on the graph; once a Variable of the model is
  * assigned (assign, an optimizer step) every call runs on the graph and sees the new weight;
- * `nativeSession: false` keeps every call on the graph; a bad option value is a ValueError.
+ * `nativeSession: false` keeps every call on the graph; a bad option value is a ValueError. Calls
+ * run on onnxruntime's default-threads session or a one-thread one, as the thread policy picks
+ * (forced here: never by timing), with the bits of onnxruntime's own InferenceSession either way.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -12,7 +14,9 @@ import { existsSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
+import { availableParallelism } from "node:os";
 import { Rng } from "../util/rng.js";
+import { nativeSessionPolicy } from "../../src/onnx/import/native-session.js";
 
 const { onnx } = sc;
 const vi = onnx.makeValueInfo;
@@ -56,7 +60,7 @@ test("a plain eager call runs on the native session, with the graph's outputs (d
   const graph = onnx.load(bytes, { nativeSession: false });
   const x = rng.tensor([5, 3], -1, 1, "float32");
   const [y, k] = model(x) as sc.Tensor[];
-  assert.deepEqual(model.stats, { native: 1, graph: 0, nativeOff: null });
+  assert.deepEqual(model.stats, { native: 1, graph: 0, nativeOff: null, oneThread: 0 });
   const [gy, gk] = graph(x) as sc.Tensor[];
   assert.equal(graph.stats.graph, 1);
   assert.equal(graph.stats.native, 0);
@@ -76,6 +80,38 @@ test("a plain eager call runs on the native session, with the graph's outputs (d
   assert.equal(model.stats.graph, 0);
 });
 
+const bits = (t: sc.Tensor) => Array.from(new Uint8Array((t.dataSync() as Float32Array).slice().buffer));
+
+test("after a signature's first call, calls run on the session the thread policy picks (one thread or onnxruntime's default), with onnxruntime's own bits", {
+  skip: skip || ((availableParallelism() < 2 || process.env.STAGECRAFT_THREADS === "1") && "one thread: there is one session"),
+}, async () => {
+  const rng = new Rng(7);
+  const bytes = denseModel(rng);
+  const x = rng.tensor([5, 3], -1, 1, "float32");
+  const x2 = rng.tensor([5, 3], -1, 1, "float32");
+  const [own, own2] = [await onnx.runOnnxRuntime(bytes, { x }), await onnx.runOnnxRuntime(bytes, { x: x2 })];
+  try {
+    nativeSessionPolicy.force(false);
+    const model = onnx.load(bytes);
+    // (the first call runs on both sessions and compares them; its answer is the default session's)
+    const [y0] = model(x) as sc.Tensor[];
+    assert.deepEqual(model.stats, { native: 1, graph: 0, nativeOff: null, oneThread: 0 });
+    const [y1, k1] = model(x) as sc.Tensor[];
+    assert.deepEqual(model.stats, { native: 2, graph: 0, nativeOff: null, oneThread: 1 });
+    // a new tensor of the same signature: its own answer (nothing of the last call's feeds is reused)
+    const [y2] = model(x2) as sc.Tensor[];
+    assert.equal(model.stats.oneThread, 2);
+    nativeSessionPolicy.force(true);
+    const [y3] = model(x) as sc.Tensor[];
+    assert.deepEqual(model.stats, { native: 4, graph: 0, nativeOff: null, oneThread: 2 });
+    for (const y of [y0!, y1!, y3!]) assert.deepEqual(bits(y), bits(own.y!));
+    assert.deepEqual(bits(y2!), bits(own2.y!));
+    assert.deepEqual(Array.from(k1!.dataSync()), Array.from(own.k!.dataSync()));
+  } finally {
+    nativeSessionPolicy.force(null);
+  }
+});
+
 test("calls under a tape, valueAndGrad, stage and vmap run on the graph (and differentiate)", { skip }, () => {
   const rng = new Rng(2);
   const model = onnx.load(denseModel(rng));
@@ -86,7 +122,7 @@ test("calls under a tape, valueAndGrad, stage and vmap run on the graph (and dif
   const loss = tape.record(() => sc.sum((model(x) as sc.Tensor[])[0]!));
   const [gW] = tape.gradient(loss, [W]) as sc.Tensor[];
   assert.deepEqual(gW!.shape, [3, 4]);
-  assert.deepEqual(model.stats, { native: 0, graph: 1, nativeOff: null });
+  assert.deepEqual(model.stats, { native: 0, graph: 1, nativeOff: null, oneThread: 0 });
 
   const [, gx] = sc.valueAndGrad((t: sc.Tensor) => sc.sum((model(t) as sc.Tensor[])[0]!))(x) as [sc.Tensor, sc.Tensor];
   assert.deepEqual(gx.shape, [2, 3]);
@@ -141,7 +177,7 @@ test("nativeSession: false keeps every call on the graph; a bad value is a Value
   const x = rng.tensor([3, 3], -1, 1, "float32");
   close((model(x) as sc.Tensor[])[0]!, reference(model, x), "graph");
   model.run({ x });
-  assert.deepEqual(model.stats, { native: 0, graph: 2, nativeOff: "turned off (nativeSession: false)" });
+  assert.deepEqual(model.stats, { native: 0, graph: 2, nativeOff: "turned off (nativeSession: false)", oneThread: 0 });
   assert.throws(() => onnx.load(bytes, { nativeSession: "yes" as unknown as boolean }), (e: unknown) => e instanceof sc.ValueError && /nativeSession must be true or false, got "yes"/.test((e as Error).message));
   assert.throws(() => onnx.load(bytes, { nativeSesion: false } as never), (e: unknown) => e instanceof sc.ValueError && /did you mean "nativeSession"/.test((e as Error).message));
 });

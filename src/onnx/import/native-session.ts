@@ -14,6 +14,22 @@
  *    identity is the Variable's version: the first call that finds one changed retires the
  *    session for good (its copy of the weights is stale; the graph path serves from then on).
  *
+ * Threads: onnxruntime's default is one intra-op thread per core, whose helpers spin between
+ * tasks. For a small model (Silero VAD: ~0.2 ms a call) handing each op's work to a helper costs
+ * more than it saves, and on a shared machine the helper waits for a core while the call waits
+ * for it: measured on the 2-core VM under load, Silero's call took 1.4-8x as long on the default
+ * session as on a one-thread session, and PP-OCRv4 det's 1.4x; on a quiet machine a large model
+ * runs faster on every core. So a call runs on one of two sessions of the same bytes, onnxruntime's
+ * default thread count (or STAGECRAFT_THREADS' where set) and a one-thread one, neither with
+ * spinning helpers (see open), chosen per input
+ * signature by the thread policy (backends/cpu/thread-policy.ts: each way's recent wall times and
+ * paired ratios, the cheaper one, one thread on a tie, probes of the other way now and then). The
+ * first call of a signature runs on both and compares their outputs bit for bit: only where they
+ * are the same may the one-thread session serve that signature (MLAS splits its products and
+ * convolutions by rows and columns, so they were the same for every model measured; an op whose
+ * split changes its sums keeps the default session, whose answer is onnxruntime's own session's).
+ * Models over DUAL_MAX_BYTES keep one session (a second copies the weights).
+ *
  * Each input signature is still traced once (ConcreteFunction), as a graph call would: the
  * trace-time limits and our importer's errors stay what they are, and the trace's output types
  * are what onnxruntime's outputs must have (dtype, rank, known dims, in the graph's order);
@@ -27,6 +43,10 @@ import { variableReadObservers, type Variable } from "../../core/variable.js";
 import { isTracing, recorders } from "../../core/context.js";
 import { HOST_DEVICE, scopedDevice } from "../../core/device.js";
 import { OutputLeaf, type ConcreteFunction } from "../../staging/concrete-function.js";
+import { sizeOf } from "../../core/shape.js";
+import { ThreadPolicy } from "../../backends/cpu/thread-policy.js";
+import { configuredThreads } from "../../backends/cpu/wasm-runtime.js";
+import { config } from "../../core/config.js";
 import type { GraphProto, ModelProto, NodeProto } from "../protobuf.js";
 import { syncRuntime } from "../sync-session.js";
 import { fromOrtResult } from "../ort.js";
@@ -43,7 +63,18 @@ export interface ModelCallStats {
   graph: number;
   /** Why calls cannot run on the native session any more (or ever), or null while they may. */
   nativeOff: string | null;
+  /** Of the native calls, those run on the one-thread session (the rest on onnxruntime's default threads). */
+  oneThread: number;
 }
+
+/**
+ * Chooses, per model and input signature, between the default-threads session and the
+ * one-thread one, by their measured wall times (exported for tests: `force`).
+ */
+export const nativeSessionPolicy = new ThreadPolicy();
+
+/** Models larger than this (bytes) keep one session: a second would hold a second copy of the weights. */
+export const DUAL_MAX_BYTES = 64 * 2 ** 20;
 
 type Runtime = NonNullable<ReturnType<typeof syncRuntime>>;
 type BindingSession = InstanceType<Runtime["Session"]>;
@@ -54,13 +85,33 @@ const DOUBLE = 11;
 /** What a traced signature says onnxruntime's outputs must be; null where it cannot be checked (then the graph runs). */
 type Expected = { dtype: string; shape: readonly number[] }[] | null;
 
+/** Per input signature: its expected outputs; whether the one-thread session may serve it (null: not yet known); its policy class. */
+interface SignatureState {
+  expected: Expected;
+  dual: boolean | null;
+  key: string;
+}
+
+type RunOutputs = Record<string, { data: unknown; dims: readonly number[]; type: string }>;
+
+let signatureIds = 0;
+
+/** (the largest input, in elements, whose onnxruntime tensor is kept for the next call, as engine.ts keeps its feeds) */
+const KEEP_FED_ELEMENTS = 4096;
+
 export class NativeSession {
-  private session: BindingSession | null = null;
+  /** onnxruntime's default threads (or STAGECRAFT_THREADS'), and one thread (null until opened, or where there is one session). */
+  private many: BindingSession | null = null;
+  private one: BindingSession | null = null;
+  private opened = false;
   private T: Runtime["Tensor"] | null = null;
   private readonly loadValues: Tensor[];
-  private readonly expected = new WeakMap<ConcreteFunction, Expected>();
+  private readonly signatures = new WeakMap<ConcreteFunction, SignatureState>();
   private readonly feeds: Record<string, object> = {};
   private readonly fetches: Record<string, null> = {};
+  /** Per input: a small tensor fed at an earlier call and the onnxruntime tensor made for it (tensors are immutable). */
+  private readonly fedTensors: (Tensor | null)[];
+  private readonly fedOrt: object[];
 
   constructor(
     private readonly bytes: Uint8Array,
@@ -72,6 +123,8 @@ export class NativeSession {
   ) {
     this.loadValues = variables.map((v) => v.storedValue);
     for (const o of outputs) this.fetches[o.name] = null;
+    this.fedTensors = inputs.map(() => null);
+    this.fedOrt = inputs.map(() => ({}));
     stats.nativeOff = whyNever(proto, inputs, outputs);
   }
 
@@ -99,27 +152,41 @@ export class NativeSession {
   }
 
   /**
-   * Runs the model on the session (inputs in the graph's order, all of them), its outputs
+   * Runs the model on a session (inputs in the graph's order, all of them), its outputs
    * checked against `cf`'s; null where the graph must run instead.
    */
   run(cf: ConcreteFunction, inputs: readonly Tensor[]): Tensor[] | null {
-    let expected = this.expected.get(cf);
-    if (expected === undefined) this.expected.set(cf, (expected = expectedOutputs(cf, this.outputs.length)));
+    let sig = this.signatures.get(cf);
+    if (sig === undefined) this.signatures.set(cf, (sig = { expected: expectedOutputs(cf, this.outputs.length), dual: null, key: `native ${signatureIds++}` }));
+    const expected = sig.expected;
     if (expected === null) return null;
-    const s = this.session ?? this.open();
-    if (s === null) return null;
-    const T = this.T!;
+    if (!this.opened) this.open();
+    const many = this.many;
+    if (many === null) return null;
     const feeds = this.feeds;
-    for (let k = 0; k < inputs.length; k++) feeds[this.inputs[k]!.name] = ortTensor(T, inputs[k]!);
-    let out: Record<string, { data: unknown; dims: readonly number[]; type: string }>;
+    for (let k = 0; k < inputs.length; k++) feeds[this.inputs[k]!.name] = this.fed(k, inputs[k]!);
+    let out: RunOutputs | null;
+    let onOne = false;
     try {
-      out = s.run(feeds, this.fetches) as typeof out;
-    } catch {
-      // (the graph gives this call its answer, or our error for it)
-      return null;
+      if (sig.dual === null) {
+        // The signature's first call: the default session's answer, and whether the one-thread
+        // session gives the very same bits (only then may it serve this signature).
+        out = this.runOn(many);
+        sig.dual = out !== null && this.one !== null && sameBits(out, this.runOn(this.one), this.outputs);
+      } else if (!sig.dual) {
+        out = this.runOn(many);
+      } else {
+        const threaded = nativeSessionPolicy.useThreads(sig.key);
+        const t0 = performance.now();
+        out = this.runOn(threaded ? many : this.one!);
+        if (out !== null) nativeSessionPolicy.record(sig.key, threaded, (performance.now() - t0) / 1000, 1);
+        onOne = !threaded;
+      }
     } finally {
       for (const k in feeds) delete feeds[k];
     }
+    // (a failed run: the graph gives this call its answer, or our error for it)
+    if (out === null) return null;
     const results: Tensor[] = new Array(this.outputs.length);
     for (let k = 0; k < results.length; k++) {
       const o = out[this.outputs[k]!.name];
@@ -132,40 +199,106 @@ export class NativeSession {
       results[k] = t;
     }
     this.stats.native++;
+    if (onOne) this.stats.oneThread++;
     return results;
   }
 
-  /** Makes the session (once); null, with the reason kept, where onnxruntime cannot take the model. */
-  private open(): BindingSession | null {
+  /** One run of `s` on the current feeds; null where onnxruntime refused them. */
+  private runOn(s: BindingSession): RunOutputs | null {
+    try {
+      return s.run(this.feeds, this.fetches) as RunOutputs;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The onnxruntime tensor of input `k` holding `t`: the one made at an earlier call when `t` is the tensor kept then. */
+  private fed(k: number, t: Tensor): object {
+    if (this.fedTensors[k] === t) return this.fedOrt[k]!;
+    const o = ortTensor(this.T!, t);
+    if (sizeOf(t.shape) <= KEEP_FED_ELEMENTS) {
+      this.fedTensors[k] = t;
+      this.fedOrt[k] = o;
+    }
+    return o;
+  }
+
+  /**
+   * Makes the sessions (once): `many` with onnxruntime's default threads (STAGECRAFT_THREADS'
+   * count where set), `one` with one thread where that differs and the model is small enough
+   * for a second copy; `many` stays null, with the reason kept, where onnxruntime cannot take the model.
+   */
+  private open(): void {
+    this.opened = true;
     const rt = syncRuntime();
     if (rt === null) {
       this.stats.nativeOff = "onnxruntime-node is not installed";
-      return null;
+      return;
     }
-    const s = new rt.Session();
-    try {
-      // onnxruntime's own defaults (as InferenceSession.create gives them), but the basic level for
-      // models with float64 values: its extended fusions write float64 constants as float32
-      // attributes (engine.ts hasFloat64), and the graph keeps double exact.
+    // onnxruntime's own defaults (as InferenceSession.create gives them), but the basic level for
+    // models with float64 values: its extended fusions write float64 constants as float32
+    // attributes (engine.ts hasFloat64), and the graph keeps double exact.
+    // Neither session's helper threads spin between tasks (onnxruntime's default does): a spinning
+    // helper takes the core the caller needs next, and the policy's probes of the threaded session
+    // (every 16 calls at least) would keep one spinning for good beside the one-thread calls.
+    const base = {
+      executionProviders: ["cpu"],
+      logSeverityLevel: 3,
+      extra: { session: { intra_op: { allow_spinning: "0" } } },
+      ...(hasFloat64(this.proto) ? { graphOptimizationLevel: "basic" } : {}),
+    };
+    const configured = config.threads !== undefined && config.threads !== "";
+    const threads = configuredThreads();
+    const load = (options: object): BindingSession => {
+      const s = new rt.Session();
       const b = this.bytes;
-      s.loadModel(b.buffer, b.byteOffset, b.byteLength, {
-        executionProviders: ["cpu"],
-        logSeverityLevel: 3,
-        ...(hasFloat64(this.proto) ? { graphOptimizationLevel: "basic" } : {}),
-      });
+      s.loadModel(b.buffer, b.byteOffset, b.byteLength, { ...base, ...options });
+      return s;
+    };
+    try {
+      // (STAGECRAFT_THREADS=1, or one core: the one session has one thread)
+      this.many = load(threads <= 1 ? { intraOpNumThreads: 1 } : configured ? { intraOpNumThreads: threads } : {});
     } catch (e) {
       this.stats.nativeOff = `onnxruntime could not load the model: ${(e as Error).message.split("\n")[0]}`;
-      return null;
+      return;
     }
     this.T = rt.Tensor;
-    return (this.session = s);
+    if (threads > 1 && this.bytes.byteLength <= DUAL_MAX_BYTES) {
+      try {
+        this.one = load({ intraOpNumThreads: 1 });
+      } catch {
+        this.one = null;
+      }
+    }
   }
 
   private retire(why: string): void {
     this.stats.nativeOff = why;
-    this.session?.dispose();
-    this.session = null;
+    this.many?.dispose();
+    this.one?.dispose();
+    this.many = this.one = null;
   }
+}
+
+/** Whether two runs' outputs hold the same bits (dtype, dims and every element; NaN as NaN). */
+function sameBits(a: RunOutputs, b: RunOutputs | null, outputs: readonly OnnxValueInfo[]): boolean {
+  if (b === null) return false;
+  for (const o of outputs) {
+    const x = a[o.name], y = b[o.name];
+    if (x === undefined || y === undefined || x.type !== y.type || x.dims.length !== y.dims.length) return false;
+    for (let i = 0; i < x.dims.length; i++) if (x.dims[i] !== y.dims[i]) return false;
+    const p = x.data as ArrayLike<unknown>, q = y.data as ArrayLike<unknown>;
+    if (p.length !== q.length) return false;
+    if (ArrayBuffer.isView(p) && ArrayBuffer.isView(q)) {
+      // (bytes, not values: -0 and 0 differ, and a NaN equals itself)
+      const u = new Uint8Array(p.buffer, p.byteOffset, p.byteLength), v = new Uint8Array(q.buffer, q.byteOffset, q.byteLength);
+      if (u.length !== v.length) return false;
+      for (let i = 0; i < u.length; i++) if (u[i] !== v[i]) return false;
+    } else {
+      for (let i = 0; i < p.length; i++) if (!Object.is(p[i], q[i])) return false;
+    }
+  }
+  return true;
 }
 
 /** The output types of a traced signature, when its outputs are the graph's tensors in order. */
