@@ -10,10 +10,12 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildDemo, OUT_DIR, serveDemo } from "../../demo/web/build.js";
+import { buildDemo, serveDemo } from "../../demo/web/build.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SHOT_DIR = path.join(ROOT, "demo-output", "browser-test");
+// (a build of its own: the WebGPU demo test, which may run beside this file, builds and serves another)
+const PAGE_DIR = path.join(SHOT_DIR, "web");
 const CANDIDATES = [process.env.STAGECRAFT_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter((p): p is string => !!p);
 const chromium = CANDIDATES.find((p) => existsSync(p));
 const STEPS = 300;
@@ -35,8 +37,8 @@ test(
   { skip: chromium ? false : `no Chromium found (looked for ${CANDIDATES.join(", ")}): apt-get install chromium, or set STAGECRAFT_CHROMIUM`, timeout: 180_000 },
   async () => {
     const { chromium: playwright } = await import("playwright-core");
-    await buildDemo();
-    const server = await serveDemo(OUT_DIR, 0);
+    await buildDemo(PAGE_DIR);
+    const server = await serveDemo(PAGE_DIR, 0);
     const port = (server.address() as { port: number }).port;
     const browser = await playwright.launch({ executablePath: chromium!, args: ["--no-sandbox"] });
     try {

@@ -8,10 +8,14 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { buildDemo, OUT_DIR, serveDemo } from "../../demo/web/build.js";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { buildDemo, serveDemo } from "../../demo/web/build.js";
 
 const CANDIDATES = [process.env.STAGECRAFT_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].filter((p): p is string => !!p);
 const chromium = CANDIDATES.find((p) => existsSync(p));
+// (a build of its own: the demo page test, which may run beside this file, builds and serves another)
+const PAGE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..", "demo-output", "webgpu-test", "web");
 const STEPS = 6;
 const WEBGPU_FLAGS = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader", "--use-webgpu-adapter=swiftshader"];
 
@@ -35,8 +39,8 @@ test(
   },
   async (t) => {
     const { chromium: playwright } = await import("playwright-core");
-    await buildDemo();
-    const server = await serveDemo(OUT_DIR, 0);
+    await buildDemo(PAGE_DIR);
+    const server = await serveDemo(PAGE_DIR, 0);
     const port = (server.address() as { port: number }).port;
     const browser = await playwright.launch({
       executablePath: chromium!,

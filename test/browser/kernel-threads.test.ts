@@ -31,9 +31,13 @@ async function run() {
   let maxErr = 0;
   // The thread policy (backends/cpu/thread-policy.ts) runs threaded only while threads pay and
   // probes them every 16th job; on a loaded machine a probe's helper may not wake before the
-  // main thread has taken every task. So run until a helper has taken a share (at most 240
-  // products: 15 probes), not a fixed count that a busy machine can make too small.
-  for (let r = 0; r < 240 && !(r >= 30 && poolStats().workerShares > 0); r++) {
+  // main thread has taken every task. So run until a helper has taken a share, not a fixed count
+  // that a busy machine can make too small: at least 240 products (15 probes), and in the Web
+  // Worker for up to 60 s (beside another test file, and the page's main thread running this
+  // loop at the same time, 240 products once ended with no share taken).
+  const inWorker = typeof WorkerGlobalScope !== "undefined";
+  const t0 = performance.now();
+  for (let r = 0; !(r >= 30 && poolStats().workerShares > 0) && (r < 240 || (inWorker && performance.now() - t0 < 60000)); r++) {
     const c = sc.matmul(sc.tensor(a, "float32", [n, n]), sc.tensor(b, "float32", [n, n])).dataSync();
     for (let i = 0; i < c.length; i++) maxErr = Math.max(maxErr, Math.abs(c[i] - want[i]));
     await new Promise((res) => setTimeout(res, r === 0 ? 300 : 5)); // (the first lets the workers start)
