@@ -19,7 +19,7 @@
  * A Variable is reduced by assignment: its new value is the all-reduce of its value (a new
  * buffer, as every assign makes; tapes and views of the old value keep it), eager or staged.
  */
-import type { DType, TypedArray } from "../core/dtype.js";
+import { allocStorage, type DType, type TypedArray } from "../core/dtype.js";
 import { DtypeError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
 import { Tensor } from "../core/tensor.js";
@@ -47,7 +47,7 @@ export function hostBuffer(dtype: DType, length: number): HostReduceBuffer;
 export function hostBuffer(dtype: DType, length: number): HostReduceBuffer {
   if (!COLLECTIVE_DTYPES.includes(dtype)) throw new DtypeError(`collectives take float32, float64 or int32 buffers, got ${JSON.stringify(dtype)}`, "distributed.hostBuffer");
   if (typeof length !== "number" || !Number.isInteger(length) || length < 0) throw new ValueError(`length must be an integer >= 0, got ${String(length)}`, "distributed.hostBuffer");
-  const b = dtype === "float64" ? new Float64Array(length) : dtype === "int32" ? new Int32Array(length) : new Float32Array(length);
+  const b = allocStorage(dtype, length) as HostReduceBuffer;
   ownBuffers.add(b);
   return b;
 }

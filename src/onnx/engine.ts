@@ -17,6 +17,7 @@ import { OnnxError, OnnxRuntimeMissingError } from "./errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 import { ValueError } from "../core/errors.js";
 import { config } from "../core/config.js";
+import { configuredThreads } from "../backends/cpu/wasm-runtime.js";
 import { engineNames, setEngine, type Executor } from "../staging/concrete-function.js";
 
 type Session = InstanceType<NonNullable<ReturnType<typeof syncRuntime>>["Session"]>;
@@ -134,8 +135,7 @@ function hasFloat64(graph: Graph, library: FunctionLibrary, seen = new Set<Graph
  */
 function intraOpThreads(options: EngineOptions): { intraOpNumThreads?: number } {
   if (options.intraOpNumThreads !== undefined) return { intraOpNumThreads: options.intraOpNumThreads };
-  const n = config.threads !== undefined && config.threads !== "" ? Number.parseInt(config.threads, 10) : NaN;
-  return Number.isInteger(n) && n >= 1 ? { intraOpNumThreads: Math.min(n, 64) } : {};
+  return config.threads !== undefined && config.threads !== "" ? { intraOpNumThreads: configuredThreads() } : {};
 }
 
 /** An executor (graph, inputs, library, numArgInputs) -> outputs that runs graphs in onnxruntime. */

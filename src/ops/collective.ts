@@ -14,7 +14,7 @@
  * input equals the maximum; broadcast's is the summed cotangent on the root (zero elsewhere);
  * allGather's is this rank's rows of the summed cotangent.
  */
-import type { DType, TypedArray } from "../core/dtype.js";
+import { allocStorage, type DType, type TypedArray } from "../core/dtype.js";
 import { DtypeError, ShapeError, StagecraftError, ValueError } from "../core/errors.js";
 import { fmtShape } from "../core/shape.js";
 import type { Tensor, TensorLike } from "../core/tensor.js";
@@ -91,9 +91,6 @@ function checkDtype(op: string, t: { dtype: DType; shape: readonly number[] }): 
   if (!COLLECTIVE_DTYPES.includes(t.dtype)) throw new DtypeError(`collectives take float32, float64 or int32 tensors, got ${t.dtype}${fmtShape(t.shape)}`, op);
 }
 
-function storageLike(dtype: DType, n: number): TypedArray {
-  return dtype === "float64" ? new Float64Array(n) : dtype === "int32" ? new Int32Array(n) : new Float32Array(n);
-}
 
 /**
  * Every rank's `data` combined into `data` itself, through the installed provider: the result
@@ -134,7 +131,7 @@ export const allReduceOp: OpDef<AllReduceAttrs> = defineOp<AllReduceAttrs>({
       const p = need("allReduce");
       const x = inputs[0]!;
       const send = x.concrete() as TypedArray;
-      const recv = storageLike(outs[0]!.dtype, send.length);
+      const recv = allocStorage(outs[0]!.dtype, send.length);
       p.allReduce(send, recv, x.dtype, a.reduce === "max" ? "max" : "sum");
       if (a.reduce === "mean") for (let i = 0; i < recv.length; i++) recv[i] = recv[i]! / p.size;
       return [recv];
@@ -214,7 +211,7 @@ export const allGatherOp = defineOp<AllGatherAttrs>({
       const p = need("allGather");
       if (a.size !== p.size) throw new ValueError(`the op was made for a job of size ${a.size}, this one has ${p.size}`, "allGather");
       const send = inputs[0]!.concrete() as TypedArray;
-      const recv = storageLike(outs[0]!.dtype, send.length * p.size);
+      const recv = allocStorage(outs[0]!.dtype, send.length * p.size);
       p.allGather(send, recv, inputs[0]!.dtype);
       return [recv];
     },
