@@ -8,7 +8,8 @@ import "uplot/dist/uPlot.min.css";
 import "./style.css";
 import * as sc from "stagecraft";
 import { DrawingPad } from "./pad.js";
-import { parseDigits, Trainer, type Mode } from "./train.js";
+import { parseDigits, Trainer, type Mode, type StepResult } from "./train.js";
+import { TrainingLoop } from "./training-loop.js";
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const trainButton = $<HTMLButtonElement>("train");
@@ -33,7 +34,6 @@ const state = {
 };
 (window as unknown as { demo: unknown }).demo = { state: () => JSON.parse(JSON.stringify(state)) };
 
-let trainer: Trainer | null = null;
 let digits: ReturnType<typeof parseDigits> | null = null;
 let recent: number[] = [];
 let lastKey = "";
@@ -80,70 +80,99 @@ function showStats(loss: number | null): void {
   $("rate").textContent = rate ? `${rate.toFixed(1)} (${lastKey})` : "–";
 }
 
-async function evaluate(): Promise<void> {
-  const accuracy = await trainer!.testAccuracy(EVAL_COUNT, deviceSelect.value);
+async function evaluate(t: Trainer): Promise<void> {
+  const accuracy = await t.testAccuracy(EVAL_COUNT, deviceSelect.value);
+  if (t !== loop?.trainer) return; // (Reset while it ran)
   state.accuracies.push({ step: state.steps, accuracy });
   chartData[2][chartData[2].length - 1] = accuracy;
   chartDirty = true;
 }
 
-async function trainLoop(): Promise<void> {
-  let frame = performance.now();
-  while (state.running && trainer) {
-    const key = `${mode()} on ${deviceSelect.value}`;
-    if (key !== lastKey) {
-      lastKey = key;
-      recent = [];
-      skipNext = true;
-    }
-    const r = await trainer.step(mode(), deviceSelect.value);
-    state.steps++;
-    state.losses.push(r.loss);
-    chartData[0].push(state.steps);
-    chartData[1].push(r.loss);
-    chartData[2].push(null);
-    chartDirty = true;
-    if (skipNext) skipNext = false;
-    else {
-      recent.push(r.ms);
-      if (recent.length > RATE_WINDOW) recent.shift();
-      state.rates[key] = 1000 / (recent.reduce((a, b) => a + b, 0) / recent.length);
-    }
-    if (state.steps % EVAL_EVERY === 0) await evaluate();
-    // (the page paints and handles input between chunks of ~50 ms)
-    if (performance.now() - frame > 50) {
-      showStats(r.loss);
-      redraw();
-      await new Promise((resolve) => setTimeout(resolve, 0));
-      frame = performance.now();
-    }
+let frame = 0;
+
+/** Records one step's result (only steps of the current trainer get here: training-loop.ts). */
+async function recordStep(r: StepResult, t: Trainer, key: string): Promise<void> {
+  state.steps++;
+  state.losses.push(r.loss);
+  chartData[0].push(state.steps);
+  chartData[1].push(r.loss);
+  chartData[2].push(null);
+  chartDirty = true;
+  if (skipNext) skipNext = false;
+  else {
+    recent.push(r.ms);
+    if (recent.length > RATE_WINDOW) recent.shift();
+    state.rates[key] = 1000 / (recent.reduce((a, b) => a + b, 0) / recent.length);
   }
-  redraw();
-  showStats(state.losses[state.losses.length - 1] ?? null);
+  if (state.steps % EVAL_EVERY === 0) await evaluate(t);
+  // (the page paints and handles input between chunks of ~50 ms)
+  if (performance.now() - frame > 50) {
+    showStats(r.loss);
+    redraw();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    frame = performance.now();
+  }
 }
 
-function setRunning(run: boolean): void {
-  state.running = run;
-  trainButton.textContent = run ? "Pause" : state.steps > 0 ? "Resume training" : "Train";
-  trainButton.setAttribute("aria-pressed", String(run));
-  if (run)
-    trainLoop().catch((e: unknown) => {
+/** The loop over the current trainer: made once the digits are loaded, its trainer replaced by Reset. */
+let loop: TrainingLoop<Trainer, { result: StepResult; key: string }> | null = null;
+
+function makeLoop(t: Trainer): TrainingLoop<Trainer, { result: StepResult; key: string }> {
+  return new TrainingLoop(t, {
+    step: async (trainer) => {
+      const key = `${mode()} on ${deviceSelect.value}`;
+      if (key !== lastKey) {
+        lastKey = key;
+        recent = [];
+        skipNext = true;
+      }
+      return { result: await trainer.step(mode(), deviceSelect.value), key };
+    },
+    onStep: ({ result, key }, trainer) => recordStep(result, trainer, key),
+    onError: (e) => {
       state.error = String((e as Error).stack ?? e);
       status.textContent = `Training stopped: ${(e as Error).message}`;
-      setRunning(false);
-    });
+      showButton();
+    },
+    onStop: () => {
+      state.running = false;
+      redraw();
+      showStats(state.losses[state.losses.length - 1] ?? null);
+    },
+  });
 }
 
-trainButton.addEventListener("click", () => setRunning(!state.running));
+function showButton(): void {
+  const run = loop?.started ?? false;
+  trainButton.textContent = run ? "Pause" : state.steps > 0 ? "Resume training" : "Train";
+  trainButton.setAttribute("aria-pressed", String(run));
+}
+
+/**
+ * Train / Pause. `state.running` is true from Train until the loop has stopped: a pause takes
+ * effect after the step in flight, so the browser test's wait for `!running` means no step is.
+ */
+function setRunning(run: boolean): void {
+  if (!loop) return;
+  if (run) {
+    frame = performance.now();
+    state.running = true;
+    loop.start();
+  } else loop.pause();
+  showButton();
+}
+
+trainButton.addEventListener("click", () => setRunning(!loop?.started));
 resetButton.addEventListener("click", () => {
-  if (!digits) return;
-  setRunning(false);
-  trainer = new Trainer(digits);
+  if (!digits || !loop) return;
+  // (a step of the old trainer still in flight is dropped when it returns: training-loop.ts)
+  loop.replace(new Trainer(digits));
   Object.assign(state, { steps: 0, losses: [], accuracies: [], rates: {} });
   chartData.forEach((a) => (a.length = 0));
   chartDirty = true;
   redraw();
   lastKey = "";
+  showButton();
   showStats(null);
   $("loss").textContent = $("accuracy").textContent = "–";
 });
@@ -182,6 +211,7 @@ async function classify(): Promise<void> {
     $("prediction").textContent = "The pad is empty: draw a digit first.";
     return;
   }
+  const trainer = loop?.trainer;
   if (!trainer) return;
   const p = await trainer.classify(pixels, deviceSelect.value);
   const digit = p.indexOf(Math.max(...p));
@@ -211,7 +241,7 @@ $("sample").addEventListener("click", () => {
   void classify();
 });
 pad.onStroke = () => {
-  if (trainer && trainer.steps > 0) void classify();
+  if (loop && loop.trainer.steps > 0) void classify();
 };
 
 // ---- start -------------------------------------------------------------------------------
@@ -222,7 +252,7 @@ async function start(): Promise<void> {
   if (!response.ok) throw new Error(`mnist.bin: ${response.status} ${response.statusText}`);
   digits = parseDigits(await response.arrayBuffer());
   const gpuNote = await listDevices();
-  trainer = new Trainer(digits);
+  loop = makeLoop(new Trainer(digits));
   trainButton.disabled = false;
   trainButton.textContent = "Train";
   const isolated = (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated;
