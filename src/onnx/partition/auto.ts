@@ -15,7 +15,9 @@
  *    alternating, compared the same way (pairs of runs), the same 3% margin. This keeps "all ours" (today's executor,
  *    one compiled graph, no per-call overhead) whenever the placement does not pay as a whole:
  *    per-segment times leave out what the boundaries between sides cost. A cut with one engine
- *    segment goes straight to this step (its per-segment choice is this comparison).
+ *    segment goes straight to this step (its per-segment choice is this comparison). The pairs
+ *    measured go on until a sign test on them settles the choice, or each side has run
+ *    `unsureMs` (`measuredEnough`): a few pairs of a slow or noisy graph decide by chance.
  *
  * Why wait for warmth and demand a margin: V8 optimizes our generated code over its first ~100
  * calls, while onnxruntime's native kernels need no warm-up, so a race run on a graph's first
@@ -69,6 +71,13 @@ export interface AutoPolicy {
   /** ...and until each side has run `measureMs` ms in all (a fast graph gets more runs; noise averages out), at most `maxReps`. */
   measureMs: number;
   maxReps: number;
+  /**
+   * Step 2 goes on past that while its pairs do not settle the choice (`settled`: a sign test
+   * on them), until each side has run `unsureMs` ms in all or `maxReps` runs: five pairs of a
+   * 40-60 ms graph (ResNet's step) or of a noisy one (Tree-LSTM's, where the pairs' median put the
+   * plan ahead while each side's median put it 17% behind) decided by chance.
+   */
+  unsureMs: number;
   /** A segment goes to the engine, and the plan is kept, only when its median time is below `margin` x ours. */
   margin: number;
   /**
@@ -105,7 +114,8 @@ export const autoPolicy: AutoPolicy = {
   steadyRatio: 0.9,
   reps: 5,
   measureMs: 30,
-  maxReps: 50,
+  maxReps: 100,
+  unsureMs: 500,
   margin: 0.97,
   recheckCalls: 500,
   oursRecheckCalls: 5000,
@@ -200,6 +210,32 @@ export function chooseSide(timesOurs: number[], timesPlan: number[]): "ours" | "
   return n > 0 && median(ratios) < autoPolicy.margin ? "plan" : "ours";
 }
 
+/** P(X <= s) for X ~ Binomial(n, 1/2). */
+function binomialTail(n: number, s: number): number {
+  let c = 1, total = 0;
+  for (let k = 0; k <= s; k++) {
+    total += c;
+    c = (c * (n - k)) / (k + 1);
+  }
+  return total / 2 ** n;
+}
+
+/** How unlikely (two-sided, as a sign test) a count of pairs on one side must be for the pairs to settle the choice. */
+const SETTLED_P = 0.1;
+
+/**
+ * @internal Whether the pairs settle the choice (exported for tests): a sign test of "the plan is
+ * below `margin` x ours" (the statistic `chooseSide` reads) over the pairs, the count of pairs
+ * with plan / ours below the margin either so high or so low that a coin would give it with
+ * probability under 10%. Five pairs all one way settle it; 3 of 5 do not, nor 6 of 10.
+ */
+export function settled(timesOurs: number[], timesPlan: number[]): boolean {
+  const n = Math.min(timesOurs.length, timesPlan.length);
+  let below = 0;
+  for (let i = 0; i < n; i++) if (timesPlan[i]! < autoPolicy.margin * timesOurs[i]!) below++;
+  return binomialTail(n, Math.min(below, n - below)) <= SETTLED_P / 2;
+}
+
 /**
  * Code of ours warming up: its calls, their time, and each call's time. Whether it is warm (V8
  * has optimized it) is read off the calls themselves, with a time budget for slow graphs: a
@@ -243,9 +279,19 @@ export class WarmUp {
   }
 }
 
+const total = (ts: number[]): number => ts.reduce((a, b) => a + b, 0);
+
 /** Whether a side has been timed enough. */
 function enough(ts: number[]): boolean {
-  return ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && ts.reduce((a, b) => a + b, 0) >= autoPolicy.measureMs);
+  return ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && total(ts) >= autoPolicy.measureMs);
+}
+
+/** Whether step 2 has measured enough to choose: both sides enough, and the pairs settle it or the budget for an unsettled choice is spent. */
+function measuredEnough(timesOurs: number[], timesPlan: number[]): boolean {
+  if (!enough(timesOurs) || !enough(timesPlan)) return false;
+  const p = autoPolicy;
+  if (timesOurs.length >= p.maxReps || timesPlan.length >= p.maxReps) return true;
+  return settled(timesOurs, timesPlan) || (total(timesOurs) >= p.unsureMs && total(timesPlan) >= p.unsureMs);
 }
 
 function median(xs: number[]): number {
@@ -416,7 +462,7 @@ export function autoExecutor(engine: Executor): Executor {
       if (st.planRuns++ > 0) st.timesPlan.push(dt);
       else autoStats.firstRunMs += dt;
     } else st.timesOurs.push(dt);
-    if (enough(st.timesOurs) && enough(st.timesPlan)) {
+    if (measuredEnough(st.timesOurs, st.timesPlan)) {
       autoStats.lastMeasured = { graph: graph.name, ours: median(st.timesOurs), plan: median(st.timesPlan), runs: st.timesOurs.length };
       st.chosen = chooseSide(st.timesOurs, st.timesPlan);
       if (st.chosen === "ours") {
