@@ -350,3 +350,25 @@ test("an unsettled step 2 stops once each side has run unsureMs (charged times):
     setAutoPolicy(before);
   }
 });
+
+test("a slow graph is first measured again after recheckMs of calls at its measured speed, when that is fewer calls than the count (charged times)", () => {
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, unsureMs: 0,
+    oursRecheckCalls: 5000, recheckCalls: 500, recheckMs: 1000,
+    timeOf: (side) => (side === "ours" ? 50 : 100),
+  });
+  try {
+    const x = big([128, 128]);
+    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(7);
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    const s0 = { ...autoStats };
+    let calls = 0;
+    while (autoStats.choseOurs === s0.choseOurs && calls < 20) (auto(x), calls++);
+    assert.equal(autoStats.choseOurs, s0.choseOurs + 1, "kept on ours (charged 50 ms against the plan's 100)");
+    const chosenAt = calls;
+    while (autoStats.rechecks === s0.rechecks && calls < chosenAt + 100) (auto(x), calls++);
+    assert.equal(calls - chosenAt, 20, "measured again after 1,000 ms of calls at 50 ms (not after 5,000 calls)");
+  } finally {
+    setAutoPolicy(before);
+  }
+});

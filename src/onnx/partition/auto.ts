@@ -95,6 +95,13 @@ export interface AutoPolicy {
    */
   oursRecheckCalls: number;
   /**
+   * Either first recheck comes sooner for a slow graph: after as many calls as take
+   * `recheckMs` ms at the measured speed of the side chosen (at least 10), when fewer than the
+   * count above (5,000 calls of ResNet's 40-60 ms step are minutes: a wrong choice made under
+   * load stood for as long).
+   */
+  recheckMs: number;
+  /**
    * @internal Tests: the time charged to a measured run (default: the time it took): a whole
    * call (`segment` undefined; "plan" is the cut, "ours" the whole graph on ours) or one
    * segment's run in step 1 (`segment`: its index in the cut; "plan" is its run on the engine).
@@ -119,6 +126,7 @@ export const autoPolicy: AutoPolicy = {
   margin: 0.97,
   recheckCalls: 500,
   oursRecheckCalls: 5000,
+  recheckMs: 10000,
   timeOf: null,
 };
 
@@ -280,6 +288,11 @@ export class WarmUp {
 }
 
 const total = (ts: number[]): number => ts.reduce((a, b) => a + b, 0);
+
+/** The calls before a side chosen is first measured again: `calls`, or fewer where those take more than `recheckMs` at `ms` a call. */
+function firstRecheck(calls: number, ms: number): number {
+  return ms > 0 ? Math.min(calls, Math.max(10, Math.ceil(autoPolicy.recheckMs / ms))) : calls;
+}
 
 /** Whether a side has been timed enough. */
 function enough(ts: number[]): boolean {
@@ -469,10 +482,10 @@ export function autoExecutor(engine: Executor): Executor {
         st.parked = st.plan;
         st.plan = null;
         st.oursCalls = 0;
-        st.oursRecheckAt = st.oursRecheckAt === 0 ? autoPolicy.oursRecheckCalls : 2 * st.oursRecheckAt;
+        st.oursRecheckAt = st.oursRecheckAt === 0 ? firstRecheck(autoPolicy.oursRecheckCalls, median(st.timesOurs)) : 2 * st.oursRecheckAt;
       }
       if (st.chosen === "plan") {
-        st.planRecheckAt = st.planRecheckAt === 0 ? autoPolicy.recheckCalls : 2 * st.planRecheckAt;
+        st.planRecheckAt = st.planRecheckAt === 0 ? firstRecheck(autoPolicy.recheckCalls, median(st.timesPlan)) : 2 * st.planRecheckAt;
         autoStats.chosePlan++;
       }
       else autoStats.choseOurs++;
