@@ -10,7 +10,8 @@
  *    time recorded (segments.ts's `timedRun`). The segments' code of ours is new code, so it
  *    first runs a warm-up (as the whole graph did) before anything is timed. A segment goes to
  *    the engine only when it is at least 3% faster there: the median, over pairs of runs one
- *    right after the other, of its time there over its time on ours (`chooseSide`).
+ *    right after the other, of its time there over its time on ours (`chooseSide`), once the
+ *    pairs settle every segment's side or the budget is spent (as in step 2, below).
  * 2. Whole graph: the cut with that placement (the "plan") against the whole graph on ours,
  *    alternating, compared the same way (pairs of runs), the same 3% margin. This keeps "all ours" (today's executor,
  *    one compiled graph, no per-call overhead) whenever the placement does not pay as a whole:
@@ -299,6 +300,14 @@ function enough(ts: number[]): boolean {
   return ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && total(ts) >= autoPolicy.measureMs);
 }
 
+/** Whether step 1's pairs settle every eligible segment's side, or its budget for unsettled ones is spent (as step 2's, on whole calls). */
+function trialSettled(t: SegmentTrial): boolean {
+  const p = autoPolicy;
+  if (t.totalEngine.length >= p.maxReps || t.totalOurs.length >= p.maxReps) return true;
+  if (total(t.totalEngine) >= p.unsureMs && total(t.totalOurs) >= p.unsureMs) return true;
+  return t.segs.segments.every((x, k) => x.engine === null || settled(t.timesOurs[k]!, t.timesEngine[k]!));
+}
+
 /** Whether step 2 has measured enough to choose: both sides enough, and the pairs settle it or the budget for an unsettled choice is spent. */
 function measuredEnough(timesOurs: number[], timesPlan: number[]): boolean {
   if (!enough(timesOurs) || !enough(timesPlan)) return false;
@@ -418,7 +427,7 @@ export function autoExecutor(engine: Executor): Executor {
       const ts = onEngine ? t.timesEngine : t.timesOurs;
       for (let k = 0; k < times.length; k++) if (t.segs.segments[k]!.engine !== null) ts[k]!.push(charged(side, times[k]!, k));
       (onEngine ? t.totalEngine : t.totalOurs).push(charged(side, dt));
-      if (enough(t.totalEngine) && enough(t.totalOurs)) placeSegments(st, graph, t);
+      if (enough(t.totalEngine) && enough(t.totalOurs) && trialSettled(t)) placeSegments(st, graph, t);
     }
     return out;
   };
