@@ -331,21 +331,29 @@ test("step 2 goes on measuring while its pairs are unsettled: five pairs whose m
   }
 });
 
-test("an unsettled step 2 stops once each side has run unsureMs (charged times): a 40 ms graph gets more than five runs", () => {
+test("an unsettled step 2 stops once each side has run unsureMs and unsureReps, or 4 x unsureMs (charged times): a 40 ms graph gets more than five runs", () => {
   // the plan alternately 10% faster and 10% slower: never settled
   let planRuns = 0;
   const before = setAutoPolicy({
-    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 5, measureMs: 30, maxReps: 100, unsureMs: 400, oursRecheckCalls: 1e9,
-    timeOf: (side) => (side === "ours" ? 40 : planRuns++ % 2 === 0 ? 36 : 44),
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 5, measureMs: 30, maxReps: 100, unsureMs: 400, unsureReps: 12, oursRecheckCalls: 1e9,
+    timeOf: (side) => (side === "ours" ? ms : planRuns++ % 2 === 0 ? 0.9 * ms : 1.1 * ms),
   });
+  let ms = 20;
   try {
     const x = big([128, 128]);
-    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(6);
-    const auto = sc.stage(f, { autograph: false, engine: "auto" });
-    const s0 = { ...autoStats };
-    let calls = 0;
-    while (autoStats.chosePlan + autoStats.choseOurs === s0.chosePlan + s0.choseOurs && calls < 100) (auto(x), calls++);
-    assert.equal(autoStats.lastMeasured!.runs, 10, "400 ms of each side at 40 ms a run");
+    const measured = (k: number): number => {
+      const f = (x: sc.Tensor) => heavy(heavy(x)).mul(6 + k);
+      const auto = sc.stage(f, { autograph: false, engine: "auto" });
+      const s0 = { ...autoStats };
+      let calls = 0;
+      while (autoStats.chosePlan + autoStats.choseOurs === s0.chosePlan + s0.choseOurs && calls < 200) (auto(x), calls++);
+      return autoStats.lastMeasured!.runs;
+    };
+    assert.equal(measured(0), 20, "20 ms a run: 400 ms of each side (20 runs), past the 12 runs");
+    ms = 100;
+    assert.equal(measured(1), 12, "100 ms a run: 400 ms after 4 runs, then on to 12 runs");
+    ms = 200;
+    assert.equal(measured(2), 8, "200 ms a run: 1,600 ms of each side (8 runs), before 12");
   } finally {
     setAutoPolicy(before);
   }

@@ -18,7 +18,7 @@
  *    per-segment times leave out what the boundaries between sides cost. A cut with one engine
  *    segment goes straight to this step (its per-segment choice is this comparison). The pairs
  *    measured go on until a sign test on them settles the choice, or each side has run
- *    `unsureMs` (`measuredEnough`): a few pairs of a slow or noisy graph decide by chance.
+ *    `unsureMs` and `unsureReps` (`measuredEnough`): a few pairs of a slow or noisy graph decide by chance.
  *
  * Why wait for warmth and demand a margin: V8 optimizes our generated code over its first ~100
  * calls, while onnxruntime's native kernels need no warm-up, so a race run on a graph's first
@@ -79,6 +79,12 @@ export interface AutoPolicy {
    * plan ahead while each side's median put it 17% behind) decided by chance.
    */
   unsureMs: number;
+  /**
+   * ...and at least `unsureReps` runs of each side (unless each has run 4 x `unsureMs`): at
+   * 40-160 ms a call (ResNet's step, loaded) 500 ms are 3-12 runs, and six unsettled pairs kept
+   * ours where each side's median put the plan 2.1x as fast.
+   */
+  unsureReps: number;
   /** A segment goes to the engine, and the plan is kept, only when its median time is below `margin` x ours. */
   margin: number;
   /**
@@ -124,6 +130,7 @@ export const autoPolicy: AutoPolicy = {
   measureMs: 30,
   maxReps: 100,
   unsureMs: 500,
+  unsureReps: 15,
   margin: 0.97,
   recheckCalls: 500,
   oursRecheckCalls: 5000,
@@ -304,7 +311,7 @@ function enough(ts: number[]): boolean {
 function trialSettled(t: SegmentTrial): boolean {
   const p = autoPolicy;
   if (t.totalEngine.length >= p.maxReps || t.totalOurs.length >= p.maxReps) return true;
-  if (total(t.totalEngine) >= p.unsureMs && total(t.totalOurs) >= p.unsureMs) return true;
+  if (unsureSpent(t.totalEngine, t.totalOurs)) return true;
   return t.segs.segments.every((x, k) => x.engine === null || settled(t.timesOurs[k]!, t.timesEngine[k]!));
 }
 
@@ -313,7 +320,14 @@ function measuredEnough(timesOurs: number[], timesPlan: number[]): boolean {
   if (!enough(timesOurs) || !enough(timesPlan)) return false;
   const p = autoPolicy;
   if (timesOurs.length >= p.maxReps || timesPlan.length >= p.maxReps) return true;
-  return settled(timesOurs, timesPlan) || (total(timesOurs) >= p.unsureMs && total(timesPlan) >= p.unsureMs);
+  return settled(timesOurs, timesPlan) || unsureSpent(timesOurs, timesPlan);
+}
+
+/** Whether the budget for an unsettled choice is spent: `unsureMs` and `unsureReps` of each side, or 4 x `unsureMs`. */
+function unsureSpent(a: number[], b: number[]): boolean {
+  const p = autoPolicy, ta = total(a), tb = total(b);
+  if (ta >= 4 * p.unsureMs && tb >= 4 * p.unsureMs) return true;
+  return ta >= p.unsureMs && tb >= p.unsureMs && Math.min(a.length, b.length) >= p.unsureReps;
 }
 
 function median(xs: number[]): number {
