@@ -10,7 +10,9 @@
 // chose the faster; above: the price of choosing), what auto chose (its graphs kept on the plan /
 // on ours, fallbacks, and the segments its per-segment step placed on the engine / on ours), and auto's one-time cost: cutting and preparing the plans (planMs) and the
 // plans' first runs, which export and make the sessions (firstRunMs), over how many graphs.
-//   node --import tsx bench/auto-engine.ts [workload ...]     (names below; default: all)
+//   node --import tsx bench/auto-engine.ts [--rounds N] [workload ...]     (names below; default: all)
+// --rounds N: N timed rounds per system instead of the quick run's 5 (rows of a 20-60 ms graph get
+// a few calls per round: more rounds, less spread between identical systems).
 // ("mixed" is this file's own: a graph whose two engine segments want different sides.)
 // --first-call: instead, auto's one-time cost per graph (a fresh function per graph, called until
 // auto has chosen): cutting and preparing the plan, the plan's first run (export and sessions),
@@ -134,7 +136,7 @@ interface AutoRow {
   firstRunMs: number;
 }
 
-export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), log: (line: string) => void = console.log): Promise<AutoRow[]> {
+export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), log: (line: string) => void = console.log, rounds = QUICK.rounds): Promise<AutoRow[]> {
   const rows: AutoRow[] = [];
   for (const name of names) {
     const make = WORKLOADS[name];
@@ -164,7 +166,7 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
       });
       autoStats.lastMeasured = null;
       await warmEqually(systems);
-      const r = await measure({ name: `${name}: ${sys}`, call: built.ours!.call, systems }, QUICK);
+      const r = await measure({ name: `${name}: ${sys}`, call: built.ours!.call, systems }, { ...QUICK, rounds });
       const ms: AutoRow["ms"] = {};
       const errors: string[] = [];
       r.figures.forEach((f, k) => {
@@ -245,9 +247,13 @@ export function firstCallCosts(log: (line: string) => void = console.log): void 
 
 if (isMainModule(import.meta.url) && process.argv.includes("--first-call")) firstCallCosts();
 else if (isMainModule(import.meta.url)) {
-  const names = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const r = args.indexOf("--rounds");
+  const rounds = r < 0 ? QUICK.rounds : Number(args[r + 1]);
+  if (!(Number.isInteger(rounds) && rounds > 0)) throw new Error(`--rounds takes a positive integer, got ${args[r + 1]}`);
+  const names = r < 0 ? args : [...args.slice(0, r), ...args.slice(r + 2)];
   const t = performance.now();
-  const rows = await benchAutoEngine(names.length > 0 ? names : undefined);
+  const rows = await benchAutoEngine(names.length > 0 ? names : undefined, console.log, rounds);
   console.log(`\n${"workload: system".padEnd(60)} ${"ours ms".padStart(9)} ${"ort ms".padStart(9)} ${"auto ms".padStart(9)}  auto/best  plan/ours  seg e/o  one-time ms`);
   for (const r of rows) {
     console.log(

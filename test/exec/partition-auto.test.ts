@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
-import { autoStats, chooseSide, setAutoPolicy, WarmUp } from "../../src/onnx/partition/auto.js";
+import { autoStats, chooseSide, setAutoPolicy, settled, WarmUp } from "../../src/onnx/partition/auto.js";
 import { cutGraph } from "../../src/onnx/partition/cut.js";
 import { Rng } from "../util/rng.js";
 
@@ -291,6 +291,91 @@ test("a plan kept again by its recheck is measured next after twice as many call
     }
     assert.equal(starts.length, 3, "measured again three times");
     assert.deepEqual(starts.map((c, i) => c - keptAt[i]!), [8, 16, 32], "after 8 calls on the plan, then 16, then 32");
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
+test("pairs that do not settle the choice (a sign test) are measured further; all one way, or nearly, they settle it", () => {
+  // (margin 0.97: a pair counts for the plan when plan < 0.97 x ours)
+  assert.equal(settled([10, 10, 10, 10, 10], [8, 8, 8, 8, 8]), true, "5 of 5 pairs for the plan");
+  assert.equal(settled([10, 10, 10, 10, 10], [12, 12, 12, 12, 12]), true, "0 of 5 pairs for the plan");
+  assert.equal(settled([10, 10, 10, 10, 10], [8, 8, 8, 12, 12]), false, "3 of 5");
+  assert.equal(settled(new Array(10).fill(10), [8, 8, 8, 8, 8, 8, 12, 12, 12, 12]), false, "6 of 10");
+  assert.equal(settled(new Array(10).fill(10), [8, 8, 8, 8, 8, 8, 8, 8, 8, 12]), true, "9 of 10");
+});
+
+test("step 2 goes on measuring while its pairs are unsettled: five pairs whose median favours the plan by chance do not choose it (charged times)", () => {
+  // the plan's charged times, run by run: its first five pairs 3 for the plan (median 0.9 x ours),
+  // then it is slower in every pair (1.2 x ours): five pairs alone would have kept the plan
+  const plan = (run: number) => (run < 3 ? 9 : 12);
+  let planRuns = 0;
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 5, measureMs: 0, maxReps: 100, unsureMs: 400, oursRecheckCalls: 1e9,
+    timeOf: (side) => (side === "ours" ? 10 : plan(planRuns++)),
+  });
+  try {
+    const x = big([128, 128]);
+    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(5);
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    const ours = sc.stage(f, { autograph: false, engine: "stagecraft" });
+    const s0 = { ...autoStats };
+    let calls = 0;
+    while (autoStats.chosePlan + autoStats.choseOurs === s0.chosePlan + s0.choseOurs && calls < 100) close(auto(x), ours(x), `call ${++calls}`);
+    assert.equal(autoStats.choseOurs, s0.choseOurs + 1, "kept on ours: slower in most pairs");
+    assert.equal(autoStats.chosePlan, s0.chosePlan);
+    const runs = autoStats.lastMeasured!.runs;
+    assert.ok(runs > 5 && runs < 40, `measured past five pairs, until the pairs settled it (${runs} runs of ours)`);
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
+test("an unsettled step 2 stops once each side has run unsureMs and unsureReps, or 4 x unsureMs (charged times): a 40 ms graph gets more than five runs", () => {
+  // the plan alternately 10% faster and 10% slower: never settled
+  let planRuns = 0;
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 5, measureMs: 30, maxReps: 100, unsureMs: 400, unsureReps: 12, oursRecheckCalls: 1e9,
+    timeOf: (side) => (side === "ours" ? ms : planRuns++ % 2 === 0 ? 0.9 * ms : 1.1 * ms),
+  });
+  let ms = 20;
+  try {
+    const x = big([128, 128]);
+    const measured = (k: number): number => {
+      const f = (x: sc.Tensor) => heavy(heavy(x)).mul(6 + k);
+      const auto = sc.stage(f, { autograph: false, engine: "auto" });
+      const s0 = { ...autoStats };
+      let calls = 0;
+      while (autoStats.chosePlan + autoStats.choseOurs === s0.chosePlan + s0.choseOurs && calls < 200) (auto(x), calls++);
+      return autoStats.lastMeasured!.runs;
+    };
+    assert.equal(measured(0), 20, "20 ms a run: 400 ms of each side (20 runs), past the 12 runs");
+    ms = 100;
+    assert.equal(measured(1), 12, "100 ms a run: 400 ms after 4 runs, then on to 12 runs");
+    ms = 200;
+    assert.equal(measured(2), 8, "200 ms a run: 1,600 ms of each side (8 runs), before 12");
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
+test("a slow graph is first measured again after recheckMs of calls at its measured speed, when that is fewer calls than the count (charged times)", () => {
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, unsureMs: 0,
+    oursRecheckCalls: 5000, recheckCalls: 500, recheckMs: 1000,
+    timeOf: (side) => (side === "ours" ? 50 : 100),
+  });
+  try {
+    const x = big([128, 128]);
+    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(7);
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    const s0 = { ...autoStats };
+    let calls = 0;
+    while (autoStats.choseOurs === s0.choseOurs && calls < 20) (auto(x), calls++);
+    assert.equal(autoStats.choseOurs, s0.choseOurs + 1, "kept on ours (charged 50 ms against the plan's 100)");
+    const chosenAt = calls;
+    while (autoStats.rechecks === s0.rechecks && calls < chosenAt + 100) (auto(x), calls++);
+    assert.equal(calls - chosenAt, 20, "measured again after 1,000 ms of calls at 50 ms (not after 5,000 calls)");
   } finally {
     setAutoPolicy(before);
   }

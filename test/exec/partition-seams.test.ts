@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import * as sc from "../../src/api/index.js";
 import { autoStats, setAutoPolicy } from "../../src/onnx/partition/auto.js";
 import { guardedWhileLoop } from "../../src/staging/control-flow.js";
+import { cutGraph } from "../../src/onnx/partition/cut.js";
 import { Rng } from "../util/rng.js";
 
 function identical(staged: sc.Tensor[], eager: sc.Tensor[], what: string): void {
@@ -120,6 +121,21 @@ test("index ops with valid indices still run on the plan's onnxruntime segments 
       sc.scatterND(y, sc.tensor([[7]], "int32"), sc.ones([1, 64])),
     ];
   }, [x64()]);
+});
+
+// seq2seq's decoder loop one-hot encodes its tokens: a oneHot kept ours split that graph in three
+// around the loop, where the whole graph as one session was 1.25x as fast (bench/RESULTS.md).
+test("oneHot with valid int32 and int64 indices goes to the engine, in a loop body too (its indices checked there), and gives our values", () => {
+  const f = (x: sc.Tensor) => {
+    const y = pre(x);
+    const tokens = sc.cast(sc.argMax(y, 1), "int32"); // (valid: 0..63)
+    const [, acc] = sc.whileLoop((i: sc.Tensor) => i.less(3), (i: sc.Tensor, a: sc.Tensor) => [i.add(1), a.add(sc.oneHot(tokens, 64).mul(2))], [sc.scalar(0, "int32"), y]);
+    return [acc!, sc.oneHot(sc.cast(tokens, "int64"), 64, "int32")];
+  };
+  const cf = sc.stage(f, { autograph: false }).concrete(x64());
+  const cut = cutGraph(cf.graph, cf.library, 1);
+  assert.deepEqual(cut.segments.map((s) => s.onEngine), [true], "the whole graph is one engine segment");
+  onPlanEqualsEager("oneHot", f, [x64()]);
 });
 
 test("a guarded loop (an imported Loop's maxLoopIterations) stops at its bound on the plan, as on ours (the export for a model file writes no trip count for it)", () => {

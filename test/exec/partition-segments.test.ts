@@ -119,6 +119,29 @@ test("when no segment is faster on the engine the graph stays all ours, with no 
   }
 });
 
+test("step 1 goes on timing a segment while its pairs leave its side unsettled: three pairs favouring the engine by chance do not place it there (charged times)", () => {
+  // segment 0 on the engine: 9 ms in its first two runs, then 12, against ours' 10 (2 of the first 3
+  // pairs favour the engine: their median, 0.9, would place it there); segment 2 clearly ours'
+  let seg0EngineRuns = 0;
+  const before = setAutoPolicy({
+    ...measuring, maxReps: 100, unsureMs: 1e9,
+    timeOf: (side, _ms, segment) => {
+      if (segment === undefined) return side === "plan" ? 1 : 10;
+      if (segment === 2) return side === "plan" ? 10 : 1;
+      return side === "ours" ? 10 : seg0EngineRuns++ < 2 ? 9 : 12;
+    },
+  });
+  try {
+    const s0 = { ...autoStats };
+    race("auto");
+    assert.equal(autoStats.choseOurs, s0.choseOurs + 1, "no segment placed on the engine: the graph stays ours");
+    assert.deepEqual(autoStats.lastChoice?.segments, ["ours", "fixed", "ours"]);
+    assert.ok(seg0EngineRuns > 5, `segment 0 timed past its first pairs (${seg0EngineRuns} engine runs)`);
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
 test("segments each faster on the engine but the placement slower than the whole graph on ours: all ours", () => {
   const before = setAutoPolicy({ ...measuring, timeOf: charge({ 0: [1, 10], 2: [1, 10] }, [10, 1]) });
   try {

@@ -10,12 +10,15 @@
  *    time recorded (segments.ts's `timedRun`). The segments' code of ours is new code, so it
  *    first runs a warm-up (as the whole graph did) before anything is timed. A segment goes to
  *    the engine only when it is at least 3% faster there: the median, over pairs of runs one
- *    right after the other, of its time there over its time on ours (`chooseSide`).
+ *    right after the other, of its time there over its time on ours (`chooseSide`), once the
+ *    pairs settle every segment's side or the budget is spent (as in step 2, below).
  * 2. Whole graph: the cut with that placement (the "plan") against the whole graph on ours,
  *    alternating, compared the same way (pairs of runs), the same 3% margin. This keeps "all ours" (today's executor,
  *    one compiled graph, no per-call overhead) whenever the placement does not pay as a whole:
  *    per-segment times leave out what the boundaries between sides cost. A cut with one engine
- *    segment goes straight to this step (its per-segment choice is this comparison).
+ *    segment goes straight to this step (its per-segment choice is this comparison). The pairs
+ *    measured go on until a sign test on them settles the choice, or each side has run
+ *    `unsureMs` and `unsureReps` (`measuredEnough`): a few pairs of a slow or noisy graph decide by chance.
  *
  * Why wait for warmth and demand a margin: V8 optimizes our generated code over its first ~100
  * calls, while onnxruntime's native kernels need no warm-up, so a race run on a graph's first
@@ -69,6 +72,19 @@ export interface AutoPolicy {
   /** ...and until each side has run `measureMs` ms in all (a fast graph gets more runs; noise averages out), at most `maxReps`. */
   measureMs: number;
   maxReps: number;
+  /**
+   * Step 2 goes on past that while its pairs do not settle the choice (`settled`: a sign test
+   * on them), until each side has run `unsureMs` ms in all or `maxReps` runs: five pairs of a
+   * 40-60 ms graph (ResNet's step) or of a noisy one (Tree-LSTM's, where the pairs' median put the
+   * plan ahead while each side's median put it 17% behind) decided by chance.
+   */
+  unsureMs: number;
+  /**
+   * ...and at least `unsureReps` runs of each side (unless each has run 4 x `unsureMs`): at
+   * 40-160 ms a call (ResNet's step, loaded) 500 ms are 3-12 runs, and six unsettled pairs kept
+   * ours where each side's median put the plan 2.1x as fast.
+   */
+  unsureReps: number;
   /** A segment goes to the engine, and the plan is kept, only when its median time is below `margin` x ours. */
   margin: number;
   /**
@@ -85,6 +101,13 @@ export interface AutoPolicy {
    * more rarely. (Its plan, and its sessions, are kept meanwhile.)
    */
   oursRecheckCalls: number;
+  /**
+   * Either first recheck comes sooner for a slow graph: after as many calls as take
+   * `recheckMs` ms at the measured speed of the side chosen (at least 10), when fewer than the
+   * count above (5,000 calls of ResNet's 40-60 ms step are minutes: a wrong choice made under
+   * load stood for as long).
+   */
+  recheckMs: number;
   /**
    * @internal Tests: the time charged to a measured run (default: the time it took): a whole
    * call (`segment` undefined; "plan" is the cut, "ours" the whole graph on ours) or one
@@ -105,10 +128,13 @@ export const autoPolicy: AutoPolicy = {
   steadyRatio: 0.9,
   reps: 5,
   measureMs: 30,
-  maxReps: 50,
+  maxReps: 100,
+  unsureMs: 500,
+  unsureReps: 15,
   margin: 0.97,
   recheckCalls: 500,
   oursRecheckCalls: 5000,
+  recheckMs: 10000,
   timeOf: null,
 };
 
@@ -200,6 +226,32 @@ export function chooseSide(timesOurs: number[], timesPlan: number[]): "ours" | "
   return n > 0 && median(ratios) < autoPolicy.margin ? "plan" : "ours";
 }
 
+/** P(X <= s) for X ~ Binomial(n, 1/2). */
+function binomialTail(n: number, s: number): number {
+  let c = 1, total = 0;
+  for (let k = 0; k <= s; k++) {
+    total += c;
+    c = (c * (n - k)) / (k + 1);
+  }
+  return total / 2 ** n;
+}
+
+/** How unlikely (two-sided, as a sign test) a count of pairs on one side must be for the pairs to settle the choice. */
+const SETTLED_P = 0.1;
+
+/**
+ * @internal Whether the pairs settle the choice (exported for tests): a sign test of "the plan is
+ * below `margin` x ours" (the statistic `chooseSide` reads) over the pairs, the count of pairs
+ * with plan / ours below the margin either so high or so low that a coin would give it with
+ * probability under 10%. Five pairs all one way settle it; 3 of 5 do not, nor 6 of 10.
+ */
+export function settled(timesOurs: number[], timesPlan: number[]): boolean {
+  const n = Math.min(timesOurs.length, timesPlan.length);
+  let below = 0;
+  for (let i = 0; i < n; i++) if (timesPlan[i]! < autoPolicy.margin * timesOurs[i]!) below++;
+  return binomialTail(n, Math.min(below, n - below)) <= SETTLED_P / 2;
+}
+
 /**
  * Code of ours warming up: its calls, their time, and each call's time. Whether it is warm (V8
  * has optimized it) is read off the calls themselves, with a time budget for slow graphs: a
@@ -243,9 +295,39 @@ export class WarmUp {
   }
 }
 
+const total = (ts: number[]): number => ts.reduce((a, b) => a + b, 0);
+
+/** The calls before a side chosen is first measured again: `calls`, or fewer where those take more than `recheckMs` at `ms` a call. */
+function firstRecheck(calls: number, ms: number): number {
+  return ms > 0 ? Math.min(calls, Math.max(10, Math.ceil(autoPolicy.recheckMs / ms))) : calls;
+}
+
 /** Whether a side has been timed enough. */
 function enough(ts: number[]): boolean {
-  return ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && ts.reduce((a, b) => a + b, 0) >= autoPolicy.measureMs);
+  return ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && total(ts) >= autoPolicy.measureMs);
+}
+
+/** Whether step 1's pairs settle every eligible segment's side, or its budget for unsettled ones is spent (as step 2's, on whole calls). */
+function trialSettled(t: SegmentTrial): boolean {
+  const p = autoPolicy;
+  if (t.totalEngine.length >= p.maxReps || t.totalOurs.length >= p.maxReps) return true;
+  if (unsureSpent(t.totalEngine, t.totalOurs)) return true;
+  return t.segs.segments.every((x, k) => x.engine === null || settled(t.timesOurs[k]!, t.timesEngine[k]!));
+}
+
+/** Whether step 2 has measured enough to choose: both sides enough, and the pairs settle it or the budget for an unsettled choice is spent. */
+function measuredEnough(timesOurs: number[], timesPlan: number[]): boolean {
+  if (!enough(timesOurs) || !enough(timesPlan)) return false;
+  const p = autoPolicy;
+  if (timesOurs.length >= p.maxReps || timesPlan.length >= p.maxReps) return true;
+  return settled(timesOurs, timesPlan) || unsureSpent(timesOurs, timesPlan);
+}
+
+/** Whether the budget for an unsettled choice is spent: `unsureMs` and `unsureReps` of each side, or 4 x `unsureMs`. */
+function unsureSpent(a: number[], b: number[]): boolean {
+  const p = autoPolicy, ta = total(a), tb = total(b);
+  if (ta >= 4 * p.unsureMs && tb >= 4 * p.unsureMs) return true;
+  return ta >= p.unsureMs && tb >= p.unsureMs && Math.min(a.length, b.length) >= p.unsureReps;
 }
 
 function median(xs: number[]): number {
@@ -359,7 +441,7 @@ export function autoExecutor(engine: Executor): Executor {
       const ts = onEngine ? t.timesEngine : t.timesOurs;
       for (let k = 0; k < times.length; k++) if (t.segs.segments[k]!.engine !== null) ts[k]!.push(charged(side, times[k]!, k));
       (onEngine ? t.totalEngine : t.totalOurs).push(charged(side, dt));
-      if (enough(t.totalEngine) && enough(t.totalOurs)) placeSegments(st, graph, t);
+      if (enough(t.totalEngine) && enough(t.totalOurs) && trialSettled(t)) placeSegments(st, graph, t);
     }
     return out;
   };
@@ -416,17 +498,17 @@ export function autoExecutor(engine: Executor): Executor {
       if (st.planRuns++ > 0) st.timesPlan.push(dt);
       else autoStats.firstRunMs += dt;
     } else st.timesOurs.push(dt);
-    if (enough(st.timesOurs) && enough(st.timesPlan)) {
+    if (measuredEnough(st.timesOurs, st.timesPlan)) {
       autoStats.lastMeasured = { graph: graph.name, ours: median(st.timesOurs), plan: median(st.timesPlan), runs: st.timesOurs.length };
       st.chosen = chooseSide(st.timesOurs, st.timesPlan);
       if (st.chosen === "ours") {
         st.parked = st.plan;
         st.plan = null;
         st.oursCalls = 0;
-        st.oursRecheckAt = st.oursRecheckAt === 0 ? autoPolicy.oursRecheckCalls : 2 * st.oursRecheckAt;
+        st.oursRecheckAt = st.oursRecheckAt === 0 ? firstRecheck(autoPolicy.oursRecheckCalls, median(st.timesOurs)) : 2 * st.oursRecheckAt;
       }
       if (st.chosen === "plan") {
-        st.planRecheckAt = st.planRecheckAt === 0 ? autoPolicy.recheckCalls : 2 * st.planRecheckAt;
+        st.planRecheckAt = st.planRecheckAt === 0 ? firstRecheck(autoPolicy.recheckCalls, median(st.timesPlan)) : 2 * st.planRecheckAt;
         autoStats.chosePlan++;
       }
       else autoStats.choseOurs++;

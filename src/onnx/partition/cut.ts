@@ -18,7 +18,7 @@ import { callOp, condOp, whileOp, readVariableOp, assignVariableOp } from "../..
 import { installLowerings } from "../export/lowerings/index.js";
 import { float32OnlyLowerings } from "../export/lowerings/math.js";
 import { elementwiseGroup, groupLosesFloat64 } from "../export/elementwise.js";
-import { guardIndices, hasIndexOp } from "./index-guard.js";
+import { guardIndices, hasIndexOp, oneHotGuardable } from "./index-guard.js";
 import { cloneGraph } from "../../graph/passes/util.js";
 
 /** One segment: its own graph, where it runs, and where its inputs come from and its outputs go (slots of the run's value table). */
@@ -72,8 +72,9 @@ export function exportable(node: Node, library: FunctionLibrary, stack: string[]
   const op = def as OpDef;
   if (op.onnx?.refused !== undefined) return false;
   if (node.op === "cast" && castDiffersFromOurs(node.inputs[0]!.type.dtype, node.attrs.dtype as string)) return false;
-  // (onnxruntime's OneHot gives a row of zeros for an index out of range, where ours raises)
-  if (node.op === "oneHot") return false;
+  // (the export gives a row of zeros for an index out of range, where ours raises: index-guard.ts
+  // checks int32 and int64 indices on the engine; uint8 ones stay ours)
+  if (node.op === "oneHot" && !oneHotGuardable(node)) return false;
   if (op.onnx?.lower === undefined && op.elementwise === undefined) return false;
   return !losesFloat64(node, op);
 }

@@ -7,6 +7,14 @@
  * an index past the end; the plan then falls back to our executor (partition/auto.ts), which runs
  * the call and raises our IndexError. Valid indices are unchanged, so valid programs compute the
  * same. (Found by the seam hunt: docs/architecture.md "Cutting a graph".)
+ *
+ * oneHot too: its export (Equal against 0..depth-1) gives a row of zeros for an index out of
+ * range, where ours raises. Its indices pass through the same `where`, then through
+ * `gather(0..depth-1, i)`, which is `i` for every valid index and makes onnxruntime refuse one
+ * past the depth (or LOW): the plan falls back, and ours raises oneHot's own IndexError. (Kept
+ * ours before, it split graphs that hold it: seq2seq's decoder loop one-hot encodes its tokens,
+ * and its graph was cut in three around that loop, where the whole graph as one session is
+ * 1.25x as fast as ours; bench/RESULTS.md.)
  */
 import { Node, type Graph, type Value } from "../../graph/ir.js";
 import { cloneGraph } from "../../graph/passes/util.js";
@@ -19,6 +27,7 @@ export const INDEX_INPUT: ReadonlyMap<string, number> = new Map([
   ["scatterAdd", 1],
   ["scatterElements", 1],
   ["scatterND", 1],
+  ["oneHot", 0],
 ]);
 
 const SIGNED = new Set(["int8", "int16", "int32", "int64"]);
@@ -49,6 +58,22 @@ function guardNodes(idx: Value): { nodes: Node[]; out: Value } {
   return { nodes: [zero, low, less, where], out: where.outputs[0]! };
 }
 
+/** The nodes that give `gather(0..depth-1, idx)` (idx already through the `where`): idx where valid, a refused run where not. */
+function rangeNodes(idx: Value, depth: number): { nodes: Node[]; out: Value } {
+  const { dtype, shape } = idx.type;
+  const range = new Node("constant", [], { dtype, shape: [depth], values: Array.from({ length: depth }, (_, j) => j) });
+  range.addOutputs([{ dtype, shape: [depth] }]);
+  const gather = new Node("gather", [range.outputs[0]!, idx], { axis: 0 });
+  gather.addOutputs([{ dtype, shape }]);
+  return { nodes: [range, gather], out: gather.outputs[0]! };
+}
+
+/** Whether the guard can check this oneHot's indices (signed: the `where`, then a Gather, which takes int32 and int64 only). */
+export function oneHotGuardable(n: Node): boolean {
+  const d = n.inputs[0]!.type.dtype;
+  return d === "int32" || d === "int64";
+}
+
 /** Inserts the index checks into `g` (a segment's own graph) and into copies of its regions that hold index ops. */
 export function guardIndices(g: Graph): void {
   if (!hasIndexOp(g)) return;
@@ -66,9 +91,14 @@ export function guardIndices(g: Graph): void {
     const k = INDEX_INPUT.get(n.op);
     const idx = k === undefined ? undefined : n.inputs[k];
     if (idx !== undefined && SIGNED.has(idx.type.dtype)) {
-      const guard = guardNodes(idx);
+      let guard = guardNodes(idx);
       nodes.push(...guard.nodes);
-      n.inputs = n.inputs.map((v, i) => (i === k ? guard.out : v));
+      if (n.op === "oneHot") {
+        guard = rangeNodes(guard.out, n.attrs.depth as number);
+        nodes.push(...guard.nodes);
+      }
+      const out = guard.out;
+      n.inputs = n.inputs.map((v, i) => (i === k ? out : v));
     }
     nodes.push(n);
   }
