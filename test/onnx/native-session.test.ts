@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
 import { availableParallelism } from "node:os";
 import { Rng } from "../util/rng.js";
-import { nativeSessionPolicy } from "../../src/onnx/import/native-session.js";
+import { nativeSessionOptions, nativeSessionPolicy } from "../../src/onnx/import/native-session.js";
 
 const { onnx } = sc;
 const vi = onnx.makeValueInfo;
@@ -229,4 +229,35 @@ test("a real model (PaddleOCR direction classifier): the native session's answer
   assert.equal(onnx.mismatch(got2, graph(x) as sc.Tensor, onnx.MODEL_TOLERANCE), null);
   assert.notEqual(onnx.mismatch(got2, got, { atol: 1e-6, rtol: 0 }), null, "the changed weight changes the answer");
   assert.equal(model.stats.native, 1);
+});
+
+test("the default-threads session is onnxruntime's default session (helpers that spin within a call), stopped at each call's end", {
+  skip: skip || (!existsSync(CLS) && `${CLS} is not installed`) || ((availableParallelism() < 2 || process.env.STAGECRAFT_THREADS === "1") && "one thread: no helpers"),
+}, async () => {
+  // onnxruntime's own defaults for the threads (no thread count, spinning allowed: the peer's
+  // configuration; helpers that never spin made two threads slower than one on PP-OCRv4 rec),
+  // plus force_spinning_stop; the one-thread twin has no helpers
+  const o = nativeSessionOptions(false, 2, false) as { many: Record<string, unknown>; one: Record<string, unknown> };
+  assert.equal(o.many.intraOpNumThreads, undefined);
+  assert.deepEqual(o.many.extra, { session: { force_spinning_stop: "1" } });
+  assert.equal(o.one.intraOpNumThreads, 1);
+  assert.equal(nativeSessionOptions(false, 1, true).one, null);
+  assert.equal((nativeSessionOptions(true, 2, false).many as { graphOptimizationLevel?: string }).graphOptimizationLevel, "basic");
+  // and the behaviour: after threaded calls return, the helpers sleep (onnxruntime's plain
+  // default lets them spin on: 25-48 ms of CPU in the 300 ms after a call of this model)
+  const model = onnx.load(CLS);
+  const x = new Rng(9).tensor([1, 3, 48, 192], -1, 1, "float32");
+  try {
+    nativeSessionPolicy.force(true);
+    for (let i = 0; i < 4; i++) (model(x) as sc.Tensor).dataSync();
+  } finally {
+    nativeSessionPolicy.force(null);
+  }
+  assert.equal(model.stats.native, 4);
+  assert.equal(model.stats.oneThread, 0);
+  const before = process.cpuUsage();
+  await new Promise((r) => setTimeout(r, 300));
+  const used = process.cpuUsage(before);
+  const ms = (used.user + used.system) / 1000;
+  assert.ok(ms < 12, `${ms.toFixed(1)} ms of CPU in the 300 ms after the calls (a helper spinning on)`);
 });

@@ -30,7 +30,9 @@
  * no cheaper than one thread. A way's first job in a class is not recorded: it pays one-time
  * costs (the native kernels build a session per thread count on first use). Failing either measure, a class runs on one thread: a wrong
  * choice of one thread costs at most what threads would have saved, a wrong choice of threads
- * on a busy core can cost the whole job again.
+ * on a busy core can cost the whole job again. (A policy made with `tie: "threads"` turns that
+ * round: threads unless both measures say one thread is cheaper by the margin, for a caller
+ * whose threaded way is the reference it must match, onnx.load's native session.)
  *
  * The policy is a pure state machine over the timings it is given (`record`): no clock of its
  * own, so its logic is tested with simulated timings (test/backends/cpu/thread-policy.test.ts).
@@ -51,6 +53,14 @@ export interface ThreadPolicyOptions {
   ratios?: number;
   /** Threads are preferred only when faster than one thread by this factor (hysteresis). */
   margin?: number;
+  /**
+   * The way taken when the two measures do not both say the other way is cheaper by `margin`:
+   * "one" (the default: a wrong choice of one thread costs at most what threads would have
+   * saved) or "threads" (for a caller whose threaded way is the reference it must not fall
+   * behind: onnx.load's native session, whose threaded session is onnxruntime's own default,
+   * takes one thread only where both measures say it is faster by the margin).
+   */
+  tie?: "one" | "threads";
 }
 
 interface ClassState {
@@ -122,6 +132,7 @@ export class ThreadPolicy {
   private readonly window: number;
   private readonly ratioWindow: number;
   private readonly margin: number;
+  private readonly tieThreads: boolean;
   private forced: boolean | null = null;
 
   constructor(opts: ThreadPolicyOptions = {}) {
@@ -132,6 +143,7 @@ export class ThreadPolicy {
     this.window = opts.window ?? 5;
     this.ratioWindow = opts.ratios ?? 5;
     this.margin = opts.margin ?? 1.05;
+    this.tieThreads = opts.tie === "threads";
   }
 
   private state(key: string | number): ClassState {
@@ -147,9 +159,18 @@ export class ThreadPolicy {
     return s.ratios.length < FIRST_RATIOS || s.one.length === 0 || s.many.length === 0;
   }
 
-  /** Whether threads are the cheaper way by what has been measured: both measures must say so. */
+  /**
+   * Whether threads are the way to take by what has been measured: both measures must say they
+   * are cheaper by the margin (or, with tie "threads", both must say one thread is).
+   */
   private prefers(s: ClassState): boolean {
+    if (this.tieThreads) return !(s.ratioMedian > this.margin && s.oneMedian * this.margin < s.manyMedian);
     return s.ratioMedian * this.margin < 1 && s.manyMedian * this.margin < s.oneMedian;
+  }
+
+  /** Whether one paired ratio (threads over one thread), alone, would have threads taken. */
+  private ratioSaysThreads(ratio: number): boolean {
+    return this.tieThreads ? !(ratio > this.margin) : ratio * this.margin < 1;
   }
 
   /** Whether the next job of class `key` should use several threads. */
@@ -200,7 +221,7 @@ export class ThreadPolicy {
       // a probe that says the other way is cheaper is confirmed soon by another, as many times
       // as it takes to flip the median (a machine that changed is followed within a few jobs)
       if (s.probing) {
-        s.disagreed = (ratio * this.margin < 1) !== before ? s.disagreed + 1 : 0;
+        s.disagreed = this.ratioSaysThreads(ratio) !== before ? s.disagreed + 1 : 0;
         s.gap = s.disagreed > 0 && s.disagreed <= this.ratioWindow >> 1 ? this.confirmGap : this.minGap;
       }
     }

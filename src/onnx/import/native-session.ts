@@ -71,7 +71,7 @@ export interface ModelCallStats {
  * Chooses, per model and input signature, between the default-threads session and the
  * one-thread one, by their measured wall times (exported for tests: `force`).
  */
-export const nativeSessionPolicy = new ThreadPolicy();
+export const nativeSessionPolicy = new ThreadPolicy({ tie: "threads" });
 
 /** Models larger than this (bytes) keep one session: a second would hold a second copy of the weights. */
 export const DUAL_MAX_BYTES = 64 * 2 ** 20;
@@ -235,37 +235,25 @@ export class NativeSession {
       this.stats.nativeOff = "onnxruntime-node is not installed";
       return;
     }
-    // onnxruntime's own defaults (as InferenceSession.create gives them), but the basic level for
-    // models with float64 values: its extended fusions write float64 constants as float32
-    // attributes (engine.ts hasFloat64), and the graph keeps double exact.
-    // Neither session's helper threads spin between tasks (onnxruntime's default does): a spinning
-    // helper takes the core the caller needs next, and the policy's probes of the threaded session
-    // (every 16 calls at least) would keep one spinning for good beside the one-thread calls.
-    const base = {
-      executionProviders: ["cpu"],
-      logSeverityLevel: 3,
-      extra: { session: { intra_op: { allow_spinning: "0" } } },
-      ...(hasFloat64(this.proto) ? { graphOptimizationLevel: "basic" } : {}),
-    };
     const configured = config.threads !== undefined && config.threads !== "";
     const threads = configuredThreads();
-    const load = (options: object): BindingSession => {
+    const options = nativeSessionOptions(hasFloat64(this.proto), threads, configured);
+    const load = (o: object): BindingSession => {
       const s = new rt.Session();
       const b = this.bytes;
-      s.loadModel(b.buffer, b.byteOffset, b.byteLength, { ...base, ...options });
+      s.loadModel(b.buffer, b.byteOffset, b.byteLength, o);
       return s;
     };
     try {
-      // (STAGECRAFT_THREADS=1, or one core: the one session has one thread)
-      this.many = load(threads <= 1 ? { intraOpNumThreads: 1 } : configured ? { intraOpNumThreads: threads } : {});
+      this.many = load(options.many);
     } catch (e) {
       this.stats.nativeOff = `onnxruntime could not load the model: ${(e as Error).message.split("\n")[0]}`;
       return;
     }
     this.T = rt.Tensor;
-    if (threads > 1 && this.bytes.byteLength <= DUAL_MAX_BYTES) {
+    if (options.one !== null && this.bytes.byteLength <= DUAL_MAX_BYTES) {
       try {
-        this.one = load({ intraOpNumThreads: 1 });
+        this.one = load(options.one);
       } catch {
         this.one = null;
       }
@@ -278,6 +266,28 @@ export class NativeSession {
     this.one?.dispose();
     this.many = this.one = null;
   }
+}
+
+/**
+ * The options of the two sessions (exported for tests): `many` is onnxruntime's own defaults, as
+ * InferenceSession.create gives them (its thread count, or STAGECRAFT_THREADS' where set; helpers
+ * that spin between the tasks of a call), plus `session.force_spinning_stop`: at the end of each
+ * run the helpers stop spinning and sleep, where the default lets them spin on (measured: 25-48
+ * ms of CPU in the 300 ms after a PP-OCR cls call, against 0.3-2 ms with the stop). So within a
+ * call the session is the very configuration of onnxruntime's default session, and after it
+ * nothing of it takes the core the caller (a one-thread call, our own kernels) needs next.
+ * Helpers that never spin (allow_spinning 0, what this session had before) made two threads
+ * slower than one on PP-OCRv4 rec on a quiet machine, where onnxruntime's spinning default was
+ * 1.3x faster than one thread. `one` has one thread (no helpers to spin), null where `many` has
+ * one already (STAGECRAFT_THREADS=1, one core). Both at the basic optimization level for models
+ * with float64 values: onnxruntime's extended fusions write float64 constants as float32
+ * attributes (engine.ts hasFloat64), and the graph keeps double exact.
+ */
+export function nativeSessionOptions(float64: boolean, threads: number, configured: boolean): { many: object; one: object | null } {
+  const base = { executionProviders: ["cpu"], logSeverityLevel: 3, ...(float64 ? { graphOptimizationLevel: "basic" } : {}) };
+  const many = { ...base, ...(threads <= 1 ? { intraOpNumThreads: 1 } : configured ? { intraOpNumThreads: threads } : {}), extra: { session: { force_spinning_stop: "1" } } };
+  const one = threads <= 1 ? null : { ...base, intraOpNumThreads: 1, extra: { session: { intra_op: { allow_spinning: "0" } } } };
+  return { many, one };
 }
 
 /** Whether two runs' outputs hold the same bits (dtype, dims and every element; NaN as NaN). */
