@@ -61,6 +61,16 @@ export interface ThreadPolicyOptions {
    * takes one thread only where both measures say it is faster by the margin).
    */
   tie?: "one" | "threads";
+  /**
+   * Consecutive jobs of one way that a probe (and each turn of a class's start) runs, 1 by
+   * default. Above 1, the first job after a change of way is not recorded: it pays the switch,
+   * not the way (onnx.load's native session: a threaded call after one-thread calls waits for
+   * its sleeping helpers to be woken and scheduled, 6.6 ms against 0.2 ms warm for Silero VAD at
+   * load 15; a one-thread call after threaded ones shares the cores with helpers still winding
+   * down), and a policy that timed single probes saw each way at its worst and kept the way it
+   * started with.
+   */
+  probeRun?: number;
 }
 
 interface ClassState {
@@ -88,6 +98,11 @@ interface ClassState {
   flops: number;
   /** Whether the job handed out last was a probe. */
   probing: boolean;
+  /** Jobs left of the current run (a probe's, or a starting turn's) and its way (probeRun > 1). */
+  runLeft: number;
+  runWay: boolean;
+  /** The way of the last job recorded (null: none yet): a job of the other way is a switch. */
+  lastWay: boolean | null;
 }
 
 /** Scratch for `median` (windows are short): the policy allocates nothing per job. */
@@ -133,6 +148,7 @@ export class ThreadPolicy {
   private readonly ratioWindow: number;
   private readonly margin: number;
   private readonly tieThreads: boolean;
+  private readonly probeRun: number;
   private forced: boolean | null = null;
 
   constructor(opts: ThreadPolicyOptions = {}) {
@@ -144,12 +160,13 @@ export class ThreadPolicy {
     this.ratioWindow = opts.ratios ?? 5;
     this.margin = opts.margin ?? 1.05;
     this.tieThreads = opts.tie === "threads";
+    this.probeRun = Math.max(1, Math.floor(opts.probeRun ?? 1));
   }
 
   private state(key: string | number): ClassState {
     let s = this.classes.get(key);
     if (s === undefined) {
-      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
+      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false, runLeft: 0, runWay: false, lastWay: null };
       this.classes.set(key, s);
     }
     return s;
@@ -179,16 +196,28 @@ export class ThreadPolicy {
     s.jobs++;
     s.probing = false;
     if (this.forced !== null) return this.forced;
+    // (the rest of a run of probeRun jobs: a probe's, or a starting turn's)
+    if (s.runLeft > 0) {
+      s.runLeft--;
+      s.probing = !this.starting(s);
+      return s.runWay;
+    }
     // first both ways, alternately (threads first), until FIRST_RATIOS ratios are paired
-    if (this.starting(s)) return s.many.length <= s.one.length;
+    if (this.starting(s)) {
+      s.runWay = s.many.length <= s.one.length;
+      s.runLeft = this.probeRun - 1;
+      return s.runWay;
+    }
     const prefer = this.prefers(s);
     s.sinceProbe++;
     if (s.sinceProbe > s.gap) {
       // (means: a way whose timings have a long tail, threads waiting for a helper on a busy
       // core, costs its tail too)
       const extra = Math.max(0, (prefer ? mean(s.one) - mean(s.many) : mean(s.many) - mean(s.one)) * s.flops);
-      if (s.gap < this.minGap || s.sinceProbe > this.maxGap || extra <= this.probeBudget * s.spentSinceProbe) {
+      if (s.gap < this.minGap || s.sinceProbe > this.maxGap || extra * this.probeRun <= this.probeBudget * s.spentSinceProbe) {
         s.probing = true;
+        s.runWay = !prefer;
+        s.runLeft = this.probeRun - 1;
         return !prefer;
       }
     }
@@ -202,12 +231,25 @@ export class ThreadPolicy {
    */
   record(key: string | number, threaded: boolean, seconds: number, flops: number, helperIdle = false): void {
     const s = this.state(key);
+    const switched = s.lastWay !== null && s.lastWay !== threaded;
+    s.lastWay = threaded;
     // a way's first job pays one-time costs (a native session built for that thread count, a
     // worker started, code compiled: 20 ms for a 0.4 ms product), which no later job pays
     if (!(threaded ? s.ranMany : s.ranOne)) {
       if (threaded) s.ranMany = true;
       else s.ranOne = true;
       s.probing = false;
+      return;
+    }
+    // (probeRun > 1: a switch of way pays the switch, not the way: not recorded)
+    if (switched && this.probeRun > 1) {
+      if (s.probing) {
+        s.sinceProbe = 0;
+        s.spentSinceProbe = 0;
+        s.probing = false;
+      } else {
+        s.spentSinceProbe += seconds;
+      }
       return;
     }
     s.flops = Math.max(1, flops);

@@ -71,7 +71,7 @@ export interface ModelCallStats {
  * Chooses, per model and input signature, between the default-threads session and the
  * one-thread one, by their measured wall times (exported for tests: `force`).
  */
-export const nativeSessionPolicy = new ThreadPolicy({ tie: "threads" });
+export const nativeSessionPolicy = new ThreadPolicy({ tie: "threads", probeRun: 3 });
 
 /** Models larger than this (bytes) keep one session: a second would hold a second copy of the weights. */
 export const DUAL_MAX_BYTES = 64 * 2 ** 20;

@@ -320,3 +320,36 @@ test("thread policy with tie \"threads\": within the margin threads stay; one th
   const dear = againstThreads({ tie: "threads" }, 1.5);
   assert.ok(dear <= 0.8, `tie threads, threads 1.5x: ${dear.toFixed(3)}x always-threads' time`);
 });
+
+test("thread policy with probeRun: a change of way's first job pays the switch and is not recorded, so each way is seen as it runs in a streak", () => {
+  // onnx.load's native session: a threaded call after one-thread calls waits for its sleeping
+  // helpers (6x here), a one-thread call after threaded ones shares the cores with helpers
+  // winding down (2x); in a streak threads take 0.6 of one thread's time
+  const run = (p: ThreadPolicy, jobs: number): number => {
+    let threaded = 0, last: boolean | null = null;
+    for (let i = 0; i < jobs; i++) {
+      const t = p.useThreads("k");
+      const switched = last !== null && last !== t;
+      const s = t ? (switched ? 6 : 0.6) : switched ? 2 : 1;
+      last = t;
+      if (t) threaded++;
+      p.record("k", t, s, 1);
+    }
+    return threaded;
+  };
+  // single probes (and a start that alternates job by job) see only switches: one thread kept
+  assert.ok(run(new ThreadPolicy({ tie: "threads" }), 400) <= 80, "single probes");
+  const streaks = run(new ThreadPolicy({ tie: "threads", probeRun: 3 }), 400);
+  assert.ok(streaks >= 360, `probeRun 3: ${streaks} of 400 jobs threaded`);
+  // and the other way round (one thread 0.6 in a streak, threads 1): one thread
+  let threaded = 0, last: boolean | null = null;
+  const p = new ThreadPolicy({ tie: "threads", probeRun: 3 });
+  for (let i = 0; i < 400; i++) {
+    const t = p.useThreads("k");
+    const s = t ? (last === false ? 6 : 1) : last === true ? 2 : 0.6;
+    last = t;
+    if (t) threaded++;
+    p.record("k", t, s, 1);
+  }
+  assert.ok(threaded <= 60, `probeRun 3, one thread cheaper: ${threaded} of 400 jobs threaded`);
+});
