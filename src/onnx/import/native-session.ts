@@ -19,11 +19,18 @@
  * more than it saves, and on a shared machine the helper waits for a core while the call waits
  * for it: measured on the 2-core VM under load, Silero's call took 1.4-8x as long on the default
  * session as on a one-thread session, and PP-OCRv4 det's 1.4x; on a quiet machine a large model
- * runs faster on every core. So a call runs on one of two sessions of the same bytes, onnxruntime's
- * default thread count (or STAGECRAFT_THREADS' where set) and a one-thread one, neither with
- * spinning helpers (see open), chosen per input
+ * runs faster on every core, with helpers that spin within the call (without, PP-OCRv4 rec's two
+ * threads were slower than one on a quiet machine, where onnxruntime's spinning default was 1.3x
+ * faster than one thread). So a call runs on one of two sessions of the same bytes: onnxruntime's
+ * own default session (its thread count, or STAGECRAFT_THREADS' where set) whose helpers stop
+ * spinning at each call's end, and a one-thread one (nativeSessionOptions), chosen per input
  * signature by the thread policy (backends/cpu/thread-policy.ts: each way's recent wall times and
- * paired ratios, the cheaper one, one thread on a tie, probes of the other way now and then). The
+ * paired ratios, probes of the other way now and then). The policy takes the default-threads
+ * session on a tie (it is onnxruntime's own configuration, the reference this must not fall
+ * behind: one thread serves where both measures say it is faster by the margin), and its probes
+ * are runs of 3 calls whose first is not timed (the switch, not the way: a threaded call after
+ * one-thread calls waits for its sleeping helpers, 6.6 ms against 0.2 ms warm for Silero VAD at
+ * load 15, and single probes kept whichever way a signature started with). The
  * first call of a signature runs on both and compares their outputs bit for bit: only where they
  * are the same may the one-thread session serve that signature (MLAS splits its products and
  * convolutions by rows and columns, so they were the same for every model measured; an op whose
