@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
 import { availableParallelism } from "node:os";
 import { Rng } from "../util/rng.js";
-import { nativeSessionOptions, nativeSessionPolicy } from "../../src/onnx/import/native-session.js";
+import { MAX_BLOCK, nativeSessionOptions, nativeSessionPolicy } from "../../src/onnx/import/native-session.js";
 
 const { onnx } = sc;
 const vi = onnx.makeValueInfo;
@@ -260,4 +260,35 @@ test("the default-threads session is onnxruntime's default session (helpers that
   const used = process.cpuUsage(before);
   const ms = (used.user + used.system) / 1000;
   assert.ok(ms < 12, `${ms.toFixed(1)} ms of CPU in the 300 ms after the calls (a helper spinning on)`);
+});
+
+test("the thread policy chooses per block of calls and is given each block's mean time: a fast model's calls ask it far less than once a call", {
+  skip: skip || ((availableParallelism() < 2 || process.env.STAGECRAFT_THREADS === "1") && "one thread: there is one session"),
+}, () => {
+  const rng = new Rng(11);
+  const model = onnx.load(denseModel(rng));
+  const x = rng.tensor([5, 3], -1, 1, "float32");
+  const asked: boolean[] = [];
+  const recorded: number[] = [];
+  const policy = nativeSessionPolicy as unknown as { useThreads: (k: string) => boolean; record: (k: string, t: boolean, s: number, f: number) => void };
+  const [useThreads, record] = [policy.useThreads, policy.record];
+  policy.useThreads = function (k) {
+    const t = useThreads.call(this, k);
+    asked.push(t);
+    return t;
+  };
+  policy.record = function (k, t, s, f) {
+    recorded.push(s);
+    record.call(this, k, t, s, f);
+  };
+  try {
+    for (let i = 0; i < 300; i++) model(x);
+  } finally {
+    policy.useThreads = useThreads;
+    policy.record = record;
+  }
+  assert.equal(model.stats.native, 300);
+  // (a call of this model takes microseconds: blocks grow to MAX_BLOCK calls within a few blocks)
+  assert.ok(asked.length >= 300 / MAX_BLOCK && asked.length <= 60, `the policy was asked ${asked.length} times in 299 calls`);
+  assert.ok(recorded.length >= asked.length - 1, "every finished block is recorded");
 });

@@ -181,7 +181,7 @@ export class ThreadPolicy {
    * are cheaper by the margin (or, with tie "threads", both must say one thread is).
    */
   private prefers(s: ClassState): boolean {
-    if (this.tieThreads) return !(s.ratioMedian > this.margin && s.oneMedian * this.margin < s.manyMedian);
+    if (this.tieThreads) return !(s.ratioMedian > this.margin);
     return s.ratioMedian * this.margin < 1 && s.manyMedian * this.margin < s.oneMedian;
   }
 
@@ -284,6 +284,11 @@ export class ThreadPolicy {
    */
   force(way: boolean | null): void {
     this.forced = way;
+  }
+
+  /** The way force() set (null: the measured choice). */
+  get forcedWay(): boolean | null {
+    return this.forced;
   }
 
   /**

@@ -78,7 +78,7 @@ export interface ModelCallStats {
  * Chooses, per model and input signature, between the default-threads session and the
  * one-thread one, by their measured wall times (exported for tests: `force`).
  */
-export const nativeSessionPolicy = new ThreadPolicy({ tie: "threads", probeRun: 3 });
+export const nativeSessionPolicy = new ThreadPolicy({ tie: "threads", probeRun: 2 });
 
 /** Models larger than this (bytes) keep one session: a second would hold a second copy of the weights. */
 export const DUAL_MAX_BYTES = 64 * 2 ** 20;
@@ -92,12 +92,31 @@ const DOUBLE = 11;
 /** What a traced signature says onnxruntime's outputs must be; null where it cannot be checked (then the graph runs). */
 type Expected = { dtype: string; shape: readonly number[] }[] | null;
 
-/** Per input signature: its expected outputs; whether the one-thread session may serve it (null: not yet known); its policy class. */
+/**
+ * Per input signature: its expected outputs; whether the one-thread session may serve it (null:
+ * not yet known); its policy class; the current block of calls (its way, calls left, calls in
+ * it, seconds spent so far).
+ */
 interface SignatureState {
   expected: Expected;
   dual: boolean | null;
   key: string;
+  threaded: boolean;
+  left: number;
+  block: number;
+  spent: number;
 }
+
+/**
+ * The policy chooses a way per block of calls lasting about this long (seconds), up to
+ * MAX_BLOCK calls, and is given the block's mean time per call: a call's own time is mostly
+ * the median call's, while on a busy machine what a way costs is in its tail (a threaded call
+ * whose helper lost its core waits a time slice for it: Silero VAD's calls had a median of
+ * 0.2-0.3 ms on both ways at load 14, and means of 1.5-20 ms per 60 calls), which a block's
+ * mean counts and the policy's medians of single calls do not.
+ */
+export const BLOCK_SECONDS = 0.004;
+export const MAX_BLOCK = 32;
 
 type RunOutputs = Record<string, { data: unknown; dims: readonly number[]; type: string }>;
 
@@ -164,7 +183,7 @@ export class NativeSession {
    */
   run(cf: ConcreteFunction, inputs: readonly Tensor[]): Tensor[] | null {
     let sig = this.signatures.get(cf);
-    if (sig === undefined) this.signatures.set(cf, (sig = { expected: expectedOutputs(cf, this.outputs.length), dual: null, key: `native ${signatureIds++}` }));
+    if (sig === undefined) this.signatures.set(cf, (sig = { expected: expectedOutputs(cf, this.outputs.length), dual: null, key: `native ${signatureIds++}`, threaded: true, left: 0, block: 1, spent: 0 }));
     const expected = sig.expected;
     if (expected === null) return null;
     if (!this.opened) this.open();
@@ -183,10 +202,24 @@ export class NativeSession {
       } else if (!sig.dual) {
         out = this.runOn(many);
       } else {
-        const threaded = nativeSessionPolicy.useThreads(sig.key);
+        // (a forced way, for tests, holds from the next call on, whatever block is under way)
+        const forced = nativeSessionPolicy.forcedWay;
+        if (forced !== null && forced !== sig.threaded) sig.left = 0;
+        if (sig.left === 0) {
+          sig.threaded = nativeSessionPolicy.useThreads(sig.key);
+          sig.left = sig.block;
+          sig.spent = 0;
+        }
+        const threaded = sig.threaded;
         const t0 = performance.now();
         out = this.runOn(threaded ? many : this.one!);
-        if (out !== null) nativeSessionPolicy.record(sig.key, threaded, (performance.now() - t0) / 1000, 1);
+        sig.spent += (performance.now() - t0) / 1000;
+        if (out === null) sig.left = 0;
+        else if (--sig.left === 0) {
+          const perCall = sig.spent / sig.block;
+          nativeSessionPolicy.record(sig.key, threaded, perCall, 1);
+          sig.block = Math.max(1, Math.min(MAX_BLOCK, Math.round(BLOCK_SECONDS / Math.max(perCall, 1e-6))));
+        }
         onOne = !threaded;
       }
     } finally {
