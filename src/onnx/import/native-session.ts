@@ -27,10 +27,11 @@
  * signature by the thread policy (backends/cpu/thread-policy.ts: each way's recent wall times and
  * paired ratios, probes of the other way now and then). The policy takes the default-threads
  * session on a tie (it is onnxruntime's own configuration, the reference this must not fall
- * behind: one thread serves where both measures say it is faster by the margin), and its probes
- * are runs of 3 calls whose first is not timed (the switch, not the way: a threaded call after
- * one-thread calls waits for its sleeping helpers, 6.6 ms against 0.2 ms warm for Silero VAD at
- * load 15, and single probes kept whichever way a signature started with). The
+ * behind: one thread serves where the paired ratios say it is faster by the margin); it chooses
+ * per block of calls (BLOCK_SECONDS) and is given each block's mean per call, so that a way's
+ * tail counts; and its probes are 2 blocks whose first is not recorded (the switch, not the way:
+ * a threaded call after one-thread calls waits for its sleeping helpers, 6.6 ms against 0.2 ms
+ * warm for Silero VAD at load 15, and single probes kept whichever way a signature started with). The
  * first call of a signature runs on both and compares their outputs bit for bit: only where they
  * are the same may the one-thread session serve that signature (MLAS splits its products and
  * convolutions by rows and columns, so they were the same for every model measured; an op whose

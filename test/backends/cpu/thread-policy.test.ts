@@ -295,7 +295,7 @@ function againstThreads(opts: ConstructorParameters<typeof ThreadPolicy>[0], f: 
   return seconds / threads;
 }
 
-test("thread policy with tie \"threads\": within the margin threads stay; one thread only where both measures say it is cheaper by the margin", () => {
+test("thread policy with tie \"threads\": within the margin threads stay; one thread only where the paired ratios say it is cheaper by the margin", () => {
   // threads 3% dearer than one thread (inside the 1.05 margin): the default policy runs one
   // thread, a tie-threads one (onnx.load's native session: its threaded session is onnxruntime's
   // own default, the reference) runs threads
