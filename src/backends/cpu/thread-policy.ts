@@ -30,9 +30,7 @@
  * no cheaper than one thread. A way's first job in a class is not recorded: it pays one-time
  * costs (the native kernels build a session per thread count on first use). Failing either measure, a class runs on one thread: a wrong
  * choice of one thread costs at most what threads would have saved, a wrong choice of threads
- * on a busy core can cost the whole job again. (A policy made with `tie: "threads"` turns that
- * round: threads unless the paired ratios say one thread is cheaper by the margin, for a caller
- * whose threaded way is the reference it must match, onnx.load's native session.)
+ * on a busy core can cost the whole job again.
  *
  * The policy is a pure state machine over the timings it is given (`record`): no clock of its
  * own, so its logic is tested with simulated timings (test/backends/cpu/thread-policy.test.ts).
@@ -53,19 +51,6 @@ export interface ThreadPolicyOptions {
   ratios?: number;
   /** Threads are preferred only when faster than one thread by this factor (hysteresis). */
   margin?: number;
-  /**
-   * The way taken when the measures do not say the other way is cheaper by `margin`: "one"
-   * (the default: threads only where both measures say they are cheaper; a wrong choice of one
-   * thread costs at most what threads would have saved) or "threads" (for a caller whose
-   * threaded way is the reference it must not fall behind: onnx.load's native session, whose
-   * threaded session is onnxruntime's own default, takes one thread only where the median
-   * paired ratio says it is faster by the margin; the estimates are not asked, as the way not in
-   * use has only old probes' timings: one such estimate, taken in a burst of load, kept Silero
-   * VAD on threads while its paired ratios said threads took 4.8x as long). Simulated on a
-   * loaded machine (the tests' loadedMachine), threads 0.75x one thread's time: the default
-   * policy took 1.10x always-threads' time, tie "threads" 1.03x.
-   */
-  tie?: "one" | "threads";
   /**
    * Consecutive jobs of one way that a probe (and each turn of a class's start) runs, 1 by
    * default. Above 1, the first job after a change of way is not recorded: it pays the switch,
@@ -152,7 +137,6 @@ export class ThreadPolicy {
   private readonly window: number;
   private readonly ratioWindow: number;
   private readonly margin: number;
-  private readonly tieThreads: boolean;
   private readonly probeRun: number;
   private forced: boolean | null = null;
 
@@ -164,7 +148,6 @@ export class ThreadPolicy {
     this.window = opts.window ?? 5;
     this.ratioWindow = opts.ratios ?? 5;
     this.margin = opts.margin ?? 1.05;
-    this.tieThreads = opts.tie === "threads";
     this.probeRun = Math.max(1, Math.floor(opts.probeRun ?? 1));
   }
 
@@ -181,18 +164,9 @@ export class ThreadPolicy {
     return s.ratios.length < FIRST_RATIOS || s.one.length === 0 || s.many.length === 0;
   }
 
-  /**
-   * Whether threads are the way to take by what has been measured: both measures must say they
-   * are cheaper by the margin (or, with tie "threads", the paired ratios must say one thread is).
-   */
+  /** Whether threads are the cheaper way by what has been measured: both measures must say so. */
   private prefers(s: ClassState): boolean {
-    if (this.tieThreads) return !(s.ratioMedian > this.margin);
     return s.ratioMedian * this.margin < 1 && s.manyMedian * this.margin < s.oneMedian;
-  }
-
-  /** Whether one paired ratio (threads over one thread), alone, would have threads taken. */
-  private ratioSaysThreads(ratio: number): boolean {
-    return this.tieThreads ? !(ratio > this.margin) : ratio * this.margin < 1;
   }
 
   /** Whether the next job of class `key` should use several threads. */
@@ -268,7 +242,7 @@ export class ThreadPolicy {
       // a probe that says the other way is cheaper is confirmed soon by another, as many times
       // as it takes to flip the median (a machine that changed is followed within a few jobs)
       if (s.probing) {
-        s.disagreed = this.ratioSaysThreads(ratio) !== before ? s.disagreed + 1 : 0;
+        s.disagreed = (ratio * this.margin < 1) !== before ? s.disagreed + 1 : 0;
         s.gap = s.disagreed > 0 && s.disagreed <= this.ratioWindow >> 1 ? this.confirmGap : this.minGap;
       }
     }

@@ -25,13 +25,15 @@
  * own default session (its thread count, or STAGECRAFT_THREADS' where set) whose helpers stop
  * spinning at each call's end, and a one-thread one (nativeSessionOptions), chosen per input
  * signature by the thread policy (backends/cpu/thread-policy.ts: each way's recent wall times and
- * paired ratios, probes of the other way now and then). The policy takes the default-threads
- * session on a tie (it is onnxruntime's own configuration, the reference this must not fall
- * behind: one thread serves where the paired ratios say it is faster by the margin); it chooses
- * per block of calls (BLOCK_SECONDS) and is given each block's mean per call, so that a way's
- * tail counts; and its probes are 2 blocks whose first is not recorded (the switch, not the way:
- * a threaded call after one-thread calls waits for its sleeping helpers, 6.6 ms against 0.2 ms
- * warm for Silero VAD at load 15, and single probes kept whichever way a signature started with). The
+ * paired ratios, threads where both say they are faster, probes of the other way now and then).
+ * The policy chooses per block of calls (BLOCK_SECONDS) and is given each block's mean per call,
+ * so that a way's tail counts; its probes are 2 blocks whose first is not recorded (the switch,
+ * not the way: a threaded call after one-thread calls waits for its sleeping helpers, 6.6 ms
+ * against 0.2 ms warm for Silero VAD at load 15, and single probes kept whichever way a
+ * signature started with). (Ties to the threaded session, as onnxruntime's own configuration,
+ * were tried: on the loaded 2-core machine they left Silero VAD on threads for 51-82% of its
+ * calls, at 0.97-1.94x onnxruntime's speed, where the default rule ran 83-96% on one thread at
+ * 1.44-2.19x, in one process.) The
  * first call of a signature runs on both and compares their outputs bit for bit: only where they
  * are the same may the one-thread session serve that signature (MLAS splits its products and
  * convolutions by rows and columns, so they were the same for every model measured; an op whose
@@ -79,7 +81,7 @@ export interface ModelCallStats {
  * Chooses, per model and input signature, between the default-threads session and the
  * one-thread one, by their measured wall times (exported for tests: `force`).
  */
-export const nativeSessionPolicy = new ThreadPolicy({ tie: "threads", probeRun: 2 });
+export const nativeSessionPolicy = new ThreadPolicy({ probeRun: 2 });
 
 /** Models larger than this (bytes) keep one session: a second would hold a second copy of the weights. */
 export const DUAL_MAX_BYTES = 64 * 2 ** 20;

@@ -284,43 +284,6 @@ test("worker pool: a row-shared product with A transposed is its own class of th
   assert.deepEqual([jobs(false), jobs(true)], [before[0]! + 1, before[1]! + 3], "the plain class");
 });
 
-/** Over 20 loaded machines (pBurst 0.3): a fresh policy's time against always taking threads, which cost `f` times one thread. */
-function againstThreads(opts: ConstructorParameters<typeof ThreadPolicy>[0], f: number): number {
-  let seconds = 0, threads = 0;
-  for (let seed = 1; seed <= 20; seed++) {
-    const load = loadedMachine(seed, 2000, 0.3);
-    seconds += drive(new ThreadPolicy(opts), "k", load.length, (i) => load[i]!, (i) => f * load[i]!).seconds;
-    threads += load.reduce((a, l) => a + f * l, 0);
-  }
-  return seconds / threads;
-}
-
-test("thread policy with tie \"threads\": within the margin threads stay; one thread only where the paired ratios say it is cheaper by the margin", () => {
-  // threads 3% dearer than one thread (inside the 1.05 margin): the default policy runs one
-  // thread, a tie-threads one (onnx.load's native session: its threaded session is onnxruntime's
-  // own default, the reference) runs threads
-  const one = drive(new ThreadPolicy(), "k", 400, 1.0, 1.03);
-  assert.ok(one.threaded <= 40, `default policy: ${one.threaded} of 400 jobs threaded`);
-  const p = new ThreadPolicy({ tie: "threads" });
-  const tie = drive(p, "k", 400, 1.0, 1.03);
-  assert.ok(tie.threaded >= 360, `tie threads: ${tie.threaded} of 400 jobs threaded`);
-  // a busy second core (threads 1.9x): one thread, with probes of threads within the budget
-  const busy = drive(p, "k", 400, 1.0, 1.9);
-  assert.ok(busy.threaded <= 32, `tie threads, busy core: ${busy.threaded} of 400 jobs threaded`);
-  assert.ok(busy.seconds <= 400 * 1.08, `tie threads, busy core: ${busy.seconds} s for 400 one-second jobs`);
-  // and threads again when they pay
-  const free = drive(p, "k", 200, 1.0, 0.6);
-  assert.ok(free.threaded >= 150, `tie threads, freed core: ${free.threaded} of 200 jobs threaded`);
-  // on a loaded machine where threads pay (0.75x), the default policy's noisy measures leave
-  // threads too often (10% behind always-threads in this simulation); tie threads stays within
-  // 3.5% of it, and still gains where one thread is clearly cheaper (threads 1.5x)
-  assert.ok(againstThreads({}, 0.75) >= 1.05, `default policy, threads 0.75x: ${againstThreads({}, 0.75).toFixed(3)}x always-threads' time`);
-  const pays = againstThreads({ tie: "threads" }, 0.75);
-  assert.ok(pays <= 1.035, `tie threads, threads 0.75x: ${pays.toFixed(3)}x always-threads' time`);
-  const dear = againstThreads({ tie: "threads" }, 1.5);
-  assert.ok(dear <= 0.8, `tie threads, threads 1.5x: ${dear.toFixed(3)}x always-threads' time`);
-});
-
 test("thread policy with probeRun: a change of way's first job pays the switch and is not recorded, so each way is seen as it runs in a streak", () => {
   // onnx.load's native session: a threaded call after one-thread calls waits for its sleeping
   // helpers (6x here), a one-thread call after threaded ones shares the cores with helpers
@@ -338,12 +301,12 @@ test("thread policy with probeRun: a change of way's first job pays the switch a
     return threaded;
   };
   // single probes (and a start that alternates job by job) see only switches: one thread kept
-  assert.ok(run(new ThreadPolicy({ tie: "threads" }), 400) <= 80, "single probes");
-  const streaks = run(new ThreadPolicy({ tie: "threads", probeRun: 3 }), 400);
+  assert.ok(run(new ThreadPolicy(), 400) <= 80, "single probes");
+  const streaks = run(new ThreadPolicy({ probeRun: 3 }), 400);
   assert.ok(streaks >= 360, `probeRun 3: ${streaks} of 400 jobs threaded`);
   // and the other way round (one thread 0.6 in a streak, threads 1): one thread
   let threaded = 0, last: boolean | null = null;
-  const p = new ThreadPolicy({ tie: "threads", probeRun: 3 });
+  const p = new ThreadPolicy({ probeRun: 3 });
   for (let i = 0; i < 400; i++) {
     const t = p.useThreads("k");
     const s = t ? (last === false ? 6 : 1) : last === true ? 2 : 0.6;
