@@ -93,6 +93,9 @@ interface ClassState {
   runWay: boolean;
   /** The way of the last job recorded (null: none yet): a job of the other way is a switch. */
   lastWay: boolean | null;
+  /** Seconds per flop of the last switch to one thread and to threads (probeRun > 1; NaN: none yet). */
+  switchOne: number;
+  switchMany: number;
 }
 
 /** Scratch for `median` (windows are short): the policy allocates nothing per job. */
@@ -154,7 +157,7 @@ export class ThreadPolicy {
   private state(key: string | number): ClassState {
     let s = this.classes.get(key);
     if (s === undefined) {
-      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false, runLeft: 0, runWay: false, lastWay: null };
+      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false, runLeft: 0, runWay: false, lastWay: null, switchOne: NaN, switchMany: NaN };
       this.classes.set(key, s);
     }
     return s;
@@ -192,8 +195,12 @@ export class ThreadPolicy {
     if (s.sinceProbe > s.gap) {
       // (means: a way whose timings have a long tail, threads waiting for a helper on a busy
       // core, costs its tail too)
-      const extra = Math.max(0, (prefer ? mean(s.one) - mean(s.many) : mean(s.many) - mean(s.one)) * s.flops);
-      if (s.gap < this.minGap || s.sinceProbe > this.maxGap || extra * this.probeRun <= this.probeBudget * s.spentSinceProbe) {
+      const [other, chosen] = prefer ? [mean(s.one), mean(s.many)] : [mean(s.many), mean(s.one)];
+      // (a run's first job, not recorded as it pays the switch, is a probe's cost too: a
+      // threaded call of onnx.load's native session after one-thread calls took 30x one)
+      const first = this.probeRun > 1 ? (prefer ? s.switchOne : s.switchMany) : NaN;
+      const extra = Math.max(0, ((this.probeRun - 1) * (other - chosen) + (Number.isNaN(first) ? other : first) - chosen) * s.flops);
+      if (s.gap < this.minGap || s.sinceProbe > this.maxGap || extra <= this.probeBudget * s.spentSinceProbe) {
         s.probing = true;
         s.runWay = !prefer;
         s.runLeft = this.probeRun - 1;
@@ -222,6 +229,9 @@ export class ThreadPolicy {
     }
     // (probeRun > 1: a switch of way pays the switch, not the way: not recorded)
     if (switched && this.probeRun > 1) {
+      const perFlop = seconds / Math.max(1, flops);
+      if (threaded) s.switchMany = perFlop;
+      else s.switchOne = perFlop;
       if (s.probing) {
         s.sinceProbe = 0;
         s.spentSinceProbe = 0;

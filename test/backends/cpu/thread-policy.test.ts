@@ -316,3 +316,19 @@ test("thread policy with probeRun: a change of way's first job pays the switch a
   }
   assert.ok(threaded <= 60, `probeRun 3, one thread cheaper: ${threaded} of 400 jobs threaded`);
 });
+
+test("thread policy with probeRun: a probe's first, unrecorded job counts in the probe budget", () => {
+  // threads cost 1.5x in a streak but 30x on the job after a switch (helpers woken on a busy
+  // machine): the probes must be spaced by what they cost, the switch included
+  const p = new ThreadPolicy({ probeRun: 2 });
+  let seconds = 0, last: boolean | null = null;
+  const jobs = 3000;
+  for (let i = 0; i < jobs; i++) {
+    const t = p.useThreads("k");
+    const s = t ? (last === false ? 30 : 1.5) : 1;
+    last = t;
+    seconds += s;
+    p.record("k", t, s, 1);
+  }
+  assert.ok(seconds <= jobs * 1.06, `${seconds.toFixed(0)} s for ${jobs} one-second jobs`);
+});
