@@ -244,22 +244,28 @@ test("the default-threads session is onnxruntime's default session (helpers that
   assert.equal(nativeSessionOptions(false, 1, true).one, null);
   assert.equal((nativeSessionOptions(true, 2, false).many as { graphOptimizationLevel?: string }).graphOptimizationLevel, "basic");
   // and the behaviour: after threaded calls return, the helpers sleep (onnxruntime's plain
-  // default lets them spin on: 25-48 ms of CPU in the 300 ms after a call of this model)
+  // default lets them spin on: 25-48 ms of CPU in the 300 ms after each call of this model).
+  // The least of three idle spells: a spinning helper spins after every call, while the
+  // process's other threads (the garbage collector, the compiler) only now and then.
   const model = onnx.load(CLS);
   const x = new Rng(9).tensor([1, 3, 48, 192], -1, 1, "float32");
+  const idle: number[] = [];
   try {
     nativeSessionPolicy.force(true);
-    for (let i = 0; i < 4; i++) (model(x) as sc.Tensor).dataSync();
+    for (let k = 0; k < 3; k++) {
+      for (let i = 0; i < 4; i++) (model(x) as sc.Tensor).dataSync();
+      const before = process.cpuUsage();
+      await new Promise((r) => setTimeout(r, 250));
+      const used = process.cpuUsage(before);
+      idle.push((used.user + used.system) / 1000);
+    }
   } finally {
     nativeSessionPolicy.force(null);
   }
-  assert.equal(model.stats.native, 4);
+  assert.equal(model.stats.native, 12);
   assert.equal(model.stats.oneThread, 0);
-  const before = process.cpuUsage();
-  await new Promise((r) => setTimeout(r, 300));
-  const used = process.cpuUsage(before);
-  const ms = (used.user + used.system) / 1000;
-  assert.ok(ms < 12, `${ms.toFixed(1)} ms of CPU in the 300 ms after the calls (a helper spinning on)`);
+  const least = Math.min(...idle);
+  assert.ok(least < 10, `${idle.map((v) => v.toFixed(1)).join(", ")} ms of CPU in the 250 ms after the calls (a helper spinning on)`);
 });
 
 test("the thread policy chooses per block of calls and is given each block's mean time: a fast model's calls ask it far less than once a call", {
