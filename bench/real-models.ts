@@ -33,7 +33,10 @@
 // rotated per round), a ratio taken within each round: ratio = onnxruntime's ms / the system's
 // ms (above 1: faster than onnxruntime; for fine-tune, how many onnxruntime forwards one
 // training step costs, inverted).
-//   node --import tsx bench/real-models.ts [--quick]
+//   node --import tsx bench/real-models.ts [--quick] [--rounds=N] [--systems=ours,onnxruntime,...] [--models=rec,cls]
+// (--rounds: interleaved rounds instead of 3 (--quick) or 7; --systems: only those columns, onnxruntime's
+// session always; --models: only the models whose label contains one of the words; the figures
+// then also give each system's min and median per call over the rounds)
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import * as path from "node:path";
@@ -70,6 +73,16 @@ export const MODEL_CASES: ModelCase[] = [
   },
 ];
 
+/** What a run may narrow (the command line of a direct run; npm run bench takes the defaults). */
+export interface RealModelOptions {
+  /** Interleaved rounds (default 3 with quick, else 7). */
+  rounds?: number;
+  /** Only these systems (onnxruntime's session is always timed: the ratios are against it). */
+  systems?: readonly string[];
+  /** Only the models whose label contains one of these (case-insensitive). */
+  models?: readonly string[];
+}
+
 /** One timed system: a call (sync or async) and its outputs for the check (null: not checked). */
 interface System {
   name: string;
@@ -87,6 +100,8 @@ export interface ModelResult {
   maxAbsDiff: Record<string, number>;
   /** Median ms per call, per system. */
   ms: Record<string, number>;
+  /** The fastest round's ms per call, per system. */
+  minMs: Record<string, number>;
   /** Median over rounds of onnxruntime's ms / the system's ms, with the ratios' spread. */
   ratio: Record<string, { median: number; spread: number | null; low: number; high: number }>;
   failed: Record<string, string>;
@@ -114,7 +129,7 @@ function maxAbsDiff(a: sc.Tensor, b: sc.Tensor): number {
   return m;
 }
 
-async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promise<{ systems: System[]; release: () => Promise<void>; stats: sc.onnx.OnnxModel["stats"] }> {
+async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>, only?: readonly string[]): Promise<{ systems: System[]; release: () => Promise<void>; stats: sc.onnx.OnnxModel["stats"] }> {
   const ort = onnx.loadOnnxRuntime();
   const session: OrtSession = await ort.InferenceSession.create(c.file, { executionProviders: ["cpu"], logSeverityLevel: 3 });
   // (a reference, not a goal: onnxruntime's session given the one thread ours may choose)
@@ -139,6 +154,7 @@ async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>): Promis
   };
   const systems: System[] = [];
   const add = (name: string, make: () => () => unknown, outputs: (call: () => unknown) => Promise<Record<string, sc.Tensor> | null>) => {
+    if (only !== undefined && name !== ORT && !only.includes(name)) return;
     try {
       const call = make();
       systems.push({ name, call, outputs: () => outputs(call) });
@@ -184,10 +200,10 @@ async function timeCalls(call: () => unknown, calls: number): Promise<number> {
   return performance.now() - t0;
 }
 
-async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
+async function benchModel(c: ModelCase, quick: boolean, opts: RealModelOptions = {}): Promise<ModelResult> {
   const feeds = c.feeds();
   const auto0 = { ...autoStats };
-  const { systems, release, stats } = await systemsOf(c, feeds);
+  const { systems, release, stats } = await systemsOf(c, feeds, opts.systems);
   const failed: Record<string, string> = {};
   const maxAbs: Record<string, number> = {};
   try {
@@ -230,7 +246,7 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
     const target = quick ? 150 : 600;
     const calls = new Map<System, number>();
     for (const s of live) calls.set(s, Math.max(2, Math.round(target / Math.max(0.01, await timeCalls(s.call, 1)))));
-    const rounds = quick ? 3 : 7;
+    const rounds = opts.rounds ?? (quick ? 3 : 7);
     const times = new Map<string, number[]>(live.map((s) => [s.name, []]));
     const SLICES = quick ? 2 : 4;
     for (let r = 0; r < rounds; r++) {
@@ -250,16 +266,18 @@ async function benchModel(c: ModelCase, quick: boolean): Promise<ModelResult> {
     const native = stats.graph === graph0 && stats.nativeOff === null ? `native session (${oneShare})` : `graph (${stats.graph - graph0} timed calls; ${stats.nativeOff ?? "?"})`;
     const ortTimes = times.get(ORT)!;
     const ms: Record<string, number> = {};
+    const minMs: Record<string, number> = {};
     const ratio: ModelResult["ratio"] = {};
     for (const [name, t] of times) {
       ms[name] = median(t);
+      minMs[name] = Math.min(...t);
       if (name === ORT) continue;
       const rs = t.map((x, i) => ortTimes[i]! / x);
       ratio[name] = { median: median(rs), spread: relativeSpread(rs), low: Math.min(...rs), high: Math.max(...rs) };
     }
     const [plan, ours, fell] = [autoStats.chosePlan - auto0.chosePlan, autoStats.choseOurs - auto0.choseOurs, autoStats.fallbacks - auto0.fallbacks];
     const autoChose = [plan > 0 ? `the partitioned plan${plan > 1 ? ` x${plan}` : ""}` : "", ours > 0 ? `ours${ours > 1 ? ` x${ours}` : ""}` : "", fell > 0 ? `${fell} fallback(s)` : ""].filter(Boolean).join(", ") || "not yet";
-    return { label: c.label, input: c.input, maxAbsDiff: maxAbs, ms, ratio, failed, rounds, autoChose, oursRan: native };
+    return { label: c.label, input: c.input, maxAbsDiff: maxAbs, ms, minMs, ratio, failed, rounds, autoChose, oursRan: native };
   } finally {
     await release();
   }
@@ -285,20 +303,28 @@ export function markdownTable(results: readonly ModelResult[]): string {
 }
 
 /** The suite: one row per model and system against onnxruntime's session (models not installed are skipped). */
-export async function benchRealModels(quick = false): Promise<Row[]> {
+export async function benchRealModels(quick = false, opts: RealModelOptions = {}): Promise<Row[]> {
   const results: ModelResult[] = [];
-  for (const c of MODEL_CASES) {
+  const wanted = (c: ModelCase) => opts.models === undefined || opts.models.some((m) => c.label.toLowerCase().includes(m.toLowerCase()));
+  for (const c of MODEL_CASES.filter(wanted)) {
     if (!existsSync(c.file)) {
       console.log(`(real-models: skipping ${c.label}: ${c.file} is not installed)`);
       continue;
     }
     const t = performance.now();
-    const r = await benchModel(c, quick);
+    const r = await benchModel(c, quick, opts);
     console.log(`real-models: ${c.label} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
     results.push(r);
   }
   console.log(`\nreal models, ms per call (median of ${results[0]?.rounds ?? 0} interleaved rounds), ratio = onnxruntime's ms / the column's (above 1: faster than onnxruntime)`);
   console.log(markdownTable(results));
+  if (opts.rounds !== undefined || opts.systems !== undefined) {
+    // (min and median over the rounds, each system; the ratio is the median of the per-round ratios)
+    for (const r of results) {
+      const cols = Object.keys(r.ms).map((k) => `${k} ${r.minMs[k]!.toFixed(2)}/${r.ms[k]!.toFixed(2)}${r.ratio[k] !== undefined ? ` (${r.ratio[k]!.median.toFixed(2)}x, rounds ${r.ratio[k]!.low.toFixed(2)}-${r.ratio[k]!.high.toFixed(2)})` : ""}`);
+      console.log(`${r.label}: min/median ms ${cols.join("; ")}; ours ${r.oursRan}`);
+    }
+  }
   console.log(`machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores; load average (1, 5, 15 min): ${loadavg().map((l) => l.toFixed(2)).join(", ")}`);
   const rows: Row[] = [];
   for (const r of results) {
@@ -313,4 +339,13 @@ export async function benchRealModels(quick = false): Promise<Row[]> {
   return rows;
 }
 
-if (isMainModule(import.meta.url)) await benchRealModels(process.argv.includes("--quick"));
+if (isMainModule(import.meta.url)) {
+  const arg = (name: string) => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const list = (v: string | undefined) => (v === undefined ? undefined : v.split(",").map((x) => x.trim()).filter(Boolean));
+  const rounds = arg("rounds");
+  await benchRealModels(process.argv.includes("--quick"), {
+    ...(rounds !== undefined ? { rounds: Number(rounds) } : {}),
+    ...(arg("systems") !== undefined ? { systems: list(arg("systems")) } : {}),
+    ...(arg("models") !== undefined ? { models: list(arg("models")) } : {}),
+  });
+}

@@ -16,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import * as sc from "../../src/api/index.js";
 import { availableParallelism } from "node:os";
 import { Rng } from "../util/rng.js";
-import { nativeSessionPolicy } from "../../src/onnx/import/native-session.js";
+import { MAX_BLOCK, nativeSessionOptions, nativeSessionPolicy } from "../../src/onnx/import/native-session.js";
 
 const { onnx } = sc;
 const vi = onnx.makeValueInfo;
@@ -229,4 +229,72 @@ test("a real model (PaddleOCR direction classifier): the native session's answer
   assert.equal(onnx.mismatch(got2, graph(x) as sc.Tensor, onnx.MODEL_TOLERANCE), null);
   assert.notEqual(onnx.mismatch(got2, got, { atol: 1e-6, rtol: 0 }), null, "the changed weight changes the answer");
   assert.equal(model.stats.native, 1);
+});
+
+test("the default-threads session is onnxruntime's default session (helpers that spin within a call), stopped at each call's end", {
+  skip: skip || (!existsSync(CLS) && `${CLS} is not installed`) || ((availableParallelism() < 2 || process.env.STAGECRAFT_THREADS === "1") && "one thread: no helpers"),
+}, async () => {
+  // onnxruntime's own defaults for the threads (no thread count, spinning allowed: the peer's
+  // configuration; helpers that never spin made two threads slower than one on PP-OCRv4 rec),
+  // plus force_spinning_stop; the one-thread twin has no helpers
+  const o = nativeSessionOptions(false, 2, false) as { many: Record<string, unknown>; one: Record<string, unknown> };
+  assert.equal(o.many.intraOpNumThreads, undefined);
+  assert.deepEqual(o.many.extra, { session: { force_spinning_stop: "1" } });
+  assert.equal(o.one.intraOpNumThreads, 1);
+  assert.equal(nativeSessionOptions(false, 1, true).one, null);
+  assert.equal((nativeSessionOptions(true, 2, false).many as { graphOptimizationLevel?: string }).graphOptimizationLevel, "basic");
+  // and the behaviour: after threaded calls return, the helpers sleep (onnxruntime's plain
+  // default lets them spin on: 25-48 ms of CPU in the 300 ms after each call of this model).
+  // The least of three idle spells: a spinning helper spins after every call, while the
+  // process's other threads (the garbage collector, the compiler) only now and then.
+  const model = onnx.load(CLS);
+  const x = new Rng(9).tensor([1, 3, 48, 192], -1, 1, "float32");
+  const idle: number[] = [];
+  try {
+    nativeSessionPolicy.force(true);
+    for (let k = 0; k < 3; k++) {
+      for (let i = 0; i < 4; i++) (model(x) as sc.Tensor).dataSync();
+      const before = process.cpuUsage();
+      await new Promise((r) => setTimeout(r, 250));
+      const used = process.cpuUsage(before);
+      idle.push((used.user + used.system) / 1000);
+    }
+  } finally {
+    nativeSessionPolicy.force(null);
+  }
+  assert.equal(model.stats.native, 12);
+  assert.equal(model.stats.oneThread, 0);
+  const least = Math.min(...idle);
+  assert.ok(least < 10, `${idle.map((v) => v.toFixed(1)).join(", ")} ms of CPU in the 250 ms after the calls (a helper spinning on)`);
+});
+
+test("the thread policy chooses per block of calls and is given each block's mean time: a fast model's calls ask it far less than once a call", {
+  skip: skip || ((availableParallelism() < 2 || process.env.STAGECRAFT_THREADS === "1") && "one thread: there is one session"),
+}, () => {
+  const rng = new Rng(11);
+  const model = onnx.load(denseModel(rng));
+  const x = rng.tensor([5, 3], -1, 1, "float32");
+  const asked: boolean[] = [];
+  const recorded: number[] = [];
+  const policy = nativeSessionPolicy as unknown as { useThreads: (k: string) => boolean; record: (k: string, t: boolean, s: number, f: number) => void };
+  const [useThreads, record] = [policy.useThreads, policy.record];
+  policy.useThreads = function (k) {
+    const t = useThreads.call(this, k);
+    asked.push(t);
+    return t;
+  };
+  policy.record = function (k, t, s, f) {
+    recorded.push(s);
+    record.call(this, k, t, s, f);
+  };
+  try {
+    for (let i = 0; i < 300; i++) model(x);
+  } finally {
+    policy.useThreads = useThreads;
+    policy.record = record;
+  }
+  assert.equal(model.stats.native, 300);
+  // (a call of this model takes microseconds: blocks grow to MAX_BLOCK calls within a few blocks)
+  assert.ok(asked.length >= 300 / MAX_BLOCK && asked.length <= 60, `the policy was asked ${asked.length} times in 299 calls`);
+  assert.ok(recorded.length >= asked.length - 1, "every finished block is recorded");
 });

@@ -51,6 +51,16 @@ export interface ThreadPolicyOptions {
   ratios?: number;
   /** Threads are preferred only when faster than one thread by this factor (hysteresis). */
   margin?: number;
+  /**
+   * Consecutive jobs of one way that a probe (and each turn of a class's start) runs, 1 by
+   * default. Above 1, the first job after a change of way is not recorded: it pays the switch,
+   * not the way (onnx.load's native session: a threaded call after one-thread calls waits for
+   * its sleeping helpers to be woken and scheduled, 6.6 ms against 0.2 ms warm for Silero VAD at
+   * load 15; a one-thread call after threaded ones shares the cores with helpers still winding
+   * down), and a policy that timed single probes saw each way at its worst and kept the way it
+   * started with.
+   */
+  probeRun?: number;
 }
 
 interface ClassState {
@@ -78,6 +88,14 @@ interface ClassState {
   flops: number;
   /** Whether the job handed out last was a probe. */
   probing: boolean;
+  /** Jobs left of the current run (a probe's, or a starting turn's) and its way (probeRun > 1). */
+  runLeft: number;
+  runWay: boolean;
+  /** The way of the last job recorded (null: none yet): a job of the other way is a switch. */
+  lastWay: boolean | null;
+  /** Seconds per flop of the last switch to one thread and to threads (probeRun > 1; NaN: none yet). */
+  switchOne: number;
+  switchMany: number;
 }
 
 /** Scratch for `median` (windows are short): the policy allocates nothing per job. */
@@ -122,6 +140,7 @@ export class ThreadPolicy {
   private readonly window: number;
   private readonly ratioWindow: number;
   private readonly margin: number;
+  private readonly probeRun: number;
   private forced: boolean | null = null;
 
   constructor(opts: ThreadPolicyOptions = {}) {
@@ -132,12 +151,13 @@ export class ThreadPolicy {
     this.window = opts.window ?? 5;
     this.ratioWindow = opts.ratios ?? 5;
     this.margin = opts.margin ?? 1.05;
+    this.probeRun = Math.max(1, Math.floor(opts.probeRun ?? 1));
   }
 
   private state(key: string | number): ClassState {
     let s = this.classes.get(key);
     if (s === undefined) {
-      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false };
+      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false, runLeft: 0, runWay: false, lastWay: null, switchOne: NaN, switchMany: NaN };
       this.classes.set(key, s);
     }
     return s;
@@ -158,16 +178,32 @@ export class ThreadPolicy {
     s.jobs++;
     s.probing = false;
     if (this.forced !== null) return this.forced;
+    // (the rest of a run of probeRun jobs: a probe's, or a starting turn's)
+    if (s.runLeft > 0) {
+      s.runLeft--;
+      s.probing = !this.starting(s);
+      return s.runWay;
+    }
     // first both ways, alternately (threads first), until FIRST_RATIOS ratios are paired
-    if (this.starting(s)) return s.many.length <= s.one.length;
+    if (this.starting(s)) {
+      s.runWay = s.many.length <= s.one.length;
+      s.runLeft = this.probeRun - 1;
+      return s.runWay;
+    }
     const prefer = this.prefers(s);
     s.sinceProbe++;
     if (s.sinceProbe > s.gap) {
       // (means: a way whose timings have a long tail, threads waiting for a helper on a busy
       // core, costs its tail too)
-      const extra = Math.max(0, (prefer ? mean(s.one) - mean(s.many) : mean(s.many) - mean(s.one)) * s.flops);
+      const [other, chosen] = prefer ? [mean(s.one), mean(s.many)] : [mean(s.many), mean(s.one)];
+      // (a run's first job, not recorded as it pays the switch, is a probe's cost too: a
+      // threaded call of onnx.load's native session after one-thread calls took 30x one)
+      const first = this.probeRun > 1 ? (prefer ? s.switchOne : s.switchMany) : NaN;
+      const extra = Math.max(0, ((this.probeRun - 1) * (other - chosen) + (Number.isNaN(first) ? other : first) - chosen) * s.flops);
       if (s.gap < this.minGap || s.sinceProbe > this.maxGap || extra <= this.probeBudget * s.spentSinceProbe) {
         s.probing = true;
+        s.runWay = !prefer;
+        s.runLeft = this.probeRun - 1;
         return !prefer;
       }
     }
@@ -181,12 +217,28 @@ export class ThreadPolicy {
    */
   record(key: string | number, threaded: boolean, seconds: number, flops: number, helperIdle = false): void {
     const s = this.state(key);
+    const switched = s.lastWay !== null && s.lastWay !== threaded;
+    s.lastWay = threaded;
     // a way's first job pays one-time costs (a native session built for that thread count, a
     // worker started, code compiled: 20 ms for a 0.4 ms product), which no later job pays
     if (!(threaded ? s.ranMany : s.ranOne)) {
       if (threaded) s.ranMany = true;
       else s.ranOne = true;
       s.probing = false;
+      return;
+    }
+    // (probeRun > 1: a switch of way pays the switch, not the way: not recorded)
+    if (switched && this.probeRun > 1) {
+      const perFlop = seconds / Math.max(1, flops);
+      if (threaded) s.switchMany = perFlop;
+      else s.switchOne = perFlop;
+      if (s.probing) {
+        s.sinceProbe = 0;
+        s.spentSinceProbe = 0;
+        s.probing = false;
+      } else {
+        s.spentSinceProbe += seconds;
+      }
       return;
     }
     s.flops = Math.max(1, flops);
@@ -221,6 +273,11 @@ export class ThreadPolicy {
    */
   force(way: boolean | null): void {
     this.forced = way;
+  }
+
+  /** The way force() set (null: the measured choice). */
+  get forcedWay(): boolean | null {
+    return this.forced;
   }
 
   /**

@@ -19,11 +19,21 @@
  * more than it saves, and on a shared machine the helper waits for a core while the call waits
  * for it: measured on the 2-core VM under load, Silero's call took 1.4-8x as long on the default
  * session as on a one-thread session, and PP-OCRv4 det's 1.4x; on a quiet machine a large model
- * runs faster on every core. So a call runs on one of two sessions of the same bytes, onnxruntime's
- * default thread count (or STAGECRAFT_THREADS' where set) and a one-thread one, neither with
- * spinning helpers (see open), chosen per input
+ * runs faster on every core, with helpers that spin within the call (without, PP-OCRv4 rec's two
+ * threads were slower than one on a quiet machine, where onnxruntime's spinning default was 1.3x
+ * faster than one thread). So a call runs on one of two sessions of the same bytes: onnxruntime's
+ * own default session (its thread count, or STAGECRAFT_THREADS' where set) whose helpers stop
+ * spinning at each call's end, and a one-thread one (nativeSessionOptions), chosen per input
  * signature by the thread policy (backends/cpu/thread-policy.ts: each way's recent wall times and
- * paired ratios, the cheaper one, one thread on a tie, probes of the other way now and then). The
+ * paired ratios, threads where both say they are faster, probes of the other way now and then).
+ * The policy chooses per block of calls (BLOCK_SECONDS) and is given each block's mean per call,
+ * so that a way's tail counts; its probes are 2 blocks whose first is not recorded (the switch,
+ * not the way: a threaded call after one-thread calls waits for its sleeping helpers, 6.6 ms
+ * against 0.2 ms warm for Silero VAD at load 15, and single probes kept whichever way a
+ * signature started with). (Ties to the threaded session, as onnxruntime's own configuration,
+ * were tried: on the loaded 2-core machine they left Silero VAD on threads for 51-82% of its
+ * calls, at 0.97-1.94x onnxruntime's speed, where the default rule ran 83-96% on one thread at
+ * 1.44-2.19x, in one process.) The
  * first call of a signature runs on both and compares their outputs bit for bit: only where they
  * are the same may the one-thread session serve that signature (MLAS splits its products and
  * convolutions by rows and columns, so they were the same for every model measured; an op whose
@@ -71,7 +81,7 @@ export interface ModelCallStats {
  * Chooses, per model and input signature, between the default-threads session and the
  * one-thread one, by their measured wall times (exported for tests: `force`).
  */
-export const nativeSessionPolicy = new ThreadPolicy();
+export const nativeSessionPolicy = new ThreadPolicy({ probeRun: 2 });
 
 /** Models larger than this (bytes) keep one session: a second would hold a second copy of the weights. */
 export const DUAL_MAX_BYTES = 64 * 2 ** 20;
@@ -85,12 +95,31 @@ const DOUBLE = 11;
 /** What a traced signature says onnxruntime's outputs must be; null where it cannot be checked (then the graph runs). */
 type Expected = { dtype: string; shape: readonly number[] }[] | null;
 
-/** Per input signature: its expected outputs; whether the one-thread session may serve it (null: not yet known); its policy class. */
+/**
+ * Per input signature: its expected outputs; whether the one-thread session may serve it (null:
+ * not yet known); its policy class; the current block of calls (its way, calls left, calls in
+ * it, seconds spent so far).
+ */
 interface SignatureState {
   expected: Expected;
   dual: boolean | null;
   key: string;
+  threaded: boolean;
+  left: number;
+  block: number;
+  spent: number;
 }
+
+/**
+ * The policy chooses a way per block of calls lasting about this long (seconds), up to
+ * MAX_BLOCK calls, and is given the block's mean time per call: a call's own time is mostly
+ * the median call's, while on a busy machine what a way costs is in its tail (a threaded call
+ * whose helper lost its core waits a time slice for it: Silero VAD's calls had a median of
+ * 0.2-0.3 ms on both ways at load 14, and means of 1.5-20 ms per 60 calls), which a block's
+ * mean counts and the policy's medians of single calls do not.
+ */
+export const BLOCK_SECONDS = 0.004;
+export const MAX_BLOCK = 32;
 
 type RunOutputs = Record<string, { data: unknown; dims: readonly number[]; type: string }>;
 
@@ -157,7 +186,7 @@ export class NativeSession {
    */
   run(cf: ConcreteFunction, inputs: readonly Tensor[]): Tensor[] | null {
     let sig = this.signatures.get(cf);
-    if (sig === undefined) this.signatures.set(cf, (sig = { expected: expectedOutputs(cf, this.outputs.length), dual: null, key: `native ${signatureIds++}` }));
+    if (sig === undefined) this.signatures.set(cf, (sig = { expected: expectedOutputs(cf, this.outputs.length), dual: null, key: `native ${signatureIds++}`, threaded: true, left: 0, block: 1, spent: 0 }));
     const expected = sig.expected;
     if (expected === null) return null;
     if (!this.opened) this.open();
@@ -176,10 +205,24 @@ export class NativeSession {
       } else if (!sig.dual) {
         out = this.runOn(many);
       } else {
-        const threaded = nativeSessionPolicy.useThreads(sig.key);
+        // (a forced way, for tests, holds from the next call on, whatever block is under way)
+        const forced = nativeSessionPolicy.forcedWay;
+        if (forced !== null && forced !== sig.threaded) sig.left = 0;
+        if (sig.left === 0) {
+          sig.threaded = nativeSessionPolicy.useThreads(sig.key);
+          sig.left = sig.block;
+          sig.spent = 0;
+        }
+        const threaded = sig.threaded;
         const t0 = performance.now();
         out = this.runOn(threaded ? many : this.one!);
-        if (out !== null) nativeSessionPolicy.record(sig.key, threaded, (performance.now() - t0) / 1000, 1);
+        sig.spent += (performance.now() - t0) / 1000;
+        if (out === null) sig.left = 0;
+        else if (--sig.left === 0) {
+          const perCall = sig.spent / sig.block;
+          nativeSessionPolicy.record(sig.key, threaded, perCall, 1);
+          sig.block = Math.max(1, Math.min(MAX_BLOCK, Math.round(BLOCK_SECONDS / Math.max(perCall, 1e-6))));
+        }
         onOne = !threaded;
       }
     } finally {
@@ -235,37 +278,25 @@ export class NativeSession {
       this.stats.nativeOff = "onnxruntime-node is not installed";
       return;
     }
-    // onnxruntime's own defaults (as InferenceSession.create gives them), but the basic level for
-    // models with float64 values: its extended fusions write float64 constants as float32
-    // attributes (engine.ts hasFloat64), and the graph keeps double exact.
-    // Neither session's helper threads spin between tasks (onnxruntime's default does): a spinning
-    // helper takes the core the caller needs next, and the policy's probes of the threaded session
-    // (every 16 calls at least) would keep one spinning for good beside the one-thread calls.
-    const base = {
-      executionProviders: ["cpu"],
-      logSeverityLevel: 3,
-      extra: { session: { intra_op: { allow_spinning: "0" } } },
-      ...(hasFloat64(this.proto) ? { graphOptimizationLevel: "basic" } : {}),
-    };
     const configured = config.threads !== undefined && config.threads !== "";
     const threads = configuredThreads();
-    const load = (options: object): BindingSession => {
+    const options = nativeSessionOptions(hasFloat64(this.proto), threads, configured);
+    const load = (o: object): BindingSession => {
       const s = new rt.Session();
       const b = this.bytes;
-      s.loadModel(b.buffer, b.byteOffset, b.byteLength, { ...base, ...options });
+      s.loadModel(b.buffer, b.byteOffset, b.byteLength, o);
       return s;
     };
     try {
-      // (STAGECRAFT_THREADS=1, or one core: the one session has one thread)
-      this.many = load(threads <= 1 ? { intraOpNumThreads: 1 } : configured ? { intraOpNumThreads: threads } : {});
+      this.many = load(options.many);
     } catch (e) {
       this.stats.nativeOff = `onnxruntime could not load the model: ${(e as Error).message.split("\n")[0]}`;
       return;
     }
     this.T = rt.Tensor;
-    if (threads > 1 && this.bytes.byteLength <= DUAL_MAX_BYTES) {
+    if (options.one !== null && this.bytes.byteLength <= DUAL_MAX_BYTES) {
       try {
-        this.one = load({ intraOpNumThreads: 1 });
+        this.one = load(options.one);
       } catch {
         this.one = null;
       }
@@ -278,6 +309,28 @@ export class NativeSession {
     this.one?.dispose();
     this.many = this.one = null;
   }
+}
+
+/**
+ * The options of the two sessions (exported for tests): `many` is onnxruntime's own defaults, as
+ * InferenceSession.create gives them (its thread count, or STAGECRAFT_THREADS' where set; helpers
+ * that spin between the tasks of a call), plus `session.force_spinning_stop`: at the end of each
+ * run the helpers stop spinning and sleep, where the default lets them spin on (measured: 25-48
+ * ms of CPU in the 300 ms after a PP-OCR cls call, against 0.3-2 ms with the stop). So within a
+ * call the session is the very configuration of onnxruntime's default session, and after it
+ * nothing of it takes the core the caller (a one-thread call, our own kernels) needs next.
+ * Helpers that never spin (allow_spinning 0, what this session had before) made two threads
+ * slower than one on PP-OCRv4 rec on a quiet machine, where onnxruntime's spinning default was
+ * 1.3x faster than one thread. `one` has one thread (no helpers to spin), null where `many` has
+ * one already (STAGECRAFT_THREADS=1, one core). Both at the basic optimization level for models
+ * with float64 values: onnxruntime's extended fusions write float64 constants as float32
+ * attributes (engine.ts hasFloat64), and the graph keeps double exact.
+ */
+export function nativeSessionOptions(float64: boolean, threads: number, configured: boolean): { many: object; one: object | null } {
+  const base = { executionProviders: ["cpu"], logSeverityLevel: 3, ...(float64 ? { graphOptimizationLevel: "basic" } : {}) };
+  const many = { ...base, ...(threads <= 1 ? { intraOpNumThreads: 1 } : configured ? { intraOpNumThreads: threads } : {}), extra: { session: { force_spinning_stop: "1" } } };
+  const one = threads <= 1 ? null : { ...base, intraOpNumThreads: 1, extra: { session: { intra_op: { allow_spinning: "0" } } } };
+  return { many, one };
 }
 
 /** Whether two runs' outputs hold the same bits (dtype, dims and every element; NaN as NaN). */

@@ -283,3 +283,52 @@ test("worker pool: a row-shared product with A transposed is its own class of th
   wg.split(A, B, C, m, n, k, k, 1, 0);
   assert.deepEqual([jobs(false), jobs(true)], [before[0]! + 1, before[1]! + 3], "the plain class");
 });
+
+test("thread policy with probeRun: a change of way's first job pays the switch and is not recorded, so each way is seen as it runs in a streak", () => {
+  // onnx.load's native session: a threaded call after one-thread calls waits for its sleeping
+  // helpers (6x here), a one-thread call after threaded ones shares the cores with helpers
+  // winding down (2x); in a streak threads take 0.6 of one thread's time
+  const run = (p: ThreadPolicy, jobs: number): number => {
+    let threaded = 0, last: boolean | null = null;
+    for (let i = 0; i < jobs; i++) {
+      const t = p.useThreads("k");
+      const switched = last !== null && last !== t;
+      const s = t ? (switched ? 6 : 0.6) : switched ? 2 : 1;
+      last = t;
+      if (t) threaded++;
+      p.record("k", t, s, 1);
+    }
+    return threaded;
+  };
+  // single probes (and a start that alternates job by job) see only switches: one thread kept
+  assert.ok(run(new ThreadPolicy(), 400) <= 80, "single probes");
+  const streaks = run(new ThreadPolicy({ probeRun: 3 }), 400);
+  assert.ok(streaks >= 360, `probeRun 3: ${streaks} of 400 jobs threaded`);
+  // and the other way round (one thread 0.6 in a streak, threads 1): one thread
+  let threaded = 0, last: boolean | null = null;
+  const p = new ThreadPolicy({ probeRun: 3 });
+  for (let i = 0; i < 400; i++) {
+    const t = p.useThreads("k");
+    const s = t ? (last === false ? 6 : 1) : last === true ? 2 : 0.6;
+    last = t;
+    if (t) threaded++;
+    p.record("k", t, s, 1);
+  }
+  assert.ok(threaded <= 60, `probeRun 3, one thread cheaper: ${threaded} of 400 jobs threaded`);
+});
+
+test("thread policy with probeRun: a probe's first, unrecorded job counts in the probe budget", () => {
+  // threads cost 1.5x in a streak but 30x on the job after a switch (helpers woken on a busy
+  // machine): the probes must be spaced by what they cost, the switch included
+  const p = new ThreadPolicy({ probeRun: 2 });
+  let seconds = 0, last: boolean | null = null;
+  const jobs = 3000;
+  for (let i = 0; i < jobs; i++) {
+    const t = p.useThreads("k");
+    const s = t ? (last === false ? 30 : 1.5) : 1;
+    last = t;
+    seconds += s;
+    p.record("k", t, s, 1);
+  }
+  assert.ok(seconds <= jobs * 1.06, `${seconds.toFixed(0)} s for ${jobs} one-second jobs`);
+});
