@@ -77,12 +77,13 @@ interface SharedConversion {
 const sharedConversions = new Map<string, SharedConversion>();
 const MAX_SHARED_CONVERSIONS = 2000;
 
-const stats = { transforms: 0, factories: 0 };
+const stats = { inspections: 0, transforms: 0, factories: 0 };
 /**
- * How often conversion at run time ran the transform and compiled a twin factory, since the
- * process started (for tests of the caches: closures of one piece of code share both).
+ * How often conversion at run time asked the inspector about a function, ran the transform and
+ * compiled a twin factory, since the process started (for tests of the caches: closures of one
+ * piece of code share the transform and the factory).
  */
-export function conversionStats(): { transforms: number; factories: number } {
+export function conversionStats(): { inspections: number; transforms: number; factories: number } {
   return { ...stats };
 }
 
@@ -216,6 +217,7 @@ function convert(fn: AnyFunction): Conversion {
     conversions.set(fn, conv);
     return conv;
   }
+  stats.inspections++;
   const { site, closureNames, scriptId } = inspectFunction(fn, source);
   const filename = site?.file ?? `<${fn.name || "anonymous"}>`;
   const kind = kindOf(fn);

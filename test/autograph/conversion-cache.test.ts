@@ -72,3 +72,22 @@ test("the same text at two places, and the same place with other values, are con
   assert.equal(h1(1), 2);
   assert.equal(h2(1), 101);
 });
+
+test("retracing a converted tensor while loop asks the inspector about no function again", () => {
+  // (the loop's condition and body reach sc.whileLoop wrapped in AutoGraph's own closures, new
+  // each trace: they are library code, never looked up for conversion)
+  const doubling = sc.stage(
+    autograph((x: sc.Tensor) => {
+      let y = x;
+      while (sc.sum(y) < 100) y = y.mul(2);
+      return y;
+    }),
+  );
+  assert.deepEqual(Array.from(doubling(sc.ones([1], "float64")).dataSync()), [128]);
+  const warm = conversionStats();
+  for (const n of [2, 3, 4]) {
+    const y = doubling(sc.ones([n], "float64"));
+    assert.deepEqual(Array.from(y.dataSync()), new Array(n).fill(2 ** Math.ceil(Math.log2(100 / n))), `shape [${n}]: a new trace`);
+  }
+  assert.equal(conversionStats().inspections - warm.inspections, 0, "three more traces, no inspector lookups");
+});
