@@ -79,7 +79,7 @@ test("retracing a converted tensor while loop asks the inspector about no functi
   const doubling = sc.stage(
     autograph((x: sc.Tensor) => {
       let y = x;
-      while (sc.sum(y) < 100) y = y.mul(2);
+      while (sc.less(sc.sum(y), 100)) y = y.mul(2);
       return y;
     }),
   );
