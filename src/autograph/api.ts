@@ -21,11 +21,13 @@ import { convertFunctionSource, type ConvertFunctionSourceResult } from "./trans
 import { ConversionError } from "./transform/errors.js";
 import { inlineSourceMapComment, type RawSourceMap } from "./transform/generate.js";
 import { boundParts, closureValues, inspectFunction, isLibraryFile, locateFunction, type FunctionSite } from "./transform/locate.js";
-import { constantBindings } from "./transform/bindings.js";
+import { constantBindings, type ConstantBinding } from "./transform/bindings.js";
 import { formatLocation } from "../core/errors.js";
 import { checkOptions, optionKeys } from "../core/options.js";
 
 type AnyFunction = (...args: any[]) => any;
+/** `new Function(...names, agName, body)`: called with the values, it makes one twin. */
+type TwinFactory = (...values: unknown[]) => AnyFunction;
 
 export interface AutographOptions {
   /** Values of the function's free variables that are not globals (read now, by value). */
@@ -51,6 +53,38 @@ interface Conversion {
   lexical: string[];
   strict: boolean;
   pretty?: string;
+  /**
+   * Twin factories by their parameter names (joined), shared by every conversion of the same
+   * code: a factory is compiled once and called once per twin, with that closure's values.
+   */
+  factories: Map<string, TwinFactory>;
+}
+
+/**
+ * What closures made from the same code share: the same text at the same place of the same
+ * running script (and the same strictness) converts to the same code. Closures made again and
+ * again (one per trace, one per loop iteration) reuse it instead of running the transform anew.
+ * What each closure has of its own is read per closure and never cached: the values of the
+ * constants it captures (closureValues, below), the names its scopes bind, and which free
+ * names are globals.
+ */
+interface SharedConversion {
+  result: ConvertFunctionSourceResult;
+  /** The bindings that never change among the names asked (by those names, joined). */
+  constants: Map<string, ConstantBinding[]>;
+  factories: Map<string, TwinFactory>;
+}
+const sharedConversions = new Map<string, SharedConversion>();
+const MAX_SHARED_CONVERSIONS = 2000;
+
+const stats = { inspections: 0, transforms: 0, factories: 0 };
+/**
+ * How often conversion at run time asked the inspector about a function, ran the transform and
+ * compiled a twin factory, since the process started (for tests of the caches: closures of one
+ * piece of code share the transform and the factory).
+ */
+export function conversionStats(): { inspections: number; transforms: number; factories: number } {
+  return { ...stats };
 }
 
 const conversions = new WeakMap<AnyFunction, Conversion | ConversionError>();
@@ -138,10 +172,16 @@ function readFileText(file: string): string | undefined {
  * ordinary module using `sc` or its imports converts at run time without a `scope`. A `let`
  * or `const` still in its TDZ reads as undefined: it is left unresolved.
  */
-function resolveConstants(fn: AnyFunction, site: FunctionSite | null, names: readonly string[]): Record<string, unknown> {
+function resolveConstants(fn: AnyFunction, site: FunctionSite | null, names: readonly string[], shared: SharedConversion | null): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (names.length === 0 || !site?.scriptSource) return out;
-  const constant = constantBindings(site.scriptSource, site.line, site.column, names);
+  // (which names are constant bindings is a fact of the code, shared; their values are this closure's)
+  const key = names.join(",");
+  let constant = shared?.constants.get(key);
+  if (constant === undefined) {
+    constant = constantBindings(site.scriptSource, site.line, site.column, names);
+    shared?.constants.set(key, constant);
+  }
   if (constant.length === 0) return out;
   const values = closureValues(
     fn,
@@ -173,10 +213,12 @@ function convert(fn: AnyFunction): Conversion {
   const closed = closedConversions.get(source);
   if (closed && kindOf(fn) === null && isStrict(fn) === closed.strict) {
     const conv: Conversion = { ...closed, fn, pretty: undefined };
+    // (shares closed.factories: the same code, no values of its own)
     conversions.set(fn, conv);
     return conv;
   }
-  const { site, closureNames } = inspectFunction(fn, source);
+  stats.inspections++;
+  const { site, closureNames, scriptId } = inspectFunction(fn, source);
   const filename = site?.file ?? `<${fn.name || "anonymous"}>`;
   const kind = kindOf(fn);
   const where = site ? originalPosition(site) : { file: filename, line: 1, column: 0 };
@@ -184,19 +226,32 @@ function convert(fn: AnyFunction): Conversion {
     if (kind) throw new ConversionError(`${kind} are left unconverted; AutoGraph converts plain functions (stage or call the synchronous parts)`, where);
     if (isNativeSource(source)) throw new ConversionError(`${displayName(fn)} is native code and cannot be converted`, where);
     if (isClassSource(source)) throw new ConversionError("classes are not converted (convert their methods, or call them from converted code)", where);
-    const sourceContent = site ? (site.originalSource ?? readFileText(site.file)) : undefined;
-    const result = convertFunctionSource(source, {
-      filename,
-      line: site?.line ?? 1,
-      column: site?.column ?? 0,
-      retainLines: true,
-      mapPosition: site?.mapPosition,
-      sourceContent: sourceContent ?? source,
-      outerNames: [],
-      strict: isStrict(fn),
-    });
+    // (the code's identity: the script, where in it the text starts, the text, the strictness)
+    const sharedKey = site && scriptId !== undefined ? `${scriptId}:${site.line}:${site.column}:${isStrict(fn) ? "strict" : "sloppy"}:${source}` : null;
+    let shared = sharedKey !== null ? (sharedConversions.get(sharedKey) ?? null) : null;
+    let result: ConvertFunctionSourceResult;
+    if (shared !== null) result = shared.result;
+    else {
+      const sourceContent = site ? (site.originalSource ?? readFileText(site.file)) : undefined;
+      stats.transforms++;
+      result = convertFunctionSource(source, {
+        filename,
+        line: site?.line ?? 1,
+        column: site?.column ?? 0,
+        retainLines: true,
+        mapPosition: site?.mapPosition,
+        sourceContent: sourceContent ?? source,
+        outerNames: [],
+        strict: isStrict(fn),
+      });
+      if (sharedKey !== null && site) {
+        shared = { result, constants: new Map(), factories: new Map() };
+        if (sharedConversions.size >= MAX_SHARED_CONVERSIONS) sharedConversions.clear();
+        sharedConversions.set(sharedKey, shared);
+      }
+    }
     const unresolved = [...result.freeNames].filter((n) => !isGlobalName(n, closureNames)).sort();
-    const resolved = resolveConstants(fn, site, unresolved);
+    const resolved = resolveConstants(fn, site, unresolved, shared);
     const free = unresolved.filter((n) => !Object.prototype.hasOwnProperty.call(resolved, n));
     const conv: Conversion = {
       fn,
@@ -209,6 +264,7 @@ function convert(fn: AnyFunction): Conversion {
       resolved,
       lexical: [...result.lexicalThisLike].sort(),
       strict: isStrict(fn),
+      factories: shared?.factories ?? new Map(),
     };
     conversions.set(fn, conv);
     if (result.freeNames.size === 0 && result.lexicalThisLike.size === 0) {
@@ -257,7 +313,14 @@ function instantiate(conv: Conversion, scope: Record<string, unknown>): AnyFunct
   for (const k of Object.keys(conv.resolved)) values[k] = conv.resolved[k];
   for (const k of Object.keys(scope)) if (conv.result.freeNames.has(k)) values[k] = scope[k];
   const names = Object.keys(values).filter((k) => /^[A-Za-z_$][\w$]*$/.test(k) && k !== agName);
-  const factory = new Function(...names, agName, functionBody(conv)) as (...a: unknown[]) => AnyFunction;
+  // (one factory per code and parameter list; each call makes a fresh twin bound to its values)
+  const factoryKey = names.join(",");
+  let factory = conv.factories.get(factoryKey);
+  if (factory === undefined) {
+    stats.factories++;
+    factory = new Function(...names, agName, functionBody(conv)) as TwinFactory;
+    conv.factories.set(factoryKey, factory);
+  }
   const twin = factory(...names.map((n) => values[n]), ag);
   try {
     if (twin.name !== conv.fn.name) Object.defineProperty(twin, "name", { value: conv.fn.name, configurable: true });

@@ -2,7 +2,7 @@
  * Training progress: a cli-progress bar in a terminal, plain lines otherwise (a log file, CI).
  * Shows the step, the values given (loss, accuracy, ...) and steps per second.
  */
-import { cliProgress, stdoutIsTTY, type CliProgressBar } from "../core/platform/node.js";
+import { loadCliProgress, stdoutIsTTY, type CliProgressBar } from "../core/platform/node.js";
 import { ValueError } from "../core/errors.js";
 import { checkChoice, checkOptions, optionKeys } from "../core/options.js";
 
@@ -45,6 +45,7 @@ export class Progress {
     const mode = checkChoice("Progress", "mode", options.mode, PROGRESS_MODES) ?? "auto";
     const wanted = mode === "auto" ? (stdoutIsTTY() ? "bar" : "lines") : mode;
     // (no bars where there is no terminal: the browser)
+    const cliProgress = wanted === "bar" ? loadCliProgress() : null;
     this.mode = wanted === "bar" && !cliProgress ? "lines" : wanted;
     this.every = options.every ?? (options.total > 0 ? Math.max(1, Math.round(options.total / 10)) : 50);
     this.write = options.write ?? ((l) => console.log(l));

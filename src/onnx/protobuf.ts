@@ -8,27 +8,59 @@
  * default (0, "", empty list) from the prototype, and `has(msg, "field")` tells whether it was
  * set (proto2 presence). int64 fields decode as Long objects (see `int64`).
  */
-import protobuf from "protobufjs/light.js";
+import type protobuf from "protobufjs/light.js";
+import { loadProtobuf } from "./protobufjs.js";
 import { ONNX_SCHEMA } from "./proto/schema.js";
 import { OnnxDecodeError, OnnxLimitError } from "./errors.js";
 
-const root = protobuf.Root.fromJSON(ONNX_SCHEMA);
-const type = (name: string): protobuf.Type => root.lookupType(`onnx.${name}`);
+// (protobufjs and the schema load at the first message type asked for: protobufjs.ts)
+let root: protobuf.Root | undefined;
+const types = new Map<string, protobuf.Type>();
+function type(name: string): protobuf.Type {
+  let t = types.get(name);
+  if (t === undefined) {
+    root ??= loadProtobuf().Root.fromJSON(ONNX_SCHEMA);
+    types.set(name, (t = root.lookupType(`onnx.${name}`)));
+  }
+  return t;
+}
 
 /** protobufjs message types of the ONNX schema, by message name. */
 export const Messages = {
-  ModelProto: type("ModelProto"),
-  GraphProto: type("GraphProto"),
-  NodeProto: type("NodeProto"),
-  TensorProto: type("TensorProto"),
-  AttributeProto: type("AttributeProto"),
-  ValueInfoProto: type("ValueInfoProto"),
-  TypeProto: type("TypeProto"),
-  SequenceProto: type("SequenceProto"),
-  OptionalProto: type("OptionalProto"),
-  MapProto: type("MapProto"),
-  FunctionProto: type("FunctionProto"),
-} as const;
+  get ModelProto() {
+    return type("ModelProto");
+  },
+  get GraphProto() {
+    return type("GraphProto");
+  },
+  get NodeProto() {
+    return type("NodeProto");
+  },
+  get TensorProto() {
+    return type("TensorProto");
+  },
+  get AttributeProto() {
+    return type("AttributeProto");
+  },
+  get ValueInfoProto() {
+    return type("ValueInfoProto");
+  },
+  get TypeProto() {
+    return type("TypeProto");
+  },
+  get SequenceProto() {
+    return type("SequenceProto");
+  },
+  get OptionalProto() {
+    return type("OptionalProto");
+  },
+  get MapProto() {
+    return type("MapProto");
+  },
+  get FunctionProto() {
+    return type("FunctionProto");
+  },
+};
 export type MessageName = keyof typeof Messages;
 
 /** A decoded int64 field: a Long (protobufjs with the long package), or a number when built by hand. */

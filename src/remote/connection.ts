@@ -5,10 +5,11 @@
  * session is kept alive by a keep-alive call on a timer that does not hold the process open;
  * handles released by the garbage collector are sent back in batches.
  */
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
+import { loadGrpc } from "./grpc.js";
 import type { SourceLocation } from "../core/errors.js";
 import { Tensor } from "../core/tensor.js";
-import { WORKER_SERVICE } from "./proto.js";
+import { workerService } from "./proto.js";
 import type {
   CallRequest, Empty, HandleInfo, HandlesReply, OpenSessionReply, OpenSessionRequest, RegisterRequest, ReleaseRequest, SessionRequest, StatsReply, TensorChunk, TensorRef, VariablesRequest,
 } from "./proto.js";
@@ -18,7 +19,9 @@ import { ChunkAssembler, chunksOf, tensorBytes, WireCheckFailed } from "./wire.j
 import { chunkBytesFor } from "./worker.js";
 import { CLIENT_HANDLES_FROM } from "./session.js";
 
-const WorkerClient = grpc.makeGenericClientConstructor(WORKER_SERVICE, "Worker");
+// (made at the first connection: gRPC and the schema load then, not with the package entry)
+let workerClient: grpc.ServiceClientConstructor | undefined;
+const WorkerClient = (): grpc.ServiceClientConstructor => (workerClient ??= loadGrpc().makeGenericClientConstructor(workerService(), "Worker"));
 
 /** The unary methods' request and reply types. */
 interface Unary {
@@ -76,9 +79,9 @@ export class WorkerConnection {
     const tls = options.tls;
     const creds =
       tls === undefined || tls === false
-        ? grpc.credentials.createInsecure()
-        : grpc.credentials.createSsl(typeof tls === "object" && tls.ca !== undefined ? Buffer.from(tls.ca) : null);
-    this.client = new WorkerClient(address, creds, {
+        ? loadGrpc().credentials.createInsecure()
+        : loadGrpc().credentials.createSsl(typeof tls === "object" && tls.ca !== undefined ? Buffer.from(tls.ca) : null);
+    this.client = new (WorkerClient())(address, creds, {
       // (the worker's limit is the one that applies: it refuses what is over it, with a status the caller gets)
       "grpc.max_send_message_length": -1,
       "grpc.max_receive_message_length": -1,
@@ -88,7 +91,7 @@ export class WorkerConnection {
   }
 
   private metadata(): grpc.Metadata {
-    const md = new grpc.Metadata();
+    const md = new (loadGrpc().Metadata)();
     if (this.options.token !== undefined) md.set(TOKEN_METADATA_KEY, this.options.token);
     return md;
   }
@@ -99,7 +102,7 @@ export class WorkerConnection {
 
   private fail(e: grpc.ServiceError, call: string, loc: SourceLocation | null): RemoteError {
     const err = remoteErrorOf(e, this.address, call, loc);
-    if (e.code === grpc.status.RESOURCE_EXHAUSTED && this.maxMessageBytes !== Infinity && /message larger than max/i.test(e.details ?? "")) {
+    if (e.code === loadGrpc().status.RESOURCE_EXHAUSTED && this.maxMessageBytes !== Infinity && /message larger than max/i.test(e.details ?? "")) {
       return new RemoteLimitError(`${e.details} (the worker takes messages of at most ${this.maxMessageBytes} bytes)`, this.address, call, err.code, loc);
     }
     return err;
@@ -108,7 +111,7 @@ export class WorkerConnection {
   /** One unary call; `call` names it in errors. */
   unary<K extends keyof Unary>(method: K, request: Unary[K][0], call: string, loc: SourceLocation | null, timeoutMs?: number): Promise<Unary[K][1]> {
     if (this.closed && method !== "closeSession") return Promise.reject(new RemoteUnavailableError("the connection is closed", this.address, call, "LOCAL", loc));
-    const def = WORKER_SERVICE[method] as unknown as grpc.MethodDefinition<Unary[K][0], Unary[K][1]>;
+    const def = workerService()[method] as unknown as grpc.MethodDefinition<Unary[K][0], Unary[K][1]>;
     return new Promise((resolve, reject) => {
       this.client.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, request, this.metadata(), this.callOptions(timeoutMs), (e, r) =>
         e ? reject(this.fail(e, call, loc)) : resolve(r as Unary[K][1]),
@@ -162,7 +165,7 @@ export class WorkerConnection {
 
   /** Streams a tensor's bytes to the worker in chunks; returns its handle there. */
   upload(dtype: string, shape: readonly number[], bytes: Uint8Array, loc: SourceLocation | null): Promise<HandleInfo> {
-    const def = WORKER_SERVICE.upload;
+    const def = workerService().upload;
     return new Promise((resolve, reject) => {
       const stream = this.client.makeClientStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, this.metadata(), this.callOptions(), (e, r) =>
         e ? reject(this.fail(e, "Upload", loc)) : resolve(r as HandleInfo),
@@ -192,7 +195,7 @@ export class WorkerConnection {
 
   /** The tensor under `handle`, streamed back in chunks. */
   fetch(handle: number, call: string, loc: SourceLocation | null): Promise<Tensor> {
-    const def = WORKER_SERVICE.fetch;
+    const def = workerService().fetch;
     return new Promise((resolve, reject) => {
       const stream = this.client.makeServerStreamRequest(def.path, def.requestSerialize, def.responseDeserialize, { session: this.session, handle }, this.metadata(), this.callOptions());
       const assembler = new ChunkAssembler({ maxTensorElements: Infinity, maxTensorBytes: Infinity });

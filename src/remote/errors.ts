@@ -5,7 +5,8 @@
  * client takes the location when a call starts and hands it on.
  */
 import { StagecraftError, type SourceLocation } from "../core/errors.js";
-import { status, type ServiceError } from "@grpc/grpc-js";
+import type { ServiceError } from "@grpc/grpc-js";
+import { loadGrpc } from "./grpc.js";
 
 /** A remote call failed: the worker refused it, it ran out of time, or the worker is gone. */
 export class RemoteError extends StagecraftError {
@@ -33,19 +34,19 @@ export class RemoteUnsupportedError extends RemoteError {}
 
 /** The typed error for a failed gRPC call to `address`. */
 export function remoteErrorOf(e: ServiceError, address: string, call: string, location: SourceLocation | null): RemoteError {
-  const code = status[e.code] ?? String(e.code);
+  const code = loadGrpc().status[e.code] ?? String(e.code);
   const detail = e.details || e.message;
   switch (e.code) {
-    case status.UNAUTHENTICATED:
-    case status.PERMISSION_DENIED:
+    case loadGrpc().status.UNAUTHENTICATED:
+    case loadGrpc().status.PERMISSION_DENIED:
       return new RemoteAuthenticationError(detail, address, call, code, location);
-    case status.RESOURCE_EXHAUSTED:
+    case loadGrpc().status.RESOURCE_EXHAUSTED:
       return new RemoteLimitError(detail, address, call, code, location);
-    case status.UNAVAILABLE:
-    case status.DEADLINE_EXCEEDED:
-    case status.CANCELLED:
+    case loadGrpc().status.UNAVAILABLE:
+    case loadGrpc().status.DEADLINE_EXCEEDED:
+    case loadGrpc().status.CANCELLED:
       return new RemoteUnavailableError(detail, address, call, code, location);
-    case status.FAILED_PRECONDITION:
+    case loadGrpc().status.FAILED_PRECONDITION:
       if (detail.startsWith("unsupported:")) return new RemoteUnsupportedError(detail.slice("unsupported:".length).trim(), address, call, code, location);
       return new RemoteError(detail, address, call, code, location);
     default:

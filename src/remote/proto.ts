@@ -5,8 +5,9 @@
  * the dtype's storage, core/dtype.ts) with dtype and shape; a tensor that already lives on the
  * worker travels as its handle number.
  */
-import protobuf from "protobufjs/light.js";
+import type protobufModule from "protobufjs/light.js";
 import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
+import { createRequire } from "../core/platform/node.js";
 
 const SCHEMA = {
   nested: {
@@ -97,7 +98,15 @@ const SCHEMA = {
   },
 };
 
-const root = protobuf.Root.fromJSON(SCHEMA);
+// (protobufjs loads with the service's first use, workerService(), not with the package entry)
+let root: protobufModule.Root | undefined;
+function schemaRoot(): protobufModule.Root {
+  if (root === undefined) {
+    const protobuf = createRequire(import.meta.url)("protobufjs/light.js") as typeof protobufModule;
+    root = protobuf.Root.fromJSON(SCHEMA);
+  }
+  return root;
+}
 
 export interface TensorChunk {
   session?: string;
@@ -212,7 +221,7 @@ export interface StatsReply {
 
 /** A message type's (de)serializers: plain objects in, plain objects out (oneof members left unset stay absent). */
 function codec<T>(name: string): { serialize: (m: T) => Buffer; deserialize: (b: Buffer) => T } {
-  const type = root.lookupType(`stagecraft.${name}`);
+  const type = schemaRoot().lookupType(`stagecraft.${name}`);
   return {
     serialize: (m) => {
       const bytes = type.encode(type.fromObject(m as Record<string, unknown>)).finish();
@@ -237,17 +246,24 @@ function method<Req, Res>(name: string, req: string, res: string, requestStream:
 }
 
 /** The worker service: every call but OpenSession names its session. */
-export const WORKER_SERVICE = {
-  openSession: method<OpenSessionRequest, OpenSessionReply>("OpenSession", "OpenSessionRequest", "OpenSessionReply", false, false),
-  keepAlive: method<SessionRequest, Empty>("KeepAlive", "SessionRequest", "Empty", false, false),
-  closeSession: method<SessionRequest, Empty>("CloseSession", "SessionRequest", "Empty", false, false),
-  register: method<RegisterRequest, Empty>("Register", "RegisterRequest", "Empty", false, false),
-  call: method<CallRequest, HandlesReply>("Call", "CallRequest", "HandlesReply", false, false),
-  upload: method<TensorChunk, HandleInfo>("Upload", "TensorChunk", "HandleInfo", true, false),
-  fetch: method<HandleRequest, TensorChunk>("Fetch", "HandleRequest", "TensorChunk", false, true),
-  release: method<ReleaseRequest, Empty>("Release", "ReleaseRequest", "Empty", false, false),
-  readVariables: method<VariablesRequest, HandlesReply>("ReadVariables", "VariablesRequest", "HandlesReply", false, false),
-  stats: method<SessionRequest, StatsReply>("Stats", "SessionRequest", "StatsReply", false, false),
-} satisfies ServiceDefinition;
+const makeWorkerService = () =>
+  ({
+    openSession: method<OpenSessionRequest, OpenSessionReply>("OpenSession", "OpenSessionRequest", "OpenSessionReply", false, false),
+    keepAlive: method<SessionRequest, Empty>("KeepAlive", "SessionRequest", "Empty", false, false),
+    closeSession: method<SessionRequest, Empty>("CloseSession", "SessionRequest", "Empty", false, false),
+    register: method<RegisterRequest, Empty>("Register", "RegisterRequest", "Empty", false, false),
+    call: method<CallRequest, HandlesReply>("Call", "CallRequest", "HandlesReply", false, false),
+    upload: method<TensorChunk, HandleInfo>("Upload", "TensorChunk", "HandleInfo", true, false),
+    fetch: method<HandleRequest, TensorChunk>("Fetch", "HandleRequest", "TensorChunk", false, true),
+    release: method<ReleaseRequest, Empty>("Release", "ReleaseRequest", "Empty", false, false),
+    readVariables: method<VariablesRequest, HandlesReply>("ReadVariables", "VariablesRequest", "HandlesReply", false, false),
+    stats: method<SessionRequest, StatsReply>("Stats", "SessionRequest", "StatsReply", false, false),
+  }) satisfies ServiceDefinition;
 
-export type WorkerService = typeof WORKER_SERVICE;
+export type WorkerService = ReturnType<typeof makeWorkerService>;
+let service: WorkerService | undefined;
+
+/** The worker service's definition (built, with the schema, at its first use). */
+export function workerService(): WorkerService {
+  return (service ??= makeWorkerService());
+}

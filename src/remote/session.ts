@@ -5,7 +5,8 @@
  * has been idle (no call, no keep-alive) longer than the session timeout, as after the client's
  * process died.
  */
-import { status } from "@grpc/grpc-js";
+import type { status } from "@grpc/grpc-js";
+import { loadGrpc } from "./grpc.js";
 import { storageBytes } from "../core/dtype.js";
 import type { Tensor } from "../core/tensor.js";
 import type { Variable } from "../core/variable.js";
@@ -78,7 +79,7 @@ export class Session {
   charge(bytes: number, what: string): void {
     const total = this.bytes + this.reserved + bytes;
     if (total > this.limits.maxSessionBytes) {
-      throw new CallFault(status.RESOURCE_EXHAUSTED, `${what} (${bytes} bytes) would take the session to ${total} bytes${this.reserved > 0 ? ` (${this.reserved} of them held by uploads under way)` : ""}, over its limit of ${this.limits.maxSessionBytes}`);
+      throw new CallFault(loadGrpc().status.RESOURCE_EXHAUSTED, `${what} (${bytes} bytes) would take the session to ${total} bytes${this.reserved > 0 ? ` (${this.reserved} of them held by uploads under way)` : ""}, over its limit of ${this.limits.maxSessionBytes}`);
     }
     this.bytes += bytes;
   }
@@ -92,7 +93,7 @@ export class Session {
   private admit(what: string): void {
     if (this.callsInFlight >= this.limits.maxCallsInFlight) {
       throw new CallFault(
-        status.RESOURCE_EXHAUSTED,
+        loadGrpc().status.RESOURCE_EXHAUSTED,
         `${what} would be call ${this.callsInFlight + 1} of this session in flight at once (waiting for inputs, or uploading), over the worker's limit of ${this.limits.maxCallsInFlight} (maxCallsInFlight)`,
       );
     }
@@ -133,8 +134,8 @@ export class Session {
 
   /** Keeps `t` under `handle`, a client-named one (CLIENT_HANDLES_FROM and above, unused). */
   putAs(handle: number, t: Tensor): HandleInfo {
-    if (!Number.isInteger(handle) || handle < CLIENT_HANDLES_FROM || handle >= 2 ** 32) throw new CallFault(status.INVALID_ARGUMENT, `an output handle named by the client must be in [${CLIENT_HANDLES_FROM}, ${2 ** 32}), got ${handle}`);
-    if (this.handles.has(handle) || this.failedHandles.has(handle)) throw new CallFault(status.INVALID_ARGUMENT, `output handle ${handle} is already in use in this session`);
+    if (!Number.isInteger(handle) || handle < CLIENT_HANDLES_FROM || handle >= 2 ** 32) throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `an output handle named by the client must be in [${CLIENT_HANDLES_FROM}, ${2 ** 32}), got ${handle}`);
+    if (this.handles.has(handle) || this.failedHandles.has(handle)) throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `output handle ${handle} is already in use in this session`);
     this.charge(bytesOf(t), `a ${t.dtype} tensor of shape [${t.shape.join(", ")}]`);
     this.handles.set(handle, t);
     this.wake(handle, null);
@@ -146,7 +147,7 @@ export class Session {
     for (const h of handles) {
       if (h < CLIENT_HANDLES_FROM || this.handles.has(h)) continue;
       this.failedHandles.set(h, why);
-      this.wake(h, new CallFault(status.FAILED_PRECONDITION, `an input (handle ${h}) is the output of a call that failed: ${why}`));
+      this.wake(h, new CallFault(loadGrpc().status.FAILED_PRECONDITION, `an input (handle ${h}) is the output of a call that failed: ${why}`));
     }
   }
 
@@ -167,7 +168,7 @@ export class Session {
     if (missing.length === 0) return null;
     for (const h of missing) {
       const why = this.failedHandles.get(h);
-      if (why !== undefined) return Promise.reject(new CallFault(status.FAILED_PRECONDITION, `an input (handle ${h}) is the output of a call that failed: ${why}`));
+      if (why !== undefined) return Promise.reject(new CallFault(loadGrpc().status.FAILED_PRECONDITION, `an input (handle ${h}) is the output of a call that failed: ${why}`));
     }
     this.admit(`a call waiting for inputs (handles ${missing.join(", ")}) that earlier calls make`);
     this.waitingCalls++;
@@ -191,7 +192,7 @@ export class Session {
         () =>
           reject(
             new CallFault(
-              status.DEADLINE_EXCEEDED,
+              loadGrpc().status.DEADLINE_EXCEEDED,
               bounded
                 ? `the call waited ${this.limits.inputWaitMs} ms (the worker's inputWaitMs) for inputs (handles ${missing.join(", ")}) that no earlier call made`
                 : `the call waited past its deadline for inputs (handles ${missing.join(", ")}) that no earlier call made`,
@@ -212,7 +213,7 @@ export class Session {
 
   get(handle: number): Tensor {
     const t = this.handles.get(handle);
-    if (t === undefined) throw new CallFault(status.NOT_FOUND, `no tensor has handle ${handle} in this session (released, or never made here)`);
+    if (t === undefined) throw new CallFault(loadGrpc().status.NOT_FOUND, `no tensor has handle ${handle} in this session (released, or never made here)`);
     return t;
   }
 
@@ -230,7 +231,7 @@ export class Session {
 
   /** Drops everything (the tensors go to the garbage collector). */
   clear(): void {
-    for (const h of [...this.waiters.keys()]) this.wake(h, new CallFault(status.FAILED_PRECONDITION, "the session was closed"));
+    for (const h of [...this.waiters.keys()]) this.wake(h, new CallFault(loadGrpc().status.FAILED_PRECONDITION, "the session was closed"));
     this.failedHandles.clear();
     this.handles.clear();
     this.variables.clear();

@@ -6,7 +6,8 @@
  * with a token, every call must carry it (compared in constant time); every message, tensor and
  * session is size-limited (limits.ts).
  */
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
+import { loadGrpc } from "./grpc.js";
 import { randomUUID } from "node:crypto";
 import { StagecraftError, ValueError } from "../core/errors.js";
 import { device, HOST_DEVICE, listDevices, resolveDevice } from "../core/device.js";
@@ -17,7 +18,7 @@ import { parseSExpr } from "../graph/sexpr.js";
 import { verifyGraph } from "../graph/verify.js";
 import { ConcreteFunction } from "../staging/concrete-function.js";
 import type { Capture } from "../staging/trace-context.js";
-import { WORKER_SERVICE, type CallRequest, type HandleInfo, type HandleRequest, type RegisterRequest, type StatsReply, type TensorChunk, type TensorRef } from "./proto.js";
+import { workerService, type CallRequest, type HandleInfo, type HandleRequest, type RegisterRequest, type StatsReply, type TensorChunk, type TensorRef } from "./proto.js";
 import { grpcLength, isLoopback, splitAddress, tokenMatches, TOKEN_METADATA_KEY, workerLimits, type WorkerLimits } from "./limits.js";
 import { ChunkAssembler, chunksOf, checkDeclared, tensorBytes, tensorFromBytes, WireCheckFailed } from "./wire.js";
 import { bytesOf, CallFault, Session } from "./session.js";
@@ -54,10 +55,10 @@ export function chunkBytesFor(maxMessageBytes: number): number {
 /** A failure as the gRPC status the client gets. */
 function statusOf(e: unknown): Partial<grpc.StatusObject> {
   if (e instanceof CallFault) return { code: e.code, details: e.message };
-  if (e instanceof WireCheckFailed) return { code: e.overLimit ? grpc.status.RESOURCE_EXHAUSTED : grpc.status.INVALID_ARGUMENT, details: e.message };
-  if (e instanceof StagecraftError) return { code: grpc.status.INVALID_ARGUMENT, details: `${e.name}: ${e.message}` };
+  if (e instanceof WireCheckFailed) return { code: e.overLimit ? loadGrpc().status.RESOURCE_EXHAUSTED : loadGrpc().status.INVALID_ARGUMENT, details: e.message };
+  if (e instanceof StagecraftError) return { code: loadGrpc().status.INVALID_ARGUMENT, details: `${e.name}: ${e.message}` };
   const err = e instanceof Error ? e : new Error(String(e));
-  return { code: grpc.status.INTERNAL, details: `${err.name}: ${err.message}` };
+  return { code: loadGrpc().status.INTERNAL, details: `${err.name}: ${err.message}` };
 }
 
 /** A call's deadline as milliseconds since the epoch (Infinity: none). */
@@ -76,7 +77,7 @@ function pastDeadline(d: grpc.Deadline): boolean {
 }
 
 function toServiceError(s: Partial<grpc.StatusObject>): grpc.ServiceError {
-  return Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: new grpc.Metadata() }) as grpc.ServiceError;
+  return Object.assign(new Error(s.details), { code: s.code, details: s.details, metadata: new (loadGrpc().Metadata)() }) as grpc.ServiceError;
 }
 
 export async function startWorker(options: WorkerOptions = {}): Promise<Worker> {
@@ -98,7 +99,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   const sessions = new Map<string, Session>();
   const sessionOf = (id: string | undefined): Session => {
     const s = sessions.get(id ?? "");
-    if (s === undefined) throw new CallFault(grpc.status.FAILED_PRECONDITION, `no session ${JSON.stringify(id)} on this worker (closed, or freed after ${limits.sessionTimeoutMs} ms without a call)`);
+    if (s === undefined) throw new CallFault(loadGrpc().status.FAILED_PRECONDITION, `no session ${JSON.stringify(id)} on this worker (closed, or freed after ${limits.sessionTimeoutMs} ms without a call)`);
     s.lastSeen = Date.now();
     return s;
   };
@@ -107,7 +108,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
     const v = md.get(TOKEN_METADATA_KEY)[0];
     return tokenMatches(typeof v === "string" ? v : v?.toString("utf8"), token);
   };
-  const denied = { code: grpc.status.UNAUTHENTICATED, details: "this worker requires a token, and the call carried none or a wrong one" };
+  const denied = { code: loadGrpc().status.UNAUTHENTICATED, details: "this worker requires a token, and the call carried none or a wrong one" };
 
   /** A unary handler; `abandoned` undoes what a call made when its client stopped waiting (deadline, cancel) before the reply. */
   const unary =
@@ -129,7 +130,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   const tensorOfRef = (session: Session, ref: TensorRef | undefined, what: string): Tensor => {
     if (ref?.value) return tensorFromBytes(ref.value.dtype, ref.value.shape, ref.value.data ?? new Uint8Array(0), limits);
     if (ref?.handle) return session.get(ref.handle);
-    throw new CallFault(grpc.status.INVALID_ARGUMENT, `${what} is neither a tensor nor a handle`);
+    throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `${what} is neither a tensor nor a handle`);
   };
 
   /** The function a registration describes: its graph parsed, verified and checked, its captures bound. */
@@ -137,19 +138,19 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
     const { graph, library } = parseSExpr(req.sexpr, {
       variables: (id, name) => {
         const v = bound.get(id) ?? session.variables.get(id);
-        if (v === undefined) throw new CallFault(grpc.status.INVALID_ARGUMENT, `the graph names variable ${JSON.stringify(name)} (id ${id}), which the request did not create`);
+        if (v === undefined) throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `the graph names variable ${JSON.stringify(name)} (id ${id}), which the request did not create`);
         return v;
       },
     });
     verifyGraph(graph, library);
     const host = firstHostNode(graph, library);
-    if (host) throw new CallFault(grpc.status.FAILED_PRECONDITION, `unsupported: the graph has a ${host.op} node, which runs JavaScript of the client's process`);
+    if (host) throw new CallFault(loadGrpc().status.FAILED_PRECONDITION, `unsupported: the graph has a ${host.op} node, which runs JavaScript of the client's process`);
     const big = firstOversizeValue(graph, library, limits.maxTensorElements);
     if (big) {
-      throw new CallFault(grpc.status.RESOURCE_EXHAUSTED, `a ${big.op} node makes a tensor of shape [${big.value.type.shape.join(", ")}] (${big.elements} elements), over the limit of ${limits.maxTensorElements} per tensor`);
+      throw new CallFault(loadGrpc().status.RESOURCE_EXHAUSTED, `a ${big.op} node makes a tensor of shape [${big.value.type.shape.join(", ")}] (${big.elements} elements), over the limit of ${limits.maxTensorElements} per tensor`);
     }
     if (req.numArgInputs + req.captures.length !== graph.inputs.length) {
-      throw new CallFault(grpc.status.INVALID_ARGUMENT, `the graph has ${graph.inputs.length} inputs, the request gives ${req.numArgInputs} arguments and ${req.captures.length} captures`);
+      throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `the graph has ${graph.inputs.length} inputs, the request gives ${req.numArgInputs} arguments and ${req.captures.length} captures`);
     }
     const captures: Capture[] = req.captures.map((c, i) => {
       const value = graph.inputs[req.numArgInputs + i]!;
@@ -160,12 +161,12 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
         session.charge(bytesOf(tensor), `capture ${i}`);
       } else {
         variable = session.variables.get(c.variable ?? -1);
-        if (variable === undefined) throw new CallFault(grpc.status.INVALID_ARGUMENT, `capture ${i} names variable id ${c.variable}, which the session does not hold`);
+        if (variable === undefined) throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `capture ${i} names variable id ${c.variable}, which the session does not hold`);
         tensor = variable;
       }
       const t = value.type;
       if (tensor.dtype !== t.dtype || !shapeFits(tensor.shape, t.shape)) {
-        throw new CallFault(grpc.status.INVALID_ARGUMENT, `capture ${i} is ${tensor.dtype}[${tensor.shape.join(", ")}], the graph's input is ${t.dtype}[${t.shape.join(", ")}]`);
+        throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `capture ${i} is ${tensor.dtype}[${tensor.shape.join(", ")}], the graph's input is ${t.dtype}[${t.shape.join(", ")}]`);
       }
       return variable ? { tensor, value, variable } : { tensor, value };
     });
@@ -182,7 +183,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   };
 
   const registerIn = (session: Session, req: RegisterRequest): Record<string, never> => {
-    if (session.functions.has(req.name)) throw new CallFault(grpc.status.ALREADY_EXISTS, `a function named ${JSON.stringify(req.name)} is registered in this session already`);
+    if (session.functions.has(req.name)) throw new CallFault(loadGrpc().status.ALREADY_EXISTS, `a function named ${JSON.stringify(req.name)} is registered in this session already`);
     // Variables: created from the client's values the first time a function of the session names
     // them; a registration that fails takes back the ones it made.
     const made: number[] = [];
@@ -248,23 +249,23 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
 
   const callIn = (session: Session, req: CallRequest): { outputs: HandleInfo[] } => {
     const fn = session.functions.get(req.name);
-    if (fn === undefined) throw new CallFault(grpc.status.NOT_FOUND, `no function named ${JSON.stringify(req.name)} is registered in this session`);
-    if (req.inputs.length !== fn.numArgInputs) throw new CallFault(grpc.status.INVALID_ARGUMENT, `${req.name} takes ${fn.numArgInputs} tensor arguments, the call gives ${req.inputs.length}`);
+    if (fn === undefined) throw new CallFault(loadGrpc().status.NOT_FOUND, `no function named ${JSON.stringify(req.name)} is registered in this session`);
+    if (req.inputs.length !== fn.numArgInputs) throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `${req.name} takes ${fn.numArgInputs} tensor arguments, the call gives ${req.inputs.length}`);
     const inputs = req.inputs.map((r, i) => {
       const t = tensorOfRef(session, r, `argument ${i}`);
       const want = fn.graph.inputs[i]!.type;
       if (t.dtype !== want.dtype || !shapeFits(t.shape, want.shape)) {
-        throw new CallFault(grpc.status.INVALID_ARGUMENT, `argument ${i} of ${req.name} is ${t.dtype}[${t.shape.join(", ")}], the function takes ${want.dtype}[${want.shape.join(", ")}]`);
+        throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `argument ${i} of ${req.name} is ${t.dtype}[${t.shape.join(", ")}], the function takes ${want.dtype}[${want.shape.join(", ")}]`);
       }
       return t;
     });
     const bound = session.boundVariables.get(req.name) ?? [];
     const values = req.variableValues ?? [];
-    if (values.length !== bound.length) throw new CallFault(grpc.status.INVALID_ARGUMENT, `${req.name} reads ${bound.length} variables of its own, the call gives ${values.length} values`);
+    if (values.length !== bound.length) throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `${req.name} reads ${bound.length} variables of its own, the call gives ${values.length} values`);
     for (const [i, v] of bound.entries()) {
       const t = tensorOfRef(session, values[i], `the value of variable ${v.name}`);
       if (t.dtype !== v.dtype || !shapeFits(t.shape, v.shape)) {
-        throw new CallFault(grpc.status.INVALID_ARGUMENT, `the value for variable ${v.name} of ${req.name} is ${t.dtype}[${t.shape.join(", ")}], the variable is ${v.dtype}[${v.shape.join(", ")}]`);
+        throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `the value for variable ${v.name} of ${req.name} is ${t.dtype}[${t.shape.join(", ")}], the variable is ${v.dtype}[${v.shape.join(", ")}]`);
       }
       v.assign(t);
     }
@@ -273,7 +274,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
     const outs = device(dev, () => fn.callFlat(inputs));
     for (const t of outs) checkDeclared(t.dtype, t.shape, limits);
     const named = req.outputHandles ?? [];
-    if (named.length > 0 && named.length !== outs.length) throw new CallFault(grpc.status.INVALID_ARGUMENT, `${req.name} has ${outs.length} outputs, the call names ${named.length} handles for them`);
+    if (named.length > 0 && named.length !== outs.length) throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, `${req.name} has ${outs.length} outputs, the call names ${named.length} handles for them`);
     const outputs = outs.map((t, i) => (named.length > 0 ? session.putAs(named[i]!, t) : session.put(t)));
     inlineValues(outs, outputs, req.inlineReplyBytes ?? 0);
     session.lastSeen = Date.now();
@@ -330,7 +331,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
     stream.on("end", () => {
       if (failed) return;
       try {
-        if (session === null) throw new CallFault(grpc.status.INVALID_ARGUMENT, "the upload carried no chunk");
+        if (session === null) throw new CallFault(loadGrpc().status.INVALID_ARGUMENT, "the upload carried no chunk");
         const t = assembler.finish();
         settle();
         callback(null, (session as Session).put(t));
@@ -376,11 +377,11 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   const devices = listDevices()
     .filter((d) => d.kind !== "remote")
     .map((d) => d.name);
-  const server = new grpc.Server({
+  const server = new (loadGrpc().Server)({
     "grpc.max_receive_message_length": grpcLength(limits.maxMessageBytes),
     "grpc.max_send_message_length": grpcLength(limits.maxMessageBytes),
   });
-  server.addService(WORKER_SERVICE, {
+  server.addService(workerService(), {
     openSession: unary((req) => {
       const s = new Session(randomUUID(), req.client, limits);
       sessions.set(s.id, s);
@@ -412,7 +413,7 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
       const s = sessionOf(req.session);
       const outputs = req.ids.map((id: number) => {
         const v = s.variables.get(id);
-        if (v === undefined) throw new CallFault(grpc.status.NOT_FOUND, `no variable with client id ${id} in this session`);
+        if (v === undefined) throw new CallFault(loadGrpc().status.NOT_FOUND, `no variable with client id ${id} in this session`);
         return s.put(v.storedValue);
       });
       return { outputs };
@@ -421,8 +422,8 @@ export async function startWorker(options: WorkerOptions = {}): Promise<Worker> 
   });
 
   const credentials = tls
-    ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(options.tlsCert!), private_key: Buffer.from(options.tlsKey!) }], false)
-    : grpc.ServerCredentials.createInsecure();
+    ? loadGrpc().ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(options.tlsCert!), private_key: Buffer.from(options.tlsKey!) }], false)
+    : loadGrpc().ServerCredentials.createInsecure();
   const port = await new Promise<number>((resolve, reject) => server.bindAsync(listen, credentials, (e, p) => (e ? reject(e) : resolve(p))));
 
   // Sessions idle past the timeout are freed (their client closed without saying so, or died).

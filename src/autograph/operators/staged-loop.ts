@@ -13,6 +13,7 @@ import { whileLoop } from "../../staging/control-flow.js";
 import { add } from "../../ops/binary.js";
 import { equal } from "../../ops/compare.js";
 import { assertOrThrow } from "./logging.js";
+import { doNotConvert } from "./calls.js";
 import { scalarOf } from "../../ops/convert.js";
 import { cast } from "../../ops/cast.js";
 import { full } from "../../ops/fill.js";
@@ -418,9 +419,11 @@ function stagedWhileAttempt(loop: StagedLoop, snaps: Snap[], leaves: LeafRef[], 
   const hasInvariants = vars.some((p) => p.invariant);
   // With variables that get their first value in the body: an iteration count, checked after.
   const counted = mustRun.length > 0;
+  // (the condition and body are this file's closures around converted code: whileLoop's
+  // callback conversion must not look them up again, which it would for each trace)
   const outs = whileLoop(
-    counted ? (...vs: Tensor[]) => condFn(...vs.slice(0, -1)) : condFn,
-    counted ? (...vs: Tensor[]) => [...bodyFn(...vs.slice(0, -1)), add(vs[vs.length - 1]!, 1)] : bodyFn,
+    doNotConvert(counted ? (...vs: Tensor[]) => condFn(...vs.slice(0, -1)) : condFn),
+    doNotConvert(counted ? (...vs: Tensor[]) => [...bodyFn(...vs.slice(0, -1)), add(vs[vs.length - 1]!, 1)] : bodyFn),
     [...vars.map((p) => p.init), ...(counted ? [scalarOf(0, "int32")] : [])],
     {
       ...(hasInvariants ? { shapeInvariants: [...vars.map((p) => p.invariant), ...(counted ? [null] : [])] } : {}),

@@ -134,7 +134,7 @@ export function copyTree<N extends t.Node>(node: N, shareLeaves: boolean): N {
   const copy = (n: t.Node): t.Node => {
     if (shareLeaves && (n.type === "Identifier" || hasAnno(n, Anno.OPAQUE))) return n;
     const c = { ...n } as unknown as Record<string, unknown>;
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
+    for (const k of t.visitorKeys(n.type) ?? []) {
       const v = c[k];
       if (Array.isArray(v)) c[k] = v.map((x) => (x && typeof x === "object" && typeof (x as t.Node).type === "string" ? copy(x as t.Node) : x));
       else if (v && typeof v === "object" && typeof (v as t.Node).type === "string") c[k] = copy(v as t.Node);

@@ -19,7 +19,7 @@ export function id(name: string, from?: t.Node | null): t.Identifier {
 
 /** Children of a node in evaluation order (the visitor keys of Babel's definitions). */
 export function childNodes(node: t.Node): t.Node[] {
-  const keys = t.VISITOR_KEYS[node.type] ?? [];
+  const keys = t.visitorKeys(node.type) ?? [];
   const out: t.Node[] = [];
   for (const k of keys) {
     const v = (node as unknown as Record<string, unknown>)[k];

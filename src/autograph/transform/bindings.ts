@@ -7,12 +7,9 @@
  * A converted twin gets the values of those bindings; names bound to variables that may change
  * stay "free variables conversion cannot see" (the loader converts those in place).
  */
-import * as babelParser from "@babel/parser";
-import traverseModule, { type NodePath } from "@babel/traverse";
+import type { NodePath } from "@babel/traverse";
 import type * as t from "@babel/types";
-
-type Traverse = (typeof import("@babel/traverse"))["default"];
-const traverse = ((traverseModule as unknown as { default?: Traverse }).default ?? traverseModule) as Traverse;
+import { babelParser, babelTraverse } from "./babel.js";
 
 interface ParsedScript {
   /** Function paths by the position where their text starts ("line:column", 1-based line, 0-based column). */
@@ -26,9 +23,9 @@ function parseScript(source: string): ParsedScript | null {
   if (cache.has(source)) return cache.get(source)!;
   let parsed: ParsedScript | null = null;
   try {
-    const ast = babelParser.parse(source, { sourceType: "unambiguous", errorRecovery: true, plugins: ["importAttributes"] });
+    const ast = babelParser().parse(source, { sourceType: "unambiguous", errorRecovery: true, plugins: ["importAttributes"] });
     const functions = new Map<string, NodePath<t.Function>>();
-    traverse(ast, {
+    babelTraverse()(ast, {
       Function(path: NodePath<t.Function>) {
         const n = path.node;
         // Methods' text (Function.prototype.toString) starts at the key; `static`/`async` come before it.

@@ -2,10 +2,63 @@
  * @babel/types with fast builders for the nodes the transform makes most. Babel's builders
  * validate every field (microseconds per node); these build the same plain objects directly
  * (the inputs are the transform's own, already valid). Everything else is Babel's.
+ *
+ * Babel's types are re-exported as types only; the functions of @babel/types the transform calls
+ * are listed below, each forwarding to the package loaded at its first call (babel.ts: loading
+ * Babel is left to the first conversion). A function missing from the list is a type error where
+ * it is called, not a silent undefined.
  */
 import type * as T from "@babel/types";
+import { babelTypes } from "./babel.js";
 
-export * from "@babel/types";
+export type * from "@babel/types";
+
+type Types = typeof T;
+/** A function of @babel/types, called through the package loaded at first use. */
+function lazy<K extends keyof Types>(name: K): Types[K] {
+  let f: ((...a: unknown[]) => unknown) | undefined;
+  return ((...a: unknown[]) => (f ??= babelTypes()[name] as unknown as (...a: unknown[]) => unknown)(...a)) as unknown as Types[K];
+}
+
+/** `VISITOR_KEYS[type]`: the child keys Babel visits for a node type. */
+export function visitorKeys(type: string): readonly string[] | undefined {
+  return babelTypes().VISITOR_KEYS[type];
+}
+
+export const cloneNode = lazy("cloneNode");
+export const isReferenced = lazy("isReferenced");
+export const isFunction = lazy("isFunction");
+export const isClass = lazy("isClass");
+export const isLoop = lazy("isLoop");
+export const isLiteral = lazy("isLiteral");
+export const isExpression = lazy("isExpression");
+export const isFor = lazy("isFor");
+// (Babel's builders of the nodes the transform makes less often: these validate their fields)
+export const breakStatement = lazy("breakStatement");
+export const catchClause = lazy("catchClause");
+export const classExpression = lazy("classExpression");
+export const conditionalExpression = lazy("conditionalExpression");
+export const continueStatement = lazy("continueStatement");
+export const emptyStatement = lazy("emptyStatement");
+export const forInStatement = lazy("forInStatement");
+export const forOfStatement = lazy("forOfStatement");
+export const functionDeclaration = lazy("functionDeclaration");
+export const functionExpression = lazy("functionExpression");
+export const importDeclaration = lazy("importDeclaration");
+export const importSpecifier = lazy("importSpecifier");
+export const labeledStatement = lazy("labeledStatement");
+export const newExpression = lazy("newExpression");
+export const objectExpression = lazy("objectExpression");
+export const objectProperty = lazy("objectProperty");
+export const staticBlock = lazy("staticBlock");
+const superNode = lazy("super");
+export { superNode as super };
+export const switchCase = lazy("switchCase");
+export const switchStatement = lazy("switchStatement");
+export const thisExpression = lazy("thisExpression");
+export const throwStatement = lazy("throwStatement");
+export const tryStatement = lazy("tryStatement");
+export const updateExpression = lazy("updateExpression");
 
 type Expr = T.Expression;
 

@@ -8,7 +8,7 @@
  * convertModule(code, { filename }): every function of a module gets a registered converted
  * twin (module.ts).
  */
-import * as t from "@babel/types";
+import * as t from "./build.js";
 import { childNodes, identifierNames } from "./ast.js";
 import { NameGen } from "./names.js";
 import { parseFunctionSource, sourceLines, type SourcePosition } from "./parse.js";

@@ -4,11 +4,8 @@
  * position of the construct they replace.
  */
 import type * as t from "@babel/types";
-import generatorModule from "@babel/generator";
 import { utf8ToBase64 } from "../../core/platform/encoding.js";
-
-type GenerateFn = (ast: t.Node, opts?: Record<string, unknown>, code?: string | Record<string, string>) => { code: string; map: RawSourceMap | null };
-const generate: GenerateFn = ((generatorModule as unknown as { default?: GenerateFn }).default ?? generatorModule) as GenerateFn;
+import { babelGenerate } from "./babel.js";
 
 export interface RawSourceMap {
   version: number;
@@ -38,7 +35,7 @@ export interface Generated {
 
 export function generateCode(node: t.Node, opts: GenerateOptions): Generated {
   const wantMap = opts.sourceMaps !== false;
-  const out = generate(
+  const out = babelGenerate()(
     node,
     {
       sourceMaps: wantMap,

@@ -164,6 +164,11 @@ export interface FunctionInfo {
    * module, script), when known: a free name among them is not a global.
    */
   closureNames: Set<string> | null;
+  /**
+   * The running script's id where `site` is known (V8's, unique in this process): with the
+   * site's position and the text, it names the code a closure was made from.
+   */
+  scriptId?: string;
 }
 
 /** Where `fn` is defined and what its closure binds (nulls when the inspector cannot tell). */
@@ -173,7 +178,8 @@ export function inspectFunction(fn: Function, text: string = Function.prototype.
     const facts = functionFacts(fn);
     // `new Function(...)` code has no file to point at.
     const made = text.startsWith("function anonymous(");
-    return { site: facts.location && !made ? siteOf(facts.location, text) : null, closureNames: facts.closureNames };
+    const site = facts.location && !made ? siteOf(facts.location, text) : null;
+    return { site, closureNames: facts.closureNames, ...(site ? { scriptId: facts.location!.scriptId } : {}) };
   } catch {
     return { site: null, closureNames: null };
   }

@@ -2,15 +2,29 @@
  * convertModule: a whole module through Babel (TypeScript stripped in the same pass when the
  * file is TypeScript), with the AutoGraph plugin; the source map points at the original file.
  */
-import * as babel from "@babel/core";
-import tsPluginModule from "@babel/plugin-transform-typescript";
+import type * as babel from "@babel/core";
+import { createRequire } from "../../core/platform/node.js";
 import { autographPlugin } from "./plugin.js";
 import { DEFAULT_RUNTIME } from "./twins.js";
 import type { RawSourceMap } from "./generate.js";
 import { ConversionError } from "./errors.js";
 import { sourceLines } from "./parse.js";
 
-const tsPlugin = ((tsPluginModule as unknown as { default?: unknown }).default ?? tsPluginModule) as babel.PluginItem;
+// (@babel/core and its TypeScript plugin load at the first module converted, as the rest of
+// Babel does, babel.ts: importing the package entry does not pay for them; this file is Node's)
+const load = createRequire(import.meta.url);
+let babelCore: typeof babel | undefined;
+let tsPlugin: babel.PluginItem | undefined;
+function core(): typeof babel {
+  return (babelCore ??= load("@babel/core") as typeof babel);
+}
+function typescriptPlugin(): babel.PluginItem {
+  if (tsPlugin === undefined) {
+    const m = load("@babel/plugin-transform-typescript") as { default?: unknown };
+    tsPlugin = (m.default ?? m) as babel.PluginItem;
+  }
+  return tsPlugin;
+}
 
 export interface ConvertModuleOptions {
   filename: string;
@@ -36,7 +50,7 @@ export function convertModule(code: string, opts: ConvertModuleOptions): Convert
   const tsx = /\.tsx$/.test(opts.filename);
   let result: babel.BabelFileResult | null;
   try {
-    result = babel.transformSync(code, {
+    result = core().transformSync(code, {
       filename: opts.filename,
       babelrc: false,
       configFile: false,
@@ -47,7 +61,7 @@ export function convertModule(code: string, opts: ConvertModuleOptions): Convert
       retainLines: false,
       parserOpts: { plugins: tsx ? ["jsx"] : [] },
       plugins: [
-        ...(ts ? [[tsPlugin, { allowDeclareFields: true, isTSX: tsx, onlyRemoveTypeImports: false }] as babel.PluginItem] : []),
+        ...(ts ? [[typescriptPlugin(), { allowDeclareFields: true, isTSX: tsx, onlyRemoveTypeImports: false }] as babel.PluginItem] : []),
         [autographPlugin, { runtime: opts.runtime ?? DEFAULT_RUNTIME, exclude: () => false }],
       ],
     });

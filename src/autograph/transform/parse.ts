@@ -4,8 +4,8 @@
  * starts, so every node's `loc` (and so every `loc` string and source-map entry) points at
  * the original code.
  */
-import * as babelParser from "@babel/parser";
 import type * as t from "@babel/types";
+import { babelParser } from "./babel.js";
 import { ConversionError } from "./errors.js";
 
 export interface SourcePosition {
@@ -45,7 +45,7 @@ export function parseFunctionSource(source: string, pos: SourcePosition): Parsed
   const column = pos.column ?? 0;
   let firstError: unknown;
   try {
-    const e = babelParser.parseExpression(source, {
+    const e = babelParser().parseExpression(source, {
       sourceType: "module",
       startLine: line,
       startColumn: column,
@@ -64,7 +64,7 @@ export function parseFunctionSource(source: string, pos: SourcePosition): Parsed
   // A method: parse it inside a class body, padded so its positions stay the original ones.
   const wrapped = "(class{\n" + " ".repeat(column) + source + "\n})";
   try {
-    const e = babelParser.parseExpression(wrapped, { sourceType: "module", startLine: line - 1, sourceFilename: pos.filename });
+    const e = babelParser().parseExpression(wrapped, { sourceType: "module", startLine: line - 1, sourceFilename: pos.filename });
     if (e.type === "ClassExpression" && e.body.body.length === 1) {
       const m = e.body.body[0]!;
       if (m.type === "ClassMethod" || m.type === "ClassPrivateMethod") return m;

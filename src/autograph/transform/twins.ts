@@ -141,7 +141,7 @@ export function addTwins(root: t.Node, o: TwinOptions): void {
 
   const visitChildren = (node: t.Node): void => {
     const rec = node as unknown as Record<string, unknown>;
-    for (const key of t.VISITOR_KEYS[node.type] ?? []) {
+    for (const key of t.visitorKeys(node.type) ?? []) {
       const v = rec[key];
       if (Array.isArray(v)) {
         const isStatementList =
@@ -258,7 +258,7 @@ function convertTopLevelCalls(program: t.Program, agName: string): void {
   const rewrite = (node: t.Node): t.Node => {
     if (t.isFunction(node) || t.isClass(node)) return node;
     const rec = node as unknown as Record<string, unknown>;
-    for (const k of t.VISITOR_KEYS[node.type] ?? []) {
+    for (const k of t.visitorKeys(node.type) ?? []) {
       const v = rec[k];
       if (Array.isArray(v)) {
         for (let i = 0; i < v.length; i++) if (v[i] && typeof v[i] === "object" && typeof (v[i] as t.Node).type === "string") v[i] = rewrite(v[i] as t.Node);

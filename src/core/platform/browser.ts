@@ -124,7 +124,9 @@ export function format(...args: unknown[]): string {
 }
 
 /** No terminal: no progress bars. */
-export const cliProgress: null = null;
+export function loadCliProgress(): null {
+  return null;
+}
 export function stdoutIsTTY(): boolean {
   return false;
 }

@@ -10,7 +10,6 @@ import { readFileSync, openSync, constants as fsConstants } from "node:fs";
 import { findSourceMap, createRequire } from "node:module";
 import * as workerThreadsModule from "node:worker_threads";
 import { Worker } from "node:worker_threads";
-import cliProgressModule from "cli-progress";
 import type { CliProgress, DawnModule } from "./types.js";
 import { config } from "../config.js";
 export type { CliProgress, CliProgressBar, DawnModule } from "./types.js";
@@ -83,8 +82,14 @@ export function uninitializedBytes(bytes: number): ArrayBuffer {
 /** "node" here, "browser" in browser.ts. */
 export const PLATFORM: "node" | "browser" = "node";
 
-/** cli-progress (terminal progress bars); null where there is no terminal. */
-export const cliProgress: CliProgress | null = cliProgressModule;
+let cliProgressModule: CliProgress | undefined;
+/**
+ * cli-progress (terminal progress bars), loaded at the first bar (not with the package entry);
+ * null where there is no terminal.
+ */
+export function loadCliProgress(): CliProgress | null {
+  return (cliProgressModule ??= createRequire(import.meta.url)("cli-progress") as CliProgress);
+}
 
 /** Whether standard output is a terminal. */
 export function stdoutIsTTY(): boolean {

@@ -5,7 +5,7 @@
  * modifications, including those made by functions nested in the subtree (closures may run
  * inside a branch or loop).
  */
-import * as t from "@babel/types";
+import * as t from "../build.js";
 import { childNodes, memberRoot, patternIdentifiers, patternMembers } from "../ast.js";
 import type { ScopeInfo, VarKey } from "./scope.js";
 

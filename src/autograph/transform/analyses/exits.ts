@@ -3,7 +3,7 @@
  * after it never run when it is reached), whether it contains a jump at all, and whether
  * control can reach the end of a function body (it then returns undefined).
  */
-import * as t from "@babel/types";
+import * as t from "../build.js";
 import { childNodes, walk } from "../ast.js";
 
 /** The throw of `if (c) throw e` (no else), or null. */

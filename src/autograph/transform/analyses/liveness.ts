@@ -9,7 +9,7 @@
  * either branch) and `liveHead` for each loop (live at the loop head: read by the test, by a
  * later iteration, or after the loop).
  */
-import * as t from "@babel/types";
+import * as t from "../build.js";
 import { patternIdentifiers } from "../ast.js";
 import { readsOf } from "./activity.js";
 import type { ScopeInfo, VarKey } from "./scope.js";

@@ -10,7 +10,7 @@
  * Variables are identified by a `VarKey`: a Binding for names declared inside the analysed
  * function, or the string `free:name` for names declared outside it (or globals).
  */
-import * as t from "@babel/types";
+import * as t from "../build.js";
 import { childNodes, patternIdentifiers } from "../ast.js";
 
 export interface Binding {

@@ -6,7 +6,7 @@
  * or captured by a closure. Annotated on the construct (Anno.STATE) for the converters, which
  * pass it as getState/setState/names (converters/state.ts).
  */
-import * as t from "@babel/types";
+import * as t from "../build.js";
 import { childNodes } from "../ast.js";
 import { Anno, getAnno, hasAnno, setAnno, type StateInfo } from "../anno.js";
 import { isThrowOnly } from "./exits.js";

@@ -100,7 +100,7 @@ export function kindsIn(fn: t.Function): Set<string> {
       default:
         break;
     }
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
+    for (const k of t.visitorKeys(n.type) ?? []) {
       const v = (n as unknown as Record<string, unknown>)[k];
       if (Array.isArray(v)) {
         for (const c of v) if (c && typeof c === "object" && typeof (c as t.Node).type === "string") visit(c as t.Node);

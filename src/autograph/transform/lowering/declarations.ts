@@ -7,7 +7,7 @@
  * - function declarations move to the start of their statement list (they are hoisted there
  *   anyway), so that the rest of a list can be wrapped in a guard or a branch.
  */
-import * as t from "@babel/types";
+import * as t from "../build.js";
 import { patternIdentifiers } from "../ast.js";
 
 function isVar(d: t.Node | null | undefined): d is t.VariableDeclaration {

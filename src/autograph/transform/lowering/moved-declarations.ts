@@ -26,7 +26,7 @@ function declaredIn(root: t.Node): Set<string> {
     }
     if (n.type === "VariableDeclarator") for (const i of patternIdentifiers(n.id)) out.add(i.name);
     if (n.type === "CatchClause" && n.param) for (const i of patternIdentifiers(n.param)) out.add(i.name);
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
+    for (const k of t.visitorKeys(n.type) ?? []) {
       const v = (n as unknown as Record<string, unknown>)[k];
       for (const c of Array.isArray(v) ? v : [v]) if (c && typeof c === "object" && typeof (c as t.Node).type === "string") visit(c as t.Node, false);
     }
@@ -63,7 +63,7 @@ function checkReadsInNestedFunctions(stmts: readonly t.Statement[], names: Reado
     }
     const nowInFunction = inFunction || t.isFunction(n);
     const rec = n as unknown as Record<string, unknown>;
-    for (const k of t.VISITOR_KEYS[n.type] ?? []) {
+    for (const k of t.visitorKeys(n.type) ?? []) {
       const v = rec[k];
       if (Array.isArray(v)) {
         for (let i = 0; i < v.length; i++) {

@@ -3,7 +3,7 @@
  * that rebinds `x` when `x` holds a tensor) or that is pushed to (`x.push(v)`: a staged loop makes
  * it a tensor list, rebound after the loop) becomes `let x` when `x` is never assigned directly.
  */
-import * as t from "@babel/types";
+import * as t from "../build.js";
 import { childNodes, patternIdentifiers } from "../ast.js";
 
 const LIST_MUTATORS = new Set(["push", "pop"]);
