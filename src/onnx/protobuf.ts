@@ -25,43 +25,26 @@ function type(name: string): protobuf.Type {
   return t;
 }
 
-/** protobufjs message types of the ONNX schema, by message name. */
-export const Messages = {
-  get ModelProto() {
-    return type("ModelProto");
-  },
-  get GraphProto() {
-    return type("GraphProto");
-  },
-  get NodeProto() {
-    return type("NodeProto");
-  },
-  get TensorProto() {
-    return type("TensorProto");
-  },
-  get AttributeProto() {
-    return type("AttributeProto");
-  },
-  get ValueInfoProto() {
-    return type("ValueInfoProto");
-  },
-  get TypeProto() {
-    return type("TypeProto");
-  },
-  get SequenceProto() {
-    return type("SequenceProto");
-  },
-  get OptionalProto() {
-    return type("OptionalProto");
-  },
-  get MapProto() {
-    return type("MapProto");
-  },
-  get FunctionProto() {
-    return type("FunctionProto");
-  },
-};
-export type MessageName = keyof typeof Messages;
+const MESSAGE_NAMES = [
+  "ModelProto",
+  "GraphProto",
+  "NodeProto",
+  "TensorProto",
+  "AttributeProto",
+  "ValueInfoProto",
+  "TypeProto",
+  "SequenceProto",
+  "OptionalProto",
+  "MapProto",
+  "FunctionProto",
+] as const;
+export type MessageName = (typeof MESSAGE_NAMES)[number];
+
+/** protobufjs message types of the ONNX schema, by message name (each a getter: the schema loads at the first one read). */
+export const Messages = Object.defineProperties(
+  {},
+  Object.fromEntries(MESSAGE_NAMES.map((name) => [name, { get: () => type(name), enumerable: true }])),
+) as { readonly [K in MessageName]: protobuf.Type };
 
 /** A decoded int64 field: a Long (protobufjs with the long package), or a number when built by hand. */
 export type Int64 = number | protobuf.Long;

@@ -102,6 +102,17 @@ interface ClassState {
 let sorted = new Float64Array(16);
 
 /** The median of `x`, sorted by insertion in scratch storage (NaN for none). */
+/** A job's end: a probe's ends the probe (the count to the next starts again); another's counts toward the probe budget. */
+function endJob(s: ClassState, seconds: number): void {
+  if (s.probing) {
+    s.sinceProbe = 0;
+    s.spentSinceProbe = 0;
+    s.probing = false;
+  } else {
+    s.spentSinceProbe += seconds;
+  }
+}
+
 function median(x: number[]): number {
   const n = x.length;
   if (n === 0) return NaN;
@@ -232,13 +243,7 @@ export class ThreadPolicy {
       const perFlop = seconds / Math.max(1, flops);
       if (threaded) s.switchMany = perFlop;
       else s.switchOne = perFlop;
-      if (s.probing) {
-        s.sinceProbe = 0;
-        s.spentSinceProbe = 0;
-        s.probing = false;
-      } else {
-        s.spentSinceProbe += seconds;
-      }
+      endJob(s, seconds);
       return;
     }
     s.flops = Math.max(1, flops);
@@ -258,13 +263,7 @@ export class ThreadPolicy {
     }
     if (threaded) s.manyMedian = push(s.many, perFlop, this.window);
     else s.oneMedian = push(s.one, perFlop, this.window);
-    if (s.probing) {
-      s.sinceProbe = 0;
-      s.spentSinceProbe = 0;
-      s.probing = false;
-    } else {
-      s.spentSinceProbe += seconds;
-    }
+    endJob(s, seconds);
   }
 
   /**
