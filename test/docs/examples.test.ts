@@ -55,12 +55,14 @@ test("the examples run against a build of the current sources", () => {
 });
 
 // Documents run side by side (two at a time: a docs folder each, the type check beside them); a
-// document's examples run in order.
+// document's examples run in order, one at a time: a later example may read what an earlier one
+// wrote (README's ONNX import loads the model.onnx its export example wrote). Node's subtests
+// inherit their parent's concurrency, so each document's suite sets its own.
 describe("examples", { concurrency: 2 }, () => {
   for (const doc of DOCS) {
     const examples = BLOCKS.get(doc)!.filter((b) => b.kind !== "text");
     if (examples.length === 0) continue;
-    describe(doc, () => {
+    describe(doc, { concurrency: 1 }, () => {
       let sandbox: Sandbox;
       before(() => (sandbox = new Sandbox(doc)));
       after(() => sandbox.dispose());
