@@ -3,7 +3,7 @@
  * backend's native kernels (backends/cpu/native.ts): each product or convolution shape is a
  * single-node model built with the builders (builders.ts, the official schema), loaded once
  * into a synchronous session (sync-session.ts) per thread count, and run with the op's own
- * output storage as the fetch. api/wiring.ts installs it when onnxruntime-node loads.
+ * output storage as the fetch. api/wiring.ts installs it where onnxruntime-node is installed.
  *
  * The crossover (STAGECRAFT_NATIVE_MIN_FLOPS, core/config.ts) is in flops and depends only on
  * the shape. MLAS splits products and convolutions over threads by rows and columns, never
@@ -14,7 +14,7 @@ import { Tensor } from "../core/tensor.js";
 import type { NativeKernels } from "../backends/cpu/native.js";
 import type { Conv2dParams } from "../backends/cpu/conv.js";
 import { makeGraph, makeModel, makeNode, makeValueInfo, modelBytes, type AttributeValue } from "./builders.js";
-import { SessionCache, syncRuntime, unshared } from "./sync-session.js";
+import { onnxRuntimeInstalled, SessionCache, syncRuntime, unshared } from "./sync-session.js";
 
 const sessions = new SessionCache();
 
@@ -170,8 +170,11 @@ function flippedPads(p: Conv2dParams): number[] | null {
 export const ortNativeKernels: NativeKernels = {
   name: "onnxruntime-node",
 
-  matmulWins: (m, n, k) => 2 * m * n * k >= config.nativeMinFlops,
-  convWins: (p) => convFlops(p) >= config.nativeMinFlops,
+  // (the binding loads at the first shape past the crossover, not at import: most programs'
+  // ops never reach it, and loading it costs 0.1-0.3 s; a binding that fails to load leaves
+  // every shape to the WebAssembly kernels, as where onnxruntime-node is not installed)
+  matmulWins: (m, n, k) => 2 * m * n * k >= config.nativeMinFlops && syncRuntime() !== null,
+  convWins: (p) => convFlops(p) >= config.nativeMinFlops && syncRuntime() !== null,
 
   matmul(a, aOffsets, b, bOffsets, out, m, k, n, transA, transB, threads) {
     const batch = aOffsets.length;
@@ -234,7 +237,10 @@ export const ortNativeKernels: NativeKernels = {
   },
 };
 
-/** onnxruntime-node's kernels when it loads (and STAGECRAFT_NATIVE is not 0), else null. */
+/**
+ * onnxruntime-node's kernels where it is installed (and STAGECRAFT_NATIVE is not 0), else null:
+ * found, not loaded (its binding loads when a shape first wins, `matmulWins`).
+ */
 export function loadOrtNativeKernels(): NativeKernels | null {
-  return config.native && syncRuntime() !== null ? ortNativeKernels : null;
+  return config.native && onnxRuntimeInstalled() ? ortNativeKernels : null;
 }
