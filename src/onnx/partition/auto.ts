@@ -9,9 +9,10 @@
  *    segment on onnxruntime, or every one on ours, alternating call by call, each segment's own
  *    time recorded (segments.ts's `timedRun`). The segments' code of ours is new code, so it
  *    first runs a warm-up (as the whole graph did) before anything is timed. A segment goes to
- *    the engine only when it is at least 3% faster there: the median, over pairs of runs one
- *    right after the other, of its time there over its time on ours (`chooseSide`), once the
- *    pairs settle every segment's side or the budget is spent (as in step 2, below).
+ *    the engine only when it is at least 3% faster there: the median, over pairs of runs (two
+ *    calls on the same argument tensors, else one right after the other: pairs.ts), of its time
+ *    there over its time on ours (`chooseSide`), once the pairs settle every segment's side or
+ *    the budget is spent (as in step 2, below).
  * 2. Whole graph: the cut with that placement (the "plan") against the whole graph on ours,
  *    alternating, compared the same way (pairs of runs), the same 3% margin. This keeps "all ours" (today's executor,
  *    one compiled graph, no per-call overhead) whenever the placement does not pay as a whole:
@@ -208,8 +209,8 @@ interface AutoState {
 }
 
 /**
- * @internal The measured choice: the plan only when, over the pairs of runs (the i-th run of each
- * side: the sides alternate, so a pair ran one right after the other), the median of plan / ours
+ * @internal The measured choice: the plan only when, over the pairs of runs (`ours[i]` and
+ * `plan[i]`: two calls on the same arguments, or one right after the other; pairs.ts), the median of plan / ours
  * is below `margin` (exported for tests). Pairs, not each side's median taken apart: on a shared
  * machine the load changes while a graph is measured, and two runs in a row see the same load,
  * while the medians of each side can compare one side's busy runs with the other's quiet ones.
