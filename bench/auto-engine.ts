@@ -126,6 +126,8 @@ interface AutoRow {
   chosePlan: number;
   choseOurs: number;
   fallbacks: number;
+  /** Measurements made again (a recheck begun in the row and not ended leaves the graph counted on neither side). */
+  rechecks: number;
   /** Engine-eligible segments placed on the engine / kept on ours by the per-segment step. */
   segmentsOnEngine: number;
   segmentsOnOurs: number;
@@ -183,6 +185,7 @@ export async function benchAutoEngine(names: string[] = Object.keys(WORKLOADS), 
         chosePlan: autoStats.chosePlan - stats0.chosePlan,
         choseOurs: autoStats.choseOurs - stats0.choseOurs,
         fallbacks: autoStats.fallbacks - stats0.fallbacks,
+        rechecks: autoStats.rechecks - stats0.rechecks,
         segmentsOnEngine: autoStats.segmentsOnEngine - stats0.segmentsOnEngine,
         segmentsOnOurs: autoStats.segmentsOnOurs - stats0.segmentsOnOurs,
         plans: autoStats.plans - stats0.plans,
@@ -204,7 +207,7 @@ const f3 = (x: number | undefined) => (x === undefined ? "-" : x.toPrecision(3))
 function fmtRow(r: AutoRow): string {
   return (
     `ours ${f3(r.ms.ours)} ms, onnxruntime ${f3(r.ms.onnxruntime)} ms, auto ${f3(r.ms.auto)} ms: auto/best ${r.ratio.toFixed(2)}; ` +
-    `graphs on plan ${r.chosePlan}, on ours ${r.choseOurs}, fallbacks ${r.fallbacks}; segments placed on engine ${r.segmentsOnEngine}, on ours ${r.segmentsOnOurs}; one-time: ${r.plans} plans, ${r.planMs.toFixed(1)} ms cutting, ${r.firstRunMs.toFixed(1)} ms first runs` +
+    `graphs on plan ${r.chosePlan}, on ours ${r.choseOurs}, fallbacks ${r.fallbacks}, rechecks ${r.rechecks}; segments placed on engine ${r.segmentsOnEngine}, on ours ${r.segmentsOnOurs}; one-time: ${r.plans} plans, ${r.planMs.toFixed(1)} ms cutting, ${r.firstRunMs.toFixed(1)} ms first runs` +
     (r.measured !== null ? `; auto measured ours ${f3(r.measured.ours)} ms, plan ${f3(r.measured.plan)} ms (${r.measured.runs} runs each)` : "") +
     (r.errors.length > 0 ? `; errors: ${r.errors.join("; ")}` : "")
   );

@@ -380,3 +380,38 @@ test("a slow graph is first measured again after recheckMs of calls at its measu
     setAutoPolicy(before);
   }
 });
+
+test("step 2 pairs runs on the same arguments: calls cycling over inputs of unequal work (an even cycle) do not line up with the sides (charged times)", () => {
+  // 8 inputs of one shape, cycled: even ones twice the work of odd ones (TreeLSTM's trees, padded
+  // to one shape); the plan 10% slower, or 10% faster, on every input. Pairs of consecutive calls
+  // gave the plan all the light inputs (or all the heavy ones, by the phase) at every measurement.
+  const inputs = Array.from({ length: 8 }, () => big([128, 128]));
+  let current = 0;
+  let planFactor = 1.1;
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 5, measureMs: 0, maxReps: 100, unsureMs: 1e9,
+    recheckCalls: 1e9, oursRecheckCalls: 1e9,
+    timeOf: (side) => (current % 2 === 0 ? 20 : 10) * (side === "plan" ? planFactor : 1),
+  });
+  try {
+    const chose = (k: number, phase: number): string => {
+      const f = (x: sc.Tensor) => heavy(heavy(x)).mul(20 + k);
+      const auto = sc.stage(f, { autograph: false, engine: "auto" });
+      const s0 = { ...autoStats };
+      for (let c = phase; c < phase + 200 && autoStats.chosePlan + autoStats.choseOurs === s0.chosePlan + s0.choseOurs; c++) {
+        current = c % 8;
+        auto(inputs[current]!);
+      }
+      assert.equal(autoStats.chosePlan + autoStats.choseOurs, s0.chosePlan + s0.choseOurs + 1, "chosen");
+      return autoStats.lastChoice!.side;
+    };
+    planFactor = 1.1;
+    assert.equal(chose(0, 0), "ours", "the plan 10% slower on every input, first call on input 0");
+    assert.equal(chose(1, 1), "ours", "the plan 10% slower on every input, first call on input 1");
+    planFactor = 0.9;
+    assert.equal(chose(2, 0), "plan", "the plan 10% faster on every input, first call on input 0");
+    assert.equal(chose(3, 1), "plan", "the plan 10% faster on every input, first call on input 1");
+  } finally {
+    setAutoPolicy(before);
+  }
+});

@@ -198,3 +198,30 @@ test("STAGECRAFT_AUTO=plan (choice 'plan') puts every segment the engine can run
     setAutoPolicy(before);
   }
 });
+
+test("step 1 pairs each segment's runs on the same arguments: inputs of unequal work, cycled, do not place a segment slower on the engine there (charged times)", () => {
+  // 8 inputs of one shape, cycled, even ones twice the work of odd ones; both segments 10% slower
+  // on the engine for every input. Pairs of consecutive calls gave the engine all the light inputs
+  // (or all the heavy ones, by the phase), and the placement would then be kept (the whole plan charged 1 ms against 10).
+  const inputs = Array.from({ length: 8 }, () => rng.tensor([128, 128], -0.5, 0.5, "float32"));
+  let current = 0;
+  const before = setAutoPolicy({
+    ...measuring, maxReps: 100, unsureMs: 1e9,
+    timeOf: (side, _ms, segment) => (segment === undefined ? (side === "plan" ? 1 : 10) : (current % 2 === 0 ? 20 : 10) * (side === "plan" ? 1.1 : 1)),
+  });
+  try {
+    for (const phase of [0, 1]) {
+      const a = make();
+      const auto = sc.stage(a.f, { autograph: false, engine: "auto" });
+      const s0 = { ...autoStats };
+      for (let c = phase; c < phase + 200 && autoStats.chosePlan + autoStats.choseOurs === s0.chosePlan + s0.choseOurs; c++) {
+        current = c % 8;
+        auto(inputs[current]!);
+      }
+      assert.equal(autoStats.choseOurs, s0.choseOurs + 1, `phase ${phase}: no segment placed on the engine, the graph stays ours`);
+      assert.deepEqual(autoStats.lastChoice?.segments, ["ours", "fixed", "ours"], `phase ${phase}`);
+    }
+  } finally {
+    setAutoPolicy(before);
+  }
+});

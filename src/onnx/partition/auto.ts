@@ -9,9 +9,10 @@
  *    segment on onnxruntime, or every one on ours, alternating call by call, each segment's own
  *    time recorded (segments.ts's `timedRun`). The segments' code of ours is new code, so it
  *    first runs a warm-up (as the whole graph did) before anything is timed. A segment goes to
- *    the engine only when it is at least 3% faster there: the median, over pairs of runs one
- *    right after the other, of its time there over its time on ours (`chooseSide`), once the
- *    pairs settle every segment's side or the budget is spent (as in step 2, below).
+ *    the engine only when it is at least 3% faster there: the median, over pairs of runs (two
+ *    calls on the same argument tensors, else one right after the other: pairs.ts), of its time
+ *    there over its time on ours (`chooseSide`), once the pairs settle every segment's side or
+ *    the budget is spent (as in step 2, below).
  * 2. Whole graph: the cut with that placement (the "plan") against the whole graph on ours,
  *    alternating, compared the same way (pairs of runs), the same 3% margin. This keeps "all ours" (today's executor,
  *    one compiled graph, no per-call overhead) whenever the placement does not pay as a whole:
@@ -45,6 +46,7 @@ import type { FunctionLibrary, Graph } from "../../graph/ir.js";
 import { installedExecutor, type Executor, type PreparedRun } from "../../staging/concrete-function.js";
 import { cutGraph } from "./cut.js";
 import { engineEligible, placedRun, prepareSegments, timedRun, type SegmentRuns } from "./segments.js";
+import { argumentKey, PairedRuns, type Pairs } from "./pairs.js";
 
 /** How "auto" chooses: by measurement, or forced (tests: deterministic, never timing-dependent). */
 export type AutoChoice = "measure" | "plan" | "ours";
@@ -179,11 +181,8 @@ interface SegmentTrial {
   warm: WarmUp;
   /** Runs with the segments on the engine (the first untimed: it makes the sessions). */
   engineRuns: number;
-  timesEngine: number[][];
-  timesOurs: number[][];
-  /** Whole-call times of each kind of run (how much has been measured). */
-  totalEngine: number[];
-  totalOurs: number[];
+  /** The timed runs ("plan": the segments on the engine), each with its segments' times. */
+  runs: PairedRuns;
 }
 
 /** Per graph: its calls so far, and its plan and choice once made. */
@@ -196,8 +195,8 @@ interface AutoState {
   places: SegmentPlace[];
   /** null: not chosen yet; "ours" also after a plan failed or has no engine segment. */
   chosen: "ours" | "plan" | null;
-  timesOurs: number[];
-  timesPlan: number[];
+  /** Step 2's timed runs. */
+  measured: PairedRuns;
   planRuns: number;
   /** Calls on the plan since it was chosen, and the count at which it is measured again (autoPolicy.recheckCalls, doubled at each recheck that keeps it). */
   planCalls: number;
@@ -210,8 +209,8 @@ interface AutoState {
 }
 
 /**
- * @internal The measured choice: the plan only when, over the pairs of runs (the i-th run of each
- * side: the sides alternate, so a pair ran one right after the other), the median of plan / ours
+ * @internal The measured choice: the plan only when, over the pairs of runs (`ours[i]` and
+ * `plan[i]`: two calls on the same arguments, or one right after the other; pairs.ts), the median of plan / ours
  * is below `margin` (exported for tests). Pairs, not each side's median taken apart: on a shared
  * machine the load changes while a graph is measured, and two runs in a row see the same load,
  * while the medians of each side can compare one side's busy runs with the other's quiet ones.
@@ -307,20 +306,26 @@ function enough(ts: number[]): boolean {
   return ts.length >= autoPolicy.maxReps || (ts.length >= autoPolicy.reps && total(ts) >= autoPolicy.measureMs);
 }
 
-/** Whether step 1's pairs settle every eligible segment's side, or its budget for unsettled ones is spent (as step 2's, on whole calls). */
-function trialSettled(t: SegmentTrial): boolean {
-  const p = autoPolicy;
-  if (t.totalEngine.length >= p.maxReps || t.totalOurs.length >= p.maxReps) return true;
-  if (unsureSpent(t.totalEngine, t.totalOurs)) return true;
-  return t.segs.segments.every((x, k) => x.engine === null || settled(t.timesOurs[k]!, t.timesEngine[k]!));
+/** The pairs' times: whole calls, or segment `k`'s runs. */
+function pairTimes(pairs: Pairs, k?: number): [ours: number[], plan: number[]] {
+  const of = (r: { ms: number; segments: number[] | null }) => (k === undefined ? r.ms : r.segments![k]!);
+  return [pairs.ours.map(of), pairs.plan.map(of)];
 }
 
-/** Whether step 2 has measured enough to choose: both sides enough, and the pairs settle it or the budget for an unsettled choice is spent. */
-function measuredEnough(timesOurs: number[], timesPlan: number[]): boolean {
-  if (!enough(timesOurs) || !enough(timesPlan)) return false;
+/**
+ * Whether a measurement (step 1's or step 2's) has measured enough to choose, checked once each
+ * side has run as often (a pair complete): both sides enough, and the pairs settle it (each of
+ * `segments`, for step 1; the whole calls, for step 2) or the budget for an unsettled choice is spent.
+ */
+function measuredEnough(m: PairedRuns, segments?: number[]): boolean {
+  if (!m.balanced) return false;
+  const ours = m.times(false), plan = m.times(true);
+  if (!enough(ours) || !enough(plan)) return false;
   const p = autoPolicy;
-  if (timesOurs.length >= p.maxReps || timesPlan.length >= p.maxReps) return true;
-  return settled(timesOurs, timesPlan) || unsureSpent(timesOurs, timesPlan);
+  if (ours.length >= p.maxReps || plan.length >= p.maxReps || unsureSpent(ours, plan)) return true;
+  const pairs = m.pairs(p.reps);
+  if (pairs === null) return false;
+  return segments === undefined ? settled(...pairTimes(pairs)) : segments.every((k) => settled(...pairTimes(pairs, k)));
 }
 
 /** Whether the budget for an unsettled choice is spent: `unsureMs` and `unsureReps` of each side, or 4 x `unsureMs`. */
@@ -374,12 +379,7 @@ export function autoExecutor(engine: Executor): Executor {
         st.plan = placedRun(segs, all, planFailed(st));
         st.places = placesOf(segs, all);
       } else {
-        const n = cut.segments.length;
-        st.trial = {
-          segs, warm: new WarmUp(), engineRuns: 0,
-          timesEngine: Array.from({ length: n }, () => []), timesOurs: Array.from({ length: n }, () => []),
-          totalEngine: [], totalOurs: [],
-        };
+        st.trial = { segs, warm: new WarmUp(), engineRuns: 0, runs: new PairedRuns() };
       }
       autoStats.plans++;
     } catch {
@@ -398,7 +398,8 @@ export function autoExecutor(engine: Executor): Executor {
   };
   /** Step 1's placement: each eligible segment on the engine when clearly faster there; then step 2 measures it, or the graph stays ours. */
   const placeSegments = (st: AutoState, graph: Graph, t: SegmentTrial): void => {
-    const onEngine = t.segs.segments.map((x, k) => x.engine !== null && chooseSide(t.timesOurs[k]!, t.timesEngine[k]!) === "plan");
+    const pairs = t.runs.finalPairs(autoPolicy.reps);
+    const onEngine = t.segs.segments.map((x, k) => x.engine !== null && chooseSide(...pairTimes(pairs, k)) === "plan");
     const eligible = engineEligible(t.segs).length;
     const placed = onEngine.filter(Boolean).length;
     autoStats.segmentsOnEngine += placed;
@@ -415,21 +416,19 @@ export function autoExecutor(engine: Executor): Executor {
     st.planRuns = 1; // (its sessions exist and its code of ours is warm: its first run is timed)
   };
   /** A call of step 1: the cut with every eligible segment on the engine, or every one on ours, each segment timed. */
-  const trialCall = (st: AutoState, graph: Graph, t: SegmentTrial, inputs: Tensor[]): Tensor[] => {
+  const trialCall = (st: AutoState, graph: Graph, t: SegmentTrial, inputs: Tensor[], numArgInputs: number): Tensor[] => {
     const oursWarm = t.warm.warm;
-    const onEngine = t.engineRuns === 0 || (oursWarm && t.totalEngine.length <= t.totalOurs.length);
+    const key = oursWarm && t.engineRuns > 0 ? argumentKey(inputs, numArgInputs) : "";
+    const onEngine = t.engineRuns === 0 || (oursWarm && t.runs.nextOnPlan(key));
     const times: number[] = new Array(t.segs.cut.segments.length).fill(0);
     let failed = false;
     const t0 = performance.now();
     const out = timedRun(t.segs, onEngine, inputs, times, (k) => {
-      // that segment stays ours (it ran there for this call); the others go on being timed (the totals start again: the runs changed)
+      // that segment stays ours (it ran there for this call); the others go on being timed (from the start: the runs changed)
       failed = true;
       autoStats.fallbacks++;
       t.segs.segments[k]!.engine = null;
-      t.timesEngine[k] = [];
-      t.timesOurs[k] = [];
-      t.totalEngine = [];
-      t.totalOurs = [];
+      t.runs = new PairedRuns();
       if (engineEligible(t.segs).length === 0) keepOurs(st);
     });
     if (failed) return out;
@@ -438,10 +437,9 @@ export function autoExecutor(engine: Executor): Executor {
     else if (!oursWarm) t.warm.add(dt);
     else {
       const side = onEngine ? "plan" : "ours";
-      const ts = onEngine ? t.timesEngine : t.timesOurs;
-      for (let k = 0; k < times.length; k++) if (t.segs.segments[k]!.engine !== null) ts[k]!.push(charged(side, times[k]!, k));
-      (onEngine ? t.totalEngine : t.totalOurs).push(charged(side, dt));
-      if (enough(t.totalEngine) && enough(t.totalOurs) && trialSettled(t)) placeSegments(st, graph, t);
+      const segments = times.map((ms, k) => (t.segs.segments[k]!.engine !== null ? charged(side, ms, k) : ms));
+      t.runs.add({ plan: onEngine, key, ms: charged(side, dt), segments });
+      if (measuredEnough(t.runs, engineEligible(t.segs))) placeSegments(st, graph, t);
     }
     return out;
   };
@@ -451,8 +449,7 @@ export function autoExecutor(engine: Executor): Executor {
       st.chosen = null;
       st.plan = st.parked;
       st.parked = null;
-      st.timesOurs = [];
-      st.timesPlan = [];
+      st.measured = new PairedRuns();
       autoStats.rechecks++;
       autoStats.choseOurs--; // (the counts say where graphs are now: the new choice counts again)
     }
@@ -461,8 +458,7 @@ export function autoExecutor(engine: Executor): Executor {
       if (autoPolicy.choice !== "measure" || ++st.planCalls < st.planRecheckAt) return st.plan!(inputs);
       // measure again (step 2): both sides timed afresh (the plan's sessions exist: its next run is timed)
       st.chosen = null;
-      st.timesOurs = [];
-      st.timesPlan = [];
+      st.measured = new PairedRuns();
       st.planCalls = 0;
       autoStats.rechecks++;
       autoStats.chosePlan--; // (the counts say where graphs are now: the new choice counts again)
@@ -487,28 +483,29 @@ export function autoExecutor(engine: Executor): Executor {
       record(st, graph, "plan");
       return st.plan!(inputs);
     }
-    if (st.trial !== null) return trialCall(st, graph, st.trial, inputs);
-    // step 2: the plan's first run makes its sessions (untimed), then plan and ours alternate
-    const onPlan = st.planRuns === 0 || st.timesPlan.length <= st.timesOurs.length;
+    if (st.trial !== null) return trialCall(st, graph, st.trial, inputs, numArgInputs);
+    // step 2: the plan's first run makes its sessions (untimed), then plan and ours alternate (pairs.ts)
+    const m = st.measured;
+    const key = st.planRuns === 0 ? "" : argumentKey(inputs, numArgInputs);
+    const onPlan = st.planRuns === 0 || m.nextOnPlan(key);
     const t0 = performance.now();
     const out = onPlan ? st.plan!(inputs) : run(inputs);
     const dt = charged(onPlan ? "plan" : "ours", performance.now() - t0);
     if (st.chosen !== null) return out; // (the plan failed)
-    if (onPlan) {
-      if (st.planRuns++ > 0) st.timesPlan.push(dt);
-      else autoStats.firstRunMs += dt;
-    } else st.timesOurs.push(dt);
-    if (measuredEnough(st.timesOurs, st.timesPlan)) {
-      autoStats.lastMeasured = { graph: graph.name, ours: median(st.timesOurs), plan: median(st.timesPlan), runs: st.timesOurs.length };
-      st.chosen = chooseSide(st.timesOurs, st.timesPlan);
+    if (onPlan && st.planRuns++ === 0) autoStats.firstRunMs += dt;
+    else m.add({ plan: onPlan, key, ms: dt, segments: null });
+    if (measuredEnough(m)) {
+      const timesOurs = m.times(false), timesPlan = m.times(true);
+      autoStats.lastMeasured = { graph: graph.name, ours: median(timesOurs), plan: median(timesPlan), runs: timesOurs.length };
+      st.chosen = chooseSide(...pairTimes(m.finalPairs(autoPolicy.reps)));
       if (st.chosen === "ours") {
         st.parked = st.plan;
         st.plan = null;
         st.oursCalls = 0;
-        st.oursRecheckAt = st.oursRecheckAt === 0 ? firstRecheck(autoPolicy.oursRecheckCalls, median(st.timesOurs)) : 2 * st.oursRecheckAt;
+        st.oursRecheckAt = st.oursRecheckAt === 0 ? firstRecheck(autoPolicy.oursRecheckCalls, median(timesOurs)) : 2 * st.oursRecheckAt;
       }
       if (st.chosen === "plan") {
-        st.planRecheckAt = st.planRecheckAt === 0 ? firstRecheck(autoPolicy.recheckCalls, median(st.timesPlan)) : 2 * st.planRecheckAt;
+        st.planRecheckAt = st.planRecheckAt === 0 ? firstRecheck(autoPolicy.recheckCalls, median(timesPlan)) : 2 * st.planRecheckAt;
         autoStats.chosePlan++;
       }
       else autoStats.choseOurs++;
@@ -520,7 +517,7 @@ export function autoExecutor(engine: Executor): Executor {
     let st = states.get(graph);
     if (st === undefined) {
       st = {
-        warm: new WarmUp(), trial: null, plan: null, places: [], chosen: null, timesOurs: [], timesPlan: [], planRuns: 0, planCalls: 0, planRecheckAt: 0,
+        warm: new WarmUp(), trial: null, plan: null, places: [], chosen: null, measured: new PairedRuns(), planRuns: 0, planCalls: 0, planRecheckAt: 0,
         parked: null, oursCalls: 0, oursRecheckAt: 0 };
       states.set(graph, st);
     }
