@@ -15,6 +15,12 @@
  * ours before, it split graphs that hold it: seq2seq's decoder loop one-hot encodes its tokens,
  * and its graph was cut in three around that loop, where the whole graph as one session is
  * 1.25x as fast as ours; bench/RESULTS.md.)
+ *
+ * Not every index is checked where it is used (guardIndices): those known in range need no check
+ * (index-ranges.ts), and those in a loop body whose values come from outside every loop are
+ * checked once, before the loop, on the values they come from. Checked in the body, seq2seq's
+ * five checks per decoder step (forward and backward) made its plan 1.7x as slow as the same
+ * session unchecked, slower than ours (bench/RESULTS.md, "Index checks out of loops").
  */
 import type { DType } from "../../core/dtype.js";
 import { Node, type Graph, type Value, type ValueType } from "../../graph/ir.js";
@@ -310,13 +316,13 @@ export function guardIndices(g: Graph): void {
   }
   // (a check once is worth it for a source of a region's index or of two or more indices)
   const checked = new Map<Value, Interval>();
-  for (const [v, { need, sites }] of perSource) if (sites >= 2 && sizeKnownNonZero(v)) checked.set(v, need);
+  for (const [v, { need, sites }] of perSource) if (sites >= 2 && checkable(v)) checked.set(v, need);
   if (checked.size > 0) ranges = valueRanges(g, insertChecks(g, checked));
   const guard = new Set(open.filter((s) => !within(rangeOf(ranges, s.node.inputs[s.input]!), s.need)).map((s) => s.node));
   insertLocalGuards(g, guard);
 }
 
-/** Whether `v` has a known shape with elements (a reduction over an empty tensor is left alone). */
-function sizeKnownNonZero(v: Value): boolean {
-  return v.type.shape.every((d) => d > 0);
+/** Whether `checkNodes` can check `v`: int32 or int64 (its Gather's index), a known shape with elements (a reduction over an empty tensor is left alone). */
+function checkable(v: Value): boolean {
+  return (v.type.dtype === "int32" || v.type.dtype === "int64") && v.type.shape.every((d) => d > 0);
 }
