@@ -207,3 +207,16 @@ test("the range analysis: loop counters narrowed by their condition, growth wide
   assert.deepEqual(narrowed, INT32, "int64 to int32 wraps");
   assert.deepEqual(arg, { lo: 1, hi: 2 });
 });
+
+test("indices sliced from a large tensor: checked once on the slice, not on the whole tensor (a check of that could cost more than it saves)", () => {
+  const big = sc.tensor(Array.from({ length: 300 * 300 }, (_, i) => i % 64), "int32", [300, 300]);
+  const f = (x: sc.Tensor, idx: sc.Tensor) => {
+    const [a, b] = sc.unstack(sc.slice(idx, [0, 0], [2, 2]), 0) as [sc.Tensor, sc.Tensor];
+    const y = pre(x);
+    return sc.gather(y, a, 0).add(sc.gather(y, b, 0));
+  };
+  const g = engineGraphOf(f, [x64(), big]);
+  const checked = g.nodes.filter((n) => n.op === "min").map((n) => n.inputs[0]!.type.shape);
+  assert.deepEqual(checked, [[2, 2]], "one check, of the slice");
+  onPlanEqualsEager("sliced from a large tensor", f, [x64(), big]);
+});

@@ -137,8 +137,9 @@ function survey(g: Graph) {
 
 /** Ops at the top level through which a value's check moves to their input (cheap: the input holds the same elements). */
 const TOP_PASSES = new Set(["identity", "stopGradient", "reshape", "squeeze", "expandDims", "transpose", "unstack", "split", "slice"]);
-/** A region's gather reads its data's values: the check moves to the data when it is at most this big. */
+/** A check moves to a gather's data, or at the top level to a slice's whole input, only when that is at most this big (a check once of a large tensor can cost more than the checks it saves). */
 const MAX_CHECKED_DATA = 1 << 16;
+const smallEnough = (v: Value) => v.type.shape.every((d) => d >= 0) && v.type.shape.reduce((a, b) => a * b, 1) <= MAX_CHECKED_DATA;
 
 /**
  * Where to check `v` once, outside every loop, so that `v` lies in `need`: values of `g`'s top
@@ -155,7 +156,7 @@ function sources(v: Value, need: Interval, g: Graph, ranges: Ranges, owner: Map<
     const h = graphOf.get(x);
     const p = x.producer;
     if (h === g) {
-      if (p !== null && TOP_PASSES.has(p.op)) return go(p.inputs[0]!, into);
+      if (p !== null && TOP_PASSES.has(p.op) && smallEnough(p.inputs[0]!)) return go(p.inputs[0]!, into);
       // (into a loop or branch, when all its sources are found there; else its output itself)
       const trial = new Map(into);
       if (p !== null && (p.op === "while" || p.op === "cond") && structural(p, x, trial)) trial.forEach((d, y) => into.set(y, d));
@@ -172,11 +173,7 @@ function sources(v: Value, need: Interval, g: Graph, ranges: Ranges, owner: Map<
       return false;
     }
     if (p.op === "while" || p.op === "cond") return structural(p, x, into);
-    if (p.op === "gather" || p.op === "gatherND" || p.op === "gatherElements") {
-      const shape = p.inputs[0]!.type.shape;
-      if (shape.some((d) => d < 0) || shape.reduce((a, b) => a * b, 1) > MAX_CHECKED_DATA) return false;
-      return go(p.inputs[0]!, into);
-    }
+    if (p.op === "gather" || p.op === "gatherND" || p.op === "gatherElements") return smallEnough(p.inputs[0]!) && go(p.inputs[0]!, into);
     if (SELECTS_INPUT0.has(p.op)) return go(p.inputs[0]!, into);
     if (SELECTS_ALL.has(p.op)) return p.inputs.every((y) => go(y, into));
     if (p.op === "where") return go(p.inputs[1]!, into) && go(p.inputs[2]!, into);
