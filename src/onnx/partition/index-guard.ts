@@ -291,12 +291,15 @@ function insertLocalGuards(g: Graph, guard: Set<Node>): void {
  * (a loop counter from its initial value, tokens gathered from a tensor the loop reads) have
  * those values checked once at the top level instead (`checkNodes`), and then the analysis puts
  * them in range; so do indices at the top level that share such a source (the slices of one
- * unstacked tensor). The rest are checked where they are used, as before.
+ * unstacked tensor). The rest are checked where they are used, as before. `everyIndex`: every
+ * index checked where it is used (for measuring what the analysis saves).
  */
-export function guardIndices(g: Graph): void {
+export function guardIndices(g: Graph, everyIndex = false): void {
   if (!hasIndexOp(g)) return;
   copyIndexRegions(g);
   const { sites, owner, graphOf } = survey(g);
+  // (every index checked where it is used, as before the analysis: bench/index-checks.ts measures it)
+  if (everyIndex) return insertLocalGuards(g, new Set(sites.map((s) => s.node)));
   let ranges = valueRanges(g);
   const open = sites.filter((s) => !within(rangeOf(ranges, s.node.inputs[s.input]!), s.need));
   // where to check once: per site, its sources when they are all found (all of them or none)
