@@ -56,7 +56,7 @@ function trainStep(src: T, tgt: T, length: T, ...params: T[]): T[] {
 }
 
 /** The same with the decoder loop written with sc.whileLoop. */
-function trainStepByHand(src: sc.Tensor, tgt: sc.Tensor, length: sc.Tensor, ...params: sc.Tensor[]): sc.Tensor[] {
+export function trainStepByHand(src: sc.Tensor, tgt: sc.Tensor, length: sc.Tensor, ...params: sc.Tensor[]): sc.Tensor[] {
   const loss = (...p: sc.Tensor[]) => {
     const enc = encode(src, p[0], p[1], p[2], p[3]);
     const [, , total] = sc.whileLoop(
@@ -72,14 +72,24 @@ function trainStepByHand(src: sc.Tensor, tgt: sc.Tensor, length: sc.Tensor, ...p
   return sc.grad(loss, { argnums: [0, 1, 2, 3, 4, 5, 6, 7, 8] })(...params) as sc.Tensor[];
 }
 
-export async function seq2seqWorkload(): Promise<Workload> {
+/** The training step's arguments: source and target tokens, the target's length, the nine weights. */
+export function seq2seqArgs(): T[] {
   const shapes = [[V, E], [E, H], [H, H], [H], [E + H, H], [H, H], [H], [H, V], [V]];
   const params = shapes.map((s, i) => sc.tensor(randomValues(s.reduce((a, b) => a * b, 1), 800 + i, s.length === 1 ? 0.1 : Math.sqrt(1 / s[0]!)), "float32", s));
   const tokens = (n: number, seed: number) => sc.tensor(Int32Array.from(randomValues(n * B, seed), (v) => Math.floor((v + 1) * (V / 2)) % V), "int32", [n, B]);
   const src = tokens(SRC, 811), tgt = tokens(TGT + 1, 812), length = sc.scalar(TGT, "int32");
-  const args: T[] = [src, tgt, length, ...params];
+  return [src, tgt, length, ...params];
+}
+
+/** The training step converted by AutoGraph (eager; stage it to stage). */
+export function convertedTrainStep(): (...a: T[]) => T {
+  return sc.autograph(trainStep, { scope: { sc, encode, decodeStep, SRC } });
+}
+
+export async function seq2seqWorkload(): Promise<Workload> {
+  const args = seq2seqArgs();
   type Fn = (...a: T[]) => T;
-  const eager: Fn = sc.autograph(trainStep, { scope: { sc, encode, decodeStep, SRC } });
+  const eager: Fn = convertedTrainStep();
   const converted: Fn = sc.stage(eager, { name: "seq2seq_train_step" });
   const byHand: Fn = sc.stage(trainStepByHand, { name: "seq2seq_train_step_by_hand", autograph: false });
   scDefaults();
