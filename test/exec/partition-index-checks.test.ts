@@ -152,6 +152,32 @@ test("indices known in range get no check in a loop body: a counter from 0 under
   onPlanEqualsEager("known in range", f, [x64(), n]);
 });
 
+// The MNIST demo's whole training loop picks batch i's rows as arange(0, B) + mod(i, N) * B.
+test("rows picked by a counter modulo the batch count get no check in a loop body, and mod by a divisor of either sign keeps its range", () => {
+  const f = (x: sc.Tensor, n: sc.Tensor) => {
+    const [, a] = sc.whileLoop((i: sc.Tensor) => i.less(n), (i: sc.Tensor, a: sc.Tensor) => {
+      const rows = sc.arange(0, 8, 1, "int32").add(sc.mod(i, sc.full([], 8, "int32")).mul(8));
+      return [i.add(1), a.add(sc.max(sc.gather(a, rows, 0)))];
+    }, [sc.zeros([], "int32"), pre(x)]);
+    return a!;
+  };
+  const n = sc.scalar(11, "int32");
+  const g = engineGraphOf(f, [x64(), n]);
+  const ops = [...regionOps(g), ...g.nodes.map((m) => m.op)];
+  assert.ok(!ops.includes("where"), `no check at all (got ${ops.join(", ")})`);
+  onPlanEqualsEager("rows by a counter modulo", f, [x64(), n]);
+  const ranges = (x: sc.Tensor, m: number) => {
+    const cf = sc.stage((v: sc.Tensor) => sc.mod(v, sc.full([], m, "int32")), { autograph: false }).concrete(x);
+    return valueRanges(cf.graph).get(cf.graph.outputs[0]!);
+  };
+  const INT32 = { lo: -(2 ** 31), hi: 2 ** 31 - 1 };
+  assert.deepEqual(ranges(sc.tensor([-5, 3], "int32"), 4), { lo: 0, hi: 3 });
+  assert.deepEqual(ranges(sc.tensor([-5, 3], "int32"), -4), { lo: -3, hi: 0 });
+  const unknown = sc.stage((v: sc.Tensor, m: sc.Tensor) => sc.mod(v, m), { autograph: false }).concrete(sc.tensor([1], "int32"), sc.tensor([2], "int32"));
+  const r = valueRanges(unknown.graph).get(unknown.graph.outputs[0]!);
+  assert.ok(r === undefined || (r.lo === INT32.lo && r.hi === INT32.hi), `a divisor of unknown sign: the whole range (got ${JSON.stringify(r)})`);
+});
+
 // seq2seq's decoder: tokens gathered from the target in the loop, pushed on a stack for the
 // gradient's loop, which reads them back for the embedding's gradient (a scatterAdd)
 test("tokens a loop pushes on a stack and its gradient's loop reads back: checked once, at the top level, and a negative one raises our IndexError", () => {

@@ -7,7 +7,7 @@
  * axis of size n), bools; what keeps or combines one: casts that hold every value, the ops that
  * move or select elements (reshape, slice, unstack, concat, stack, the iteration stacks, and a
  * gather's values, which are its data's: an index out of range is refused on onnxruntime, so no
- * other value comes out), where, minimum/maximum/clip, add/sub/mul/neg/abs; loops: a loop
+ * other value comes out), where, minimum/maximum/clip, add/sub/mul/neg/abs, mod by a divisor of known sign; loops: a loop
  * variable holds its initial value's range joined with what the body makes of it, found by
  * iterating (widened to the dtype's whole range when it keeps growing), and inside the body it is
  * narrowed by the loop's condition (`t < n`: t <= hi(n) - 1). Anything else: the dtype's range.
@@ -144,6 +144,14 @@ function transfer(n: Node, ins: (Interval | null)[]): (Interval | null)[] {
     case "mul": {
       const p = [x.lo * y.lo, x.lo * y.hi, x.hi * y.lo, x.hi * y.hi];
       return one({ lo: Math.min(...p), hi: Math.max(...p) });
+    }
+    // (ours and its export: a - floor(a / b) * b, the divisor's sign; exact while |a| < 2^52,
+    // past which float64's a / b could round across an integer)
+    case "mod": {
+      if (Math.max(Math.abs(x.lo), Math.abs(x.hi)) >= 2 ** 52) return one(null);
+      if (y.lo > 0) return one(x.lo >= 0 && x.hi < y.lo ? x : { lo: 0, hi: y.hi - 1 });
+      if (y.hi < 0) return one(x.hi <= 0 && x.lo > y.hi ? x : { lo: y.lo + 1, hi: 0 });
+      return one(null);
     }
     case "neg": return one({ lo: -x.hi, hi: -x.lo });
     case "abs": return one(x.lo >= 0 ? x : x.hi <= 0 ? { lo: -x.hi, hi: -x.lo } : { lo: 0, hi: Math.max(-x.lo, x.hi) });
