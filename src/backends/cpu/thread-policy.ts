@@ -205,7 +205,7 @@ export class ThreadPolicy {
     this.margin = opts.margin ?? 1.05;
     this.probeRun = Math.max(1, Math.floor(opts.probeRun ?? 1));
     this.reference = opts.reference === "threads";
-    this.leaveRatio = opts.leaveRatio ?? 1.2;
+    this.leaveRatio = opts.leaveRatio ?? 1.1;
     this.leaveBudget = opts.leaveBudget ?? this.probeBudget;
   }
 

@@ -29,7 +29,7 @@
  * starts on and keeps, and it leaves it only when, of the last 8 probes (each a block of the
  * other way against the mean of the last 5 blocks of the way in use, so that a way's tail
  * counts: on a busy machine a threaded call whose helper lost its core waits a time slice), at
- * least 4 found one thread faster by 5% AND their summed times say threads are 1.2x slower. The
+ * least 4 found one thread faster by 5% AND their summed times say threads are 1.1x slower. The
  * same test, as new probes replace old ones in the window, takes it back to threads. While the evidence leans towards leaving, probes come 2 blocks apart (leaving
  * a loaded machine's threads takes a few dozen blocks); otherwise probes of one thread are spaced
  * to cost at most 1% of the time (leaveBudget), probes of threads 3%. Why a reference: the rule
@@ -92,7 +92,7 @@ export interface ModelCallStats {
  * onnxruntime's own threaded session as the reference way, left only when a window of 8 probes
  * says one thread is faster (header comment).
  */
-export const NATIVE_POLICY_OPTIONS: ThreadPolicyOptions = { probeRun: 2, reference: "threads", ratios: 8, leaveRatio: 1.2, leaveBudget: 0.01 };
+export const NATIVE_POLICY_OPTIONS: ThreadPolicyOptions = { probeRun: 2, reference: "threads", ratios: 8, leaveRatio: 1.1, leaveBudget: 0.01 };
 
 /**
  * Chooses, per model and input signature, between the default-threads session and the

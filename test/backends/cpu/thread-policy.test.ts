@@ -340,7 +340,7 @@ test("thread policy with probeRun: a probe's first, unrecorded job counts in the
  * where the way differs from the last block's. Returns the share of blocks run threaded and the
  * seconds per block, over `seeds` machines.
  */
-function referenceRuns(seeds: number, jobs: number, cost: (threaded: boolean, switched: boolean, rand: () => number) => number, opts = { probeRun: 2, reference: "threads" as const, ratios: 8, leaveRatio: 1.2, leaveBudget: 0.01 }): { share: number; perJob: number; leastShare: number } {
+function referenceRuns(seeds: number, jobs: number, cost: (threaded: boolean, switched: boolean, rand: () => number) => number, opts = { probeRun: 2, reference: "threads" as const, ratios: 8, leaveRatio: 1.1, leaveBudget: 0.01 }): { share: number; perJob: number; leastShare: number } {
   let threaded = 0, seconds = 0, leastShare = 1;
   for (let seed = 1; seed <= seeds; seed++) {
     const p = new ThreadPolicy(opts);
@@ -383,7 +383,7 @@ test("thread policy with reference threads: one thread where threads are consist
   const tail = referenceRuns(20, 1000, (t, sw, rand) => (t ? (sw ? 4 : rand() < 0.35 ? 3 + 17 * rand() : 1) : rand() < 0.1 ? 2 + 8 * rand() : 1) * jitter(rand, 0.2));
   assert.ok(tail.share <= 0.15, `threads with a long tail: ${(tail.share * 100).toFixed(1)}% of blocks threaded`);
   // then the load goes: threads on par again, and they are the reference, so back to them
-  const p = new ThreadPolicy({ probeRun: 2, reference: "threads", ratios: 8, leaveRatio: 1.2, leaveBudget: 0.01 });
+  const p = new ThreadPolicy({ probeRun: 2, reference: "threads", ratios: 8, leaveRatio: 1.1, leaveBudget: 0.01 });
   const rand = mulberry32(17);
   let last: boolean | null = null;
   const phase = (jobs: number, cost: (t: boolean, sw: boolean) => number): number => {
