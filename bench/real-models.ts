@@ -199,11 +199,11 @@ async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>, only?: 
  * session lets its helpers spin on after a call (force_spinning_stop is ours, not the peer's), and
  * a threaded call of ours that started then could find the second core taken. Measured
  * (bench/RESULTS.md, "The native session's thread choice with onnxruntime's threads as the
- * reference"): that bias was not found. After a slice of the peer's calls the process used
- * 0.5-3 ms of CPU in the next 40 ms, and our threaded calls right after a slice of the peer's
- * were no slower than after 30 ms idle or with no peer; whole runs with 0 and 20 ms read the same
- * within the machine's noise. So the spell is a guard (each slice starts from the same state,
- * whichever system ran before), costing ~1 s per 12 rounds.
+ * reference"): after a slice of the peer's calls the process used 0.5-3 ms of CPU in the next
+ * 40 ms; our threaded det and rec calls right after a slice of the peer's were no slower than
+ * after 30 ms idle or with no peer, Silero's 16-26% slower once (load 1.9); whole runs with 0 and
+ * 20 ms read the same within the machine's noise. So the spell is a guard (each slice starts
+ * from the same state, whichever system ran before), costing ~1 s per 12 rounds.
  */
 let idleMs = 20;
 const idle = () => (idleMs > 0 ? new Promise<void>((r) => setTimeout(r, idleMs)) : Promise.resolve());
