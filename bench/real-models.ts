@@ -30,13 +30,14 @@
 //   input grad    sc.valueAndGrad of the same loss with respect to the model's first float
 //                 input: forward and backward through the whole imported graph
 // Rounds are interleaved (each system's calls of a round taken in slices in turn, the order
-// rotated per round), a ratio taken within each round: ratio = onnxruntime's ms / the system's
+// rotated per round, an idle spell of --idle ms before each slice), a ratio taken within each round: ratio = onnxruntime's ms / the system's
 // ms (above 1: faster than onnxruntime; for fine-tune, how many onnxruntime forwards one
 // training step costs, inverted).
-//   node --import tsx bench/real-models.ts [--quick] [--rounds=N] [--systems=ours,onnxruntime,...] [--models=rec,cls]
+//   node --import tsx bench/real-models.ts [--quick] [--rounds=N] [--systems=ours,onnxruntime,...] [--models=rec,cls] [--idle=MS]
 // (--rounds: interleaved rounds instead of 3 (--quick) or 7; --systems: only those columns, onnxruntime's
 // session always; --models: only the models whose label contains one of the words; the figures
-// then also give each system's min and median per call over the rounds)
+// then also give each system's min and median per call over the rounds; --idle: ms idle before
+// each slice, 20 by default)
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import * as path from "node:path";
@@ -81,6 +82,8 @@ export interface RealModelOptions {
   systems?: readonly string[];
   /** Only the models whose label contains one of these (case-insensitive). */
   models?: readonly string[];
+  /** Milliseconds idle before each timed slice (default 20: `idle`'s comment). */
+  idleMs?: number;
 }
 
 /** One timed system: a call (sync or async) and its outputs for the check (null: not checked). */
@@ -190,6 +193,21 @@ async function systemsOf(c: ModelCase, feeds: Record<string, sc.Tensor>, only?: 
   return { systems, release: async () => { await session.release(); await session1.release(); }, stats: model.stats };
 }
 
+/**
+ * An idle spell before every timed slice (every system alike, `--idle=MS`, 20 by default), so
+ * that no slice starts while the one before it is still winding down: onnxruntime's default
+ * session lets its helpers spin on after a call (force_spinning_stop is ours, not the peer's), and
+ * a threaded call of ours that started then could find the second core taken. Measured
+ * (bench/RESULTS.md, "The native session's thread choice with onnxruntime's threads as the
+ * reference"): after a slice of the peer's calls the process used 0.5-3 ms of CPU in the next
+ * 40 ms; our threaded det and rec calls right after a slice of the peer's were no slower than
+ * after 30 ms idle or with no peer, Silero's 16-26% slower once (load 1.9); whole runs with 0 and
+ * 20 ms read the same within the machine's noise. So the spell is a guard (each slice starts
+ * from the same state, whichever system ran before), costing ~1 s per 12 rounds.
+ */
+let idleMs = 20;
+const idle = () => (idleMs > 0 ? new Promise<void>((r) => setTimeout(r, idleMs)) : Promise.resolve());
+
 /** Milliseconds per call over `calls` calls (awaited where a call returns a promise). */
 async function timeCalls(call: () => unknown, calls: number): Promise<number> {
   const t0 = performance.now();
@@ -256,6 +274,7 @@ async function benchModel(c: ModelCase, quick: boolean, opts: RealModelOptions =
       for (let k = 0; k < SLICES; k++) {
         for (const s of order) {
           const n = Math.max(1, Math.round(calls.get(s)! / SLICES));
+          await idle();
           spent.set(s, spent.get(s)! + (await timeCalls(s.call, n)) / n / SLICES);
         }
       }
@@ -305,6 +324,7 @@ export function markdownTable(results: readonly ModelResult[]): string {
 /** The suite: one row per model and system against onnxruntime's session (models not installed are skipped). */
 export async function benchRealModels(quick = false, opts: RealModelOptions = {}): Promise<Row[]> {
   const results: ModelResult[] = [];
+  idleMs = opts.idleMs ?? 20;
   const wanted = (c: ModelCase) => opts.models === undefined || opts.models.some((m) => c.label.toLowerCase().includes(m.toLowerCase()));
   for (const c of MODEL_CASES.filter(wanted)) {
     if (!existsSync(c.file)) {
@@ -347,5 +367,6 @@ if (isMainModule(import.meta.url)) {
     ...(rounds !== undefined ? { rounds: Number(rounds) } : {}),
     ...(arg("systems") !== undefined ? { systems: list(arg("systems")) } : {}),
     ...(arg("models") !== undefined ? { models: list(arg("models")) } : {}),
+    ...(arg("idle") !== undefined ? { idleMs: Number(arg("idle")) } : {}),
   });
 }

@@ -32,6 +32,14 @@
  * choice of one thread costs at most what threads would have saved, a wrong choice of threads
  * on a busy core can cost the whole job again.
  *
+ * A policy may instead have a reference way (`reference: "threads"`: onnx.load's native session,
+ * whose threaded session is onnxruntime's own configuration, the peer's): a class starts on it and
+ * keeps it through noise and ties, and leaves it only on a long run of evidence, a window of
+ * probes (`ratios`) of which at least half found the other way faster by the margin and whose
+ * summed times say so by `leaveRatio`; as probes replace the window's oldest, the same test takes
+ * it back. Each probe is paired with the mean (not the median) of the way in use's last `window`
+ * timings, so that a way's tail counts where it is the cost (a busy machine's threads).
+ *
  * The policy is a pure state machine over the timings it is given (`record`): no clock of its
  * own, so its logic is tested with simulated timings (test/backends/cpu/thread-policy.test.ts).
  */
@@ -61,6 +69,27 @@ export interface ThreadPolicyOptions {
    * started with.
    */
   probeRun?: number;
+  /**
+   * A way that holds unless a long run of paired measurements says the other is faster ("threads":
+   * onnx.load's native session, whose threaded session is onnxruntime's own configuration, the
+   * peer's). Unset (the CPU kernels): threads only where both measures say they pay. With
+   * "threads", a class leaves threads only when its last `ratios` probes (each a probe's time
+   * against the mean of the other way's last `window` timings, so that a way's tail counts) say
+   * one thread is faster in two ways at once: at least half a window of them (`ratios` / 2, so
+   * never on the first few) by the margin, so that one or two stray timings do not decide, and
+   * their summed times by `leaveRatio`; the same test, as probes replace the window's oldest,
+   * takes it back to threads.
+   */
+  reference?: "threads";
+  /** With reference: how much slower (summed over the window's probes) threads must be to be left. */
+  leaveRatio?: number;
+  /**
+   * With reference: the probe budget of probes away from the reference way (probeBudget is that of
+   * probes back to it). Those probes guard against a loaded machine, where one thread is the cheaper
+   * way and they cost nothing; on a quiet one each costs what threads save (a probe of PP-OCRv4 det
+   * on one thread 1.47x a threaded call).
+   */
+  leaveBudget?: number;
 }
 
 interface ClassState {
@@ -69,6 +98,9 @@ interface ClassState {
   many: number[];
   /** The last paired ratios, threaded over one-thread seconds per flop (newest last). */
   ratios: number[];
+  /** With reference: each probe's threaded and one-thread seconds per flop (the probe's, and the other way's mean just before it). */
+  pairMany: number[];
+  pairOne: number[];
   /** The medians of `one`, `many` and `ratios` (NaN for none), kept as each list changes. */
   oneMedian: number;
   manyMedian: number;
@@ -133,6 +165,12 @@ function push(list: number[], v: number, cap: number): number {
   return median(list);
 }
 
+function sum(x: number[]): number {
+  let t = 0;
+  for (let i = 0; i < x.length; i++) t += x[i]!;
+  return t;
+}
+
 function mean(x: number[]): number {
   let t = 0;
   for (let i = 0; i < x.length; i++) t += x[i]!;
@@ -152,6 +190,9 @@ export class ThreadPolicy {
   private readonly ratioWindow: number;
   private readonly margin: number;
   private readonly probeRun: number;
+  private readonly reference: boolean;
+  private readonly leaveRatio: number;
+  private readonly leaveBudget: number;
   private forced: boolean | null = null;
 
   constructor(opts: ThreadPolicyOptions = {}) {
@@ -163,24 +204,43 @@ export class ThreadPolicy {
     this.ratioWindow = opts.ratios ?? 5;
     this.margin = opts.margin ?? 1.05;
     this.probeRun = Math.max(1, Math.floor(opts.probeRun ?? 1));
+    this.reference = opts.reference === "threads";
+    this.leaveRatio = opts.leaveRatio ?? 1.1;
+    this.leaveBudget = opts.leaveBudget ?? this.probeBudget;
   }
 
   private state(key: string | number): ClassState {
     let s = this.classes.get(key);
     if (s === undefined) {
-      s = { one: [], many: [], ratios: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false, runLeft: 0, runWay: false, lastWay: null, switchOne: NaN, switchMany: NaN };
+      s = { one: [], many: [], ratios: [], pairMany: [], pairOne: [], oneMedian: NaN, manyMedian: NaN, ratioMedian: NaN, ranOne: false, ranMany: false, jobs: 0, sinceProbe: 0, spentSinceProbe: 0, gap: this.minGap, disagreed: 0, flops: 1, probing: false, runLeft: 0, runWay: false, lastWay: null, switchOne: NaN, switchMany: NaN };
       this.classes.set(key, s);
     }
     return s;
   }
 
   private starting(s: ClassState): boolean {
-    return s.ratios.length < FIRST_RATIOS || s.one.length === 0 || s.many.length === 0;
+    // (with a reference way, one pair starts it: the rest of the evidence comes from probes,
+    // spaced by what they cost, where a start of 3 pairs ran 6 of a quiet machine's first blocks
+    // on the slower way)
+    return s.ratios.length < (this.reference ? 1 : FIRST_RATIOS) || s.one.length === 0 || s.many.length === 0;
   }
 
-  /** Whether threads are the cheaper way by what has been measured: both measures must say so. */
+  /**
+   * Whether threads are the cheaper way by what has been measured: both measures must say so;
+   * with reference threads, unless the window of probes says one thread is (`reference`'s comment).
+   */
   private prefers(s: ClassState): boolean {
+    if (this.reference) {
+      return !(2 * this.votesForOne(s) >= this.ratioWindow && sum(s.pairMany) > this.leaveRatio * sum(s.pairOne));
+    }
     return s.ratioMedian * this.margin < 1 && s.manyMedian * this.margin < s.oneMedian;
+  }
+
+  /** With reference: the window's probes whose threaded time exceeds their one-thread time by the margin. */
+  private votesForOne(s: ClassState): number {
+    let votes = 0;
+    for (let i = 0; i < s.pairMany.length; i++) if (s.pairMany[i]! > this.margin * s.pairOne[i]!) votes++;
+    return votes;
   }
 
   /** Whether the next job of class `key` should use several threads. */
@@ -211,7 +271,8 @@ export class ThreadPolicy {
       // threaded call of onnx.load's native session after one-thread calls took 30x one)
       const first = this.probeRun > 1 ? (prefer ? s.switchOne : s.switchMany) : NaN;
       const extra = Math.max(0, ((this.probeRun - 1) * (other - chosen) + (Number.isNaN(first) ? other : first) - chosen) * s.flops);
-      if (s.gap < this.minGap || s.sinceProbe > this.maxGap || extra <= this.probeBudget * s.spentSinceProbe) {
+      const budget = this.reference && prefer ? this.leaveBudget : this.probeBudget;
+      if (s.gap < this.minGap || s.sinceProbe > this.maxGap || extra <= budget * s.spentSinceProbe) {
         s.probing = true;
         s.runWay = !prefer;
         s.runLeft = this.probeRun - 1;
@@ -254,9 +315,21 @@ export class ThreadPolicy {
       const before = this.prefers(s);
       const ratio = threaded ? perFlop / s.oneMedian : s.manyMedian / perFlop;
       s.ratioMedian = push(s.ratios, ratio, this.ratioWindow);
-      // a probe that says the other way is cheaper is confirmed soon by another, as many times
-      // as it takes to flip the median (a machine that changed is followed within a few jobs)
-      if (s.probing) {
+      if (this.reference) {
+        push(s.pairMany, threaded ? perFlop : mean(s.many), this.ratioWindow);
+        push(s.pairOne, threaded ? mean(s.one) : perFlop, this.ratioWindow);
+        // (the next probe comes soon while the evidence leans away from the way now chosen, so
+        // that leaving, or coming back, takes a few dozen jobs, not minutes: on threads, while
+        // at least half the window's probes say one thread is faster, up to a window of probes
+        // in a row; on one thread, after a probe that said threads are not slower, up to half)
+        const threads = this.prefers(s);
+        const n = s.pairMany.length;
+        const leaning = threads ? 2 * this.votesForOne(s) >= n : s.pairMany[n - 1]! <= this.margin * s.pairOne[n - 1]!;
+        s.disagreed = leaning && threads === before ? s.disagreed + 1 : 0;
+        s.gap = s.disagreed > 0 && s.disagreed <= (threads ? this.ratioWindow : this.ratioWindow >> 1) ? this.confirmGap : this.minGap;
+      } else if (s.probing) {
+        // a probe that says the other way is cheaper is confirmed soon by another, as many times
+        // as it takes to flip the median (a machine that changed is followed within a few jobs)
         s.disagreed = (ratio * this.margin < 1) !== before ? s.disagreed + 1 : 0;
         s.gap = s.disagreed > 0 && s.disagreed <= this.ratioWindow >> 1 ? this.confirmGap : this.minGap;
       }

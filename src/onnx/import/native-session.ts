@@ -24,16 +24,26 @@
  * faster than one thread). So a call runs on one of two sessions of the same bytes: onnxruntime's
  * own default session (its thread count, or STAGECRAFT_THREADS' where set) whose helpers stop
  * spinning at each call's end, and a one-thread one (nativeSessionOptions), chosen per input
- * signature by the thread policy (backends/cpu/thread-policy.ts: each way's recent wall times and
- * paired ratios, threads where both say they are faster, probes of the other way now and then).
+ * signature by the thread policy (backends/cpu/thread-policy.ts), with the threaded session as
+ * its reference way (NATIVE_POLICY_OPTIONS): onnxruntime's own configuration is what a signature
+ * starts on and keeps, and it leaves it only when, of the last 8 probes (each a block of the
+ * other way against the mean of the last 5 blocks of the way in use, so that a way's tail
+ * counts: on a busy machine a threaded call whose helper lost its core waits a time slice), at
+ * least 4 found one thread faster by 5% AND their summed times say threads are 1.1x slower. The
+ * same test, as new probes replace old ones in the window, takes it back to threads. While the evidence leans towards leaving, probes come 2 blocks apart (leaving
+ * a loaded machine's threads takes a few dozen blocks); otherwise probes of one thread are spaced
+ * to cost at most 1% of the time (leaveBudget), probes of threads 3%. Why a reference: the rule
+ * before (threads only where both the medians and the paired ratios of a window of 5 said they
+ * were faster by 5%, one thread on any tie) ran PP-OCRv4 det and rec on one thread for 58-95% of
+ * the bench's calls on the quiet 2-core machine, where threaded they ran at onnxruntime's speed
+ * (det 19.2 ms, one thread 28.3): a few noisy threaded blocks were enough to leave, and a tie
+ * went to one thread (simulated blocks on par, 15% noise: 75% of them on one thread). On a loaded machine one thread still wins (Silero VAD 1.4-8x): there probes of
+ * one thread are consistently faster and the test is met within the first few dozen blocks.
  * The policy chooses per block of calls (BLOCK_SECONDS) and is given each block's mean per call,
  * so that a way's tail counts; its probes are 2 blocks whose first is not recorded (the switch,
  * not the way: a threaded call after one-thread calls waits for its sleeping helpers, 6.6 ms
  * against 0.2 ms warm for Silero VAD at load 15, and single probes kept whichever way a
- * signature started with). (Ties to the threaded session, as onnxruntime's own configuration,
- * were tried: on the loaded 2-core machine they left Silero VAD on threads for 51-82% of its
- * calls, at 0.97-1.94x onnxruntime's speed, where the default rule ran 83-96% on one thread at
- * 1.44-2.19x, in one process.) The
+ * signature started with). The
  * first call of a signature runs on both and compares their outputs bit for bit: only where they
  * are the same may the one-thread session serve that signature (MLAS splits its products and
  * convolutions by rows and columns, so they were the same for every model measured; an op whose
@@ -54,7 +64,7 @@ import { isTracing, recorders } from "../../core/context.js";
 import { HOST_DEVICE, scopedDevice } from "../../core/device.js";
 import { OutputLeaf, type ConcreteFunction } from "../../staging/concrete-function.js";
 import { sizeOf } from "../../core/shape.js";
-import { ThreadPolicy } from "../../backends/cpu/thread-policy.js";
+import { ThreadPolicy, type ThreadPolicyOptions } from "../../backends/cpu/thread-policy.js";
 import { configuredThreads } from "../../backends/cpu/wasm-runtime.js";
 import { config } from "../../core/config.js";
 import type { GraphProto, ModelProto, NodeProto } from "../protobuf.js";
@@ -78,10 +88,17 @@ export interface ModelCallStats {
 }
 
 /**
+ * The policy's options (exported for tests): probes of 2 blocks (the first pays the switch), and
+ * onnxruntime's own threaded session as the reference way, left only when a window of 8 probes
+ * says one thread is faster (header comment).
+ */
+export const NATIVE_POLICY_OPTIONS: ThreadPolicyOptions = { probeRun: 2, reference: "threads", ratios: 8, leaveRatio: 1.1, leaveBudget: 0.01 };
+
+/**
  * Chooses, per model and input signature, between the default-threads session and the
  * one-thread one, by their measured wall times (exported for tests: `force`).
  */
-export const nativeSessionPolicy = new ThreadPolicy({ probeRun: 2 });
+export const nativeSessionPolicy = new ThreadPolicy(NATIVE_POLICY_OPTIONS);
 
 /** Models larger than this (bytes) keep one session: a second would hold a second copy of the weights. */
 export const DUAL_MAX_BYTES = 64 * 2 ** 20;
