@@ -19,6 +19,7 @@ import { AllocationError, ValueError } from "../core/errors.js";
 import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
 import { currentDevice, isRemoteDevice, opDevice } from "../core/device.js";
 import { hasUnknownDims } from "../core/shape.js";
+import { enterKernel, exitKernel } from "../core/storage-pool.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
 import type { CpuKernel } from "../backends/cpu/kernel.js";
@@ -379,7 +380,15 @@ function runOn(def: OpDef, backend: Backend, device: string, inputs: Tensor[], a
   for (let i = 0; i < types.length; i++) checkAllocation(def.name, types[i]!.shape, types[i]!.dtype);
   let data: unknown[];
   try {
-    data = backend.run(def.kernels[backend.kind] ?? kernelFor(def, backend), inputs, attrs, types);
+    const kernel = def.kernels[backend.kind] ?? kernelFor(def, backend);
+    // (a stateless host kernel reads its inputs during the call only: core/storage-pool.ts)
+    const reading = backend.kind === "cpu" && !def.stateful;
+    if (reading) enterKernel();
+    try {
+      data = backend.run(kernel, inputs, attrs, types);
+    } finally {
+      if (reading) exitKernel();
+    }
   } catch (e) {
     // (allocStorage's error, which knows no op; or a kernel's own allocation)
     if (e instanceof AllocationError && e.op === undefined) throw new AllocationError(e.message, def.name);

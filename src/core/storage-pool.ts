@@ -1,0 +1,164 @@
+/**
+ * Reuse of large host storage whose tensors were disposed (issue 28: per-example gradients).
+ *
+ * A 205 MB output made per call (the w1 per-example gradient of an MLP) costs more than its
+ * kernel: V8 counts each new ArrayBuffer as external memory, and one this large starts a
+ * scavenge and a mark-compact of the whole heap in every call (bench/RESULTS.md, "vmap"). When
+ * the caller says the previous output is dead (`tensor.dispose()`), its ArrayBuffer can serve the
+ * next output of the same size instead: no new external memory, no collection.
+ *
+ * Reuse is only safe when nothing can still read the old storage, so a buffer is reused only when
+ * all of these hold (anything else keeps it out of the pool, and then it is freed by the garbage
+ * collector as before):
+ * - it was made by a kernel that writes every element of its output, through `takeStorage`
+ *   (backends/cpu/matmul.ts productStorage: large matrix products), and is at least
+ *   POOL_MIN_BYTES: no other storage (scalars a cache shares, variables, views of a caller's
+ *   memory) is ever pooled;
+ * - every Tensor made on it (the Tensor constructor counts them: reshapes and other views share
+ *   the ArrayBuffer) has been disposed;
+ * - it never "escaped": handed out by `dataSync()` or `data()`, read through `concrete()` or
+ *   `_data` outside a kernel run (executors, exports, checkpoints, ONNX Runtime, uploads,
+ *   worker messages: whatever may keep the array), or stored into a tensor other than by the
+ *   constructor (a variable's assignment). Kernels run by the eager dispatch (ops/registry.ts,
+ *   `enterKernel`) read their inputs during the call only; their outputs become Tensors, counted.
+ * A disposed tensor whose storage may still be reused is cut from it (reading it is an error),
+ * whether the storage went to the pool or not (another holder lives); one whose storage escaped
+ * is left as it is (that storage is never reused).
+ * Each reuse hands out a new view object, so identity caches of storage (exec/compiled's operand
+ * slots, resident rows) see new storage and copy it again.
+ */
+import type { TypedArray } from "./dtype.js";
+
+/**
+ * Smallest storage pooled: 16 MB. Below it glibc's heap already reuses the blocks (platform/node.ts
+ * keepLargeHostBlocks) and V8's external-memory limit (64 MB over the last collection's count)
+ * is not passed by one allocation, so a collection per call does not follow.
+ */
+export const POOL_MIN_BYTES = 16 << 20;
+/**
+ * Most bytes the pool keeps: 512 MB, the oldest dropped first (then collected as usual). Enough
+ * for two of the largest outputs this was made for (205 MB), and half of what glibc is already
+ * allowed to keep mapped after frees (1 GiB, platform/node.ts): memory a disposed tensor gave
+ * back is held only while it may be asked for again.
+ */
+export const POOL_MAX_BYTES = 512 << 20;
+
+interface Lease {
+  /** Tensors made on the buffer and not yet disposed. */
+  holders: number;
+  /** Handed out or stored where it may be kept: never reused. */
+  escaped: boolean;
+}
+
+const leases = new WeakMap<ArrayBufferLike, Lease>();
+/** Free buffers by byte length, oldest first. */
+const free = new Map<number, ArrayBuffer[]>();
+let freeBytes = 0;
+/** Free buffers in the order they were given back (for eviction). */
+const order: ArrayBuffer[] = [];
+const stats = { reused: 0, released: 0 };
+
+/** Depth of kernel runs of the eager dispatch: their reads do not make storage escape. */
+let kernelDepth = 0;
+
+/**
+ * Around a kernel of the eager dispatch (ops/registry.ts runOn, in try/finally): reads of its
+ * inputs are not escapes. Only for kernels that keep no input past the call (not stateful ones).
+ */
+export function enterKernel(): void {
+  kernelDepth++;
+}
+export function exitKernel(): void {
+  kernelDepth--;
+}
+
+/**
+ * A buffer of `bytes` bytes, not cleared (its contents are a previous tensor's), for a kernel
+ * that writes every element: one from the pool, else `make()`'s, registered as poolable.
+ */
+export function takeStorage(bytes: number, make: (bytes: number) => ArrayBuffer): ArrayBuffer {
+  if (bytes < POOL_MIN_BYTES) return make(bytes);
+  const list = free.get(bytes);
+  const pooled = list?.pop();
+  if (pooled !== undefined) {
+    if (list!.length === 0) free.delete(bytes);
+    order.splice(order.indexOf(pooled), 1);
+    freeBytes -= bytes;
+    leases.set(pooled, { holders: 0, escaped: false });
+    stats.reused++;
+    return pooled;
+  }
+  const b = make(bytes);
+  leases.set(b, { holders: 0, escaped: false });
+  return b;
+}
+
+/** The Tensor constructor: one more tensor on `data`'s buffer. */
+export function noteHolder(data: TypedArray): void {
+  const l = leases.get(data.buffer);
+  if (l !== undefined) l.holders++;
+}
+
+/** `data`'s buffer may be kept by whoever got it: never reused. Cheap for storage that is not poolable. */
+export function noteEscape(data: TypedArray): void {
+  if (kernelDepth > 0 && data.byteLength >= POOL_MIN_BYTES) return;
+  markEscaped(data);
+}
+
+/** As noteEscape, also inside a kernel run (storage stored into a tensor, or handed to the caller). */
+export function markEscaped(data: TypedArray): void {
+  if (data.byteLength < POOL_MIN_BYTES) return;
+  const l = leases.get(data.buffer);
+  if (l !== undefined) l.escaped = true;
+}
+
+/**
+ * Whether `data` may still be reused: poolable storage that has not escaped. A disposed tensor
+ * holding such storage is cut from it (its holder counted off once); one holding storage that
+ * escaped keeps it (it is never reused, so nothing needs protecting).
+ */
+export function isPoolable(data: TypedArray): boolean {
+  if (data.byteLength < POOL_MIN_BYTES) return false;
+  const l = leases.get(data.buffer);
+  return l !== undefined && !l.escaped;
+}
+
+/**
+ * A tensor on `data` was disposed: one holder less; with none left and no escape, the buffer goes
+ * to the pool (the oldest free buffers dropped past POOL_MAX_BYTES). Returns whether it did.
+ */
+export function releaseStorage(data: TypedArray): boolean {
+  const buf = data.buffer;
+  const l = leases.get(buf);
+  if (l === undefined) return false;
+  l.holders--;
+  if (l.holders > 0 || l.escaped || !(buf instanceof ArrayBuffer) || buf.byteLength > POOL_MAX_BYTES) return false;
+  leases.delete(buf); // (back in the pool: not a tensor's storage until taken again)
+  const bytes = buf.byteLength;
+  let list = free.get(bytes);
+  if (!list) free.set(bytes, (list = []));
+  list.push(buf);
+  order.push(buf);
+  freeBytes += bytes;
+  stats.released++;
+  while (freeBytes > POOL_MAX_BYTES) {
+    const old = order.shift()!;
+    const l2 = free.get(old.byteLength)!;
+    l2.splice(l2.indexOf(old), 1);
+    if (l2.length === 0) free.delete(old.byteLength);
+    freeBytes -= old.byteLength;
+  }
+  return true;
+}
+
+/** The pool's state (tests, benchmarks): free buffers and bytes, buffers reused and given back so far. */
+export function storagePoolStats(): { freeBuffers: number; freeBytes: number; reused: number; released: number } {
+  return { freeBuffers: order.length, freeBytes, reused: stats.reused, released: stats.released };
+}
+
+/** Drops every free buffer (tests). */
+export function clearStoragePool(): void {
+  free.clear();
+  order.length = 0;
+  freeBytes = 0;
+}
