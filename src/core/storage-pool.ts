@@ -14,8 +14,9 @@
  *   (backends/cpu/matmul.ts productStorage: large matrix products), and is at least
  *   POOL_MIN_BYTES: no other storage (scalars a cache shares, variables, views of a caller's
  *   memory) is ever pooled;
- * - every Tensor made on it (the Tensor constructor counts them: reshapes and other views share
- *   the ArrayBuffer) has been disposed;
+ * - every Tensor made on it has been disposed (the Tensor constructor counts them: reshapes share
+ *   the ArrayBuffer), and none was made on part of it (a slice or row that is a view: that is an
+ *   escape, so a view's tensor never needs counting);
  * - it never "escaped": handed out by `dataSync()` or `data()`, read through `concrete()` or
  *   `_data` outside a kernel run (executors, exports, checkpoints, ONNX Runtime, uploads,
  *   worker messages: whatever may keep the array), or stored into a tensor other than by the
@@ -44,14 +45,28 @@ export const POOL_MIN_BYTES = 16 << 20;
 export const POOL_MAX_BYTES = 512 << 20;
 
 interface Lease {
-  /** Tensors made on the buffer and not yet disposed. */
+  /** Tensors made on the buffer (each on its whole data region) and not yet disposed. */
   holders: number;
-  /** Handed out or stored where it may be kept: never reused. */
+  /** Handed out, stored where it may be kept, or a tensor made on part of it: never reused. */
   escaped: boolean;
 }
 
+/**
+ * Byte offset of the data in a poolable buffer. A tensor on part of a poolable buffer (a slice
+ * or row of it) makes it escape, which the Tensor constructor must see; the lease is found from
+ * the array's buffer, but reading `.buffer` of a small typed array that V8 keeps on its heap (64
+ * bytes and less, always at offset 0) moves it off the heap, a cost the constructor of every
+ * small tensor would pay. With the data at offset 64, no view of a poolable buffer is at offset 0,
+ * so the constructor reads `.buffer` only of arrays past 64 bytes or at an offset (off the heap
+ * already: a plain read).
+ */
+export const POOL_DATA_OFFSET = 64;
+
+/** Whether any poolable buffer was ever made: until then no check runs (a load of this flag). */
+export const pool = { inUse: false };
+
 const leases = new WeakMap<ArrayBufferLike, Lease>();
-/** Free buffers by byte length, oldest first. */
+/** Free buffers by byte length (the data's bytes, plus POOL_DATA_OFFSET), oldest first. */
 const free = new Map<number, ArrayBuffer[]>();
 let freeBytes = 0;
 /** Free buffers in the order they were given back (for eviction). */
@@ -73,35 +88,48 @@ export function exitKernel(): void {
 }
 
 /**
- * A buffer of `bytes` bytes, not cleared (its contents are a previous tensor's), for a kernel
- * that writes every element: one from the pool, else `make()`'s, registered as poolable.
+ * A buffer for `bytes` bytes of data at POOL_DATA_OFFSET, not cleared (its contents are a previous
+ * tensor's), for a kernel that writes every element: one from the pool, else `make()`'s,
+ * registered as poolable. Null below POOL_MIN_BYTES (the caller allocates as before).
  */
-export function takeStorage(bytes: number, make: (bytes: number) => ArrayBuffer): ArrayBuffer {
-  if (bytes < POOL_MIN_BYTES) return make(bytes);
-  const list = free.get(bytes);
+export function takeStorage(bytes: number, make: (bytes: number) => ArrayBuffer): ArrayBuffer | null {
+  if (bytes < POOL_MIN_BYTES || bytes > POOL_MAX_BYTES) return null;
+  const total = bytes + POOL_DATA_OFFSET;
+  const list = free.get(total);
   const pooled = list?.pop();
   if (pooled !== undefined) {
-    if (list!.length === 0) free.delete(bytes);
+    if (list!.length === 0) free.delete(total);
     order.splice(order.indexOf(pooled), 1);
-    freeBytes -= bytes;
+    freeBytes -= total;
     leases.set(pooled, { holders: 0, escaped: false });
     stats.reused++;
     return pooled;
   }
-  const b = make(bytes);
+  const b = make(total);
   leases.set(b, { holders: 0, escaped: false });
+  pool.inUse = true;
   return b;
 }
 
-/** The Tensor constructor: one more tensor on `data`'s buffer. */
+/**
+ * The Tensor constructor, for storage past 64 bytes or at an offset (POOL_DATA_OFFSET says why
+ * not the others): one more tensor on a poolable buffer, or, for a tensor on part of it, an escape.
+ */
 export function noteHolder(data: TypedArray): void {
-  const l = leases.get(data.buffer);
-  if (l !== undefined) l.holders++;
+  const buf = data.buffer;
+  const l = leases.get(buf);
+  if (l === undefined) return;
+  if (data.byteOffset === POOL_DATA_OFFSET && data.byteLength === buf.byteLength - POOL_DATA_OFFSET) l.holders++;
+  else l.escaped = true;
 }
 
-/** `data`'s buffer may be kept by whoever got it: never reused. Cheap for storage that is not poolable. */
+/**
+ * `data` (a tensor's whole storage) may be kept by whoever read it: never reused, unless it is
+ * read by a kernel of the eager dispatch. Called for storage of POOL_MIN_BYTES and more only (a
+ * tensor on part of a poolable buffer made it escape when it was made).
+ */
 export function noteEscape(data: TypedArray): void {
-  if (kernelDepth > 0 && data.byteLength >= POOL_MIN_BYTES) return;
+  if (kernelDepth > 0) return;
   markEscaped(data);
 }
 
@@ -132,20 +160,20 @@ export function releaseStorage(data: TypedArray): boolean {
   const l = leases.get(buf);
   if (l === undefined) return false;
   l.holders--;
-  if (l.holders > 0 || l.escaped || !(buf instanceof ArrayBuffer) || buf.byteLength > POOL_MAX_BYTES) return false;
-  leases.delete(buf); // (back in the pool: not a tensor's storage until taken again)
-  const bytes = buf.byteLength;
-  let list = free.get(bytes);
-  if (!list) free.set(bytes, (list = []));
+  if (l.holders > 0 || l.escaped || !(buf instanceof ArrayBuffer)) return false;
+  leases.delete(buf); // (in the pool: no tensor's storage until taken again)
+  const total = buf.byteLength;
+  let list = free.get(total);
+  if (!list) free.set(total, (list = []));
   list.push(buf);
   order.push(buf);
-  freeBytes += bytes;
+  freeBytes += total;
   stats.released++;
-  while (freeBytes > POOL_MAX_BYTES) {
+  while (freeBytes > POOL_MAX_BYTES + 2 * POOL_DATA_OFFSET) {
     const old = order.shift()!;
-    const l2 = free.get(old.byteLength)!;
-    l2.splice(l2.indexOf(old), 1);
-    if (l2.length === 0) free.delete(old.byteLength);
+    const same = free.get(old.byteLength)!;
+    same.splice(same.indexOf(old), 1);
+    if (same.length === 0) free.delete(old.byteLength);
     freeBytes -= old.byteLength;
   }
   return true;

@@ -12,7 +12,7 @@ import { formatTensor } from "./format.js";
 import { currentDevice, HOST_DEVICE } from "./device.js";
 import { isTracing } from "./context.js";
 import { roundToFloat16 } from "./float16.js";
-import { isPoolable, markEscaped, noteEscape, noteHolder, POOL_MIN_BYTES, releaseStorage } from "./storage-pool.js";
+import { isPoolable, markEscaped, noteEscape, noteHolder, pool, POOL_MIN_BYTES, releaseStorage } from "./storage-pool.js";
 
 let nextId = 1;
 
@@ -84,7 +84,8 @@ export class Tensor {
    */
   constructor(data: TypedArray | null, shape: Shape, dtype: DType, device?: string, symbol: unknown = null) {
     this._store = data;
-    if (data !== null && data.byteLength >= POOL_MIN_BYTES) noteHolder(data);
+    // (core/storage-pool.ts: arrays of 64 bytes at offset 0 are never on a poolable buffer)
+    if (pool.inUse && data !== null && (data.byteLength > 64 || data.byteOffset !== 0)) noteHolder(data);
     this._buffer = null;
     this.shape = shape;
     this.dtype = dtype;
@@ -125,11 +126,11 @@ export class Tensor {
    */
   get _data(): TypedArray | null {
     const d = this._store;
-    if (d !== null && d.byteLength >= POOL_MIN_BYTES) noteEscape(d);
+    if (pool.inUse && d !== null && d.byteLength >= POOL_MIN_BYTES) noteEscape(d);
     return d;
   }
   set _data(d: TypedArray | null) {
-    if (d !== null) markEscaped(d);
+    if (pool.inUse && d !== null) markEscaped(d);
     this._store = d;
   }
 
@@ -141,7 +142,7 @@ export class Tensor {
   concrete(what = "read the value of"): TypedArray {
     const d = this._store;
     if (d !== null) {
-      if (d.byteLength >= POOL_MIN_BYTES) noteEscape(d);
+      if (pool.inUse && d.byteLength >= POOL_MIN_BYTES) noteEscape(d);
       return d;
     }
     if (this._buffer !== null) {
@@ -164,7 +165,7 @@ export class Tensor {
    */
   dataSync(): TypedArray {
     const d = this.concrete("call dataSync() on");
-    markEscaped(d);
+    if (pool.inUse) markEscaped(d);
     return d;
   }
 
@@ -172,7 +173,7 @@ export class Tensor {
   async data(): Promise<TypedArray> {
     if (this._store === null && this._buffer !== null) return this._buffer.read();
     const d = this.concrete("call data() on");
-    markEscaped(d);
+    if (pool.inUse) markEscaped(d);
     return d;
   }
 
@@ -196,7 +197,7 @@ export class Tensor {
       return;
     }
     const d = this._store;
-    if (d === null || !isPoolable(d)) return;
+    if (!pool.inUse || d === null || !isPoolable(d)) return;
     this._store = null;
     this._buffer = DISPOSED_STORAGE;
     releaseStorage(d);

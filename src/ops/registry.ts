@@ -19,7 +19,7 @@ import { AllocationError, ValueError } from "../core/errors.js";
 import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
 import { currentDevice, isRemoteDevice, opDevice } from "../core/device.js";
 import { hasUnknownDims } from "../core/shape.js";
-import { enterKernel, exitKernel } from "../core/storage-pool.js";
+import { enterKernel, exitKernel, pool } from "../core/storage-pool.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
 import type { CpuKernel } from "../backends/cpu/kernel.js";
@@ -382,7 +382,7 @@ function runOn(def: OpDef, backend: Backend, device: string, inputs: Tensor[], a
   try {
     const kernel = def.kernels[backend.kind] ?? kernelFor(def, backend);
     // (a stateless host kernel reads its inputs during the call only: core/storage-pool.ts)
-    const reading = backend.kind === "cpu" && !def.stateful;
+    const reading = pool.inUse && backend.kind === "cpu" && !def.stateful;
     if (reading) enterKernel();
     try {
       data = backend.run(kernel, inputs, attrs, types);
