@@ -55,10 +55,10 @@ interface Lease {
  * Byte offset of the data in a poolable buffer. A tensor on part of a poolable buffer (a slice
  * or row of it) makes it escape, which the Tensor constructor must see; the lease is found from
  * the array's buffer, but reading `.buffer` of a small typed array that V8 keeps on its heap (64
- * bytes and less, always at offset 0) moves it off the heap, a cost the constructor of every
- * small tensor would pay. With the data at offset 64, no view of a poolable buffer is at offset 0,
- * so the constructor reads `.buffer` only of arrays past 64 bytes or at an offset (off the heap
- * already: a plain read).
+ * bytes and less, at offset 0) moves it off the heap, a cost every small tensor would pay. With
+ * the data at offset 64, every view of a poolable buffer is at an offset, so the constructor
+ * looks up only arrays at an offset (views, off the heap already) and skips every array made
+ * fresh (offset 0).
  */
 export const POOL_DATA_OFFSET = 64;
 
@@ -112,8 +112,8 @@ export function takeStorage(bytes: number, make: (bytes: number) => ArrayBuffer)
 }
 
 /**
- * The Tensor constructor, for storage past 64 bytes or at an offset (POOL_DATA_OFFSET says why
- * not the others): one more tensor on a poolable buffer, or, for a tensor on part of it, an escape.
+ * The Tensor constructor, for storage at an offset (POOL_DATA_OFFSET says why not the others): one
+ * more tensor on a poolable buffer, or, for a tensor on part of it, an escape.
  */
 export function noteHolder(data: TypedArray): void {
   const buf = data.buffer;

@@ -84,8 +84,8 @@ export class Tensor {
    */
   constructor(data: TypedArray | null, shape: Shape, dtype: DType, device?: string, symbol: unknown = null) {
     this._store = data;
-    // (core/storage-pool.ts: arrays of 64 bytes at offset 0 are never on a poolable buffer)
-    if (pool.inUse && data !== null && (data.byteLength > 64 || data.byteOffset !== 0)) noteHolder(data);
+    // (core/storage-pool.ts: arrays at offset 0 are never on a poolable buffer)
+    if (pool.inUse && data !== null && data.byteOffset !== 0) noteHolder(data);
     this._buffer = null;
     this.shape = shape;
     this.dtype = dtype;

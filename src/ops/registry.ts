@@ -379,17 +379,14 @@ function runOn(def: OpDef, backend: Backend, device: string, inputs: Tensor[], a
   const types = def.infer(inputs, attrs);
   for (let i = 0; i < types.length; i++) checkAllocation(def.name, types[i]!.shape, types[i]!.dtype);
   let data: unknown[];
+  // (a stateless host kernel reads its inputs during the call only: core/storage-pool.ts)
+  const reading = pool.inUse && backend.kind === "cpu" && !def.stateful;
   try {
-    const kernel = def.kernels[backend.kind] ?? kernelFor(def, backend);
-    // (a stateless host kernel reads its inputs during the call only: core/storage-pool.ts)
-    const reading = pool.inUse && backend.kind === "cpu" && !def.stateful;
-    if (reading) enterKernel();
-    try {
-      data = backend.run(kernel, inputs, attrs, types);
-    } finally {
-      if (reading) exitKernel();
-    }
+    if (reading) enterKernel(); // (first: the catch below leaves the kernel run)
+    data = backend.run(def.kernels[backend.kind] ?? kernelFor(def, backend), inputs, attrs, types);
+    if (reading) exitKernel();
   } catch (e) {
+    if (reading) exitKernel();
     // (allocStorage's error, which knows no op; or a kernel's own allocation)
     if (e instanceof AllocationError && e.op === undefined) throw new AllocationError(e.message, def.name);
     // (a stack overflow is passed on as it is: a regular expression may not even compile then)
