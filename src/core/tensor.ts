@@ -186,10 +186,12 @@ export class Tensor {
   /**
    * Frees device memory this tensor holds (a GPU buffer) now, instead of when the tensor is
    * garbage collected; reading it afterwards is an error. In host memory, large storage a matrix
-   * product made (16 MB and more: core/storage-pool.ts) is given back for the next output of its
-   * size once every tensor on it (reshapes, slices) is disposed, unless an array of it was handed
-   * out (dataSync, data) or it became a variable's value; such a tensor is an error to read once
-   * disposed. Other host tensors are left as they are (the garbage collector frees them).
+   * product made (16 MB and more: core/storage-pool.ts) is given back for the next product of
+   * its size once every tensor on it (the product, its reshapes) is disposed; a tensor disposed
+   * so is an error to read. Storage that may still be read elsewhere (an array of it handed out
+   * by dataSync or data, a variable's value, a tensor on part of it) is never reused, and
+   * disposing its tensors changes nothing; nor does disposing other host tensors (the garbage
+   * collector frees them).
    */
   dispose(): void {
     if (this._buffer !== null) {
