@@ -86,6 +86,18 @@ export function enterKernel(): void {
 export function exitKernel(): void {
   kernelDepth--;
 }
+/**
+ * Around a kernel that may keep its inputs (a stateful op, or another backend's upload) run from
+ * inside a kernel run: its reads are escapes again. Returns the depth to give `resumeKernels`.
+ */
+export function suspendKernels(): number {
+  const d = kernelDepth;
+  kernelDepth = 0;
+  return d;
+}
+export function resumeKernels(depth: number): void {
+  kernelDepth = depth;
+}
 
 /**
  * A buffer for `bytes` bytes of data at POOL_DATA_OFFSET, not cleared (its contents are a previous
