@@ -21,7 +21,7 @@
  *   `_data` outside a kernel run (executors, exports, checkpoints, ONNX Runtime, uploads,
  *   worker messages: whatever may keep the array), or stored into a tensor other than by the
  *   constructor (a variable's assignment). Kernels run by the eager dispatch (ops/registry.ts,
- *   `enterKernel`) read their inputs during the call only; their outputs become Tensors, counted.
+ *   `beginKernel`) read their inputs during the call only; their outputs become Tensors, counted.
  * A disposed tensor whose storage may still be reused is cut from it (reading it is an error),
  * whether the storage went to the pool or not (another holder lives); one whose storage escaped
  * is left as it is (that storage is never reused).
@@ -77,26 +77,36 @@ const stats = { reused: 0, released: 0 };
 let kernelDepth = 0;
 
 /**
- * Around a kernel of the eager dispatch (ops/registry.ts runOn, in try/finally): reads of its
- * inputs are not escapes. Only for kernels that keep no input past the call (not stateful ones).
+ * Before a kernel of the eager dispatch runs (ops/registry.ts runOn): a kernel that keeps no
+ * input past the call (`def` given and not stateful: a host kernel) runs as a kernel run, whose
+ * reads of its inputs are not escapes; one that may keep them (`def` null: another backend's, or
+ * a stateful op) reads as outside one, even when run from inside another kernel. At the top level
+ * a kernel run is only entered when an input is poolable-sized (no megamorphic `stateful` load
+ * per small op). Returns what `endKernel` needs, after the kernel (also when it throws).
  */
-export function enterKernel(): void {
-  kernelDepth++;
-}
-export function exitKernel(): void {
-  kernelDepth--;
-}
-/**
- * Around a kernel that may keep its inputs (a stateful op, or another backend's upload) run from
- * inside a kernel run: its reads are escapes again. Returns the depth to give `resumeKernels`.
- */
-export function suspendKernels(): number {
-  const d = kernelDepth;
+export function beginKernel(inputs: readonly { _store: TypedArray | null }[], def: { readonly stateful?: boolean } | null): number {
+  if (kernelDepth === 0) {
+    for (let i = 0; i < inputs.length; i++) {
+      const d = inputs[i]!._store;
+      if (d !== null && d.byteLength >= POOL_MIN_BYTES) {
+        if (def === null || def.stateful) return 0;
+        kernelDepth = 1;
+        return -1;
+      }
+    }
+    return 0;
+  }
+  if (def !== null && !def.stateful) {
+    kernelDepth++;
+    return -1;
+  }
+  const outer = kernelDepth;
   kernelDepth = 0;
-  return d;
+  return outer;
 }
-export function resumeKernels(depth: number): void {
-  kernelDepth = depth;
+export function endKernel(mode: number): void {
+  if (mode === -1) kernelDepth--;
+  else if (mode > 0) kernelDepth = mode;
 }
 
 /**

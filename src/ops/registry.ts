@@ -19,7 +19,7 @@ import { AllocationError, ValueError } from "../core/errors.js";
 import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
 import { currentDevice, isRemoteDevice, opDevice } from "../core/device.js";
 import { hasUnknownDims } from "../core/shape.js";
-import { enterKernel, exitKernel, pool, resumeKernels, suspendKernels } from "../core/storage-pool.js";
+import { beginKernel, endKernel, pool } from "../core/storage-pool.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
 import type { CpuKernel } from "../backends/cpu/kernel.js";
@@ -380,17 +380,12 @@ function runOn(def: OpDef, backend: Backend, device: string, inputs: Tensor[], a
   for (let i = 0; i < types.length; i++) checkAllocation(def.name, types[i]!.shape, types[i]!.dtype);
   let data: unknown[];
   // (a stateless host kernel reads its inputs during the call only: core/storage-pool.ts)
-  // (one that may keep them, run from inside another kernel, reads as outside one)
-  const reading = pool.inUse && backend.kind === "cpu" && !def.stateful;
-  const outer = pool.inUse && !reading ? suspendKernels() : 0;
+  const mode = pool.inUse ? beginKernel(inputs, backend.kind === "cpu" ? def : null) : 0;
   try {
-    if (reading) enterKernel(); // (first: the catch below leaves the kernel run)
     data = backend.run(def.kernels[backend.kind] ?? kernelFor(def, backend), inputs, attrs, types);
-    if (reading) exitKernel();
-    else if (outer !== 0) resumeKernels(outer);
+    if (mode !== 0) endKernel(mode);
   } catch (e) {
-    if (reading) exitKernel();
-    else if (outer !== 0) resumeKernels(outer);
+    if (mode !== 0) endKernel(mode);
     // (allocStorage's error, which knows no op; or a kernel's own allocation)
     if (e instanceof AllocationError && e.op === undefined) throw new AllocationError(e.message, def.name);
     // (a stack overflow is passed on as it is: a regular expression may not even compile then)
