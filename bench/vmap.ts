@@ -1,7 +1,8 @@
 // Per-example gradients of an MLP 784-256-10 (tanh, softmax cross-entropy), batch 256, float32,
 // measured in one run with interleaved reps (each round times every variant once, in turn):
 // - vmap:         sc.vmap(sc.grad(loss), { inAxes: [null, 0, 0] })(params, xs, ys), eager and
-//                 staged (sc.stage around it);
+//                 staged (sc.stage around it), and staged with the gradients disposed after each
+//                 call (their 205 MB then serves the next call's: core/storage-pool.ts);
 // - JS loop:      sc.grad(loss) called once per example (256 calls), eager and with the
 //                 per-example gradient staged;
 // - floor:        one batched gradient of the mean loss over the batch (staged), which does the
@@ -78,6 +79,16 @@ function variants(d: ReturnType<typeof makeData>) {
   const loopStagedStacked = stackedLoopOf(pgStaged), loopEagerStacked = stackedLoopOf(pg);
   return {
     "vmap staged": () => sync(vgStaged(d.params, d.xs, d.ys)),
+    // The same call with its gradients disposed once read, as a training step that is done with
+    // them does: the next call's 205 MB w1 gradient is written into this one's storage
+    // (core/storage-pool.ts) instead of a new allocation (one element read through an op: an
+    // array handed out by dataSync would keep the storage from reuse).
+    "vmap staged, disposed": () => {
+      const g = vgStaged(d.params, d.xs, d.ys);
+      const s = Number(sc.slice(g.w1, [0, 0, 0], [1, 1, 1]).item()) + g.b2.dataSync()[0]!;
+      for (const k of ["w1", "b1", "w2", "b2"] as const) g[k].dispose();
+      return s;
+    },
     "vmap eager": () => sync(vg(d.params, d.xs, d.ys)),
     "loop staged": loopOf(pgStaged),
     "loop eager": loopOf(pg),
@@ -91,6 +102,11 @@ function variants(d: ReturnType<typeof makeData>) {
     "write 205 MB (fill)": () => writeFloor.fill(1)[0]!,
     check: () => {
       // vmap's per-example gradients equal the loop's (staged and eager), to float32 rounding.
+      // (first two calls whose results are disposed: `a` below is written into reused storage)
+      for (let i = 0; i < 2; i++) {
+        const g = vgStaged(d.params, d.xs, d.ys);
+        for (const k of ["w1", "b1", "w2", "b2"] as const) g[k].dispose();
+      }
       const a = vgStaged(d.params, d.xs, d.ys), e = vg(d.params, d.xs, d.ys);
       // (the stacked loops return vmap's result: the same gradients, bit for bit, as the loop's)
       for (const st of [loopStagedStacked(), loopEagerStacked()]) {
@@ -136,6 +152,7 @@ export async function benchVmap(rounds = 7): Promise<Row[]> {
   for (const n of names) console.log(`  ${n.padEnd(28)} min ${min(n).toFixed(2).padStart(9)}  median ${med(n).toFixed(2).padStart(9)}`);
   const vs = med("vmap staged");
   console.log(`  vmap staged / floor:       ${(vs / med("batched mean grad (floor)")).toFixed(2)}x the time (goal <= 2)`);
+  console.log(`  vmap staged, disposed / floor: ${(med("vmap staged, disposed") / med("batched mean grad (floor)")).toFixed(2)}x the time (the gradients disposed after each call)`);
   console.log(`  loop eager / vmap staged:  ${(med("loop eager") / vs).toFixed(1)}x faster (goal >= 10 against JAX's peer, a loop of eager grad calls)`);
   console.log(`  loop staged / vmap staged: ${(med("loop staged") / vs).toFixed(1)}x faster (goal >= 10 against the stricter peer, a loop of staged grad calls)`);
   console.log(`  loop eager, stacked / vmap staged:  ${(med("loop eager, stacked") / vs).toFixed(1)}x faster (goal >= 10; the like-for-like peer: the same stacked result, as JAX's tutorial loop)`);

@@ -12,6 +12,7 @@ import { formatTensor } from "./format.js";
 import { currentDevice, HOST_DEVICE } from "./device.js";
 import { isTracing } from "./context.js";
 import { roundToFloat16 } from "./float16.js";
+import { isPoolable, markEscaped, noteEscape, noteHolder, pool, POOL_MIN_BYTES, releaseStorage } from "./storage-pool.js";
 
 let nextId = 1;
 
@@ -49,14 +50,29 @@ const COERCIONS: Record<string, string> = {
   default: "`+` or `==` (`t + 1`, `t == 0`)",
 };
 
+/**
+ * What a disposed host tensor whose storage was poolable holds instead (core/storage-pool.ts):
+ * every read is an error, never the values of whatever reuses the storage.
+ */
+const disposedError = () => new ValueError(`a disposed tensor was read (its storage was given back for reuse by tensor.dispose())`, "dataSync");
+export const DISPOSED_STORAGE: DeviceBuffer = {
+  read: () => Promise.reject(disposedError()),
+  readSync: () => {
+    throw disposedError();
+  },
+};
+
 export class Tensor {
   /** Unique id, used by tapes and graph builders. */
   readonly id: number = nextId++;
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly device: string;
-  /** @internal Concrete host storage, or null for a symbolic tensor (or one whose storage is a device buffer). */
-  _data: TypedArray | null;
+  /**
+   * @internal The host storage (`_data` without counting a read as an escape: core/storage-pool.ts).
+   * Only Tensor's own methods and the storage pool's reasoning may rely on reads of it not escaping.
+   */
+  _store: TypedArray | null;
   /** @internal Storage on a device other than host memory (backends/backend.ts), or null. */
   _buffer: DeviceBuffer | null;
   /** @internal The symbolic value in a graph under construction (owned by staging/). */
@@ -67,7 +83,9 @@ export class Tensor {
    * another device moves it there), a symbolic tensor on the current device.
    */
   constructor(data: TypedArray | null, shape: Shape, dtype: DType, device?: string, symbol: unknown = null) {
-    this._data = data;
+    this._store = data;
+    // (core/storage-pool.ts: arrays at offset 0 are never on a poolable buffer)
+    if (pool.inUse && data !== null && data.byteOffset !== 0) noteHolder(data);
     this._buffer = null;
     this.shape = shape;
     this.dtype = dtype;
@@ -101,13 +119,32 @@ export class Tensor {
     }
     return n;
   }
+  /**
+   * @internal Concrete host storage, or null for a symbolic tensor (or one whose storage is a device
+   * buffer). Reading it outside a kernel run, or storing into it, keeps large storage out of the
+   * pool of disposed storage (core/storage-pool.ts): the reader may keep the array.
+   */
+  get _data(): TypedArray | null {
+    const d = this._store;
+    if (pool.inUse && d !== null && d.byteLength >= POOL_MIN_BYTES) noteEscape(d);
+    return d;
+  }
+  set _data(d: TypedArray | null) {
+    if (pool.inUse && d !== null) markEscaped(d);
+    this._store = d;
+  }
+
   get isSymbolic(): boolean {
-    return this._data === null && this._buffer === null;
+    return this._store === null && this._buffer === null;
   }
 
   /** @internal The concrete storage; throws a clear error for symbolic tensors. */
   concrete(what = "read the value of"): TypedArray {
-    if (this._data !== null) return this._data;
+    const d = this._store;
+    if (d !== null) {
+      if (pool.inUse && d.byteLength >= POOL_MIN_BYTES) noteEscape(d);
+      return d;
+    }
     if (this._buffer !== null) {
       const data = this._buffer.readSync();
       if (data === null) {
@@ -122,15 +159,22 @@ export class Tensor {
     );
   }
 
-  /** The flat values (a copy is not made: do not mutate). int64 values are returned as numbers. */
+  /**
+   * The flat values (a copy is not made: do not mutate). int64 values are returned as numbers.
+   * The array stays valid after `dispose()` (its storage is then never reused).
+   */
   dataSync(): TypedArray {
-    return this.concrete("call dataSync() on");
+    const d = this.concrete("call dataSync() on");
+    if (pool.inUse) markEscaped(d);
+    return d;
   }
 
   /** The flat values, on any device (a device's memory is read back when it is ready). */
   async data(): Promise<TypedArray> {
-    if (this._data === null && this._buffer !== null) return this._buffer.read();
-    return this.concrete("call data() on");
+    if (this._store === null && this._buffer !== null) return this._buffer.read();
+    const d = this.concrete("call data() on");
+    if (pool.inUse) markEscaped(d);
+    return d;
   }
 
   /** The values as (nested) JS arrays, on any device (read back when they are ready). */
@@ -141,15 +185,29 @@ export class Tensor {
 
   /**
    * Frees device memory this tensor holds (a GPU buffer) now, instead of when the tensor is
-   * garbage collected; reading it afterwards is an error. A no-op for host-memory tensors.
+   * garbage collected; reading it afterwards is an error. In host memory, large storage a matrix
+   * product made (16 MB and more: core/storage-pool.ts) is given back for the next product of
+   * its size once every tensor on it (the product, its reshapes) is disposed; a tensor disposed
+   * so is an error to read. Storage that may still be read elsewhere (an array of it handed out
+   * by dataSync or data, a variable's value, a tensor on part of it) is never reused, and
+   * disposing its tensors changes nothing; nor does disposing other host tensors (the garbage
+   * collector frees them).
    */
   dispose(): void {
-    this._buffer?.dispose?.(this);
+    if (this._buffer !== null) {
+      this._buffer.dispose?.(this);
+      return;
+    }
+    const d = this._store;
+    if (!pool.inUse || d === null || !isPoolable(d)) return;
+    this._store = null;
+    this._buffer = DISPOSED_STORAGE;
+    releaseStorage(d);
   }
 
   /** The values as (nested) JS arrays; bool as booleans. */
   arraySync(): any {
-    const data = this.concrete("call arraySync() on");
+    const data = this._store ?? this.concrete("call arraySync() on"); // (copied out: not an escape)
     const isBool = this.dtype === "bool";
     const shape = this.shape;
     if (shape.length === 0) return isBool ? data[0] !== 0 : data[0];
@@ -178,7 +236,8 @@ export class Tensor {
 
   toString(): string {
     if (this.isSymbolic) return `Tensor(<symbolic>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
-    const data = this._data ?? this._buffer!.readSync();
+    if (this._buffer === DISPOSED_STORAGE) return `Tensor(<disposed>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
+    const data = this._store ?? this._buffer!.readSync();
     if (data === null) return `Tensor(<on ${this.device}: await data()>, shape=${fmtShape(this.shape)}, dtype=${this.dtype})`;
     return formatTensor(data, this.shape, this.dtype);
   }

@@ -19,6 +19,7 @@ import { AllocationError, ValueError } from "../core/errors.js";
 import { allocationFailure, checkAllocation, sizeOf } from "../core/shape.js";
 import { currentDevice, isRemoteDevice, opDevice } from "../core/device.js";
 import { hasUnknownDims } from "../core/shape.js";
+import { beginKernel, endKernel, pool } from "../core/storage-pool.js";
 import type { Backend } from "../backends/backend.js";
 import { backendOf, cpuBackend } from "../backends/registry.js";
 import type { CpuKernel } from "../backends/cpu/kernel.js";
@@ -378,9 +379,13 @@ function runOn(def: OpDef, backend: Backend, device: string, inputs: Tensor[], a
   const types = def.infer(inputs, attrs);
   for (let i = 0; i < types.length; i++) checkAllocation(def.name, types[i]!.shape, types[i]!.dtype);
   let data: unknown[];
+  // (a stateless host kernel reads its inputs during the call only: core/storage-pool.ts)
+  const mode = pool.inUse ? beginKernel(inputs, backend.kind === "cpu" ? def : null) : 0;
   try {
     data = backend.run(def.kernels[backend.kind] ?? kernelFor(def, backend), inputs, attrs, types);
+    if (mode !== 0) endKernel(mode);
   } catch (e) {
+    if (mode !== 0) endKernel(mode);
     // (allocStorage's error, which knows no op; or a kernel's own allocation)
     if (e instanceof AllocationError && e.op === undefined) throw new AllocationError(e.message, def.name);
     // (a stack overflow is passed on as it is: a regular expression may not even compile then)

@@ -9,6 +9,7 @@ import { sgemmBatch } from "./worker-pool.js";
 import { tryNativeMatmul } from "./native.js";
 import { outerOn } from "./wasm/outer.js";
 import { uninitializedBytes } from "../../core/platform/node.js";
+import { POOL_DATA_OFFSET, takeStorage } from "../../core/storage-pool.js";
 
 /** Below this many multiply-adds per product (m*n*k) the TS loop wins (measured: equal at 8^3). */
 export const WASM_MIN_MNK = 10 * 10 * 10;
@@ -49,13 +50,15 @@ export const UNCLEARED_MIN_BYTES = 1 << 20;
  * The output storage of `matmul`, `size` elements: every element is written by every path
  * (the loops clear their rows before accumulating; k = 0 goes to the loops), so a large one
  * is not cleared first (core/platform's uninitializedBytes: the zeroing is a pass over the
- * memory as long as a k = 1 product itself).
+ * memory as long as a k = 1 product itself). From 16 MB it is poolable storage (core/storage-pool.ts:
+ * at byte offset 64 of its buffer), maybe a disposed tensor's, uncleared: a new view each time.
  */
 export function productStorage(dtype: "float32" | "float64", size: number): Float32Array | Float64Array {
   const bytes = size * (dtype === "float32" ? 4 : 8);
   if (bytes < UNCLEARED_MIN_BYTES) return dtype === "float32" ? new Float32Array(size) : new Float64Array(size);
-  const buf = uninitializedBytes(bytes);
-  return dtype === "float32" ? new Float32Array(buf, 0, size) : new Float64Array(buf, 0, size);
+  const pooled = takeStorage(bytes, uninitializedBytes);
+  const buf = pooled ?? uninitializedBytes(bytes), at = pooled === null ? 0 : POOL_DATA_OFFSET;
+  return dtype === "float32" ? new Float32Array(buf, at, size) : new Float64Array(buf, at, size);
 }
 
 /**
