@@ -203,10 +203,33 @@ test("the choice compares runs made one after the other (pairs), so a load chang
   assert.equal(chooseSide([20, 20, 20, 20, 10, 10, 10], [22, 22, 22, 11, 11, 11, 11]), "ours", "10% slower in 6 of 7 pairs");
 });
 
+test("a fast plan is not measured again before it has run recheckMinMs, however few calls recheckCalls says (charged times)", () => {
+  const before = setAutoPolicy({
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 5, recheckMinMs: 40,
+    timeOf: (side) => (side === "plan" ? 1 : 2),
+  });
+  try {
+    const x = big([128, 128]);
+    const f = (x: sc.Tensor) => heavy(heavy(x)).mul(11);
+    const auto = sc.stage(f, { autograph: false, engine: "auto" });
+    const s0 = { ...autoStats };
+    let calls = 0;
+    while (autoStats.chosePlan === s0.chosePlan && calls < 30) (auto(x), calls++);
+    assert.equal(autoStats.chosePlan, s0.chosePlan + 1, "the plan was kept: charged 1 ms against ours' 2");
+    // (40 ms at the plan's 1 ms a call: 40 calls, not recheckCalls' 5)
+    for (let k = 0; k < 38; k++) auto(x);
+    assert.equal(autoStats.rechecks, s0.rechecks, "not measured again within 40 ms of its calls");
+    for (let k = 0; k < 4; k++) auto(x);
+    assert.equal(autoStats.rechecks, s0.rechecks + 1, "measured again once it has run 40 ms");
+  } finally {
+    setAutoPolicy(before);
+  }
+});
+
 test("a plan kept is measured again after recheckCalls calls on it, and dropped when ours is now faster (charged times, not real ones)", () => {
   let planIsFaster = true;
   const before = setAutoPolicy({
-    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 5,
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 5, recheckMinMs: 0,
     timeOf: (side) => ((side === "plan") === planIsFaster ? 1 : 10),
   });
   try {
@@ -234,7 +257,7 @@ test("a plan kept is measured again after recheckCalls calls on it, and dropped 
 test("a graph kept on ours is measured again after oursRecheckCalls calls, then after twice as many, and moves to the plan once it is faster (charged times)", () => {
   let planIsFaster = false;
   const before = setAutoPolicy({
-    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, oursRecheckCalls: 10,
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, oursRecheckCalls: 10, recheckMinMs: 0,
     timeOf: (side) => ((side === "plan") === planIsFaster ? 1 : 10),
   });
   try {
@@ -268,7 +291,7 @@ test("a graph kept on ours is measured again after oursRecheckCalls calls, then 
 
 test("a plan kept again by its recheck is measured next after twice as many calls (charged times)", () => {
   const before = setAutoPolicy({
-    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 8,
+    choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, recheckCalls: 8, recheckMinMs: 0,
     timeOf: (side) => (side === "plan" ? 1 : 10),
   });
   try {
@@ -362,7 +385,7 @@ test("an unsettled step 2 stops once each side has run unsureMs and unsureReps, 
 test("a slow graph is first measured again after recheckMs of calls at its measured speed, when that is fewer calls than the count (charged times)", () => {
   const before = setAutoPolicy({
     choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 3, measureMs: 0, unsureMs: 0,
-    oursRecheckCalls: 5000, recheckCalls: 500, recheckMs: 1000,
+    oursRecheckCalls: 5000, recheckCalls: 500, recheckMinMs: 0, recheckMs: 1000,
     timeOf: (side) => (side === "ours" ? 50 : 100),
   });
   try {
@@ -390,7 +413,7 @@ test("step 2 pairs runs on the same arguments: calls cycling over inputs of uneq
   let planFactor = 1.1;
   const before = setAutoPolicy({
     choice: "measure", warmCalls: 0, warmUpCalls: 0, warmUpMs: 0, steadyRatio: 0, reps: 5, measureMs: 0, maxReps: 100, unsureMs: 1e9,
-    recheckCalls: 1e9, oursRecheckCalls: 1e9,
+    recheckCalls: 1e9, recheckMinMs: 0, oursRecheckCalls: 1e9,
     timeOf: (side) => (current % 2 === 0 ? 20 : 10) * (side === "plan" ? planFactor : 1),
   });
   try {

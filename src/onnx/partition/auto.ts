@@ -111,6 +111,13 @@ export interface AutoPolicy {
    */
   recheckMs: number;
   /**
+   * ...but never before the side chosen has run this long (ms, at its measured speed): a
+   * recheck times the other side too, at least `reps` runs and `measureMs` each, so a fast graph
+   * rechecked every 500 calls paid for it often. MNIST's host-loop step (0.16 ms on the plan,
+   * 0.34 on ours) was rechecked six times in one bench row of 2,500 calls and ran at ours' speed.
+   */
+  recheckMinMs: number;
+  /**
    * @internal Tests: the time charged to a measured run (default: the time it took): a whole
    * call (`segment` undefined; "plan" is the cut, "ours" the whole graph on ours) or one
    * segment's run in step 1 (`segment`: its index in the cut; "plan" is its run on the engine).
@@ -137,6 +144,7 @@ export const autoPolicy: AutoPolicy = {
   recheckCalls: 500,
   oursRecheckCalls: 5000,
   recheckMs: 10000,
+  recheckMinMs: 2000,
   timeOf: null,
 };
 
@@ -296,9 +304,14 @@ export class WarmUp {
 
 const total = (ts: number[]): number => ts.reduce((a, b) => a + b, 0);
 
-/** The calls before a side chosen is first measured again: `calls`, or fewer where those take more than `recheckMs` at `ms` a call. */
+/**
+ * The calls before a side chosen is first measured again: `calls`, or fewer where those take more
+ * than `recheckMs` at `ms` a call, or more where they take less than `recheckMinMs`.
+ */
 function firstRecheck(calls: number, ms: number): number {
-  return ms > 0 ? Math.min(calls, Math.max(10, Math.ceil(autoPolicy.recheckMs / ms))) : calls;
+  if (!(ms > 0)) return calls;
+  const p = autoPolicy;
+  return Math.max(Math.ceil(p.recheckMinMs / ms), Math.min(calls, Math.max(10, Math.ceil(p.recheckMs / ms))));
 }
 
 /** Whether a side has been timed enough. */
