@@ -18,7 +18,7 @@ import { callOp, condOp, whileOp, readVariableOp, assignVariableOp } from "../..
 import { installLowerings } from "../export/lowerings/index.js";
 import { float32OnlyLowerings } from "../export/lowerings/math.js";
 import { elementwiseGroup, groupLosesFloat64 } from "../export/elementwise.js";
-import { guardIndices, hasIndexOp, oneHotGuardable } from "./index-guard.js";
+import { guardIndices, hasIndexOp, indicesProvenInRange, oneHotGuardable } from "./index-guard.js";
 import { cloneGraph } from "../../graph/passes/util.js";
 
 /** One segment: its own graph, where it runs, and where its inputs come from and its outputs go (slots of the run's value table). */
@@ -63,8 +63,9 @@ export function exportable(node: Node, library: FunctionLibrary, stack: string[]
     if (def === callOp) {
       const callee = node.attrs.callee as string;
       if (stack.includes(callee) || !library.functions.has(callee)) return false;
-      // (a callee is inlined by the export, past the index checks of index-guard.ts: its index ops stay ours)
-      if (hasIndexOp(library.get(callee))) return false;
+      // (a callee is inlined by the export, past the index checks of index-guard.ts: one with an
+      // index not known in range stays ours)
+      if (!indicesProvenInRange(library.get(callee))) return false;
       return library.get(callee).nodes.every((n) => exportable(n, library, [...stack, callee]));
     }
     return false;

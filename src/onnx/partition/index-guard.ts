@@ -8,7 +8,9 @@
  * the call and raises our IndexError. Valid indices are unchanged, so valid programs compute the
  * same. (Found by the seam hunt: docs/architecture.md "Cutting a graph".)
  *
- * oneHot too: its export (Equal against 0..depth-1) gives a row of zeros for an index out of
+ * stackRead's row too: its export is a Gather (ours raise a ShapeError for a row out of range).
+ *
+ * oneHot: its export (Equal against 0..depth-1) gives a row of zeros for an index out of
  * range, where ours raises. Its indices pass through the same `where`, then through
  * `gather(0..depth-1, i)`, which is `i` for every valid index and makes onnxruntime refuse one
  * past the depth (or LOW): the plan falls back, and ours raises oneHot's own IndexError. (Kept
@@ -36,6 +38,8 @@ export const INDEX_INPUT: ReadonlyMap<string, number> = new Map([
   ["scatterElements", 1],
   ["scatterND", 1],
   ["oneHot", 0],
+  // (an iteration stack's row: exported as a Gather, which takes a negative row from the end)
+  ["stackRead", 1],
 ]);
 
 const SIGNED = new Set(["int8", "int16", "int32", "int64"]);
@@ -48,6 +52,23 @@ function lowIndex(dtype: string): number {
 /** Whether `g` (its regions too) has an index op. */
 export function hasIndexOp(g: Graph): boolean {
   return g.nodes.some((n) => INDEX_INPUT.has(n.op) || n.regions.some(hasIndexOp));
+}
+
+const provenCache = new WeakMap<Graph, boolean>();
+
+/**
+ * Whether every index of `g` (its regions too) is known in range whatever g's inputs are, so g
+ * needs no check: a callee the export inlines can go to the engine then (a differentiated loop's
+ * backward reads its iteration stacks at rows the loop's condition keeps in range).
+ */
+export function indicesProvenInRange(g: Graph): boolean {
+  let proven = provenCache.get(g);
+  if (proven === undefined) {
+    const ranges = valueRanges(g);
+    proven = !hasIndexOp(g) || survey(g).sites.every((s) => within(rangeOf(ranges, s.node.inputs[s.input]!), s.need));
+    provenCache.set(g, proven);
+  }
+  return proven;
 }
 
 /** The nodes that give `where(idx < 0, LOW, idx)`. */

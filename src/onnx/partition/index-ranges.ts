@@ -203,7 +203,11 @@ function analyzeWhile(n: Node, st: State): (Interval | null)[] {
     const next = vars.map((r, k) => {
       if (k >= numVars || r === null) return r;
       const out = rangeOf(env, body.outputs[k]!);
-      if (out === null) return null;
+      // (no range for the body's result: none for the variable either, and another round with that)
+      if (out === null) {
+        changed = true;
+        return null;
+      }
       let j = union(r, out);
       if (!same(j, r)) {
         changed = true;
