@@ -110,6 +110,23 @@ for (const [what, f] of NEGATIVE_INDEX_CASES) {
   test(`a ${what} index out of our range raises our IndexError on the plan (onnxruntime counts negatives from the end, or gives zeros)`, () => onPlanRaisesAsEager(what, f, [x64()]));
 }
 
+// (int64 storage is a Float64Array, which converts nothing: an int64 floorDiv or mod by zero kept
+// Infinity and NaN, a pow with a negative exponent 0.5, and the plan's onnxruntime gave INT64_MIN)
+test("int64 and uint64 division and remainder by zero, and powers with negative exponents: 0 and integers, as int32's, eager = ours = the plan", () => {
+  const a = sc.tensor(Array.from({ length: 128 * 4 }, (_, k) => [5, -5, 0, 7][k % 4]! * (1 + (k >> 2))), "int64", [128, 4]);
+  const b = sc.tensor([0, 0, 0, -2], "int64");
+  const ops = (a: sc.Tensor, b: sc.Tensor) => [sc.floorDiv(a, b), sc.truncDiv(a, b), sc.mod(a, b), sc.fmod(a, b), sc.pow(a.add(1), b.sub(1)), sc.floorDiv(a.add(1), b).mul(3)];
+  const want32 = ops(sc.cast(a, "int32"), sc.cast(b, "int32")).map((t) => Array.from(t.dataSync() as ArrayLike<number>));
+  ops(a, b).forEach((t, k) => assert.deepEqual(Array.from(t.dataSync() as ArrayLike<number>), want32[k], `eager op ${k}: int64 as int32`));
+  const au = sc.abs(a).cast("uint64"), bu = sc.abs(b).cast("uint64");
+  assert.deepEqual(Array.from(sc.floorDiv(au, bu).dataSync() as ArrayLike<number>).slice(0, 4), [0, 0, 0, 3], "uint64 floorDiv by zero");
+  for (const engine of ["stagecraft", "auto"] as const) {
+    const staged = sc.stage((a: sc.Tensor, b: sc.Tensor) => ops(a.mul(1), b), { autograph: false, engine });
+    staged(a, b).forEach((t, k) => assert.deepEqual(Array.from(t.dataSync() as ArrayLike<number>), want32[k], `${engine}, op ${k}`));
+  }
+  onPlanEqualsEager("int64 by zero", (a, b) => ops(a.mul(1), b), [a, b]);
+});
+
 test("index ops with valid indices still run on the plan's onnxruntime segments and give our values", () => {
   onPlanEqualsEager("valid indices", (x) => {
     const y = pre(x);

@@ -8,7 +8,7 @@ import { allocStorage, type TypedArray } from "../../core/dtype.js";
 import { bindAttrs, hasAttrs, type ElementwiseForm, type Expr } from "../../core/expr.js";
 import { broadcastStrides, shapesEqual, sizeOf, type Shape } from "../../core/shape.js";
 import type { CpuKernel } from "./kernel.js";
-import { jsSource, SCALAR_PRELUDE } from "./js-expr.js";
+import { jsSource, SCALAR_PRELUDE, storeConversion } from "./js-expr.js";
 
 const NAMES = ["a", "b", "c", "d", "e", "f"];
 
@@ -27,9 +27,13 @@ export function elementwiseLoop(expr: string, arity: number): ElementwiseLoop {
   return fn;
 }
 
-/** The loop computing expression `e` (attributes bound) of `arity` operands. */
-export function expressionLoop(e: Expr, arity: number): ElementwiseLoop {
-  return elementwiseLoop(jsSource(e, NAMES.slice(0, arity)), arity);
+/**
+ * The loop computing expression `e` (attributes bound) of `arity` operands; `int64Store`: each
+ * value converted as a store into int64 storage (a Float64Array, which converts nothing itself).
+ */
+export function expressionLoop(e: Expr, arity: number, int64Store = false): ElementwiseLoop {
+  const src = jsSource(e, NAMES.slice(0, arity));
+  return elementwiseLoop(int64Store ? storeConversion("int64", src) : src, arity);
 }
 
 /**
@@ -41,13 +45,14 @@ export function elementwiseKernel(form: ElementwiseForm): CpuKernel<Readonly<Rec
   // values when the expression reads attributes.
   let exprLoop: ElementwiseLoop | null = null;
   let f32Loop: ElementwiseLoop | null = null;
+  let int64Loop: ElementwiseLoop | null = null;
   const bound = new Map<string, ElementwiseLoop>();
-  const loopFor = (e: Expr, arity: number, attrs: Readonly<Record<string, unknown>> | undefined): ElementwiseLoop => {
-    if (!hasAttrs(e)) return expressionLoop(e, arity);
-    const key = `${e === form.f32 ? "f32" : ""}${JSON.stringify(attrs ?? {})}`;
+  const loopFor = (e: Expr, arity: number, attrs: Readonly<Record<string, unknown>> | undefined, int64: boolean): ElementwiseLoop => {
+    if (!hasAttrs(e)) return expressionLoop(e, arity, int64);
+    const key = `${e === form.f32 ? "f32" : int64 ? "i64" : ""}${JSON.stringify(attrs ?? {})}`;
     let loop = bound.get(key);
     if (loop === undefined) {
-      loop = expressionLoop(bindAttrs(e, attrs), arity);
+      loop = expressionLoop(bindAttrs(e, attrs), arity, int64);
       if (bound.size < 256) bound.set(key, loop);
     }
     return loop;
@@ -59,11 +64,14 @@ export function elementwiseKernel(form: ElementwiseForm): CpuKernel<Readonly<Rec
     const out = allocStorage(o.dtype, sizeOf(o.shape));
     const arity = inputs.length;
     const f32 = f32Form !== undefined && o.dtype === "float32";
-    let loop = f32 ? f32Loop : exprLoop;
+    // (int64 and uint64 storage is a Float64Array: their values are converted as stores, js-expr.ts)
+    const int64 = o.dtype === "int64" || o.dtype === "uint64";
+    let loop = f32 ? f32Loop : int64 ? int64Loop : exprLoop;
     if (loop === null) {
-      loop = loopFor(f32 ? f32Form! : form.expr, arity, attrs);
+      loop = loopFor(f32 ? f32Form! : form.expr, arity, attrs, int64);
       if (attrFree) {
         if (f32) f32Loop = loop;
+        else if (int64) int64Loop = loop;
         else exprLoop = loop;
       }
     }

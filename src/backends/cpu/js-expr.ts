@@ -10,10 +10,22 @@ import { renderExpr, SCALAR_HELPERS_JS, type Expr, type ExprRenderer, type Scala
 import { ROUND_F16_SOURCE } from "../../core/float16.js";
 
 /**
+ * Source of `storeInt64(x)`: x as a store into int64 (or uint64) storage keeps it, which is a
+ * Float64Array: truncated, and 0 for NaN and infinities, as the other integer typed arrays store
+ * them (an int64 floorDiv or mod by zero gave Infinity and NaN, a pow with a negative exponent
+ * 0.5: values no int64 holds, and onnxruntime's plan gave INT64_MIN for them).
+ */
+const STORE_INT64_SOURCE = `
+function storeInt64(x) {
+  return x - x === 0 ? Math.trunc(x) + 0 : 0;
+}
+`;
+
+/**
  * The helper functions rendered source calls (erf, roundHalfEven) and the float16 rounding of
  * stores (roundF16): put it before generated loops.
  */
-export const SCALAR_PRELUDE = SCALAR_HELPERS_JS + ROUND_F16_SOURCE;
+export const SCALAR_PRELUDE = SCALAR_HELPERS_JS + ROUND_F16_SOURCE + STORE_INT64_SOURCE;
 
 const INFIX: Partial<Record<ScalarFn, string>> = {
   add: "+",
@@ -81,9 +93,10 @@ export function storeConversion(dtype: DType, expr: string): string {
       // to float32 and the kernel's output is then rounded to float16 (ops/registry.ts)
       return `roundF16(Math.fround(${expr}))`;
     case "float64":
+      return `(+(${expr}))`;
     case "int64":
     case "uint64":
-      return `(+(${expr}))`;
+      return `storeInt64(${expr})`;
     case "int32":
       return `((${expr}) | 0)`;
     case "uint32":

@@ -80,17 +80,21 @@ const NARROW_BITS: Partial<Record<DType, number>> = { int8: 8, uint8: 8, int16: 
 
 /**
  * A float value stored into an integer dtype as a typed array stores it (what every CPU kernel
- * does): NaN and infinities give 0, the rest is truncated and wrapped modulo 2^bits. (A plain
+ * does): NaN and infinities give 0, the rest is truncated and wrapped modulo 2^bits; int64 and
+ * uint64 (a Float64Array on the CPU) truncated, NaN and infinities 0, not wrapped. (A plain
  * Cast is undefined out of range.) Other dtypes: a plain Cast.
  */
 export function storeFloat(b: OnnxBuilder, x: string, from: DType, dtype: DType): string {
   const bits = NARROW_BITS[dtype];
-  if (bits === undefined || (from !== "float32" && from !== "float64" && from !== "float16")) return castTo(b, x, from, dtype);
+  const int64 = dtype === "int64" || dtype === "uint64";
+  if ((bits === undefined && !int64) || (from !== "float32" && from !== "float64" && from !== "float16")) return castTo(b, x, from, dtype);
   const v = castTo(b, x, from, "float64");
   const finite = b.op1("Equal", [b.op1("Sub", [v, v]), b.scalar(0, "float64")]);
   const zero = b.scalar(0, "float64");
   const safe = b.op1("Where", [finite, v, zero]);
   const t = b.op1("Where", [b.op1("Less", [safe, zero]), b.op1("Ceil", [safe]), b.op1("Floor", [safe])]);
+  // (int64 and uint64: ours store into a Float64Array, no wrapping: js-expr.ts storeInt64)
+  if (bits === undefined) return b.cast(t, dtype);
   // Wrapped into the dtype's range in double (exact), so that the one Cast is in range: a chain
   // Cast(Cast(x, int64), int32) keeping the low bits is merged by onnxruntime's optimizer into
   // one out-of-range Cast, which gave INT32_MIN for 2147483646 + 2147483646.
